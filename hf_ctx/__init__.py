@@ -1,0 +1,73 @@
+"""hf_ctx: contextual word representations as Hugging Face transformers models.
+
+Importing this package registers its configurations, models and tokenizers with
+the transformers Auto classes, so that ``AutoConfig``, ``AutoModel*`` and
+``AutoTokenizer`` load hf_ctx checkpoints. Importing it twice is harmless.
+"""
+
+__version__ = "0.1.0"
+
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoModelForMaskedLM,
+    AutoModelForMultipleChoice,
+    AutoModelForNextSentencePrediction,
+    AutoModelForPreTraining,
+    AutoModelForQuestionAnswering,
+    AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
+    AutoTokenizer,
+)
+
+# --- BERT -------------------------------------------------------------------
+from .configuration_bert import CtxBertConfig
+from .modeling_bert import (
+    CtxBertForMaskedLM,
+    CtxBertForMultipleChoice,
+    CtxBertForNextSentencePrediction,
+    CtxBertForPreTraining,
+    CtxBertForQuestionAnswering,
+    CtxBertForSequenceClassification,
+    CtxBertForTokenClassification,
+    CtxBertModel,
+    CtxBertPreTrainedModel,
+)
+from .tokenization_bert import CtxBertTokenizer
+
+# (Auto class, model class) pairs; each model section adds its own.
+_AUTO_MODELS = [
+    (AutoModel, CtxBertModel),
+    (AutoModelForPreTraining, CtxBertForPreTraining),
+    (AutoModelForMaskedLM, CtxBertForMaskedLM),
+    (AutoModelForNextSentencePrediction, CtxBertForNextSentencePrediction),
+    (AutoModelForSequenceClassification, CtxBertForSequenceClassification),
+    (AutoModelForTokenClassification, CtxBertForTokenClassification),
+    (AutoModelForQuestionAnswering, CtxBertForQuestionAnswering),
+    (AutoModelForMultipleChoice, CtxBertForMultipleChoice),
+]
+_AUTO_CONFIGS = [CtxBertConfig]
+# (config class, tokenizer class) pairs.
+_AUTO_TOKENIZERS = [(CtxBertConfig, CtxBertTokenizer)]
+
+# --- ELMo -------------------------------------------------------------------
+# (added by the ELMo module)
+
+# --- TagLM ------------------------------------------------------------------
+# (added by the TagLM module)
+
+
+def _register_auto_classes():
+    """Register every hf_ctx config, model and tokenizer with the Auto classes.
+
+    ``exist_ok=True`` makes a second import (or ``importlib.reload``) harmless.
+    """
+    for config_class in _AUTO_CONFIGS:
+        AutoConfig.register(config_class.model_type, config_class, exist_ok=True)
+    for auto_class, model_class in _AUTO_MODELS:
+        auto_class.register(model_class.config_class, model_class, exist_ok=True)
+    for config_class, tokenizer_class in _AUTO_TOKENIZERS:
+        AutoTokenizer.register(config_class, tokenizer_class=tokenizer_class, exist_ok=True)
+
+
+_register_auto_classes()
