@@ -20,8 +20,16 @@ from transformers import (
     AutoTokenizer,
 )
 
+_AUTO_CONFIGS = []
+# (Auto class, model class) pairs; each model section adds its own.
+_AUTO_MODELS = []
+# (config class, tokenizer class) pairs.
+_AUTO_TOKENIZERS = []
+
 # --- BERT -------------------------------------------------------------------
-from .configuration_bert import CtxBertConfig
+from transformers import BertTokenizer  # hf_ctx BERT uses transformers' WordPiece tokenizer as is
+
+from .configuration_bert import BERT_PRESETS, CtxBertConfig
 from .modeling_bert import (
     CtxBertForMaskedLM,
     CtxBertForMultipleChoice,
@@ -33,10 +41,10 @@ from .modeling_bert import (
     CtxBertModel,
     CtxBertPreTrainedModel,
 )
-from .tokenization_bert import CtxBertTokenizer
+from .tokenization_bert import train_wordpiece_tokenizer
 
-# (Auto class, model class) pairs; each model section adds its own.
-_AUTO_MODELS = [
+_AUTO_CONFIGS.append(CtxBertConfig)
+_AUTO_MODELS += [
     (AutoModel, CtxBertModel),
     (AutoModelForPreTraining, CtxBertForPreTraining),
     (AutoModelForMaskedLM, CtxBertForMaskedLM),
@@ -46,9 +54,7 @@ _AUTO_MODELS = [
     (AutoModelForQuestionAnswering, CtxBertForQuestionAnswering),
     (AutoModelForMultipleChoice, CtxBertForMultipleChoice),
 ]
-_AUTO_CONFIGS = [CtxBertConfig]
-# (config class, tokenizer class) pairs.
-_AUTO_TOKENIZERS = [(CtxBertConfig, CtxBertTokenizer)]
+_AUTO_TOKENIZERS.append((CtxBertConfig, BertTokenizer))
 
 # --- ELMo -------------------------------------------------------------------
 # (added by the ELMo module)

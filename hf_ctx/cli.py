@@ -1,0 +1,60 @@
+"""The ``hf-ctx`` console script: one subcommand per task, each a thin wrapper over a library function."""
+
+import argparse
+import sys
+
+
+def _add_convert_bert(subparsers):
+    p = subparsers.add_parser("convert-bert", help="convert a transformers BERT checkpoint folder to hf_ctx")
+    p.add_argument("src_dir", help="folder with config.json, weights and tokenizer files of a transformers BERT")
+    p.add_argument("out_dir", help="where to write the hf_ctx checkpoint")
+
+    def run(args):
+        from .convert_bert import convert_bert_checkpoint
+
+        convert_bert_checkpoint(args.src_dir, args.out_dir)
+        print(f"wrote hf_ctx checkpoint to {args.out_dir}")
+
+    p.set_defaults(func=run)
+
+
+def _add_train_tokenizer(subparsers):
+    p = subparsers.add_parser("train-tokenizer", help="train a WordPiece tokenizer from raw text files")
+    p.add_argument("files", nargs="+", help="raw text files, one sentence or paragraph a line")
+    p.add_argument("--output_dir", required=True)
+    p.add_argument("--vocab_size", type=int, default=30522)
+    p.add_argument("--min_frequency", type=int, default=2)
+    p.add_argument("--cased", action="store_true", help="keep case (default: lower-case and strip accents)")
+    p.add_argument("--model_max_length", type=int, default=512)
+
+    def run(args):
+        from .tokenization_bert import train_wordpiece_tokenizer
+
+        tokenizer = train_wordpiece_tokenizer(
+            args.files,
+            vocab_size=args.vocab_size,
+            min_frequency=args.min_frequency,
+            lowercase=not args.cased,
+            model_max_length=args.model_max_length,
+        )
+        tokenizer.save_pretrained(args.output_dir)
+        print(f"wrote a {len(tokenizer)}-token WordPiece tokenizer to {args.output_dir}")
+
+    p.set_defaults(func=run)
+
+
+# Each model adds its subcommands here.
+_SUBCOMMANDS = [_add_convert_bert, _add_train_tokenizer]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="hf-ctx", description=__doc__)
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for add in _SUBCOMMANDS:
+        add(subparsers)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""Configuration of hf_ctx's from-scratch BERT."""
+
+from transformers import PreTrainedConfig
+from transformers.activations import ACT2FN
+
+# Sizes from the BERT papers (Devlin et al. 2019; Turc et al. 2019 for the compact models):
+# layers L, hidden size H, heads H/64, feed-forward 4H.
+BERT_PRESETS = {
+    "tiny": dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=2, intermediate_size=512),
+    "mini": dict(num_hidden_layers=4, hidden_size=256, num_attention_heads=4, intermediate_size=1024),
+    "small": dict(num_hidden_layers=4, hidden_size=512, num_attention_heads=8, intermediate_size=2048),
+    "medium": dict(num_hidden_layers=8, hidden_size=512, num_attention_heads=8, intermediate_size=2048),
+    "base": dict(num_hidden_layers=12, hidden_size=768, num_attention_heads=12, intermediate_size=3072),
+    "large": dict(num_hidden_layers=24, hidden_size=1024, num_attention_heads=16, intermediate_size=4096),
+}
+
+POSITION_EMBEDDING_TYPES = ("absolute", "sinusoidal")
+
+
+class CtxBertConfig(PreTrainedConfig):
+    r"""
+    Configuration of a [`CtxBertModel`]. The defaults give BERT-base (uncased vocabulary size).
+
+    Args:
+        vocab_size (`int`, defaults to 30522): number of token ids the embeddings accept.
+        hidden_size (`int`, defaults to 768): width of every layer; must be divisible by `num_attention_heads`.
+        num_hidden_layers (`int`, defaults to 12): number of Transformer layers.
+        num_attention_heads (`int`, defaults to 12): attention heads per layer.
+        intermediate_size (`int`, defaults to 3072): width of the feed-forward layer.
+        hidden_act (`str`, defaults to `"gelu"`): feed-forward activation, any key of `transformers.activations.ACT2FN`.
+        hidden_dropout_prob (`float`, defaults to 0.1): dropout on embeddings and sub-layer outputs.
+        attention_probs_dropout_prob (`float`, defaults to 0.1): dropout on attention probabilities.
+        max_position_embeddings (`int`, defaults to 512): longest sequence the model accepts.
+        type_vocab_size (`int`, defaults to 2): number of segment (token type) ids.
+        initializer_range (`float`, defaults to 0.02): std of the truncated-normal-free normal init, as in BERT.
+        layer_norm_eps (`float`, defaults to 1e-12): LayerNorm epsilon.
+        pad_token_id (`int`, defaults to 0): id of `[PAD]`.
+        classifier_dropout (`float`, *optional*): dropout before classification heads; `hidden_dropout_prob` if unset.
+        position_embedding_type (`str`, defaults to `"absolute"`): `"absolute"` learns one vector per position as
+            BERT does; `"sinusoidal"` uses the fixed sine/cosine table of Vaswani et al. (not trained, not saved).
+        pre_layer_norm (`bool`, defaults to `False`): `False` is BERT's post-LN (`LN(x + f(x))`); `True` is pre-LN
+            (`x + f(LN(x))`, plus a final LayerNorm), which trains more stably at depth without warm-up tuning.
+
+    Example:
+    ```python
+    >>> from hf_ctx import CtxBertConfig, CtxBertModel
+    >>> config = CtxBertConfig.from_preset("mini", vocab_size=8000)
+    >>> model = CtxBertModel(config)
+    ```
+    """
+
+    model_type = "hf_ctx_bert"
+
+    def __init__(
+        self,
+        vocab_size=30522,
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        hidden_act="gelu",
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+        max_position_embeddings=512,
+        type_vocab_size=2,
+        initializer_range=0.02,
+        layer_norm_eps=1e-12,
+        pad_token_id=0,
+        classifier_dropout=None,
+        position_embedding_type="absolute",
+        pre_layer_norm=False,
+        tie_word_embeddings=True,
+        **kwargs,
+    ):
+        for name, value in [
+            ("vocab_size", vocab_size),
+            ("hidden_size", hidden_size),
+            ("num_hidden_layers", num_hidden_layers),
+            ("num_attention_heads", num_attention_heads),
+            ("intermediate_size", intermediate_size),
+            ("max_position_embeddings", max_position_embeddings),
+            ("type_vocab_size", type_vocab_size),
+        ]:
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if hidden_size % num_attention_heads != 0:
+            raise ValueError(
+                f"hidden_size ({hidden_size}) must be divisible by num_attention_heads ({num_attention_heads})"
+            )
+        if hidden_act not in ACT2FN:
+            raise ValueError(f"unknown hidden_act {hidden_act!r}; choose one of {sorted(ACT2FN)}")
+        for name, value in [
+            ("hidden_dropout_prob", hidden_dropout_prob),
+            ("attention_probs_dropout_prob", attention_probs_dropout_prob),
+            ("classifier_dropout", 0.0 if classifier_dropout is None else classifier_dropout),
+        ]:
+            if not 0.0 <= value < 1.0:
+                raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+        if position_embedding_type not in POSITION_EMBEDDING_TYPES:
+            raise ValueError(
+                f"position_embedding_type must be one of {POSITION_EMBEDDING_TYPES}, got {position_embedding_type!r}"
+            )
+        if position_embedding_type == "sinusoidal" and hidden_size % 2 != 0:
+            raise ValueError(f"sinusoidal positions need an even hidden_size, got {hidden_size}")
+        if initializer_range <= 0:
+            raise ValueError(f"initializer_range must be positive, got {initializer_range!r}")
+        if layer_norm_eps <= 0:
+            raise ValueError(f"layer_norm_eps must be positive, got {layer_norm_eps!r}")
+        if pad_token_id is not None and not 0 <= pad_token_id < vocab_size:
+            raise ValueError(f"pad_token_id ({pad_token_id}) must be in [0, vocab_size={vocab_size})")
+
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.num_hidden_layers = num_hidden_layers
+        self.num_attention_heads = num_attention_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.max_position_embeddings = max_position_embeddings
+        self.type_vocab_size = type_vocab_size
+        self.initializer_range = initializer_range
+        self.layer_norm_eps = layer_norm_eps
+        self.classifier_dropout = classifier_dropout
+        self.position_embedding_type = position_embedding_type
+        self.pre_layer_norm = pre_layer_norm
+        super().__init__(pad_token_id=pad_token_id, tie_word_embeddings=tie_word_embeddings, **kwargs)
+
+    @classmethod
+    def from_preset(cls, name: str, **kwargs) -> "CtxBertConfig":
+        """A config of one of the published sizes (`BERT_PRESETS`), with `kwargs` overriding any field."""
+        if name not in BERT_PRESETS:
+            raise ValueError(f"unknown BERT preset {name!r}; choose one of {list(BERT_PRESETS)}")
+        return cls(**{**BERT_PRESETS[name], **kwargs})

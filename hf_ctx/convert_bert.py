@@ -1,0 +1,124 @@
+"""Convert a checkpoint of transformers' `BertModel` / `BertFor*` into an hf_ctx BERT checkpoint.
+
+The converted model computes the same function: the weights are renamed, and each layer's separate query, key
+and value projections are concatenated into hf_ctx's fused QKV projection.
+
+    hf-ctx convert-bert SRC_DIR OUT_DIR
+"""
+
+import os
+import re
+
+import torch
+import transformers
+from transformers import AutoTokenizer, BertConfig
+
+from . import modeling_bert
+from .configuration_bert import CtxBertConfig
+
+# transformers BERT architecture -> hf_ctx class name.
+ARCHITECTURES = {
+    "BertModel": "CtxBertModel",
+    "BertForPreTraining": "CtxBertForPreTraining",
+    "BertForMaskedLM": "CtxBertForMaskedLM",
+    "BertForNextSentencePrediction": "CtxBertForNextSentencePrediction",
+    "BertForSequenceClassification": "CtxBertForSequenceClassification",
+    "BertForTokenClassification": "CtxBertForTokenClassification",
+    "BertForQuestionAnswering": "CtxBertForQuestionAnswering",
+    "BertForMultipleChoice": "CtxBertForMultipleChoice",
+}
+
+# Config fields that mean the same in both models.
+_SHARED_CONFIG_FIELDS = [
+    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
+    "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
+    "initializer_range", "layer_norm_eps", "pad_token_id", "classifier_dropout", "id2label", "label2id",
+    "problem_type",
+]
+
+# Renames applied to every key (regex, replacement), after the fused QKV has been built.
+_RENAMES = [
+    (r"\.attention\.output\.dense\.", ".attention.out_proj."),
+    (r"\.attention\.output\.LayerNorm\.", ".attention_norm."),
+    (r"\.intermediate\.dense\.", ".feed_forward.intermediate."),
+    (r"\.output\.dense\.", ".feed_forward.output."),
+    (r"\.output\.LayerNorm\.", ".feed_forward_norm."),
+    (r"^cls\.predictions\.transform\.dense\.", "cls.predictions.dense."),
+    (r"^cls\.predictions\.transform\.LayerNorm\.", "cls.predictions.LayerNorm."),
+]
+
+
+def convert_bert_config(config: BertConfig) -> CtxBertConfig:
+    """The `CtxBertConfig` equivalent to a transformers `BertConfig`; refuses what hf_ctx BERT does not model."""
+    if getattr(config, "is_decoder", False) or getattr(config, "add_cross_attention", False):
+        raise ValueError("cannot convert a decoder BERT (is_decoder/add_cross_attention): hf_ctx BERT is an encoder")
+    position_type = getattr(config, "position_embedding_type", "absolute")
+    if position_type != "absolute":
+        raise ValueError(f"cannot convert position_embedding_type={position_type!r}; only 'absolute' is supported")
+    kwargs = {name: getattr(config, name) for name in _SHARED_CONFIG_FIELDS if getattr(config, name, None) is not None}
+    return CtxBertConfig(**kwargs)
+
+
+def convert_bert_state_dict(state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Rename a transformers BERT state dict to hf_ctx's names and fuse query/key/value.
+
+    Prefixes are kept: a bare `BertModel`'s keys stay unprefixed, a head model's keep `bert.`.
+    """
+    converted = {}
+    for key, tensor in state_dict.items():
+        if key.endswith(("position_ids", "token_type_ids")):  # buffers, not weights
+            continue
+        if key == "cls.predictions.bias":  # the same tensor as cls.predictions.decoder.bias
+            continue
+        match = re.match(r"^(.*)\.attention\.self\.(query|key|value)\.(weight|bias)$", key)
+        if match:
+            prefix, part, kind = match.groups()
+            if part != "query":  # fused when the query is met
+                continue
+            parts = [state_dict[f"{prefix}.attention.self.{p}.{kind}"] for p in ("query", "key", "value")]
+            converted[f"{prefix}.attention.qkv.{kind}"] = torch.cat(parts, dim=0)
+            continue
+        for pattern, replacement in _RENAMES:
+            key = re.sub(pattern, replacement, key)
+        converted[key] = tensor
+    return converted
+
+
+def convert_bert_checkpoint(src_dir: str | os.PathLike, out_dir: str | os.PathLike):
+    """Convert the transformers BERT checkpoint folder `src_dir` (config.json, model.safetensors or
+    pytorch_model.bin, tokenizer files) into an hf_ctx checkpoint in `out_dir`.
+
+    Returns the converted hf_ctx model (in eval mode). The tokenizer files, if any, are re-saved alongside.
+    """
+    src_dir, out_dir = os.fspath(src_dir), os.fspath(out_dir)
+    if not os.path.isfile(os.path.join(src_dir, "config.json")):
+        raise FileNotFoundError(f"{src_dir} has no config.json; expected a transformers BERT checkpoint folder")
+    source_config = BertConfig.from_pretrained(src_dir)
+    if source_config.model_type != "bert":
+        raise ValueError(f"{src_dir} holds a {source_config.model_type!r} model, not a transformers BERT")
+    architecture = (source_config.architectures or ["BertModel"])[0]
+    if architecture not in ARCHITECTURES:
+        raise ValueError(f"unsupported architecture {architecture!r}; supported: {sorted(ARCHITECTURES)}")
+    # transformers reads safetensors, or a .bin with torch.load(weights_only=True): nothing is unpickled.
+    source = getattr(transformers, architecture).from_pretrained(src_dir)
+
+    target_class = getattr(modeling_bert, ARCHITECTURES[architecture])
+    target = target_class(convert_bert_config(source_config)).eval()
+    state_dict = convert_bert_state_dict(source.state_dict())
+    expected = target.state_dict()
+    # The MLM decoder weight is tied to the word embeddings, so it need not come from the source.
+    missing = [k for k in expected if k not in state_dict and k != "cls.predictions.decoder.weight"]
+    unexpected = [k for k in state_dict if k not in expected]
+    if missing or unexpected:
+        raise ValueError(f"weights do not match: missing {missing}, unexpected {unexpected}")
+    target.load_state_dict(state_dict, strict=False)
+    target.tie_weights()
+    target.save_pretrained(out_dir)
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(src_dir)
+    except (OSError, ValueError, TypeError):
+        tokenizer = None  # a weights-only folder: nothing to carry over
+    if tokenizer is not None:
+        tokenizer.save_pretrained(out_dir)
+    return target

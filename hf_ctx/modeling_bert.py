@@ -1,0 +1,688 @@
+"""hf_ctx's from-scratch BERT (Devlin et al., 2019): a Transformer encoder with MLM/NSP pretraining heads and
+the usual fine-tuning heads.
+
+Shapes below use B = batch, T = tokens, H = hidden size, V = vocabulary size, C = choices.
+
+What differs from transformers' `BertModel` (and why):
+- one fused query/key/value projection per layer (one matmul instead of three);
+- optional fixed sinusoidal positions and pre-LayerNorm layers;
+- inputs are validated before any kernel runs, so a bad id is a `ValueError`, not a device-side assert.
+`hf_ctx.convert_bert` maps transformers' BERT weights onto this model; the outputs match to 1e-5.
+"""
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+from transformers import PreTrainedModel
+from transformers import initialization as init
+from transformers.activations import ACT2FN
+from transformers.masking_utils import create_bidirectional_mask
+from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.modeling_outputs import (
+    BaseModelOutput,
+    BaseModelOutputWithPooling,
+    MaskedLMOutput,
+    MultipleChoiceModelOutput,
+    NextSentencePredictorOutput,
+    QuestionAnsweringModelOutput,
+    SequenceClassifierOutput,
+    TokenClassifierOutput,
+)
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+from transformers.utils import ModelOutput
+
+from .configuration_bert import CtxBertConfig
+
+
+def validate_bert_inputs(config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds):
+    """Check shapes and id ranges before any kernel runs.
+
+    An out-of-range id would otherwise surface as an opaque index error on CPU or a device-side assert on
+    CUDA. The range check costs one small host sync; it is skipped while `torch.compile` traces the model.
+    """
+    if (input_ids is None) == (inputs_embeds is None):
+        raise ValueError("pass exactly one of input_ids or inputs_embeds")
+    if input_ids is not None:
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must have shape (batch, tokens), got {tuple(input_ids.shape)}")
+        if input_ids.dtype.is_floating_point:
+            raise ValueError(f"input_ids must be integer token ids, got dtype {input_ids.dtype}")
+        shape = tuple(input_ids.shape)
+    else:
+        if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != config.hidden_size:
+            raise ValueError(
+                f"inputs_embeds must have shape (batch, tokens, {config.hidden_size}), got {tuple(inputs_embeds.shape)}"
+            )
+        shape = tuple(inputs_embeds.shape[:2])
+    if shape[1] > config.max_position_embeddings:
+        raise ValueError(
+            f"sequence length {shape[1]} is longer than the model allows (max_position_embeddings="
+            f"{config.max_position_embeddings}); truncate the input (tokenizer(..., truncation=True))"
+        )
+    for name, tensor in [("attention_mask", attention_mask), ("token_type_ids", token_type_ids)]:
+        if tensor is not None and tuple(tensor.shape) != shape:
+            raise ValueError(f"{name} has shape {tuple(tensor.shape)} but input_ids has shape {shape}")
+    if position_ids is not None and position_ids.shape[-1] != shape[1]:
+        raise ValueError(f"position_ids has shape {tuple(position_ids.shape)}; expected (..., {shape[1]})")
+    if torch.compiler.is_compiling():
+        return
+    # One host sync for all range checks.
+    checks = [(name, t, limit) for name, t, limit in [
+        ("input_ids", input_ids, config.vocab_size),
+        ("token_type_ids", token_type_ids, config.type_vocab_size),
+        ("position_ids", position_ids, config.max_position_embeddings),
+    ] if t is not None and t.numel() > 0]
+    if not checks:
+        return
+    bounds = torch.stack([torch.stack([t.min(), t.max()]) for _, t, _ in checks]).tolist()
+    for (name, _, limit), (low, high) in zip(checks, bounds):
+        if low < 0 or high >= limit:
+            bad = low if low < 0 else high
+            raise ValueError(f"{name} contains {bad}, outside [0, {limit}) (the model's {name} range)")
+
+
+def sinusoidal_position_table(num_positions: int, dim: int) -> torch.Tensor:
+    """The fixed (num_positions, dim) table of Vaswani et al.: sin on even features, cos on odd ones."""
+    position = torch.arange(num_positions, dtype=torch.float32)[:, None]
+    inv_freq = torch.exp(torch.arange(0, dim, 2, dtype=torch.float32) * (-math.log(10000.0) / dim))
+    table = torch.zeros(num_positions, dim)
+    table[:, 0::2] = torch.sin(position * inv_freq)
+    table[:, 1::2] = torch.cos(position * inv_freq)
+    return table
+
+
+class CtxBertEmbeddings(nn.Module):
+    """Token + position + segment embeddings, then LayerNorm and dropout. Output: (B, T, H)."""
+
+    def __init__(self, config: CtxBertConfig):
+        super().__init__()
+        self.position_embedding_type = config.position_embedding_type
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        if config.position_embedding_type == "absolute":
+            self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        else:
+            # Fixed, so not a parameter and not saved; `_init_weights` fills it.
+            table = sinusoidal_position_table(config.max_position_embeddings, config.hidden_size)
+            self.register_buffer("sinusoidal_positions", table, persistent=False)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, input_ids=None, token_type_ids=None, position_ids=None, inputs_embeds=None):
+        if inputs_embeds is None:
+            inputs_embeds = self.word_embeddings(input_ids)
+        seq_length = inputs_embeds.shape[1]
+        if position_ids is None:
+            position_ids = torch.arange(seq_length, device=inputs_embeds.device)[None, :]
+        if self.position_embedding_type == "absolute":
+            positions = self.position_embeddings(position_ids)
+        else:
+            positions = self.sinusoidal_positions[position_ids].to(inputs_embeds.dtype)
+        if token_type_ids is None:
+            segments = self.token_type_embeddings.weight[0]
+        else:
+            segments = self.token_type_embeddings(token_type_ids)
+        embeddings = inputs_embeds + positions + segments
+        return self.dropout(self.LayerNorm(embeddings))
+
+
+def eager_attention_forward(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
+    """Plain softmax(QK^T * scaling + mask) V; also returns the attention probabilities.
+
+    query/key/value: (B, heads, T, head_dim); attention_mask: None, boolean (True = attend) or additive float,
+    broadcastable to (B, heads, T, T). Returns ((B, T, heads, head_dim), (B, heads, T, T)).
+    """
+    scores = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if attention_mask is not None:
+        if attention_mask.dtype == torch.bool:
+            scores = scores.masked_fill(~attention_mask, torch.finfo(scores.dtype).min)
+        else:
+            scores = scores + attention_mask
+    probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+    probs = F.dropout(probs, p=dropout, training=module.training)
+    return torch.matmul(probs, value).transpose(1, 2).contiguous(), probs
+
+
+class CtxBertSelfAttention(nn.Module):
+    """Multi-head scaled dot-product self-attention with one fused QKV projection. (B, T, H) -> (B, T, H).
+
+    The attention kernel comes from `config._attn_implementation` (eager, sdpa, flash_attention_2, ...) through
+    transformers' attention-function registry; asking for the attention probabilities uses the eager kernel,
+    the only one that computes them.
+    """
+
+    is_causal = False  # read by transformers' sdpa/flash kernels
+
+    def __init__(self, config: CtxBertConfig):
+        super().__init__()
+        self.config = config
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        self.scaling = self.head_dim**-0.5
+        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)
+        self.out_proj = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout_prob = config.attention_probs_dropout_prob
+
+    def forward(self, hidden_states, attention_mask=None, output_attentions=False):
+        batch, seq_length, hidden = hidden_states.shape
+        qkv = self.qkv(hidden_states).view(batch, seq_length, 3, self.num_heads, self.head_dim)
+        query, key, value = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, heads, T, head_dim)
+        implementation = self.config._attn_implementation
+        if output_attentions or implementation in (None, "eager"):
+            attention_fn = eager_attention_forward
+        else:
+            attention_fn = ALL_ATTENTION_FUNCTIONS[implementation]
+        output, probs = attention_fn(
+            self,
+            query,
+            key,
+            value,
+            attention_mask,
+            scaling=self.scaling,
+            dropout=self.dropout_prob if self.training else 0.0,
+        )
+        return self.out_proj(output.reshape(batch, seq_length, hidden)), probs
+
+
+class CtxBertFeedForward(nn.Module):
+    """Position-wise feed-forward network: Linear(H, I), activation, Linear(I, H)."""
+
+    def __init__(self, config: CtxBertConfig):
+        super().__init__()
+        self.intermediate = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.activation = ACT2FN[config.hidden_act]
+        self.output = nn.Linear(config.intermediate_size, config.hidden_size)
+
+    def forward(self, hidden_states):
+        return self.output(self.activation(self.intermediate(hidden_states)))
+
+
+class CtxBertLayer(GradientCheckpointingLayer):
+    """One Transformer layer: self-attention and feed-forward, each with a residual connection and LayerNorm.
+
+    Post-LN (BERT): x = LN(x + f(x)). Pre-LN: x = x + f(LN(x)). (B, T, H) -> (B, T, H).
+    """
+
+    def __init__(self, config: CtxBertConfig):
+        super().__init__()
+        self.pre_layer_norm = config.pre_layer_norm
+        self.attention = CtxBertSelfAttention(config)
+        self.attention_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.feed_forward = CtxBertFeedForward(config)
+        self.feed_forward_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, hidden_states, attention_mask=None, output_attentions=False):
+        if self.pre_layer_norm:
+            attended, probs = self.attention(self.attention_norm(hidden_states), attention_mask, output_attentions)
+            hidden_states = hidden_states + self.dropout(attended)
+            hidden_states = hidden_states + self.dropout(self.feed_forward(self.feed_forward_norm(hidden_states)))
+        else:
+            attended, probs = self.attention(hidden_states, attention_mask, output_attentions)
+            hidden_states = self.attention_norm(hidden_states + self.dropout(attended))
+            hidden_states = self.feed_forward_norm(hidden_states + self.dropout(self.feed_forward(hidden_states)))
+        return hidden_states, probs
+
+
+class CtxBertEncoder(nn.Module):
+    """A stack of `CtxBertLayer`s (plus a final LayerNorm for pre-LN). (B, T, H) -> (B, T, H)."""
+
+    def __init__(self, config: CtxBertConfig):
+        super().__init__()
+        self.layer = nn.ModuleList([CtxBertLayer(config) for _ in range(config.num_hidden_layers)])
+        self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if config.pre_layer_norm else None
+
+    def forward(self, hidden_states, attention_mask=None, output_attentions=False, output_hidden_states=False):
+        all_hidden_states = [hidden_states] if output_hidden_states else None
+        all_attentions = [] if output_attentions else None
+        for layer in self.layer:
+            hidden_states, probs = layer(hidden_states, attention_mask, output_attentions=output_attentions)
+            if output_hidden_states:
+                all_hidden_states.append(hidden_states)
+            if output_attentions:
+                all_attentions.append(probs)
+        if self.final_norm is not None:
+            hidden_states = self.final_norm(hidden_states)
+            if output_hidden_states:
+                all_hidden_states[-1] = hidden_states
+        return BaseModelOutput(
+            last_hidden_state=hidden_states,
+            hidden_states=tuple(all_hidden_states) if output_hidden_states else None,
+            attentions=tuple(all_attentions) if output_attentions else None,
+        )
+
+
+class CtxBertPooler(nn.Module):
+    """tanh(Linear(h_[CLS])): the sentence vector used by NSP and sequence classification. (B, T, H) -> (B, H)."""
+
+    def __init__(self, config: CtxBertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, hidden_states):
+        return torch.tanh(self.dense(hidden_states[:, 0]))
+
+
+class CtxBertLMHead(nn.Module):
+    """Masked-LM head: Linear, activation, LayerNorm, then a decoder tied to the input embeddings. (..., H) -> (..., V)."""
+
+    def __init__(self, config: CtxBertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.activation = ACT2FN[config.hidden_act]
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size)
+
+    def forward(self, hidden_states):
+        return self.decoder(self.LayerNorm(self.activation(self.dense(hidden_states))))
+
+
+class CtxBertPreTrainedModel(PreTrainedModel):
+    """Weight initialisation, attention-implementation support and loading for all CtxBert models."""
+
+    config_class = CtxBertConfig
+    base_model_prefix = "bert"
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+    _supports_flash_attn = True
+    _supports_attention_backend = True
+    _no_split_modules = ["CtxBertEmbeddings", "CtxBertLayer"]
+
+    @torch.no_grad()
+    def _init_weights(self, module):
+        # Normal(0, initializer_range) for Linear/Embedding weights, zero biases, unit LayerNorms, as in BERT.
+        super()._init_weights(module)
+        if isinstance(module, CtxBertEmbeddings) and module.position_embedding_type == "sinusoidal":
+            init.copy_(module.sinusoidal_positions, sinusoidal_position_table(*module.sinusoidal_positions.shape))
+
+
+@dataclass
+class CtxBertForPreTrainingOutput(ModelOutput):
+    """
+    Output of [`CtxBertForPreTraining`].
+
+    Args:
+        loss (`torch.FloatTensor` of shape `()`, *optional*): sum of the masked-LM and next-sentence losses that
+            were asked for (labels given).
+        prediction_logits (`torch.FloatTensor` of shape `(B, T, V)`): masked-LM scores before softmax.
+        seq_relationship_logits (`torch.FloatTensor` of shape `(B, 2)`): next-sentence scores (0 = IsNext).
+        hidden_states (`tuple(torch.FloatTensor)`, *optional*): embeddings and every layer's output, each (B, T, H).
+        attentions (`tuple(torch.FloatTensor)`, *optional*): every layer's attention probabilities, (B, heads, T, T).
+    """
+
+    loss: torch.FloatTensor | None = None
+    prediction_logits: torch.FloatTensor | None = None
+    seq_relationship_logits: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    attentions: tuple[torch.FloatTensor, ...] | None = None
+
+
+def _finish(output: ModelOutput, return_dict: bool):
+    return output if return_dict else output.to_tuple()
+
+
+class CtxBertModel(CtxBertPreTrainedModel):
+    """The bare encoder: embeddings, Transformer layers and (optionally) the pooler.
+
+    Args:
+        config ([`CtxBertConfig`]): model configuration.
+        add_pooling_layer (`bool`, defaults to `True`): build the [CLS] pooler (needed for NSP and classification).
+    """
+
+    def __init__(self, config: CtxBertConfig, add_pooling_layer: bool = True):
+        super().__init__(config)
+        self.embeddings = CtxBertEmbeddings(config)
+        self.encoder = CtxBertEncoder(config)
+        self.pooler = CtxBertPooler(config) if add_pooling_layer else None
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.embeddings.word_embeddings
+
+    def set_input_embeddings(self, value):
+        self.embeddings.word_embeddings = value
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        position_ids: torch.LongTensor | None = None,
+        inputs_embeds: torch.FloatTensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+    ) -> BaseModelOutputWithPooling | tuple:
+        r"""
+        Args:
+            input_ids (`torch.LongTensor` of shape `(B, T)`): token ids in `[0, vocab_size)`.
+            attention_mask (`torch.Tensor` of shape `(B, T)`, *optional*): 1 for real tokens, 0 for padding.
+            token_type_ids (`torch.LongTensor` of shape `(B, T)`, *optional*): segment ids (0 for sentence A, 1 for B).
+            position_ids (`torch.LongTensor` of shape `(B, T)`, *optional*): defaults to 0..T-1.
+            inputs_embeds (`torch.FloatTensor` of shape `(B, T, H)`, *optional*): instead of `input_ids`.
+            output_attentions (`bool`, *optional*): also return every layer's attention probabilities.
+            output_hidden_states (`bool`, *optional*): also return the embeddings and every layer's output.
+            return_dict (`bool`, *optional*): return a `ModelOutput` (default) or a tuple.
+
+        Returns:
+            `BaseModelOutputWithPooling` with `last_hidden_state` (B, T, H) and `pooler_output` (B, H).
+        """
+        output_attentions = self.config.output_attentions if output_attentions is None else output_attentions
+        output_hidden_states = (
+            self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
+        )
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        validate_bert_inputs(self.config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds)
+
+        embeddings = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)
+        if output_attentions:
+            # The eager kernel (the only one that returns probabilities) takes a boolean mask.
+            mask = None if attention_mask is None else attention_mask.bool()[:, None, None, :]
+        else:
+            # The mask form each kernel wants (None when nothing is padded, so sdpa may pick its fastest path).
+            mask = create_bidirectional_mask(config=self.config, inputs_embeds=embeddings, attention_mask=attention_mask)
+        encoded = self.encoder(
+            embeddings, mask, output_attentions=output_attentions, output_hidden_states=output_hidden_states
+        )
+        sequence_output = encoded.last_hidden_state
+        output = BaseModelOutputWithPooling(
+            last_hidden_state=sequence_output,
+            pooler_output=self.pooler(sequence_output) if self.pooler is not None else None,
+            hidden_states=encoded.hidden_states,
+            attentions=encoded.attentions,
+        )
+        return _finish(output, return_dict)
+
+
+def _base_outputs(model, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                  output_attentions, output_hidden_states):
+    return model.bert(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        token_type_ids=token_type_ids,
+        position_ids=position_ids,
+        inputs_embeds=inputs_embeds,
+        output_attentions=output_attentions,
+        output_hidden_states=output_hidden_states,
+        return_dict=True,
+    )
+
+
+def _classifier_dropout(config):
+    return nn.Dropout(config.hidden_dropout_prob if config.classifier_dropout is None else config.classifier_dropout)
+
+
+class CtxBertForPreTraining(CtxBertPreTrainedModel):
+    """BERT with its two pretraining heads: masked LM (tied to the input embeddings) and next-sentence prediction.
+
+    The loss is the sum of the losses whose labels are given, so MLM-only pretraining passes just `labels`.
+    """
+
+    _tied_weights_keys = {"cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight"}
+
+    def __init__(self, config: CtxBertConfig):
+        super().__init__(config)
+        self.bert = CtxBertModel(config)
+        self.cls = nn.Module()
+        self.cls.predictions = CtxBertLMHead(config)
+        self.cls.seq_relationship = nn.Linear(config.hidden_size, 2)
+        self.post_init()
+
+    def get_output_embeddings(self):
+        return self.cls.predictions.decoder
+
+    def set_output_embeddings(self, new_embeddings):
+        self.cls.predictions.decoder = new_embeddings
+
+    def forward(
+        self,
+        input_ids=None,
+        attention_mask=None,
+        token_type_ids=None,
+        position_ids=None,
+        inputs_embeds=None,
+        labels: torch.LongTensor | None = None,
+        next_sentence_label: torch.LongTensor | None = None,
+        output_attentions=None,
+        output_hidden_states=None,
+        return_dict=None,
+    ) -> CtxBertForPreTrainingOutput | tuple:
+        r"""
+        Args:
+            labels (`torch.LongTensor` of shape `(B, T)`, *optional*): original ids at masked positions, -100 elsewhere.
+            next_sentence_label (`torch.LongTensor` of shape `(B,)`, *optional*): 0 if B follows A, 1 if B is random.
+            Other arguments: see [`CtxBertModel.forward`].
+        """
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        outputs = _base_outputs(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                                output_attentions, output_hidden_states)
+        prediction_logits = self.cls.predictions(outputs.last_hidden_state)
+        seq_relationship_logits = self.cls.seq_relationship(outputs.pooler_output)
+        loss = None
+        if labels is not None:
+            loss = F.cross_entropy(prediction_logits.view(-1, self.config.vocab_size).float(), labels.view(-1))
+        if next_sentence_label is not None:
+            nsp_loss = F.cross_entropy(seq_relationship_logits.float(), next_sentence_label.view(-1))
+            loss = nsp_loss if loss is None else loss + nsp_loss
+        output = CtxBertForPreTrainingOutput(
+            loss=loss,
+            prediction_logits=prediction_logits,
+            seq_relationship_logits=seq_relationship_logits,
+            hidden_states=outputs.hidden_states,
+            attentions=outputs.attentions,
+        )
+        return _finish(output, return_dict)
+
+
+class CtxBertForMaskedLM(CtxBertPreTrainedModel):
+    """BERT with the masked-LM head only (used by `pipeline("fill-mask")`)."""
+
+    _tied_weights_keys = {"cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight"}
+
+    def __init__(self, config: CtxBertConfig):
+        super().__init__(config)
+        self.bert = CtxBertModel(config, add_pooling_layer=False)
+        self.cls = nn.Module()
+        self.cls.predictions = CtxBertLMHead(config)
+        self.post_init()
+
+    def get_output_embeddings(self):
+        return self.cls.predictions.decoder
+
+    def set_output_embeddings(self, new_embeddings):
+        self.cls.predictions.decoder = new_embeddings
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
+                inputs_embeds=None, labels=None, output_attentions=None, output_hidden_states=None,
+                return_dict=None) -> MaskedLMOutput | tuple:
+        r"""`labels` (B, T): original ids at masked positions, -100 elsewhere. Returns `logits` (B, T, V)."""
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        outputs = _base_outputs(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                                output_attentions, output_hidden_states)
+        logits = self.cls.predictions(outputs.last_hidden_state)
+        loss = None
+        if labels is not None:
+            loss = F.cross_entropy(logits.view(-1, self.config.vocab_size).float(), labels.view(-1))
+        output = MaskedLMOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states,
+                                attentions=outputs.attentions)
+        return _finish(output, return_dict)
+
+
+class CtxBertForNextSentencePrediction(CtxBertPreTrainedModel):
+    """BERT with the next-sentence head only. `labels` (B,): 0 if B follows A, 1 if B is random."""
+
+    def __init__(self, config: CtxBertConfig):
+        super().__init__(config)
+        self.bert = CtxBertModel(config)
+        self.cls = nn.Module()
+        self.cls.seq_relationship = nn.Linear(config.hidden_size, 2)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
+                inputs_embeds=None, labels=None, output_attentions=None, output_hidden_states=None,
+                return_dict=None) -> NextSentencePredictorOutput | tuple:
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        outputs = _base_outputs(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                                output_attentions, output_hidden_states)
+        logits = self.cls.seq_relationship(outputs.pooler_output)
+        loss = F.cross_entropy(logits.float(), labels.view(-1)) if labels is not None else None
+        output = NextSentencePredictorOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states,
+                                             attentions=outputs.attentions)
+        return _finish(output, return_dict)
+
+
+def sequence_classification_loss(config, logits, labels):
+    """Regression (MSE), single-label (cross-entropy) or multi-label (BCE) loss, chosen by `config.problem_type`.
+
+    As in transformers, an unset problem type is inferred once from the labels and stored in the config.
+    """
+    if config.problem_type is None:
+        if config.num_labels == 1:
+            config.problem_type = "regression"
+        elif labels.dtype in (torch.long, torch.int):
+            config.problem_type = "single_label_classification"
+        else:
+            config.problem_type = "multi_label_classification"
+    if config.problem_type == "regression":
+        if config.num_labels == 1:
+            return F.mse_loss(logits.squeeze(-1).float(), labels.squeeze(-1).float())
+        return F.mse_loss(logits.float(), labels.float())
+    if config.problem_type == "single_label_classification":
+        labels = labels.view(-1)
+        valid = labels[labels != -100]
+        if valid.numel() and not torch.compiler.is_compiling():
+            low, high = torch.stack([valid.min(), valid.max()]).tolist()
+            if low < 0 or high >= config.num_labels:
+                raise ValueError(f"label {low if low < 0 else high} outside [0, num_labels={config.num_labels})")
+        return F.cross_entropy(logits.view(-1, config.num_labels).float(), labels)
+    return F.binary_cross_entropy_with_logits(logits.float(), labels.float())
+
+
+class CtxBertForSequenceClassification(CtxBertPreTrainedModel):
+    """BERT with a linear classifier (or regressor) on the pooled [CLS] vector, e.g. for GLUE."""
+
+    def __init__(self, config: CtxBertConfig):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.bert = CtxBertModel(config)
+        self.dropout = _classifier_dropout(config)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
+                inputs_embeds=None, labels=None, output_attentions=None, output_hidden_states=None,
+                return_dict=None) -> SequenceClassifierOutput | tuple:
+        r"""`labels`: (B,) class ids, (B,) or (B, num_labels) floats for regression, (B, num_labels) multi-hot."""
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        outputs = _base_outputs(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                                output_attentions, output_hidden_states)
+        logits = self.classifier(self.dropout(outputs.pooler_output))
+        loss = sequence_classification_loss(self.config, logits, labels) if labels is not None else None
+        output = SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states,
+                                          attentions=outputs.attentions)
+        return _finish(output, return_dict)
+
+
+class CtxBertForTokenClassification(CtxBertPreTrainedModel):
+    """BERT with a linear classifier on every token, e.g. for NER. `labels` (B, T) with -100 where ignored."""
+
+    def __init__(self, config: CtxBertConfig):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.bert = CtxBertModel(config, add_pooling_layer=False)
+        self.dropout = _classifier_dropout(config)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
+                inputs_embeds=None, labels=None, output_attentions=None, output_hidden_states=None,
+                return_dict=None) -> TokenClassifierOutput | tuple:
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        outputs = _base_outputs(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                                output_attentions, output_hidden_states)
+        logits = self.classifier(self.dropout(outputs.last_hidden_state))
+        loss = None
+        if labels is not None:
+            loss = F.cross_entropy(logits.view(-1, self.num_labels).float(), labels.view(-1))
+        output = TokenClassifierOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states,
+                                       attentions=outputs.attentions)
+        return _finish(output, return_dict)
+
+
+class CtxBertForQuestionAnswering(CtxBertPreTrainedModel):
+    """BERT with span-start and span-end scores on every token (extractive QA, e.g. SQuAD)."""
+
+    def __init__(self, config: CtxBertConfig):
+        super().__init__(config)
+        self.bert = CtxBertModel(config, add_pooling_layer=False)
+        self.qa_outputs = nn.Linear(config.hidden_size, 2)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
+                inputs_embeds=None, start_positions=None, end_positions=None, output_attentions=None,
+                output_hidden_states=None, return_dict=None) -> QuestionAnsweringModelOutput | tuple:
+        r"""`start_positions`/`end_positions` (B,): answer span token indices; positions past the end are ignored.
+        Returns `start_logits` and `end_logits`, each (B, T)."""
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        outputs = _base_outputs(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                                output_attentions, output_hidden_states)
+        start_logits, end_logits = self.qa_outputs(outputs.last_hidden_state).float().unbind(-1)
+        loss = None
+        if start_positions is not None and end_positions is not None:
+            # Spans outside the (possibly truncated) input point at an ignored index, as in transformers.
+            ignored = start_logits.shape[1]
+            start_positions = start_positions.view(-1).clamp(0, ignored)
+            end_positions = end_positions.view(-1).clamp(0, ignored)
+            loss = (F.cross_entropy(start_logits, start_positions, ignore_index=ignored)
+                    + F.cross_entropy(end_logits, end_positions, ignore_index=ignored)) / 2
+        output = QuestionAnsweringModelOutput(loss=loss, start_logits=start_logits, end_logits=end_logits,
+                                              hidden_states=outputs.hidden_states, attentions=outputs.attentions)
+        return _finish(output, return_dict)
+
+
+class CtxBertForMultipleChoice(CtxBertPreTrainedModel):
+    """BERT scoring C candidate continuations: inputs (B, C, T), `labels` (B,) the right choice, logits (B, C)."""
+
+    def __init__(self, config: CtxBertConfig):
+        super().__init__(config)
+        self.bert = CtxBertModel(config)
+        self.dropout = _classifier_dropout(config)
+        self.classifier = nn.Linear(config.hidden_size, 1)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
+                inputs_embeds=None, labels=None, output_attentions=None, output_hidden_states=None,
+                return_dict=None) -> MultipleChoiceModelOutput | tuple:
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        reference = input_ids if input_ids is not None else inputs_embeds
+        if reference is None or reference.dim() < 3:
+            raise ValueError("multiple-choice inputs must have shape (batch, choices, tokens)")
+        num_choices = reference.shape[1]
+
+        def flat(t):
+            return None if t is None else t.reshape(-1, *t.shape[2:])
+
+        outputs = _base_outputs(self, flat(input_ids), flat(attention_mask), flat(token_type_ids),
+                                flat(position_ids), flat(inputs_embeds), output_attentions, output_hidden_states)
+        logits = self.classifier(self.dropout(outputs.pooler_output)).view(-1, num_choices)
+        loss = F.cross_entropy(logits.float(), labels.view(-1)) if labels is not None else None
+        output = MultipleChoiceModelOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states,
+                                           attentions=outputs.attentions)
+        return _finish(output, return_dict)
+
+
+__all__ = [
+    "CtxBertForMaskedLM",
+    "CtxBertForMultipleChoice",
+    "CtxBertForNextSentencePrediction",
+    "CtxBertForPreTraining",
+    "CtxBertForPreTrainingOutput",
+    "CtxBertForQuestionAnswering",
+    "CtxBertForSequenceClassification",
+    "CtxBertForTokenClassification",
+    "CtxBertModel",
+    "CtxBertPreTrainedModel",
+]

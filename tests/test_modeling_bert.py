@@ -1,0 +1,377 @@
+"""hf_ctx BERT: parity with transformers' BERT, the Auto classes, bad input, save/load, training."""
+
+import math
+
+import pytest
+import torch
+import transformers
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoModelForMaskedLM,
+    AutoModelForMultipleChoice,
+    AutoModelForNextSentencePrediction,
+    AutoModelForPreTraining,
+    AutoModelForQuestionAnswering,
+    AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
+    BertConfig,
+)
+
+import hf_ctx
+import hf_ctx.cli
+from hf_ctx import (
+    CtxBertConfig,
+    CtxBertForMaskedLM,
+    CtxBertForMultipleChoice,
+    CtxBertForNextSentencePrediction,
+    CtxBertForPreTraining,
+    CtxBertForQuestionAnswering,
+    CtxBertForSequenceClassification,
+    CtxBertForTokenClassification,
+    CtxBertModel,
+)
+from hf_ctx.convert_bert import convert_bert_checkpoint, convert_bert_config, convert_bert_state_dict
+from hf_ctx.modeling_bert import sinusoidal_position_table
+
+TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
+            max_position_embeddings=64)
+
+
+def tiny_config(**overrides):
+    return CtxBertConfig(**{**TINY, **overrides})
+
+
+def padded_batch(vocab_size=99, batch=3, length=11, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    input_ids = torch.randint(1, vocab_size, (batch, length), generator=generator)
+    attention_mask = torch.ones(batch, length, dtype=torch.long)
+    attention_mask[1, 7:] = 0
+    attention_mask[2, 3:] = 0
+    input_ids[attention_mask == 0] = 0
+    token_type_ids = torch.zeros(batch, length, dtype=torch.long)
+    token_type_ids[:, 5:] = 1
+    return input_ids, attention_mask, token_type_ids
+
+
+# --- parity with transformers' BERT ------------------------------------------------------------------------
+
+PARITY_CONFIGS = [
+    dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37),
+    dict(vocab_size=120, hidden_size=48, num_hidden_layers=3, num_attention_heads=6, intermediate_size=64,
+         hidden_act="gelu_new", layer_norm_eps=1e-7, type_vocab_size=3),
+    dict(vocab_size=77, hidden_size=24, num_hidden_layers=1, num_attention_heads=1, intermediate_size=96,
+         hidden_act="relu", max_position_embeddings=40),
+]
+HEADS = [
+    ("BertModel", ["last_hidden_state", "pooler_output"]),
+    ("BertForPreTraining", ["prediction_logits", "seq_relationship_logits"]),
+    ("BertForMaskedLM", ["logits"]),
+    ("BertForNextSentencePrediction", ["logits"]),
+    ("BertForSequenceClassification", ["logits"]),
+    ("BertForTokenClassification", ["logits"]),
+    ("BertForQuestionAnswering", ["start_logits", "end_logits"]),
+    ("BertForMultipleChoice", ["logits"]),
+]
+
+
+@pytest.mark.parametrize("attn_implementation", ["eager", "sdpa"])
+@pytest.mark.parametrize("config_index", range(len(PARITY_CONFIGS)))
+@pytest.mark.parametrize("architecture,keys", HEADS)
+def test_converted_model_matches_transformers(tmp_path, architecture, keys, config_index, attn_implementation):
+    kwargs = PARITY_CONFIGS[config_index]
+    torch.manual_seed(config_index)
+    source = getattr(transformers, architecture)(BertConfig(**kwargs, num_labels=3 if "Question" not in architecture
+                                                            else 2)).eval()
+    source.save_pretrained(tmp_path / "src")
+    convert_bert_checkpoint(tmp_path / "src", tmp_path / "out")
+
+    auto_class = {
+        "BertModel": AutoModel, "BertForPreTraining": AutoModelForPreTraining, "BertForMaskedLM": AutoModelForMaskedLM,
+        "BertForNextSentencePrediction": AutoModelForNextSentencePrediction,
+        "BertForSequenceClassification": AutoModelForSequenceClassification,
+        "BertForTokenClassification": AutoModelForTokenClassification,
+        "BertForQuestionAnswering": AutoModelForQuestionAnswering, "BertForMultipleChoice": AutoModelForMultipleChoice,
+    }[architecture]
+    ours = auto_class.from_pretrained(tmp_path / "out", attn_implementation=attn_implementation).eval()
+    assert type(ours).__name__ == "Ctx" + architecture
+    source.set_attn_implementation(attn_implementation)
+
+    input_ids, attention_mask, token_type_ids = padded_batch(kwargs["vocab_size"])
+    if architecture == "BertForMultipleChoice":
+        input_ids, attention_mask, token_type_ids = (t[:, None].expand(-1, 2, -1).contiguous()
+                                                    for t in (input_ids, attention_mask, token_type_ids))
+    inputs = dict(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                  output_hidden_states=True)
+    with torch.no_grad():
+        expected, actual = source(**inputs), ours(**inputs)
+    for key in keys:
+        torch.testing.assert_close(actual[key], expected[key], atol=1e-5, rtol=1e-5, msg=key)
+    assert len(actual.hidden_states) == kwargs["num_hidden_layers"] + 1
+    for mine, theirs in zip(actual.hidden_states, expected.hidden_states):
+        torch.testing.assert_close(mine, theirs, atol=1e-5, rtol=1e-5)
+
+
+def test_attentions_match_transformers_eager():
+    torch.manual_seed(0)
+    source = transformers.BertModel(BertConfig(**PARITY_CONFIGS[0], attn_implementation="eager")).eval()
+    ours = CtxBertModel(convert_bert_config(source.config)).eval()
+    ours.load_state_dict(convert_bert_state_dict(source.state_dict()))
+    input_ids, attention_mask, _ = padded_batch()
+    with torch.no_grad():
+        expected = source(input_ids, attention_mask=attention_mask, output_attentions=True).attentions
+        actual = ours(input_ids, attention_mask=attention_mask, output_attentions=True).attentions
+    assert len(actual) == 2 and actual[0].shape == (3, 4, 11, 11)
+    for mine, theirs in zip(actual, expected):
+        # Padded keys get zero probability in both; compare everywhere.
+        torch.testing.assert_close(mine, theirs, atol=1e-6, rtol=1e-5)
+
+
+def test_convert_rejects_what_it_cannot_represent(tmp_path):
+    with pytest.raises(ValueError, match="decoder"):
+        convert_bert_config(BertConfig(is_decoder=True))
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        convert_bert_checkpoint(tmp_path, tmp_path / "out")
+
+
+def test_convert_carries_the_tokenizer(tmp_path):
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "##s"]
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    transformers.BertTokenizer(vocab=str(tmp_path / "src" / "vocab.txt")).save_pretrained(tmp_path / "src")
+    transformers.BertModel(BertConfig(**{**PARITY_CONFIGS[0], "vocab_size": len(vocab)})).save_pretrained(
+        tmp_path / "src")
+    hf_ctx.cli.main(["convert-bert", str(tmp_path / "src"), str(tmp_path / "out")])
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "out")
+    assert tokenizer("hello worlds")["input_ids"] == [2, 5, 6, 7, 3]
+    assert isinstance(AutoModel.from_pretrained(tmp_path / "out"), CtxBertModel)
+
+
+# --- the model's own behaviour ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("overrides", [{}, {"pre_layer_norm": True}, {"position_embedding_type": "sinusoidal"}])
+def test_eager_and_sdpa_agree(overrides):
+    model = CtxBertModel(tiny_config(**overrides)).eval()
+    input_ids, attention_mask, token_type_ids = padded_batch()
+    outputs = {}
+    for implementation in ("eager", "sdpa"):
+        model.set_attn_implementation(implementation)
+        with torch.no_grad():
+            outputs[implementation] = model(input_ids, attention_mask, token_type_ids).last_hidden_state
+    torch.testing.assert_close(outputs["eager"], outputs["sdpa"], atol=1e-5, rtol=1e-5)
+    # Padding must not change the real tokens' outputs: row 2 alone, unpadded, gives the same vectors.
+    with torch.no_grad():
+        alone = model(input_ids[2:, :3], attention_mask[2:, :3], token_type_ids[2:, :3]).last_hidden_state
+    torch.testing.assert_close(alone[0], outputs["sdpa"][2, :3], atol=1e-5, rtol=1e-5)
+
+
+def test_pre_layer_norm_layer_computes_x_plus_f_of_ln_x():
+    config = tiny_config(num_hidden_layers=1, pre_layer_norm=True, hidden_dropout_prob=0.0)
+    model = CtxBertModel(config, add_pooling_layer=False).eval()
+    model.set_attn_implementation("eager")
+    layer = model.encoder.layer[0]
+    x = torch.randn(2, 5, 32)
+    # Independent reference: attention written out with plain tensor ops.
+    ln1 = torch.nn.functional.layer_norm(x, (32,), layer.attention_norm.weight, layer.attention_norm.bias, 1e-12)
+    q, k, v = (ln1 @ layer.attention.qkv.weight.T + layer.attention.qkv.bias).split(32, dim=-1)
+    heads = lambda t: t.view(2, 5, 4, 8).transpose(1, 2)  # noqa: E731
+    probs = torch.softmax(heads(q) @ heads(k).transpose(-1, -2) / math.sqrt(8), dim=-1)
+    attended = (probs @ heads(v)).transpose(1, 2).reshape(2, 5, 32)
+    h = x + layer.attention.out_proj(attended)
+    ln2 = torch.nn.functional.layer_norm(h, (32,), layer.feed_forward_norm.weight, layer.feed_forward_norm.bias, 1e-12)
+    expected = h + layer.feed_forward(ln2)
+    with torch.no_grad():
+        actual, _ = layer(x)
+    torch.testing.assert_close(actual, expected, atol=1e-5, rtol=1e-5)
+    assert model.encoder.final_norm is not None
+
+
+def test_sinusoidal_positions_are_fixed_unsaved_and_restored(tmp_path):
+    model = CtxBertModel(tiny_config(position_embedding_type="sinusoidal")).eval()
+    table = model.embeddings.sinusoidal_positions
+    pos, i = 5, 3  # feature 2i is sin(pos / 10000^(2i/d)), feature 2i+1 the cos
+    assert table[pos, 2 * i].item() == pytest.approx(math.sin(pos / 10000 ** (2 * i / 32)), abs=1e-6)
+    assert table[pos, 2 * i + 1].item() == pytest.approx(math.cos(pos / 10000 ** (2 * i / 32)), abs=1e-6)
+    assert not any("position" in name for name, _ in model.named_parameters())
+    model.save_pretrained(tmp_path)
+    reloaded = CtxBertModel.from_pretrained(tmp_path).eval()
+    torch.testing.assert_close(reloaded.embeddings.sinusoidal_positions, sinusoidal_position_table(64, 32))
+    input_ids, attention_mask, _ = padded_batch()
+    with torch.no_grad():
+        torch.testing.assert_close(reloaded(input_ids, attention_mask).last_hidden_state,
+                                   model(input_ids, attention_mask).last_hidden_state)
+
+
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (dict(hidden_size=30, num_attention_heads=4), "divisible"),
+        (dict(num_hidden_layers=0), "num_hidden_layers"),
+        (dict(vocab_size=-1), "vocab_size"),
+        (dict(hidden_act="swishy"), "swishy"),
+        (dict(hidden_dropout_prob=1.5), "hidden_dropout_prob"),
+        (dict(position_embedding_type="rotary"), "rotary"),
+        (dict(pad_token_id=500), "pad_token_id"),
+    ],
+)
+def test_config_rejects_bad_values(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        tiny_config(**overrides)
+
+
+def test_presets():
+    config = CtxBertConfig.from_preset("base")
+    assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads) == (12, 768, 12)
+    assert CtxBertConfig.from_preset("mini", vocab_size=500).vocab_size == 500
+    with pytest.raises(ValueError, match="huge"):
+        CtxBertConfig.from_preset("huge")
+
+
+@pytest.mark.parametrize(
+    "inputs,message",
+    [
+        (dict(input_ids=torch.tensor([[1, 2, 99]])), "input_ids contains 99"),
+        (dict(input_ids=torch.tensor([[1, -2, 3]])), "input_ids contains -2"),
+        (dict(input_ids=torch.ones(1, 65, dtype=torch.long)), "longer than the model allows"),
+        (dict(input_ids=torch.ones(2, 4, dtype=torch.long), token_type_ids=torch.full((2, 4), 2)),
+         "token_type_ids contains 2"),
+        (dict(input_ids=torch.ones(2, 4, dtype=torch.long), attention_mask=torch.ones(2, 5)), "attention_mask has shape"),
+        (dict(input_ids=torch.ones(4, dtype=torch.long)), r"\(batch, tokens\)"),
+        (dict(input_ids=torch.ones(2, 4)), "integer"),
+        (dict(), "exactly one"),
+    ],
+)
+def test_bad_input_is_a_clear_value_error(inputs, message):
+    model = CtxBertModel(tiny_config()).eval()
+    with pytest.raises(ValueError, match=message):
+        model(**inputs)
+
+
+def test_every_auto_class_loads_the_right_class(tmp_path):
+    pairs = [
+        (AutoModel, CtxBertModel), (AutoModelForPreTraining, CtxBertForPreTraining),
+        (AutoModelForMaskedLM, CtxBertForMaskedLM), (AutoModelForNextSentencePrediction, CtxBertForNextSentencePrediction),
+        (AutoModelForSequenceClassification, CtxBertForSequenceClassification),
+        (AutoModelForTokenClassification, CtxBertForTokenClassification),
+        (AutoModelForQuestionAnswering, CtxBertForQuestionAnswering), (AutoModelForMultipleChoice, CtxBertForMultipleChoice),
+    ]
+    CtxBertForPreTraining(tiny_config()).save_pretrained(tmp_path)
+    assert isinstance(AutoConfig.from_pretrained(tmp_path), CtxBertConfig)
+    for auto_class, expected in pairs:
+        assert type(auto_class.from_pretrained(tmp_path)) is expected
+        assert type(auto_class.from_config(tiny_config())) is expected
+
+
+def test_import_twice_is_harmless():
+    import importlib
+
+    importlib.reload(hf_ctx)
+    assert AutoConfig.for_model("hf_ctx_bert").__class__.__name__ == "CtxBertConfig"
+
+
+def test_save_load_round_trip_is_exact_and_safetensors(tmp_path):
+    model = CtxBertForPreTraining(tiny_config(num_labels=2)).eval()
+    model.save_pretrained(tmp_path)
+    assert (tmp_path / "model.safetensors").is_file()
+    assert not list(tmp_path.glob("*.bin"))
+    reloaded = AutoModelForPreTraining.from_pretrained(tmp_path).eval()
+    for (name, a), (_, b) in zip(model.state_dict().items(), reloaded.state_dict().items()):
+        assert torch.equal(a, b), name
+    assert reloaded.cls.predictions.decoder.weight is reloaded.bert.embeddings.word_embeddings.weight
+
+
+def test_resize_token_embeddings_keeps_the_decoder_tied():
+    model = CtxBertForMaskedLM(tiny_config())
+    model.resize_token_embeddings(120)
+    assert model.config.vocab_size == 120
+    assert model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight
+    assert model.cls.predictions.decoder.bias.shape == (120,)
+    logits = model(torch.tensor([[119, 3]])).logits
+    assert logits.shape == (1, 2, 120)
+
+
+def test_gradient_checkpointing_gives_the_same_gradients():
+    torch.manual_seed(0)
+    model = CtxBertForMaskedLM(tiny_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
+    input_ids, attention_mask, _ = padded_batch()
+    grads = []
+    for checkpointing in (False, True):
+        model.zero_grad()
+        if checkpointing:
+            model.activation_checkpointing_enable()
+        model.train()
+        model(input_ids, attention_mask, labels=input_ids).loss.backward()
+        grads.append(model.bert.encoder.layer[0].attention.qkv.weight.grad.clone())
+    assert model.bert.encoder.layer[0].gradient_checkpointing
+    torch.testing.assert_close(grads[0], grads[1])
+
+
+def test_pretraining_loss_is_mlm_plus_nsp():
+    model = CtxBertForPreTraining(tiny_config()).eval()
+    input_ids, attention_mask, _ = padded_batch()
+    labels = torch.full_like(input_ids, -100)
+    labels[:, 1] = input_ids[:, 1]
+    nsp = torch.tensor([0, 1, 0])
+    out = model(input_ids, attention_mask, labels=labels, next_sentence_label=nsp)
+    mlm = torch.nn.functional.cross_entropy(out.prediction_logits[:, 1], input_ids[:, 1])
+    nsp_loss = torch.nn.functional.cross_entropy(out.seq_relationship_logits, nsp)
+    torch.testing.assert_close(out.loss, mlm + nsp_loss)
+    torch.testing.assert_close(model(input_ids, attention_mask, labels=labels).loss, mlm)
+
+
+@pytest.mark.parametrize(
+    "num_labels,labels,problem_type",
+    [
+        (1, torch.tensor([0.5, -1.0, 2.0]), "regression"),
+        (3, torch.tensor([0, 2, 1]), "single_label_classification"),
+        (3, torch.tensor([[1.0, 0.0, 1.0], [0.0, 0.0, 0.0], [0.0, 1.0, 0.0]]), "multi_label_classification"),
+    ],
+)
+def test_sequence_classification_problem_types(num_labels, labels, problem_type):
+    model = CtxBertForSequenceClassification(tiny_config(num_labels=num_labels)).eval()
+    input_ids, attention_mask, _ = padded_batch()
+    out = model(input_ids, attention_mask, labels=labels)
+    assert model.config.problem_type == problem_type
+    logits = out.logits
+    expected = {
+        "regression": lambda: torch.nn.functional.mse_loss(logits.squeeze(-1), labels),
+        "single_label_classification": lambda: torch.nn.functional.cross_entropy(logits, labels),
+        "multi_label_classification": lambda: torch.nn.functional.binary_cross_entropy_with_logits(logits, labels),
+    }[problem_type]()
+    torch.testing.assert_close(out.loss, expected)
+
+
+def test_label_out_of_range_is_a_clear_error():
+    model = CtxBertForSequenceClassification(tiny_config(num_labels=2)).eval()
+    with pytest.raises(ValueError, match="label 5"):
+        model(torch.tensor([[1, 2]]), labels=torch.tensor([5]))
+
+
+def test_question_answering_ignores_spans_past_the_input():
+    model = CtxBertForQuestionAnswering(tiny_config()).eval()
+    input_ids, attention_mask, _ = padded_batch()
+    out = model(input_ids, attention_mask, start_positions=torch.tensor([1, 50, 2]),
+                end_positions=torch.tensor([3, 60, 2]))
+    keep = torch.tensor([0, 2])
+    expected = (torch.nn.functional.cross_entropy(out.start_logits[keep], torch.tensor([1, 2]))
+                + torch.nn.functional.cross_entropy(out.end_logits[keep], torch.tensor([3, 2]))) / 2
+    torch.testing.assert_close(out.loss, expected)
+
+
+def test_return_dict_false_gives_a_tuple():
+    model = CtxBertForTokenClassification(tiny_config(num_labels=4)).eval()
+    out = model(torch.tensor([[1, 2, 3]]), labels=torch.tensor([[0, 1, -100]]), return_dict=False)
+    assert isinstance(out, tuple) and out[0].dim() == 0 and out[1].shape == (1, 3, 4)
+
+
+@pytest.mark.gpu
+def test_flash_attention_matches_sdpa_on_gpu():
+    pytest.importorskip("flash_attn", reason="flash-attn is not installed")
+    model = CtxBertModel(tiny_config()).to("cuda", torch.bfloat16).eval()
+    input_ids, attention_mask, _ = (t.cuda() for t in padded_batch())
+    with torch.no_grad():
+        reference = model(input_ids, attention_mask).last_hidden_state
+        model.set_attn_implementation("flash_attention_2")
+        flash = model(input_ids, attention_mask).last_hidden_state
+    mask = attention_mask.bool()
+    torch.testing.assert_close(flash[mask], reference[mask], atol=2e-2, rtol=2e-2)
