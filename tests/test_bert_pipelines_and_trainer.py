@@ -1,0 +1,98 @@
+"""hf_ctx BERT checkpoints in transformers' pipelines and the standard Trainer."""
+
+import numpy as np
+import pytest
+import torch
+from datasets import Dataset
+from transformers import DataCollatorWithPadding, Trainer, TrainingArguments, pipeline
+
+from hf_ctx import (
+    CtxBertConfig,
+    CtxBertForMaskedLM,
+    CtxBertForSequenceClassification,
+    CtxBertForTokenClassification,
+    CtxBertModel,
+    train_wordpiece_tokenizer,
+)
+
+WORDS = "red green blue cat dog bird runs sleeps eats fast slow".split()
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    rng = np.random.default_rng(0)
+    path.write_text("\n".join(" ".join(rng.choice(WORDS, 6)) for _ in range(300)))
+    return train_wordpiece_tokenizer([path], vocab_size=60, min_frequency=1, model_max_length=32)
+
+
+def tiny(tokenizer, **kwargs):
+    return CtxBertConfig.from_preset("tiny", vocab_size=len(tokenizer), max_position_embeddings=32, **kwargs)
+
+
+def save(model, tokenizer, path):
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return str(path)
+
+
+def test_fill_mask_pipeline(tokenizer, tmp_path):
+    path = save(CtxBertForMaskedLM(tiny(tokenizer)).eval(), tokenizer, tmp_path)
+    fill = pipeline("fill-mask", model=path)
+    predictions = fill("red cat [MASK] fast", top_k=3)
+    assert len(predictions) == 3
+    assert all(p["token_str"] in tokenizer.get_vocab() for p in predictions)
+    scores = [p["score"] for p in predictions]
+    assert scores == sorted(scores, reverse=True) and 0 < sum(scores) <= 1
+
+
+def test_feature_extraction_pipeline_returns_the_model_states(tokenizer, tmp_path):
+    model = CtxBertModel(tiny(tokenizer)).eval()
+    path = save(model, tokenizer, tmp_path)
+    features = np.array(pipeline("feature-extraction", model=path)("blue bird sleeps"))
+    encoded = tokenizer("blue bird sleeps", return_tensors="pt")
+    with torch.no_grad():
+        expected = model(**encoded).last_hidden_state.numpy()
+    np.testing.assert_allclose(features, expected, atol=1e-5)
+
+
+def test_text_and_token_classification_pipelines(tokenizer, tmp_path):
+    labels = {0: "NEG", 1: "POS"}
+    sequence = CtxBertForSequenceClassification(tiny(tokenizer, id2label=labels, label2id={v: k for k, v in labels.items()}))
+    result = pipeline("text-classification", model=save(sequence, tokenizer, tmp_path / "seq"))("green dog runs")
+    assert result[0]["label"] in {"NEG", "POS"} and 0.5 <= result[0]["score"] <= 1
+
+    tags = {0: "O", 1: "B-ANIMAL", 2: "I-ANIMAL"}
+    token = CtxBertForTokenClassification(tiny(tokenizer, id2label=tags, label2id={v: k for k, v in tags.items()}))
+    entities = pipeline("token-classification", model=save(token, tokenizer, tmp_path / "tok"),
+                        aggregation_strategy="none")("green dog runs fast")
+    assert all(e["entity"] in {"B-ANIMAL", "I-ANIMAL"} for e in entities)
+    assert all(e["word"] in tokenizer.get_vocab() for e in entities)
+
+
+def test_trainer_fine_tunes_a_tiny_bert_on_a_synthetic_task(tokenizer, tmp_path):
+    # Label 1 iff the sentence mentions an animal: learnable from the words alone.
+    rng = np.random.default_rng(1)
+    animals, others = {"cat", "dog", "bird"}, [w for w in WORDS if w not in {"cat", "dog", "bird"}]
+    texts, labels = [], []
+    for i in range(256):
+        words = list(rng.choice(others, 4))
+        if i % 2:
+            words[rng.integers(4)] = rng.choice(sorted(animals))
+        texts.append(" ".join(words))
+        labels.append(i % 2)
+    dataset = Dataset.from_dict({"text": texts, "label": labels}).map(
+        lambda batch: tokenizer(batch["text"], truncation=True), batched=True, remove_columns=["text"])
+    torch.manual_seed(0)
+    model = CtxBertForSequenceClassification(tiny(tokenizer, num_labels=2))
+    args = TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=32, num_train_epochs=6,
+                             learning_rate=2e-3, logging_steps=8, report_to=[], save_strategy="no",
+                             use_cpu=True, disable_tqdm=True, seed=0)
+    trainer = Trainer(model=model, args=args, train_dataset=dataset,
+                      data_collator=DataCollatorWithPadding(tokenizer))
+    trainer.train()
+    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    assert losses[-1] < 0.5 * losses[0], losses
+    predictions = trainer.predict(dataset)
+    accuracy = (predictions.predictions.argmax(-1) == np.array(labels)).mean()
+    assert accuracy > 0.9

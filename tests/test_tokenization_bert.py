@@ -1,0 +1,76 @@
+"""WordPiece tokenizer trained from raw text, and the `hf-ctx train-tokenizer` command."""
+
+import pytest
+from transformers import AutoTokenizer, BertTokenizer
+
+from hf_ctx import CtxBertConfig, CtxBertModel, train_wordpiece_tokenizer
+from hf_ctx.cli import main as cli_main
+
+CORPUS = [
+    "The Quick brown fox jumps over the lazy dog.",
+    "A quick brown dog outpaces a quick red fox.",
+    "Foxes and dogs are not the best of friends.",
+    "Jumping is what foxes do best; sleeping is what dogs do best.",
+    "Café owners in Zürich serve coffee.",
+] * 20
+
+
+@pytest.fixture
+def corpus_file(tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(CORPUS) + "\n", encoding="utf-8")
+    return path
+
+
+def test_trained_tokenizer_has_bert_special_tokens_and_template(corpus_file):
+    tokenizer = train_wordpiece_tokenizer([corpus_file], vocab_size=200, min_frequency=1)
+    assert isinstance(tokenizer, BertTokenizer)
+    assert [tokenizer.pad_token_id, tokenizer.unk_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id,
+            tokenizer.mask_token_id] == [0, 1, 2, 3, 4]
+    encoded = tokenizer("quick fox", "lazy dog")
+    tokens = tokenizer.convert_ids_to_tokens(encoded["input_ids"])
+    assert tokens[0] == "[CLS]" and tokens.count("[SEP]") == 2 and tokens[-1] == "[SEP]"
+    first_sep = tokens.index("[SEP]")
+    assert encoded["token_type_ids"] == [0] * (first_sep + 1) + [1] * (len(tokens) - first_sep - 1)
+    # Frequent words are whole tokens; an unseen word is split into known pieces, not [UNK].
+    assert tokenizer.tokenize("quick fox") == ["quick", "fox"]
+    assert "[UNK]" not in tokenizer.tokenize("foxdog")
+
+
+def test_lowercasing_is_configurable(corpus_file):
+    uncased = train_wordpiece_tokenizer([corpus_file], vocab_size=200, min_frequency=1)
+    cased = train_wordpiece_tokenizer([corpus_file], vocab_size=200, min_frequency=1, lowercase=False)
+    assert uncased.tokenize("Quick") == ["quick"]
+    assert uncased.tokenize("Zürich") == ["zurich"]  # uncased BERT strips accents too
+    assert cased.tokenize("Quick")[0].startswith("Q")
+
+
+def test_saved_tokenizer_loads_with_auto_tokenizer_next_to_a_model(corpus_file, tmp_path):
+    tokenizer = train_wordpiece_tokenizer([corpus_file], vocab_size=200, min_frequency=1, model_max_length=16)
+    model = CtxBertModel(CtxBertConfig.from_preset("tiny", vocab_size=len(tokenizer), max_position_embeddings=16))
+    tokenizer.save_pretrained(tmp_path / "ckpt")
+    model.save_pretrained(tmp_path / "ckpt")
+    reloaded = AutoTokenizer.from_pretrained(tmp_path / "ckpt")
+    assert reloaded("the lazy dog")["input_ids"] == tokenizer("the lazy dog")["input_ids"]
+    assert len(reloaded("fox " * 40, truncation=True)["input_ids"]) == 16
+
+
+def test_bad_inputs(tmp_path, corpus_file):
+    with pytest.raises(FileNotFoundError, match="missing.txt"):
+        train_wordpiece_tokenizer([tmp_path / "missing.txt"])
+    (tmp_path / "blank.txt").write_text("\n\n  \n")
+    with pytest.raises(ValueError, match="blank.txt holds no text"):
+        train_wordpiece_tokenizer([tmp_path / "blank.txt"])
+    (tmp_path / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+    with pytest.raises(ValueError, match="latin1.txt is not valid UTF-8"):
+        train_wordpiece_tokenizer([tmp_path / "latin1.txt"])
+    with pytest.raises(ValueError, match="vocab_size"):
+        train_wordpiece_tokenizer([corpus_file], vocab_size=3)
+
+
+def test_cli_train_tokenizer(corpus_file, tmp_path, capsys):
+    cli_main(["train-tokenizer", str(corpus_file), "--output_dir", str(tmp_path / "tok"), "--vocab_size", "150",
+              "--min_frequency", "1"])
+    assert "WordPiece tokenizer" in capsys.readouterr().out
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "tok")
+    assert tokenizer.tokenize("Quick fox") == ["quick", "fox"]
