@@ -40,6 +40,11 @@ class CtxBertConfig(PreTrainedConfig):
             BERT does; `"sinusoidal"` uses the fixed sine/cosine table of Vaswani et al. (not trained, not saved).
         pre_layer_norm (`bool`, defaults to `False`): `False` is BERT's post-LN (`LN(x + f(x))`); `True` is pre-LN
             (`x + f(LN(x))`, plus a final LayerNorm), which trains more stably at depth without warm-up tuning.
+        sparse_prediction (`bool`, defaults to `False`): when MLM `labels` are given, apply the MLM decoder only at
+            the labelled positions (about 15% of tokens): the loss is unchanged, the (B, T, V) logits are never
+            built, and `prediction_logits`/`logits` are returned as (number of labelled tokens, V), in row-major
+            order of the labelled positions. Without labels the full logits are returned. (Same name and
+            meaning as in transformers' ModernBERT.)
 
     Example:
     ```python
@@ -69,6 +74,7 @@ class CtxBertConfig(PreTrainedConfig):
         classifier_dropout=None,
         position_embedding_type="absolute",
         pre_layer_norm=False,
+        sparse_prediction=False,
         tie_word_embeddings=True,
         **kwargs,
     ):
@@ -124,6 +130,7 @@ class CtxBertConfig(PreTrainedConfig):
         self.classifier_dropout = classifier_dropout
         self.position_embedding_type = position_embedding_type
         self.pre_layer_norm = pre_layer_norm
+        self.sparse_prediction = sparse_prediction
         super().__init__(pad_token_id=pad_token_id, tie_word_embeddings=tie_word_embeddings, **kwargs)
 
     @classmethod

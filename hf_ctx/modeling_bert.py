@@ -307,7 +307,8 @@ class CtxBertForPreTrainingOutput(ModelOutput):
     Args:
         loss (`torch.FloatTensor` of shape `()`, *optional*): sum of the masked-LM and next-sentence losses that
             were asked for (labels given).
-        prediction_logits (`torch.FloatTensor` of shape `(B, T, V)`): masked-LM scores before softmax.
+        prediction_logits (`torch.FloatTensor` of shape `(B, T, V)`): masked-LM scores before softmax; `(N, V)` for
+            the N labelled tokens with `config.sparse_prediction` and labels.
         seq_relationship_logits (`torch.FloatTensor` of shape `(B, 2)`): next-sentence scores (0 = IsNext).
         hidden_states (`tuple(torch.FloatTensor)`, *optional*): embeddings and every layer's output, each (B, T, H).
         attentions (`tuple(torch.FloatTensor)`, *optional*): every layer's attention probabilities, (B, heads, T, T).
@@ -411,6 +412,24 @@ def _base_outputs(model, input_ids, attention_mask, token_type_ids, position_ids
     )
 
 
+def masked_lm_logits_and_loss(lm_head, sequence_output, labels, config):
+    """MLM logits and, when `labels` (B, T) are given, the cross-entropy over positions whose label is not -100.
+
+    With `config.sparse_prediction` and labels, only the labelled positions go through the head (see
+    `CtxBertConfig`): logits (N, V) for the N labelled tokens; otherwise logits (B, T, V).
+    """
+    if labels is None:
+        return lm_head(sequence_output), None
+    if config.sparse_prediction:
+        labelled = labels.reshape(-1) != -100
+        logits = lm_head(sequence_output.reshape(-1, sequence_output.shape[-1])[labelled])
+        labels = labels.reshape(-1)[labelled]
+    else:
+        logits = lm_head(sequence_output)
+    loss = F.cross_entropy(logits.reshape(-1, config.vocab_size).float(), labels.reshape(-1))
+    return logits, loss
+
+
 def _classifier_dropout(config):
     return nn.Dropout(config.hidden_dropout_prob if config.classifier_dropout is None else config.classifier_dropout)
 
@@ -459,11 +478,10 @@ class CtxBertForPreTraining(CtxBertPreTrainedModel):
         return_dict = self.config.return_dict if return_dict is None else return_dict
         outputs = _base_outputs(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
                                 output_attentions, output_hidden_states)
-        prediction_logits = self.cls.predictions(outputs.last_hidden_state)
+        prediction_logits, loss = masked_lm_logits_and_loss(
+            self.cls.predictions, outputs.last_hidden_state, labels, self.config
+        )
         seq_relationship_logits = self.cls.seq_relationship(outputs.pooler_output)
-        loss = None
-        if labels is not None:
-            loss = F.cross_entropy(prediction_logits.view(-1, self.config.vocab_size).float(), labels.view(-1))
         if next_sentence_label is not None:
             nsp_loss = F.cross_entropy(seq_relationship_logits.float(), next_sentence_label.view(-1))
             loss = nsp_loss if loss is None else loss + nsp_loss
@@ -498,14 +516,12 @@ class CtxBertForMaskedLM(CtxBertPreTrainedModel):
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, labels=None, output_attentions=None, output_hidden_states=None,
                 return_dict=None) -> MaskedLMOutput | tuple:
-        r"""`labels` (B, T): original ids at masked positions, -100 elsewhere. Returns `logits` (B, T, V)."""
+        r"""`labels` (B, T): original ids at masked positions, -100 elsewhere. Returns `logits` (B, T, V), or (N, V)
+        for the N labelled tokens with `config.sparse_prediction`."""
         return_dict = self.config.return_dict if return_dict is None else return_dict
         outputs = _base_outputs(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
                                 output_attentions, output_hidden_states)
-        logits = self.cls.predictions(outputs.last_hidden_state)
-        loss = None
-        if labels is not None:
-            loss = F.cross_entropy(logits.view(-1, self.config.vocab_size).float(), labels.view(-1))
+        logits, loss = masked_lm_logits_and_loss(self.cls.predictions, outputs.last_hidden_state, labels, self.config)
         output = MaskedLMOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states,
                                 attentions=outputs.attentions)
         return _finish(output, return_dict)
@@ -552,11 +568,12 @@ def sequence_classification_loss(config, logits, labels):
         return F.mse_loss(logits.float(), labels.float())
     if config.problem_type == "single_label_classification":
         labels = labels.view(-1)
-        valid = labels[labels != -100]
-        if valid.numel() and not torch.compiler.is_compiling():
-            low, high = torch.stack([valid.min(), valid.max()]).tolist()
-            if low < 0 or high >= config.num_labels:
-                raise ValueError(f"label {low if low < 0 else high} outside [0, num_labels={config.num_labels})")
+        if not torch.compiler.is_compiling():  # the check's data-dependent indexing would break the graph
+            valid = labels[labels != -100]
+            if valid.numel():
+                low, high = torch.stack([valid.min(), valid.max()]).tolist()
+                if low < 0 or high >= config.num_labels:
+                    raise ValueError(f"label {low if low < 0 else high} outside [0, num_labels={config.num_labels})")
         return F.cross_entropy(logits.view(-1, config.num_labels).float(), labels)
     return F.binary_cross_entropy_with_logits(logits.float(), labels.float())
 

@@ -375,3 +375,44 @@ def test_flash_attention_matches_sdpa_on_gpu():
         flash = model(input_ids, attention_mask).last_hidden_state
     mask = attention_mask.bool()
     torch.testing.assert_close(flash[mask], reference[mask], atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("model_class", [CtxBertForPreTraining, CtxBertForMaskedLM])
+def test_sparse_prediction_gives_the_same_loss_and_the_labelled_logits(model_class):
+    input_ids, attention_mask, _ = padded_batch()
+    labels = torch.full_like(input_ids, -100)
+    labels[0, [1, 4]] = input_ids[0, [1, 4]]
+    labels[2, 2] = input_ids[2, 2]
+    dense = model_class(tiny_config()).eval()
+    sparse = model_class(tiny_config(sparse_prediction=True)).eval()
+    sparse.load_state_dict(dense.state_dict())
+    with torch.no_grad():
+        full, fast = dense(input_ids, attention_mask, labels=labels), sparse(input_ids, attention_mask, labels=labels)
+        unlabelled = sparse(input_ids, attention_mask)
+    full_logits, fast_logits = full[1], fast[1]
+    assert fast_logits.shape == (3, 99) and full_logits.shape == (3, 11, 99)
+    torch.testing.assert_close(fast_logits, full_logits[labels != -100], atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(fast.loss, full.loss, atol=1e-6, rtol=1e-6)
+    assert unlabelled[0].shape == (3, 11, 99)  # no labels: full logits, as pipelines expect
+
+
+@pytest.mark.parametrize(
+    "model_class,extra",
+    [
+        (CtxBertModel, {}),
+        (CtxBertForPreTraining, {"labels": True, "next_sentence_label": torch.tensor([0, 1, 1])}),
+        (CtxBertForSequenceClassification, {"labels": torch.tensor([0, 1, 1])}),
+        (CtxBertForTokenClassification, {"labels": True}),
+    ],
+)
+def test_no_graph_breaks_under_torch_compile(model_class, extra):
+    import torch._dynamo as dynamo
+
+    input_ids, attention_mask, token_type_ids = padded_batch()
+    inputs = dict(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+    for key, value in extra.items():
+        inputs[key] = torch.zeros_like(input_ids) if value is True else value
+    dynamo.reset()
+    explanation = dynamo.explain(model_class(tiny_config(num_labels=2)).train())(**inputs)
+    dynamo.reset()
+    assert explanation.graph_break_count == 0, explanation.break_reasons

@@ -1,0 +1,172 @@
+"""hf_ctx BERT against transformers' BERT: same config, same weights, same batches, one process.
+
+Prints tokens/s for each implementation, the ratio hf_ctx / transformers, and peak GPU memory.
+
+    python benchmarks/bert_speed.py --device cpu --mode inference --preset base --batch 8 --seq 128
+    python benchmarks/bert_speed.py --device cuda --mode pretrain --dtype bf16 --batch 128 --seq 128 --compile
+    python benchmarks/bert_speed.py --device cuda --mode finetune --dtype bf16 --glue_dir ../shared/data/glue
+
+Modes: `inference` (encoder forward on full-length batches), `pretrain` (MLM+NSP forward, backward and AdamW
+step with 15% of tokens masked), `finetune` (sequence classification on SST-2 sentences with dynamic padding:
+real lengths, so padding cost shows).
+"""
+
+import argparse
+import csv
+import statistics
+import time
+from pathlib import Path
+
+import torch
+import transformers
+from transformers import BertConfig
+
+from hf_ctx import CtxBertForPreTraining, CtxBertForSequenceClassification, CtxBertModel
+from hf_ctx.configuration_bert import BERT_PRESETS
+from hf_ctx.convert_bert import convert_bert_config, convert_bert_state_dict
+
+VOCAB_SIZE = 30522
+
+
+def build_pair(mode, preset, attn_implementation, device, dtype):
+    """A transformers model and the hf_ctx model holding the same weights."""
+    config = BertConfig(vocab_size=VOCAB_SIZE, attn_implementation=attn_implementation, num_labels=2,
+                        **BERT_PRESETS[preset])
+    reference_class, ours_class = {
+        "inference": (transformers.BertModel, CtxBertModel),
+        "pretrain": (transformers.BertForPreTraining, CtxBertForPreTraining),
+        "finetune": (transformers.BertForSequenceClassification, CtxBertForSequenceClassification),
+    }[mode]
+    reference = reference_class(config)
+    ours = ours_class(convert_bert_config(config))
+    ours.load_state_dict(convert_bert_state_dict(reference.state_dict()), strict=False)
+    ours.tie_weights()
+    ours.set_attn_implementation(attn_implementation)
+    # Weights stay fp32 under autocast (as in mixed-precision training); inference casts them.
+    weight_dtype = dtype if mode == "inference" else torch.float32
+    return reference.to(device, weight_dtype), ours.to(device, weight_dtype)
+
+
+def synthetic_batches(mode, batch, seq, count, device):
+    generator = torch.Generator().manual_seed(0)
+    batches = []
+    for _ in range(count):
+        input_ids = torch.randint(5, VOCAB_SIZE, (batch, seq), generator=generator)
+        inputs = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids),
+                  "token_type_ids": (torch.arange(seq) >= seq // 2).long().expand(batch, -1).contiguous()}
+        if mode == "pretrain":
+            labels = torch.full_like(input_ids, -100)
+            masked = torch.rand(batch, seq, generator=generator) < 0.15
+            labels[masked] = input_ids[masked]
+            inputs["labels"] = labels
+            inputs["next_sentence_label"] = torch.randint(0, 2, (batch,), generator=generator)
+        batches.append({k: v.to(device) for k, v in inputs.items()})
+    return batches
+
+
+def sst2_batches(glue_dir, batch, count, device):
+    """Batches of real SST-2 sentences, padded to each batch's longest (word-piece lengths approximated by a
+    whitespace split plus 20%, which keeps the length distribution without needing BERT's vocabulary)."""
+    path = Path(glue_dir) / "SST-2" / "train.tsv"
+    with open(path, encoding="utf-8") as f:
+        rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    generator = torch.Generator().manual_seed(0)
+    batches = []
+    for start in range(0, count * batch, batch):
+        chunk = rows[start:start + batch]
+        lengths = [min(128, 2 + int(1.2 * len(r["sentence"].split()))) for r in chunk]
+        longest = max(lengths)
+        input_ids = torch.zeros(len(chunk), longest, dtype=torch.long)
+        attention_mask = torch.zeros_like(input_ids)
+        for i, n in enumerate(lengths):
+            input_ids[i, :n] = torch.randint(5, VOCAB_SIZE, (n,), generator=generator)
+            attention_mask[i, :n] = 1
+        labels = torch.tensor([int(r["label"]) for r in chunk])
+        batches.append({"input_ids": input_ids.to(device), "attention_mask": attention_mask.to(device),
+                        "labels": labels.to(device)})
+    return batches
+
+
+def real_tokens(batches):
+    return sum(int(b["attention_mask"].sum()) for b in batches)
+
+
+def measure(model, batches, mode, device, dtype, compile_model, warmup):
+    model.train(mode != "inference")
+    step_model = torch.compile(model) if compile_model else model
+    optimizer = None
+    if mode != "inference":
+        fused = device == "cuda"
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=fused)
+
+    def step(batch):
+        with torch.autocast(device_type=device, dtype=dtype, enabled=dtype != torch.float32):
+            if mode == "inference":
+                with torch.inference_mode():
+                    return step_model(**batch).last_hidden_state
+            loss = step_model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss
+
+    for batch in batches[:warmup]:
+        step(batch)
+    if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    times = []
+    for batch in batches[warmup:]:
+        start = time.perf_counter()
+        step(batch)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    peak = torch.cuda.max_memory_allocated() / 2**30 if device == "cuda" else float("nan")
+    return sum(times), peak
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mode", choices=["inference", "pretrain", "finetune"], default="inference")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--dtype", choices=["fp32", "bf16", "fp16"], default="fp32")
+    parser.add_argument("--preset", choices=list(BERT_PRESETS), default="base")
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--seq", type=int, default=128)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3, help="alternate the two models this many times")
+    parser.add_argument("--attn_implementation", default="sdpa")
+    parser.add_argument("--compile", action="store_true", help="also measure both under torch.compile")
+    parser.add_argument("--glue_dir", default=str(Path(__file__).resolve().parents[1].parent / "shared/data/glue"))
+    args = parser.parse_args()
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
+    torch.manual_seed(0)
+
+    reference, ours = build_pair(args.mode, args.preset, args.attn_implementation, args.device, dtype)
+    count = args.warmup + args.steps
+    if args.mode == "finetune":
+        batches = sst2_batches(args.glue_dir, args.batch, count, args.device)
+    else:
+        batches = synthetic_batches(args.mode, args.batch, args.seq, count, args.device)
+    tokens = real_tokens(batches[args.warmup:])
+    print(f"mode={args.mode} device={args.device} dtype={args.dtype} preset={args.preset} batch={args.batch} "
+          f"seq={args.seq if args.mode != 'finetune' else 'SST-2'} attn={args.attn_implementation} "
+          f"torch={torch.__version__} transformers={transformers.__version__}")
+    for compiled in ([False, True] if args.compile else [False]):
+        results = {"transformers": [], "hf_ctx": []}
+        peaks = {}
+        for _ in range(args.repeats):  # alternate, so drift in machine speed hits both alike
+            for name, model in (("transformers", reference), ("hf_ctx", ours)):
+                seconds, peaks[name] = measure(model, batches, args.mode, args.device, dtype, compiled, args.warmup)
+                results[name].append(tokens / seconds)
+        speed = {name: statistics.median(values) for name, values in results.items()}
+        label = "compiled" if compiled else "eager"
+        for name in ("transformers", "hf_ctx"):
+            print(f"  {label:8s} {name:12s} {speed[name]:12,.0f} tokens/s   peak {peaks[name]:.2f} GiB")
+        print(f"  {label:8s} ratio hf_ctx/transformers = {speed['hf_ctx'] / speed['transformers']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
