@@ -57,10 +57,35 @@ _AUTO_MODELS += [
 _AUTO_TOKENIZERS.append((CtxBertConfig, BertTokenizer))
 
 # --- ELMo -------------------------------------------------------------------
-# (added by the ELMo module)
+from .configuration_elmo import ELMO_PRESETS, ElmoConfig
+from .layers import CharacterCNN, Highway, LstmCellWithProjection, ProjectedLstm, ScalarMix, WordSoftmax
+from .modeling_elmo import (
+    ElmoForBiLM,
+    ElmoForSequenceClassification,
+    ElmoForTokenClassification,
+    ElmoModel,
+    ElmoPreTrainedModel,
+)
+from .tokenization_elmo import ElmoTokenizer
+
+_AUTO_CONFIGS.append(ElmoConfig)
+_AUTO_MODELS += [
+    (AutoModel, ElmoModel),
+    (AutoModelForPreTraining, ElmoForBiLM),
+    (AutoModelForSequenceClassification, ElmoForSequenceClassification),
+    (AutoModelForTokenClassification, ElmoForTokenClassification),
+]
+_AUTO_TOKENIZERS.append((ElmoConfig, ElmoTokenizer))
 
 # --- TagLM ------------------------------------------------------------------
-# (added by the TagLM module)
+from .configuration_taglm import TagLMConfig
+from .crf import ConditionalRandomField, allowed_transitions
+from .modeling_taglm import TagLMForTokenClassification, TagLMPreTrainedModel
+from .word_tagging_pipeline import WordTokenClassificationPipeline
+
+_AUTO_CONFIGS.append(TagLMConfig)
+_AUTO_MODELS.append((AutoModelForTokenClassification, TagLMForTokenClassification))
+_AUTO_TOKENIZERS.append((TagLMConfig, ElmoTokenizer))  # TagLM reads the biLM's characters and word ids
 
 
 def _register_auto_classes():
@@ -77,3 +102,8 @@ def _register_auto_classes():
 
 
 _register_auto_classes()
+
+# --- Remote code: saved checkpoints carry their source (see remote_code.py) --
+from .remote_code import register_remote_code  # noqa: E402
+
+register_remote_code(_AUTO_CONFIGS, _AUTO_MODELS, _AUTO_TOKENIZERS)

@@ -43,8 +43,25 @@ def _add_train_tokenizer(subparsers):
     p.set_defaults(func=run)
 
 
+def _add_convert_elmo(subparsers):
+    p = subparsers.add_parser("convert-elmo", help="convert a published ELMo (bilm-tf options.json + weights.hdf5)")
+    p.add_argument("options_json", help="the model's options.json")
+    p.add_argument("weights_hdf5", help="the model's weights.hdf5")
+    p.add_argument("output_dir", help="where to write the hf_ctx checkpoint (model and tokenizer)")
+    p.add_argument("--vocab_file", help="bilm-tf vocab.txt, to give the tokenizer a word vocabulary")
+
+    def run(args):
+        from .convert_elmo import convert_elmo_checkpoint
+
+        convert_elmo_checkpoint(args.options_json, args.weights_hdf5, args.output_dir, vocab_file=args.vocab_file)
+        print(f"wrote hf_ctx ELMo checkpoint to {args.output_dir}")
+
+    p.set_defaults(func=run)
+
+
 # Each model adds its subcommands here.
 _SUBCOMMANDS = [_add_convert_bert, _add_train_tokenizer]
+_SUBCOMMANDS.append(_add_convert_elmo)
 
 
 def main(argv=None):

@@ -35,6 +35,7 @@ from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.utils import ModelOutput
 
 from .configuration_bert import CtxBertConfig
+from .remote_code import AutoMapMixin
 
 
 def validate_bert_inputs(config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds):
@@ -280,7 +281,7 @@ class CtxBertLMHead(nn.Module):
         return self.decoder(self.LayerNorm(self.activation(self.dense(hidden_states))))
 
 
-class CtxBertPreTrainedModel(PreTrainedModel):
+class CtxBertPreTrainedModel(AutoMapMixin, PreTrainedModel):
     """Weight initialisation, attention-implementation support and loading for all CtxBert models."""
 
     config_class = CtxBertConfig

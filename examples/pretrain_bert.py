@@ -1,0 +1,263 @@
+#!/usr/bin/env python
+"""Pretrain an hf_ctx BERT from raw text with masked-LM + next-sentence prediction (or packed MLM only).
+
+One process (CPU or GPU), or many with no change to the script:
+
+    python examples/pretrain_bert.py --train_file corpus.txt --validation_file valid.txt \\
+        --model_size mini --max_seq_length 128 --do_train --do_eval --output_dir runs/bert-mini
+    torchrun --nproc_per_node 2 examples/pretrain_bert.py ...                  # DDP: NCCL on GPUs
+    accelerate launch --config_file examples/accelerate/fsdp.yaml examples/pretrain_bert.py ...
+    torchrun --nproc_per_node 2 examples/pretrain_bert.py ... --use_cpu        # DDP on CPU (gloo); or
+    accelerate launch --multi_gpu --num_processes 2 examples/pretrain_bert.py ... --use_cpu
+
+(On CPU, `--use_cpu` is what makes transformers set up the gloo process group.) With a seed, masks depend only on
+the seed, the epoch and each example, so N processes with per-device batch B/N train like one process with batch
+B, and `--resume_from_checkpoint` continues exactly.
+
+Text files hold one sentence or paragraph a line with a blank line between documents (`--document_boundary
+line` when each line is a document). Without `--tokenizer_name`, a WordPiece vocabulary of `--vocab_size` is
+trained on the training files first (by the main process; the others load it from `--output_dir`, which must
+then be on a shared filesystem). Evaluation reports MLM accuracy, MLM perplexity and NSP accuracy; the validation
+set is masked once so that every evaluation scores the same tokens. The final model and tokenizer in
+`--output_dir` load with `AutoModelForPreTraining` / `AutoTokenizer` (after `import hf_ctx`).
+"""
+
+import json
+import logging
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+
+import datasets
+import transformers
+from datasets import load_dataset
+from transformers import AutoModelForPreTraining, AutoTokenizer, HfArgumentParser, Trainer, TrainingArguments
+
+import hf_ctx
+from hf_ctx import BERT_PRESETS, CtxBertConfig, CtxBertForPreTraining, train_wordpiece_tokenizer
+from hf_ctx.data.masking import DataCollatorForPretraining, MaskingEpochCallback, add_fixed_masks
+from hf_ctx.data.pretraining import (
+    DOCUMENT_BOUNDARIES,
+    OBJECTIVES,
+    build_pretraining_dataset,
+    compute_pretraining_metrics,
+    load_text_documents,
+    preprocess_pretraining_logits,
+)
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ModelArguments:
+    model_size: str = field(
+        default="mini", metadata={"help": f"size preset, one of {list(BERT_PRESETS)} (unless --config_name is given)"}
+    )
+    config_name: str | None = field(default=None, metadata={"help": "a CtxBertConfig config.json, or its folder"})
+    config_overrides: str | None = field(
+        default=None,
+        metadata={"help": "comma-separated key=value config fields, e.g. hidden_dropout_prob=0,pre_layer_norm=true"},
+    )
+    model_name_or_path: str | None = field(
+        default=None, metadata={"help": "continue pretraining this checkpoint folder instead of starting from scratch"}
+    )
+    tokenizer_name: str | None = field(
+        default=None, metadata={"help": "a tokenizer folder; by default one is trained on the training text"}
+    )
+    vocab_size: int = field(default=30522, metadata={"help": "vocabulary size of the tokenizer trained here"})
+    lowercase: bool = field(default=True, metadata={"help": "lower-case (uncased BERT) the tokenizer trained here"})
+    sparse_prediction: bool = field(
+        default=True, metadata={"help": "run the MLM decoder only on masked tokens (same loss, less compute)"}
+    )
+
+
+@dataclass
+class DataArguments:
+    train_file: list[str] | None = field(default=None, metadata={"help": "training text files"})
+    validation_file: list[str] | None = field(default=None, metadata={"help": "validation text files"})
+    dataset_name: str | None = field(
+        default=None, metadata={"help": "a `datasets` dataset (Hub name or local folder), one document a row"}
+    )
+    dataset_config_name: str | None = field(default=None, metadata={"help": "its configuration"})
+    text_column: str = field(default="text", metadata={"help": "the dataset's text column"})
+    cache_dir: str | None = field(default=None, metadata={"help": "where `datasets` caches (default: its own cache)"})
+    validation_split_percentage: float = field(
+        default=5.0, metadata={"help": "without a validation split, hold out this share of the training documents"}
+    )
+    document_boundary: str = field(
+        default="blank_line", metadata={"help": f"for text files, one of {DOCUMENT_BOUNDARIES}"}
+    )
+    objective: str = field(
+        default="mlm_nsp", metadata={"help": f"one of {OBJECTIVES}: BERT's MLM + NSP pairs, or packed MLM only"}
+    )
+    max_seq_length: int = field(default=128, metadata={"help": "tokens per example, special tokens included"})
+    short_seq_probability: float = field(default=0.1, metadata={"help": "BERT's share of shorter pair targets"})
+    mlm_probability: float = field(default=0.15, metadata={"help": "share of tokens to predict"})
+    whole_word_mask: bool = field(default=False, metadata={"help": "mask whole words rather than WordPiece tokens"})
+    pad_to_multiple_of: int | None = field(default=None, metadata={"help": "pad batches to a multiple of this"})
+    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "processes for data preparation"})
+    max_train_samples: int | None = field(default=None, metadata={"help": "keep only the first N training examples"})
+    max_eval_samples: int | None = field(default=None, metadata={"help": "keep only the first N validation examples"})
+
+
+def parse_config_overrides(overrides: str | None) -> dict:
+    """"a=1,b=true,c=gelu" -> {"a": 1, "b": True, "c": "gelu"} (values read as JSON where they parse)."""
+    parsed = {}
+    for item in filter(None, (overrides or "").split(",")):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--config_overrides entries are key=value, got {item!r}")
+        try:
+            parsed[key.strip()] = json.loads(value.lower() if value.lower() in ("true", "false") else value)
+        except json.JSONDecodeError:
+            parsed[key.strip()] = value
+    return parsed
+
+
+def load_documents(data_args: DataArguments, seed: int):
+    """(training documents, validation documents or None, text column), one document a row."""
+    if data_args.dataset_name is not None:
+        raw = load_dataset(data_args.dataset_name, data_args.dataset_config_name, cache_dir=data_args.cache_dir)
+        train, validation, text_column = raw["train"], raw.get("validation"), data_args.text_column
+    elif data_args.train_file:
+        def read(files):
+            return load_text_documents(files, data_args.document_boundary, data_args.cache_dir)
+
+        train, text_column = read(data_args.train_file), "text"
+        validation = read(data_args.validation_file) if data_args.validation_file else None
+    else:
+        raise ValueError("give --train_file or --dataset_name")
+    if validation is None and data_args.validation_split_percentage > 0:
+        split = train.train_test_split(test_size=data_args.validation_split_percentage / 100, seed=seed)
+        train, validation = split["train"], split["test"]
+    return train, validation, text_column
+
+
+def load_or_train_tokenizer(model_args, data_args, training_args, train_documents, text_column):
+    source = training_args.resume_from_checkpoint or model_args.tokenizer_name or model_args.model_name_or_path
+    if source is not None:
+        return AutoTokenizer.from_pretrained(source)
+    # The main process trains the vocabulary and saves it; the others then load that one.
+    with training_args.main_process_first(desc="training the WordPiece tokenizer", local=False):
+        if training_args.process_index != 0:
+            return AutoTokenizer.from_pretrained(training_args.output_dir)
+        with tempfile.TemporaryDirectory() as tmp:
+            files = data_args.train_file
+            if files is None:  # a `datasets` dataset: write its text out for the tokenizer trainer
+                files = [os.path.join(tmp, "train.txt")]
+                with open(files[0], "w", encoding="utf-8") as f:
+                    for batch in train_documents.iter(batch_size=1000):
+                        f.writelines(f"{text}\n" for text in batch[text_column] if text)
+            logger.info(f"training a WordPiece tokenizer of {model_args.vocab_size} tokens on {files}")
+            tokenizer = train_wordpiece_tokenizer(
+                files, vocab_size=model_args.vocab_size, lowercase=model_args.lowercase
+            )
+        tokenizer.save_pretrained(training_args.output_dir)
+        return tokenizer
+
+
+def build_model(model_args, tokenizer):
+    if model_args.model_name_or_path is not None:
+        return AutoModelForPreTraining.from_pretrained(model_args.model_name_or_path)
+    fields = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id,
+              "sparse_prediction": model_args.sparse_prediction}
+    fields.update(parse_config_overrides(model_args.config_overrides))
+    if model_args.config_name is not None:
+        config = CtxBertConfig.from_dict({**CtxBertConfig.from_pretrained(model_args.config_name).to_dict(), **fields})
+    else:
+        config = CtxBertConfig.from_preset(model_args.model_size, **fields)
+    return CtxBertForPreTraining(config)
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
+    model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
+
+    logging.basicConfig(
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=[logging.StreamHandler(sys.stdout)]
+    )
+    log_level = logging.INFO if training_args.should_log else logging.WARNING
+    for name in (__name__, "hf_ctx"):
+        logging.getLogger(name).setLevel(log_level)
+    datasets.utils.logging.set_verbosity_warning()  # its INFO lines would repeat through the root handler
+    transformers.utils.logging.set_verbosity(log_level)
+    logger.info(f"hf_ctx {hf_ctx.__version__}, process {training_args.process_index} of {training_args.world_size}")
+    transformers.set_seed(training_args.seed)
+
+    train_documents, validation_documents, text_column = load_documents(data_args, training_args.seed)
+    if training_args.do_eval and validation_documents is None:
+        raise ValueError(
+            "--do_eval needs validation data: --validation_file, a validation split or --validation_split_percentage"
+        )
+    tokenizer = load_or_train_tokenizer(model_args, data_args, training_args, train_documents, text_column)
+    model = build_model(model_args, tokenizer)
+    tokenizer.model_max_length = model.config.max_position_embeddings
+    if data_args.max_seq_length > model.config.max_position_embeddings:
+        raise ValueError(
+            f"--max_seq_length {data_args.max_seq_length} exceeds the model's max_position_embeddings "
+            f"({model.config.max_position_embeddings})"
+        )
+    logger.info(f"model: {model.num_parameters():,} parameters, config {model.config.to_diff_dict()}")
+
+    collator = DataCollatorForPretraining(
+        tokenizer,
+        mlm_probability=data_args.mlm_probability,
+        whole_word_mask=data_args.whole_word_mask,
+        pad_to_multiple_of=data_args.pad_to_multiple_of,
+        seed=training_args.seed,
+    )
+    build = dict(
+        tokenizer=tokenizer,
+        objective=data_args.objective,
+        max_seq_length=data_args.max_seq_length,
+        short_seq_prob=data_args.short_seq_probability,
+        seed=training_args.seed,
+        text_column=text_column,
+        num_proc=data_args.preprocessing_num_workers,
+    )
+    train_dataset = eval_dataset = None
+    with training_args.main_process_first(desc="building pretraining examples"):
+        if training_args.do_train:
+            train_dataset = build_pretraining_dataset(train_documents, **build)
+            if data_args.max_train_samples is not None:
+                train_dataset = train_dataset.select(range(min(data_args.max_train_samples, len(train_dataset))))
+        if training_args.do_eval:
+            eval_dataset = build_pretraining_dataset(validation_documents, **build)
+            if data_args.max_eval_samples is not None:
+                eval_dataset = eval_dataset.select(range(min(data_args.max_eval_samples, len(eval_dataset))))
+            eval_dataset = add_fixed_masks(eval_dataset, collator, num_proc=data_args.preprocessing_num_workers)
+
+    if training_args.label_names is None:
+        with_nsp = data_args.objective == "mlm_nsp"
+        training_args.label_names = ["labels", "next_sentence_label"] if with_nsp else ["labels"]
+    trainer = Trainer(
+        model=model,
+        args=training_args,
+        train_dataset=train_dataset,
+        eval_dataset=eval_dataset,
+        processing_class=tokenizer,
+        data_collator=collator,
+        compute_metrics=compute_pretraining_metrics if eval_dataset is not None else None,
+        preprocess_logits_for_metrics=preprocess_pretraining_logits if eval_dataset is not None else None,
+        callbacks=[MaskingEpochCallback(collator)],
+    )
+
+    metrics = {}
+    if training_args.do_train:
+        result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+        trainer.save_model()  # model (safetensors), config and tokenizer
+        metrics.update(result.metrics)
+        trainer.log_metrics("train", result.metrics)
+        trainer.save_metrics("train", result.metrics)
+        trainer.save_state()
+    if training_args.do_eval:
+        eval_metrics = trainer.evaluate()
+        metrics.update(eval_metrics)
+        trainer.log_metrics("eval", eval_metrics)
+        trainer.save_metrics("eval", eval_metrics)
+    return metrics
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,203 @@
+#!/usr/bin/env python
+"""Pretrain an hf_ctx ELMo biLM (forward + backward language model over character-CNN word vectors) on raw text.
+
+    python examples/pretrain_elmo.py --train_file corpus.txt --validation_file valid.txt \\
+        --model_size small --vocab_min_count 3 --do_train --do_eval --output_dir runs/elmo-small
+    # a smaller model, e.g. for a CPU
+    python examples/pretrain_elmo.py ... --config_overrides \\
+        '{"char_cnn": {"filters": [[1, 32], [2, 32], [3, 64], [4, 128]], "n_highway": 1}, "lstm": {"dim": 512, "projection_dim": 128}}'
+    torchrun --nproc_per_node 4 examples/pretrain_elmo.py ...        # or accelerate launch: DDP, no change
+
+Data: text files (`--train_file`, `--validation_file`; one paragraph or sentence a line, words separated by spaces)
+or a `datasets` dataset (`--dataset_name`, text column `--text_column`). Lines are split into sentences of at most
+`--max_words` words (see `hf_ctx.data.bilm`). The word vocabulary the softmax predicts is built from the training
+sentences (`--vocab_min_count`, `--vocab_max_size`), unless `--tokenizer_name` or `--model_name_or_path` brings one.
+With a large vocabulary, `--num_sampled 8192` trains with the original's sampled softmax.
+
+Evaluation reports the forward, backward and average perplexity (`eval_forward_perplexity`,
+`eval_backward_perplexity`, `eval_perplexity` = exp of the mean of the two losses, as bilm-tf reports). The model,
+tokenizer and model card are written to `--output_dir`; `AutoModelForPreTraining` loads the biLM with its softmax,
+`AutoModel` the biLM alone (after `import hf_ctx`).
+"""
+
+import json
+import logging
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import datasets
+import transformers
+from datasets import load_dataset
+from transformers import AutoModelForPreTraining, AutoTokenizer, HfArgumentParser, Trainer, TrainingArguments
+
+import hf_ctx
+from hf_ctx import ELMO_PRESETS, ElmoConfig, ElmoForBiLM, ElmoTokenizer
+from hf_ctx.data.bilm import (
+    BiLMDataCollator,
+    build_vocabulary,
+    compute_bilm_metrics,
+    count_words,
+    load_text_lines,
+    preprocess_bilm_logits,
+    split_into_sentences,
+)
+from hf_ctx.hub import finish_run
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ModelArguments:
+    model_size: str = field(default="small", metadata={"help": f"size preset, one of {list(ELMO_PRESETS)}"})
+    config_overrides: str | None = field(
+        default=None,
+        metadata={"help": 'JSON object of ElmoConfig fields; char_cnn/lstm are merged key by key, e.g. '
+                          '\'{"lstm": {"dim": 512, "projection_dim": 128}, "dropout": 0.1}\''},
+    )
+    model_name_or_path: str | None = field(
+        default=None, metadata={"help": "continue pretraining this ELMo checkpoint (with its tokenizer)"}
+    )
+    tokenizer_name: str | None = field(
+        default=None, metadata={"help": "an ElmoTokenizer folder with a word vocabulary, instead of building one"}
+    )
+    vocab_min_count: int = field(default=3, metadata={"help": "keep training words seen at least this often"})
+    vocab_max_size: int | None = field(default=None, metadata={"help": "at most this many words (specials included)"})
+    num_sampled: int = field(
+        default=0, metadata={"help": "0: full softmax; N: sampled softmax over N words while training (original: 8192)"}
+    )
+
+
+@dataclass
+class DataArguments:
+    train_file: list[str] | None = field(default=None, metadata={"help": "training text files"})
+    validation_file: list[str] | None = field(default=None, metadata={"help": "validation text files"})
+    dataset_name: str | None = field(default=None, metadata={"help": "a `datasets` dataset (Hub name or folder)"})
+    dataset_config_name: str | None = field(default=None, metadata={"help": "its configuration"})
+    text_column: str = field(default="text", metadata={"help": "the dataset's text column"})
+    cache_dir: str | None = field(default=None, metadata={"help": "where `datasets` caches"})
+    validation_split_percentage: float = field(
+        default=5.0, metadata={"help": "without validation data, hold out this share of the training lines"}
+    )
+    max_words: int = field(default=50, metadata={"help": "longest sentence; longer ones are cut into pieces"})
+    split_sentences: bool = field(default=True, metadata={"help": "split lines after . ! ? (else one line = one)"})
+    pad_to_multiple_of: int | None = field(default=None, metadata={"help": "pad batches to a multiple of this"})
+    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "processes for data preparation"})
+    max_train_samples: int | None = field(default=None, metadata={"help": "keep the first N training sentences"})
+    max_eval_samples: int | None = field(default=None, metadata={"help": "keep the first N validation sentences"})
+
+
+def load_lines(data_args: DataArguments, seed: int):
+    """(training lines, validation lines or None), column `text_column`."""
+    if data_args.dataset_name is not None:
+        raw = load_dataset(data_args.dataset_name, data_args.dataset_config_name, cache_dir=data_args.cache_dir)
+        train, validation = raw["train"], raw.get("validation")
+    elif data_args.train_file:
+        train = load_text_lines(data_args.train_file, data_args.cache_dir)
+        validation = load_text_lines(data_args.validation_file, data_args.cache_dir) if data_args.validation_file \
+            else None
+        data_args.text_column = "text"
+    else:
+        raise ValueError("give --train_file or --dataset_name")
+    if validation is None and data_args.validation_split_percentage > 0:
+        split = train.train_test_split(test_size=data_args.validation_split_percentage / 100, seed=seed)
+        train, validation = split["train"], split["test"]
+    return train, validation
+
+
+def sentences(lines, data_args: DataArguments, limit: int | None):
+    dataset = split_into_sentences(lines, data_args.max_words, data_args.text_column, data_args.split_sentences,
+                                   num_proc=data_args.preprocessing_num_workers)
+    return dataset.select(range(min(limit, len(dataset)))) if limit is not None else dataset
+
+
+def build_model_and_tokenizer(model_args: ModelArguments, train_sentences):
+    if model_args.model_name_or_path is not None:
+        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
+        return AutoModelForPreTraining.from_pretrained(model_args.model_name_or_path), tokenizer
+    if model_args.tokenizer_name is not None:
+        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name)
+    else:
+        vocabulary = build_vocabulary(count_words(train_sentences), model_args.vocab_min_count,
+                                      model_args.vocab_max_size)
+        tokenizer = ElmoTokenizer(vocab=vocabulary)
+    overrides = json.loads(model_args.config_overrides) if model_args.config_overrides else {}
+    if not isinstance(overrides, dict):
+        raise ValueError(f"--config_overrides must be a JSON object, got {model_args.config_overrides!r}")
+    overrides.setdefault("char_cnn", {}).setdefault("max_characters_per_token", tokenizer.max_characters_per_token)
+    config = ElmoConfig.from_preset(
+        model_args.model_size,
+        vocab_size=tokenizer.vocab_size,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        unk_token_id=tokenizer.unk_token_id,
+        num_sampled=model_args.num_sampled,
+        **overrides,
+    )
+    return ElmoForBiLM(config), tokenizer
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
+    model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
+
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        handlers=[logging.StreamHandler(sys.stdout)])
+    log_level = logging.INFO if training_args.should_log else logging.WARNING
+    for name in (__name__, "hf_ctx"):
+        logging.getLogger(name).setLevel(log_level)
+    datasets.utils.logging.set_verbosity_warning()
+    transformers.utils.logging.set_verbosity(log_level)
+    logger.info(f"hf_ctx {hf_ctx.__version__}, process {training_args.process_index} of {training_args.world_size}")
+    transformers.set_seed(training_args.seed)
+
+    train_lines, validation_lines = load_lines(data_args, training_args.seed)
+    if training_args.do_eval and validation_lines is None:
+        raise ValueError("--do_eval needs validation data: --validation_file, a validation split, or "
+                         "--validation_split_percentage")
+    with training_args.main_process_first(desc="splitting sentences"):
+        train_sentences = sentences(train_lines, data_args, data_args.max_train_samples)
+        eval_sentences = sentences(validation_lines, data_args, data_args.max_eval_samples) if training_args.do_eval \
+            else None
+    model, tokenizer = build_model_and_tokenizer(model_args, train_sentences)
+    logger.info(f"biLM: {model.num_parameters():,} parameters, {tokenizer.vocab_size:,} words, "
+                f"config {model.config.to_diff_dict()}")
+
+    # The examples keep their words (the collator encodes them), and the word ids are the labels.
+    training_args.remove_unused_columns = False
+    if training_args.label_names is None:
+        training_args.label_names = ["input_word_ids"]
+    trainer = Trainer(
+        model=model,
+        args=training_args,
+        train_dataset=train_sentences if training_args.do_train else None,
+        eval_dataset=eval_sentences,
+        processing_class=tokenizer,
+        data_collator=BiLMDataCollator(tokenizer, data_args.pad_to_multiple_of),
+        compute_metrics=compute_bilm_metrics if eval_sentences is not None else None,
+        preprocess_logits_for_metrics=preprocess_bilm_logits if eval_sentences is not None else None,
+    )
+
+    metrics, eval_metrics = {}, {}
+    if training_args.do_train:
+        result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+        metrics.update(result.metrics)
+        trainer.log_metrics("train", result.metrics)
+        trainer.save_metrics("train", result.metrics)
+        trainer.save_state()
+    if training_args.do_eval:
+        eval_metrics = trainer.evaluate()
+        metrics.update(eval_metrics)
+        trainer.log_metrics("eval", eval_metrics)
+        trainer.save_metrics("eval", eval_metrics)
+    if training_args.do_train:
+        dataset_name = data_args.dataset_name or ", ".join(Path(f).name for f in data_args.train_file)
+        finish_run(trainer, "elmo", dataset_name=dataset_name, dataset_id=data_args.dataset_name,
+                   eval_metrics={"validation": eval_metrics} if eval_metrics else None,
+                   hyperparameters={"vocab_min_count": model_args.vocab_min_count, "max_words": data_args.max_words,
+                                    "num_sampled": model_args.num_sampled})
+    return metrics
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,234 @@
+#!/usr/bin/env python
+"""Fine-tune and evaluate an hf_ctx model on a GLUE task; write test predictions for the GLUE server.
+
+From the official `glue_data` folders (offline) or from the Hub (`nyu-mll/glue`, for users online):
+
+    python examples/run_glue.py --task_name mrpc --data_dir glue_data/MRPC \\
+        --model_name_or_path runs/bert-mini --do_train --do_eval --do_predict --output_dir runs/mrpc
+    python examples/run_glue.py --task_name mrpc --model_name_or_path runs/bert-mini ...     # from the Hub
+    python examples/run_glue.py --task_name rte --data_dir glue_data --model_type bert \\
+        --config_name runs/bert-mini --tokenizer_name runs/bert-mini ...                   # random initialisation
+
+`--model_name_or_path` is an hf_ctx checkpoint (a pretrained BERT: its encoder and pooler are loaded and a new
+classifier is added). `--model_type bert --config_name <config.json, folder or preset such as "mini">` with a
+`--tokenizer_name` starts from random weights instead. Tasks: cola, sst2, mrpc, stsb, qqp, mnli (evaluated on
+the matched and the mismatched dev set), qnli, rte, wnli, and ax (GLUE's diagnostic set: `--do_predict` with an
+MNLI model). `--do_predict` writes `<output_dir>/<Task>.tsv` (`MNLI-m.tsv` and `MNLI-mm.tsv` for MNLI) in the
+submission format `index<TAB>prediction`.
+"""
+
+import logging
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import datasets
+import transformers
+from transformers import (
+    AutoConfig,
+    AutoModelForSequenceClassification,
+    AutoTokenizer,
+    DataCollatorWithPadding,
+    HfArgumentParser,
+    Trainer,
+    TrainingArguments,
+)
+
+import hf_ctx
+from hf_ctx import BERT_PRESETS, CtxBertConfig
+from hf_ctx.data.glue import (
+    GLUE_TASKS,
+    HUB_DATASET,
+    encode_glue_for_subwords,
+    glue_compute_metrics,
+    glue_task,
+    load_glue,
+    write_glue_predictions,
+)
+from hf_ctx.hub import finish_run
+
+logger = logging.getLogger(__name__)
+
+# --model_type -> (model_type of its configs, model-card family)
+MODEL_TYPES = {"bert": ("hf_ctx_bert", "bert")}
+
+
+@dataclass
+class ModelArguments:
+    model_name_or_path: str | None = field(
+        default=None, metadata={"help": "an hf_ctx checkpoint folder to fine-tune (e.g. a pretrained BERT)"}
+    )
+    model_type: str | None = field(
+        default=None, metadata={"help": f"without --model_name_or_path: start from random weights, one of {list(MODEL_TYPES)}"}
+    )
+    config_name: str | None = field(
+        default=None,
+        metadata={"help": f"with --model_type: a config.json or checkpoint folder, or a BERT size in {list(BERT_PRESETS)}"},
+    )
+    tokenizer_name: str | None = field(default=None, metadata={"help": "tokenizer folder (default: the checkpoint's)"})
+    cache_dir: str | None = field(default=None, metadata={"help": "where Hub downloads are cached"})
+
+
+@dataclass
+class DataArguments:
+    task_name: str = field(metadata={"help": f"the GLUE task, one of {list(GLUE_TASKS)}"})
+    data_dir: str | None = field(
+        default=None, metadata={"help": "the task's glue_data folder (e.g. glue_data/MRPC) or glue_data itself"}
+    )
+    dataset_name: str = field(
+        default=HUB_DATASET, metadata={"help": "without --data_dir: the Hub dataset with GLUE's configurations and columns"}
+    )
+    max_seq_length: int = field(default=128, metadata={"help": "longest input in tokens; longer ones are truncated"})
+    max_train_samples: int | None = field(default=None, metadata={"help": "use only the first N training examples"})
+    max_eval_samples: int | None = field(default=None, metadata={"help": "use only the first N examples of each dev set"})
+    max_predict_samples: int | None = field(default=None, metadata={"help": "predict only the first N test examples"})
+    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "processes for tokenization"})
+
+
+def first(dataset: datasets.Dataset, n: int | None) -> datasets.Dataset:
+    return dataset if n is None else dataset.select(range(min(n, len(dataset))))
+
+
+def eval_prefix(split: str) -> str:
+    """"validation" -> "eval"; MNLI's "validation_matched" -> "eval_matched"."""
+    return "eval" + split.removeprefix("validation")
+
+
+def build_model(model_args: ModelArguments, task, tokenizer):
+    labels = {"num_labels": task.num_labels}
+    if task.is_regression:
+        labels["problem_type"] = "regression"
+    else:
+        labels["problem_type"] = "single_label_classification"
+        labels["id2label"] = dict(enumerate(task.label_names))
+        labels["label2id"] = {name: i for i, name in enumerate(task.label_names)}
+    if model_args.model_name_or_path is not None:
+        return AutoModelForSequenceClassification.from_pretrained(
+            model_args.model_name_or_path, cache_dir=model_args.cache_dir, **labels
+        )
+    if model_args.model_type not in MODEL_TYPES or model_args.config_name is None:
+        raise ValueError(
+            "give --model_name_or_path, or --model_type (one of "
+            f"{list(MODEL_TYPES)}) with --config_name for a randomly initialised model"
+        )
+    if model_args.config_name in BERT_PRESETS and model_args.model_type == "bert":
+        config = CtxBertConfig.from_preset(model_args.config_name, vocab_size=len(tokenizer), **labels)
+    else:
+        config = AutoConfig.from_pretrained(model_args.config_name, cache_dir=model_args.cache_dir, **labels)
+    expected = MODEL_TYPES[model_args.model_type][0]
+    if config.model_type != expected:
+        raise ValueError(f"--config_name {model_args.config_name} is a {config.model_type!r} config, not {expected!r}")
+    return AutoModelForSequenceClassification.from_config(config)
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
+    model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
+
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=[logging.StreamHandler(sys.stdout)])
+    log_level = logging.INFO if training_args.should_log else logging.WARNING
+    for name in (__name__, "hf_ctx"):
+        logging.getLogger(name).setLevel(log_level)
+    datasets.utils.logging.set_verbosity_warning()
+    transformers.utils.logging.set_verbosity(log_level)
+    logger.info(f"hf_ctx {hf_ctx.__version__}; {training_args.device}, {training_args.world_size} process(es)")
+    transformers.set_seed(training_args.seed)
+
+    task = glue_task(data_args.task_name)
+    raw = load_glue(task, data_args.data_dir, data_args.dataset_name, cache_dir=model_args.cache_dir)
+    for wanted, splits in [(training_args.do_train, ["train"]), (training_args.do_eval, task.validation_splits),
+                           (training_args.do_predict, task.test_splits)]:
+        missing = [s for s in splits if wanted and s not in raw]
+        if missing:
+            raise ValueError(f"{task.name} from {data_args.data_dir or data_args.dataset_name} has no {missing} split "
+                             f"(files {[task.split_files[s] for s in missing]}); it has {list(raw)}")
+
+    tokenizer_source = model_args.tokenizer_name or model_args.model_name_or_path
+    if tokenizer_source is None:
+        raise ValueError("give --tokenizer_name (or a --model_name_or_path that holds a tokenizer)")
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_source, cache_dir=model_args.cache_dir)
+    model = build_model(model_args, task, tokenizer)
+    if data_args.max_seq_length > model.config.max_position_embeddings:
+        raise ValueError(f"--max_seq_length {data_args.max_seq_length} exceeds the model's "
+                         f"max_position_embeddings ({model.config.max_position_embeddings})")
+    if len(tokenizer) > model.config.vocab_size:
+        raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but the model only {model.config.vocab_size}")
+    family = next((f for t, f in MODEL_TYPES.values() if t == model.config.model_type), None)
+    if family is None:
+        raise ValueError(f"{model.config.model_type!r} is not an hf_ctx model (a transformers BERT converts with "
+                         "`hf-ctx convert-bert`)")
+    logger.info(f"{task.name}: {type(model).__name__} with {model.num_parameters():,} parameters")
+
+    def limit(split: str) -> int | None:
+        if split == "train":
+            return data_args.max_train_samples
+        return data_args.max_predict_samples if split.startswith("test") else data_args.max_eval_samples
+
+    raw = datasets.DatasetDict({split: first(dataset, limit(split)) for split, dataset in raw.items()})
+    with training_args.main_process_first(desc="tokenizing"):
+        encoded = encode_glue_for_subwords(raw, task, tokenizer, data_args.max_seq_length,
+                                           num_proc=data_args.preprocessing_num_workers)
+    # Multiples of 8 use tensor cores under mixed precision.
+    collator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=8 if training_args.fp16 or training_args.bf16 else None)
+    eval_sets = {split: encoded[split] for split in task.validation_splits if split in encoded}
+    # Evaluations during training: one dev set is reported as eval_*, MNLI's two as eval_matched_* and
+    # eval_mismatched_*, as the final evaluation below does.
+    eval_during_training = {eval_prefix(split).removeprefix("eval_"): data for split, data in eval_sets.items()}
+    if "validation" in eval_sets:
+        eval_during_training = eval_sets["validation"]
+    trainer = Trainer(
+        model=model,
+        args=training_args,
+        train_dataset=encoded["train"] if training_args.do_train else None,
+        eval_dataset=eval_during_training or None,
+        processing_class=tokenizer,
+        data_collator=collator,
+        compute_metrics=glue_compute_metrics(task),
+    )
+
+    metrics = {}
+    if training_args.do_train:
+        result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+        metrics.update(result.metrics)
+        trainer.log_metrics("train", result.metrics)
+        trainer.save_metrics("train", result.metrics)
+        trainer.save_state()
+    eval_metrics = {}
+    if training_args.do_eval:
+        for split, dataset in eval_sets.items():
+            eval_metrics.update(trainer.evaluate(eval_dataset=dataset, metric_key_prefix=eval_prefix(split)))
+        metrics.update(eval_metrics)
+        trainer.log_metrics("eval", eval_metrics)
+        trainer.save_metrics("eval", eval_metrics)
+    if training_args.do_predict:
+        for split in task.test_splits:
+            test_set = encoded[split].remove_columns("label")  # GLUE's test labels are hidden (-1)
+            logits = trainer.predict(test_set, metric_key_prefix="predict").predictions
+            logits = logits[0] if isinstance(logits, tuple) else logits
+            predictions = logits.squeeze(-1) if task.is_regression else logits.argmax(-1)
+            if trainer.is_world_process_zero():
+                path = write_glue_predictions(Path(training_args.output_dir) / task.submission_files[split], task,
+                                              test_set["idx"], predictions)
+                logger.info(f"wrote {len(predictions)} {split} predictions to {path}")
+    if training_args.do_train:
+        finite = {k: v for k, v in eval_metrics.items() if not isinstance(v, float) or math.isfinite(v)}
+        if len(finite) < len(eval_metrics):
+            logger.warning(f"left out of the model card (not finite): {sorted(set(eval_metrics) - set(finite))}")
+        finish_run(
+            trainer,
+            family,
+            dataset_name=f"GLUE {task.folder}",
+            dataset_id=HUB_DATASET,
+            dataset_config=task.name,
+            training_data=f"the {task.folder} training set" + (f" (first {len(encoded['train']):,} examples)"
+                                                             if data_args.max_train_samples else ""),
+            eval_metrics={"validation": finite} if finite else None,
+            base_model=model_args.model_name_or_path,
+            hyperparameters={"max_seq_length": data_args.max_seq_length},
+        )
+    return metrics
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,327 @@
+#!/usr/bin/env python
+"""Named-entity recognition (CoNLL-2003 style) with hf_ctx BERT, ELMo or TagLM, on `Trainer`.
+
+    # TagLM on a pretrained hf_ctx biLM (its ElmoTokenizer and word vocabulary come with it)
+    python examples/run_ner.py --model_type taglm --bilm_name_or_path runs/elmo \\
+        --train_file eng.train --validation_file eng.testa --do_train --do_eval --output_dir runs/taglm
+    # TagLM without biLM states (word vocabulary built from the training words)
+    python examples/run_ner.py --model_type taglm --train_file eng.train ... --output_dir runs/taglm-nolm
+    # ELMo (frozen biLM + scalar mix + tagger head)
+    python examples/run_ner.py --model_type elmo --bilm_name_or_path runs/elmo ...
+    # BERT: fine-tune a pretrained hf_ctx BERT checkpoint
+    python examples/run_ner.py --model_name_or_path runs/bert-mini --train_file eng.train ...
+    # Evaluate / predict with a finished tagger
+    python examples/run_ner.py --model_name_or_path runs/taglm --test_file eng.testb --do_predict --output_dir out
+
+Data: CoNLL column files (`--train_file`, `--validation_file`, `--test_file`; word first, NER tag last; IOB1
+or IOB2, detected and converted to `--tag_scheme`) or a `datasets` dataset with "tokens" and "ner_tags"
+(`--dataset_name`). Evaluation reports entity-level precision/recall/F1 per type and overall (seqeval, the
+conlleval rules). `--do_predict` writes `predictions_<split>.txt` in `--output_dir`: one word a line with the
+input columns, the gold tag and the predicted tag, which the `conlleval` script reads.
+
+A label at evaluation that training never saw is an error. Sentences longer than the model allows
+(`--max_seq_length`) are split into pieces that fit, with a warning, and their predictions joined back.
+"""
+
+import json
+import logging
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import datasets
+import transformers
+from transformers import (
+    AutoConfig,
+    AutoModelForTokenClassification,
+    AutoTokenizer,
+    DataCollatorForTokenClassification,
+    DataCollatorWithPadding,
+    HfArgumentParser,
+    Trainer,
+    TrainingArguments,
+)
+
+import hf_ctx
+from hf_ctx import (
+    BERT_PRESETS,
+    CtxBertConfig,
+    CtxBertForTokenClassification,
+    ElmoForTokenClassification,
+    ElmoTokenizer,
+    TagLMConfig,
+    TagLMForTokenClassification,
+    train_wordpiece_tokenizer,
+)
+from hf_ctx.data import conll
+from hf_ctx.data.bilm import build_vocabulary, count_words
+from hf_ctx.hub import finish_run
+
+logger = logging.getLogger(__name__)
+
+MODEL_TYPES = ("bert", "elmo", "taglm")
+FAMILIES = {"hf_ctx_bert": "bert", "hf_ctx_elmo": "elmo", "hf_ctx_taglm": "taglm"}
+
+
+@dataclass
+class ModelArguments:
+    model_type: str | None = field(
+        default=None, metadata={"help": f"one of {MODEL_TYPES}: a new tagger (else --model_name_or_path's type)"}
+    )
+    model_name_or_path: str | None = field(
+        default=None,
+        metadata={"help": "a checkpoint folder: a finished tagger, or a pretrained BERT / ELMo to fine-tune"},
+    )
+    bilm_name_or_path: str | None = field(
+        default=None, metadata={"help": "ELMo/TagLM: the pretrained hf_ctx biLM (with its tokenizer) to build on"}
+    )
+    tokenizer_name: str | None = field(default=None, metadata={"help": "a tokenizer folder, if not the model's"})
+    config_overrides: str | None = field(
+        default=None,
+        metadata={"help": "comma-separated key=value fields of a new model's config, e.g. rnn_type=lstm,dropout=0.3"},
+    )
+    word_vectors: str | None = field(
+        default=None, metadata={"help": "TagLM: GloVe/word2vec text file to initialise the word embeddings"}
+    )
+    bilm_layers: str = field(default="-1", metadata={"help": "TagLM: comma-separated biLM layers to use (-1 = top)"})
+    word_min_count: int = field(
+        default=1, metadata={"help": "TagLM without biLM: keep training words seen at least this often"}
+    )
+    model_size: str = field(default="mini", metadata={"help": f"new BERT: size preset, one of {list(BERT_PRESETS)}"})
+    vocab_size: int = field(default=8000, metadata={"help": "new BERT: WordPiece vocabulary trained on the data"})
+
+
+@dataclass
+class DataArguments:
+    train_file: str | None = field(default=None, metadata={"help": "CoNLL training file"})
+    validation_file: str | None = field(default=None, metadata={"help": "CoNLL validation file"})
+    test_file: str | None = field(default=None, metadata={"help": "CoNLL test file (for --do_predict)"})
+    dataset_name: str | None = field(default=None, metadata={"help": "a `datasets` dataset with tokens/ner_tags"})
+    dataset_config_name: str | None = field(default=None, metadata={"help": "its configuration"})
+    num_columns: int | None = field(
+        default=4, metadata={"help": "columns per CoNLL word line (4 for CoNLL-2003; 0 = from the first line)"}
+    )
+    tag_scheme: str = field(default="IOB2", metadata={"help": f"tags used for training, one of {conll.TAG_SCHEMES}"})
+    max_seq_length: int | None = field(
+        default=None,
+        metadata={"help": "longest input: sub-tokens for BERT (default: the model's maximum), words for ELMo/TagLM "
+                          "(default: no limit); longer sentences are split"},
+    )
+    label_all_subwords: bool = field(default=False, metadata={"help": "BERT: label every sub-token, not the first"})
+    max_train_samples: int | None = field(default=None, metadata={"help": "keep the first N training sentences"})
+    max_eval_samples: int | None = field(default=None, metadata={"help": "keep the first N validation sentences"})
+    max_predict_samples: int | None = field(default=None, metadata={"help": "keep the first N test sentences"})
+
+
+def parse_config_overrides(overrides: str | None) -> dict:
+    """"a=1,b=true,c=gru" -> {"a": 1, "b": True, "c": "gru"} (values read as JSON where they parse)."""
+    parsed = {}
+    for item in filter(None, (overrides or "").split(",")):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--config_overrides entries are key=value, got {item!r}")
+        try:
+            parsed[key.strip()] = json.loads(value.lower() if value.lower() in ("true", "false") else value)
+        except json.JSONDecodeError:
+            parsed[key.strip()] = value
+    return parsed
+
+
+def load_data(data_args: DataArguments, training_args: TrainingArguments) -> datasets.DatasetDict:
+    """The splits the run needs, with string tags in `data_args.tag_scheme`."""
+    if data_args.dataset_name is not None:
+        data = conll.load_hub_ner_dataset(data_args.dataset_name, data_args.dataset_config_name, data_args.tag_scheme)
+    else:
+        files = {"train": data_args.train_file, "validation": data_args.validation_file, "test": data_args.test_file}
+        data = conll.load_conll_dataset({k: v for k, v in files.items() if v}, data_args.tag_scheme,
+                                        data_args.num_columns or None)
+    needed = {"train": training_args.do_train, "validation": training_args.do_eval, "test": training_args.do_predict}
+    for split, wanted in needed.items():
+        if wanted and split not in data:
+            raise ValueError(f"--do_{ {'train': 'train', 'validation': 'eval', 'test': 'predict'}[split]} needs a "
+                             f"{split} split (--{split}_file or a dataset that has one)")
+    limits = {"train": data_args.max_train_samples, "validation": data_args.max_eval_samples,
+              "test": data_args.max_predict_samples}
+    return datasets.DatasetDict({
+        split: data[split].select(range(min(limits[split], len(data[split])))) if limits[split] else data[split]
+        for split in needed if split in data and needed[split]
+    })
+
+
+def labels_for(model_args, data) -> list[str]:
+    """The tagger's labels: a finished tagger's own, else those of the training data."""
+    if model_args.model_name_or_path is not None:
+        config = AutoConfig.from_pretrained(model_args.model_name_or_path)
+        names = [config.id2label[i] for i in sorted(config.id2label)]
+        if not all(name.startswith("LABEL_") for name in names):
+            return names
+    if "train" not in data:
+        raise ValueError("without a trained tagger (--model_name_or_path), the labels come from --train_file")
+    return conll.sort_labels(tag for tags in data["train"]["ner_tags"] for tag in tags)
+
+
+def _bert_tokenizer(model_args, data, output_dir: str):
+    """The tokenizer of --tokenizer_name, else a cased WordPiece vocabulary trained on the training words."""
+    if model_args.tokenizer_name is not None:
+        return AutoTokenizer.from_pretrained(model_args.tokenizer_name)
+    text = Path(output_dir) / "wordpiece_training_text.txt"
+    text.parent.mkdir(parents=True, exist_ok=True)
+    text.write_text("".join(" ".join(tokens) + "\n" for tokens in data["train"]["tokens"]), encoding="utf-8")
+    logger.info("training a %d-token WordPiece vocabulary on the training sentences", model_args.vocab_size)
+    tokenizer = train_wordpiece_tokenizer([text], vocab_size=model_args.vocab_size, lowercase=False)
+    text.unlink()
+    return tokenizer
+
+
+def _build_taglm(model_args, label_fields: dict, overrides: dict, data):
+    """A new TagLM tagger: on --bilm_name_or_path (with its tokenizer), or without biLM states."""
+    fields = {**label_fields, "bilm_layers": [int(i) for i in model_args.bilm_layers.split(",")], **overrides}
+    if model_args.bilm_name_or_path is not None:
+        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.bilm_name_or_path)
+    elif model_args.tokenizer_name is not None:
+        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name)
+    else:
+        counts = count_words(data["train"]["tokens"])
+        tokenizer = ElmoTokenizer(vocab=build_vocabulary(counts, model_args.word_min_count))
+        logger.info("word vocabulary: %d of the %d training words", tokenizer.vocab_size - 3, len(counts))
+    if not isinstance(tokenizer, ElmoTokenizer) or not tokenizer.has_word_vocabulary:
+        raise ValueError("TagLM needs an ElmoTokenizer with a word vocabulary (the biLM's, or built from the "
+                         f"training words); got {type(tokenizer).__name__}")
+    config = TagLMConfig(vocab_size=tokenizer.vocab_size, **fields)
+    if model_args.bilm_name_or_path is not None:
+        model = TagLMForTokenClassification.from_bilm(model_args.bilm_name_or_path, config)
+    else:
+        model = TagLMForTokenClassification(config)
+    if model_args.word_vectors is not None:
+        model.load_word_vectors(model_args.word_vectors, tokenizer.get_vocab())
+    return model, tokenizer
+
+
+def build_tagger(model_args, data_args, labels: list[str], data, output_dir: str):
+    """(model, tokenizer, model family) for the arguments: a checkpoint, or a new BERT, ELMo or TagLM tagger."""
+    label_fields = {"id2label": dict(enumerate(labels)), "label2id": {label: i for i, label in enumerate(labels)}}
+    overrides = parse_config_overrides(model_args.config_overrides)
+    if model_args.model_name_or_path is not None:
+        config = AutoConfig.from_pretrained(model_args.model_name_or_path)
+        family = FAMILIES.get(config.model_type)
+        if family is None:
+            raise ValueError(f"{model_args.model_name_or_path} is a {config.model_type!r} checkpoint; run_ner takes "
+                             f"hf_ctx checkpoints ({sorted(FAMILIES)})")
+        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
+        model = AutoModelForTokenClassification.from_pretrained(
+            model_args.model_name_or_path, num_labels=len(labels), **label_fields, **overrides)
+        return model, tokenizer, family
+    if model_args.model_type == "bert":
+        tokenizer = _bert_tokenizer(model_args, data, output_dir)
+        config = CtxBertConfig.from_preset(model_args.model_size, vocab_size=len(tokenizer),
+                                           pad_token_id=tokenizer.pad_token_id, **label_fields, **overrides)
+        return CtxBertForTokenClassification(config), tokenizer, "bert"
+    if model_args.model_type == "taglm":
+        overrides.setdefault("tag_scheme", conll.crf_scheme(data_args.tag_scheme))
+        return (*_build_taglm(model_args, label_fields, overrides, data), "taglm")
+    if model_args.model_type == "elmo":
+        if model_args.bilm_name_or_path is None:
+            raise ValueError("--model_type elmo needs --bilm_name_or_path, the pretrained hf_ctx biLM to tag with")
+        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.bilm_name_or_path)
+        model = AutoModelForTokenClassification.from_pretrained(model_args.bilm_name_or_path, **label_fields,
+                                                                **overrides)
+        if not isinstance(model, ElmoForTokenClassification):
+            raise ValueError(f"{model_args.bilm_name_or_path} is not an hf_ctx ELMo checkpoint")
+        return model, tokenizer, "elmo"
+    raise ValueError(f"give --model_name_or_path, or --model_type (one of {MODEL_TYPES}); got {model_args.model_type!r}")
+
+
+def encode_splits(data, tokenizer, family: str, label2id: dict[str, int], max_seq_length: int | None):
+    """Split sentences that are too long, then encode every split for the model family."""
+    if family == "bert":
+        limit = max_seq_length or tokenizer.model_max_length
+        word_costs, budget = conll.subword_counts(tokenizer), limit - tokenizer.num_special_tokens_to_add()
+    else:
+        limit = max_seq_length
+        word_costs, budget = (lambda batch: [[1] * len(words) for words in batch]), max_seq_length
+    pieces, encoded = {}, {}
+    for split, dataset in data.items():
+        pieces[split] = dataset if budget is None else conll.split_long_sentences(
+            dataset, word_costs, budget, desc=f"splitting long {split} sentences")
+        if family == "bert":
+            encode, kwargs = conll.encode_for_subwords, {"max_length": limit}
+        else:
+            encode, kwargs = conll.encode_for_words, {}
+        encoded[split] = pieces[split].map(
+            encode, batched=True, remove_columns=pieces[split].column_names, desc=f"encoding {split}",
+            fn_kwargs={"tokenizer": tokenizer, "label2id": label2id, **kwargs})
+    return pieces, encoded
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
+    model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
+
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        handlers=[logging.StreamHandler(sys.stdout)])
+    log_level = logging.INFO if training_args.should_log else logging.WARNING
+    for name in (__name__, "hf_ctx"):
+        logging.getLogger(name).setLevel(log_level)
+    datasets.utils.logging.set_verbosity_warning()
+    transformers.utils.logging.set_verbosity(log_level)
+    logger.info("hf_ctx %s", hf_ctx.__version__)
+    transformers.set_seed(training_args.seed)
+
+    data = load_data(data_args, training_args)
+    labels = labels_for(model_args, data)
+    label2id = {label: i for i, label in enumerate(labels)}
+    for split, dataset in data.items():
+        conll.check_labels(dataset, label2id, split)
+    model, tokenizer, family = build_tagger(model_args, data_args, labels, data, training_args.output_dir)
+    logger.info("%s tagger: %s parameters (%s trained), labels %s", family, f"{model.num_parameters():,}",
+                f"{model.num_parameters(only_trainable=True):,}", labels)
+    pieces, encoded = encode_splits(data, tokenizer, family, label2id, data_args.max_seq_length)
+
+    # ElmoTokenizer.pad pads word-level labels itself; BERT's sub-token labels need the token-classification collator.
+    collator = DataCollatorForTokenClassification(tokenizer) if family == "bert" else DataCollatorWithPadding(tokenizer)
+    trainer = Trainer(
+        model=model,
+        args=training_args,
+        train_dataset=encoded.get("train"),
+        eval_dataset=encoded.get("validation"),
+        processing_class=tokenizer,
+        data_collator=collator,
+        compute_metrics=conll.ner_metrics(model.config.id2label),
+        preprocess_logits_for_metrics=conll.logits_to_tags,
+    )
+
+    metrics, eval_metrics = {}, {}
+    if training_args.do_train:
+        result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+        metrics.update(result.metrics)
+        trainer.log_metrics("train", result.metrics)
+        trainer.save_metrics("train", result.metrics)
+        trainer.save_state()
+    if training_args.do_eval:
+        eval_metrics = trainer.evaluate()
+        metrics.update(eval_metrics)
+        trainer.log_metrics("eval", eval_metrics)
+        trainer.save_metrics("eval", eval_metrics)
+    for split in ("validation", "test") if training_args.do_predict else ():
+        if split not in encoded:
+            continue
+        prefix = "predict" if split == "test" else "predict_validation"
+        output = trainer.predict(encoded[split], metric_key_prefix=prefix)
+        predicted, _ = conll.predictions_to_tags(output.predictions, output.label_ids, model.config.id2label)
+        path = Path(training_args.output_dir) / f"predictions_{split}.txt"
+        if trainer.is_world_process_zero():
+            conll.write_conll_predictions(path, data[split], conll.merge_split_predictions(pieces[split], predicted))
+            logger.info("wrote %s (conlleval format: word, input columns, gold tag, predicted tag)", path)
+        metrics.update(output.metrics)
+        trainer.log_metrics(prefix, output.metrics)
+        trainer.save_metrics(prefix, output.metrics)
+    if training_args.do_train:
+        dataset_name = data_args.dataset_name or Path(data_args.train_file).name
+        finish_run(trainer, family, dataset_name=dataset_name, dataset_id=data_args.dataset_name,
+                   eval_metrics={"validation": eval_metrics} if eval_metrics else None,
+                   hyperparameters={"tag_scheme": data_args.tag_scheme})
+    return metrics
+
+
+if __name__ == "__main__":
+    main()

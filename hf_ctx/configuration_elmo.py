@@ -1,0 +1,234 @@
+"""Configuration of hf_ctx's ELMo biLM (Peters et al., 2018, "Deep contextualized word representations")."""
+
+import copy
+
+from transformers import PreTrainedConfig
+
+# The `char_cnn` and `lstm` sections of bilm-tf's options.json, with the values of the original model.
+DEFAULT_CHAR_CNN = {
+    "activation": "relu",
+    "embedding": {"dim": 16},
+    "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]],
+    "max_characters_per_token": 50,
+    "n_characters": 262,
+    "n_highway": 2,
+}
+DEFAULT_LSTM = {
+    "dim": 4096,
+    "projection_dim": 512,
+    "n_layers": 2,
+    "cell_clip": 3.0,
+    "proj_clip": 3.0,
+    "use_skip_connections": True,
+}
+
+# The published English models (allennlp.org/elmo), named as their files are. All use the 2048-filter character
+# CNN above and clip cells and projections at 3; they differ in LSTM size, projection size and highway layers.
+ELMO_PRESETS = {
+    "original": {"char_cnn": {"n_highway": 2}, "lstm": {"dim": 4096, "projection_dim": 512}},  # 2x4096_512_2048cnn_2xhighway
+    "medium": {"char_cnn": {"n_highway": 1}, "lstm": {"dim": 2048, "projection_dim": 256}},  # 2x2048_256_2048cnn_1xhighway
+    "small": {"char_cnn": {"n_highway": 1}, "lstm": {"dim": 1024, "projection_dim": 128}},  # 2x1024_128_2048cnn_1xhighway
+}
+
+ACTIVATIONS = ("relu", "tanh")
+# ELMo's character ids: 256 byte values and 5 markers (begin/end of sentence, begin/end of word, padding), all
+# shifted by one so that 0 means "no word here".
+N_CHARACTERS = 262
+
+
+def _merge(defaults: dict, given: dict | None, section: str) -> dict:
+    """`given` over a copy of `defaults`, one level deep; unknown keys are an error naming them."""
+    merged = copy.deepcopy(defaults)
+    for key, value in (given or {}).items():
+        if key not in defaults:
+            raise ValueError(f"unknown {section} option {key!r}; known options: {sorted(defaults)}")
+        merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def _is_positive_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+class ElmoConfig(PreTrainedConfig):
+    r"""
+    Configuration of the ELMo biLM ([`ElmoModel`], [`ElmoForBiLM`]) and of the task models built on it
+    ([`ElmoForSequenceClassification`], [`ElmoForTokenClassification`]). The defaults give the original ELMo
+    (2x4096_512_2048cnn_2xhighway); [`ElmoConfig.from_preset`] gives the published sizes.
+
+    `char_cnn` and `lstm` are the sections of the options.json file that bilm-tf writes and AllenNLP reads, with the
+    same keys, so that a published options file maps onto this config unchanged (see `hf_ctx.convert_elmo`).
+    Keys left out take the original model's values.
+
+    Args:
+        char_cnn (`dict`): the context-independent token representation.
+            - `activation` (`"relu"` or `"tanh"`): applied after max-pooling each filter.
+            - `embedding` (`{"dim": int}`): size of the learned character embeddings.
+            - `filters` (`[[width, count], ...]`): convolution widths (in characters) and filter counts; their
+              outputs are concatenated (2048 filters in the published models).
+            - `n_highway` (`int`): highway layers after the convolutions (0 for none).
+            - `max_characters_per_token` (`int`, 50): characters per word, begin/end-of-word marks included.
+            - `n_characters` (`int`, 262): size of the character vocabulary (must be 262: 256 bytes, 5 marks,
+              1 padding id).
+        lstm (`dict`): the bidirectional LSTM stack.
+            - `dim` (`int`): LSTM memory cell size.
+            - `projection_dim` (`int`): size of the projected hidden state, which is also the size of the token
+              representation and of each direction's output; `dim` == `projection_dim` means no projection.
+            - `n_layers` (`int`): LSTM layers per direction.
+            - `cell_clip`, `proj_clip` (`float` or `None`): clip memory cells / projected states to
+              [-clip, clip]; `None` turns clipping off (and lets the model use cuDNN's LSTM).
+            - `use_skip_connections` (`bool`): add each layer's input to its output (from the second layer on).
+        vocab_size (`int`, *optional*): size of the word vocabulary the language-model softmax predicts
+            (the tokenizer's); needed by [`ElmoForBiLM`] only.
+        dropout (`float`, defaults to 0.1): dropout on each LSTM layer's input and on the states the softmax reads,
+            while pretraining (bilm-tf's `dropout`).
+        share_softmax (`bool`, defaults to `True`): one softmax for the forward and the backward LM, as in ELMo;
+            `False` gives each direction its own.
+        num_sampled (`int`, defaults to 0): 0 trains with the full softmax; N > 0 trains with a sampled softmax over
+            N words drawn from a log-uniform (Zipfian) distribution, which assumes word ids sorted by decreasing
+            frequency (the original used 8192). Evaluation always uses the full softmax.
+        bos_token_id, eos_token_id, unk_token_id (`int`): ids of `<S>`, `</S>`, `<UNK>` in the word vocabulary.
+        freeze_bilm (`bool`, defaults to `True`): task models keep the biLM fixed (no gradients, no dropout) and
+            train only the scalar mix and the task layers, as in the paper.
+        scalar_mix_layer_norm (`bool`, defaults to `False`): layer-normalise each biLM layer (over the words of the
+            batch) before the task's scalar mix.
+        task_hidden_size (`int`, defaults to 256): units per direction of the task models' bidirectional LSTM over
+            the mixed ELMo vectors; 0 puts the classifier directly on them.
+        classifier_dropout (`float`, defaults to 0.5): dropout on the ELMo vectors and before the classifier.
+
+    Example:
+    ```python
+    >>> from hf_ctx import ElmoConfig, ElmoForBiLM
+    >>> config = ElmoConfig.from_preset("small", vocab_size=50000)
+    >>> model = ElmoForBiLM(config)
+    ```
+    """
+
+    model_type = "hf_ctx_elmo"
+
+    def __init__(
+        self,
+        char_cnn=None,
+        lstm=None,
+        vocab_size=None,
+        dropout=0.1,
+        share_softmax=True,
+        num_sampled=0,
+        bos_token_id=0,
+        eos_token_id=1,
+        unk_token_id=2,
+        freeze_bilm=True,
+        scalar_mix_layer_norm=False,
+        task_hidden_size=256,
+        classifier_dropout=0.5,
+        **kwargs,
+    ):
+        char_cnn = _merge(DEFAULT_CHAR_CNN, char_cnn, "char_cnn")
+        lstm = _merge(DEFAULT_LSTM, lstm, "lstm")
+        self._validate_char_cnn(char_cnn, lstm)
+        self._validate_lstm(lstm)
+        if vocab_size is not None and not _is_positive_int(vocab_size):
+            raise ValueError(f"vocab_size must be a positive integer or None, got {vocab_size!r}")
+        for name, value in [("bos_token_id", bos_token_id), ("eos_token_id", eos_token_id),
+                            ("unk_token_id", unk_token_id)]:
+            if not isinstance(value, int) or value < 0 or (vocab_size is not None and value >= vocab_size):
+                raise ValueError(f"{name} must be a word id in [0, vocab_size={vocab_size}), got {value!r}")
+        for name, value in [("dropout", dropout), ("classifier_dropout", classifier_dropout)]:
+            if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+                raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+        if not isinstance(num_sampled, int) or num_sampled < 0:
+            raise ValueError(f"num_sampled must be 0 (full softmax) or a positive integer, got {num_sampled!r}")
+        if not isinstance(task_hidden_size, int) or task_hidden_size < 0:
+            raise ValueError(f"task_hidden_size must be 0 (no task LSTM) or a positive integer, got {task_hidden_size!r}")
+
+        self.char_cnn = char_cnn
+        self.lstm = lstm
+        self.vocab_size = vocab_size
+        self.dropout = dropout
+        self.share_softmax = share_softmax
+        self.num_sampled = num_sampled
+        self.bos_token_id = bos_token_id
+        self.eos_token_id = eos_token_id
+        self.unk_token_id = unk_token_id
+        self.freeze_bilm = freeze_bilm
+        self.scalar_mix_layer_norm = scalar_mix_layer_norm
+        self.task_hidden_size = task_hidden_size
+        self.classifier_dropout = classifier_dropout
+        kwargs.setdefault("tie_word_embeddings", False)  # nothing to tie: the input is characters
+        super().__init__(**kwargs)
+
+    @staticmethod
+    def _validate_char_cnn(char_cnn: dict, lstm: dict):
+        if char_cnn["activation"] not in ACTIVATIONS:
+            raise ValueError(f"char_cnn activation must be one of {ACTIVATIONS}, got {char_cnn['activation']!r}")
+        embedding = char_cnn["embedding"]
+        if not isinstance(embedding, dict) or not _is_positive_int(embedding.get("dim")):
+            raise ValueError(f"char_cnn embedding must be {{'dim': positive int}}, got {embedding!r}")
+        if char_cnn["n_characters"] != N_CHARACTERS:
+            raise ValueError(
+                f"char_cnn n_characters must be {N_CHARACTERS} (256 bytes, 5 marks and the padding id 0), got "
+                f"{char_cnn['n_characters']!r}; bilm-tf's training options say 261 because they have no padding id"
+            )
+        max_chars = char_cnn["max_characters_per_token"]
+        if not _is_positive_int(max_chars) or max_chars < 3:
+            raise ValueError(f"char_cnn max_characters_per_token must be an integer >= 3, got {max_chars!r}")
+        filters = char_cnn["filters"]
+        if not filters or not all(
+            isinstance(f, (list, tuple)) and len(f) == 2 and all(_is_positive_int(v) for v in f) for f in filters
+        ):
+            raise ValueError(f"char_cnn filters must be a non-empty list of [width, count] positive pairs, got {filters!r}")
+        widest = max(width for width, _ in filters)
+        if widest > max_chars:
+            raise ValueError(f"char_cnn filter width {widest} is wider than max_characters_per_token={max_chars}")
+        n_highway = char_cnn["n_highway"]
+        if not isinstance(n_highway, int) or isinstance(n_highway, bool) or n_highway < 0:
+            raise ValueError(f"char_cnn n_highway must be a non-negative integer, got {n_highway!r}")
+
+    @staticmethod
+    def _validate_lstm(lstm: dict):
+        for key in ("dim", "projection_dim", "n_layers"):
+            if not _is_positive_int(lstm[key]):
+                raise ValueError(f"lstm {key} must be a positive integer, got {lstm[key]!r}")
+        if lstm["projection_dim"] > lstm["dim"]:
+            raise ValueError(
+                f"lstm projection_dim ({lstm['projection_dim']}) must not be larger than dim ({lstm['dim']})"
+            )
+        for key in ("cell_clip", "proj_clip"):
+            value = lstm[key]
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+                raise ValueError(f"lstm {key} must be a positive number or None (no clipping), got {value!r}")
+        if not isinstance(lstm["use_skip_connections"], bool):
+            raise ValueError(f"lstm use_skip_connections must be true or false, got {lstm['use_skip_connections']!r}")
+
+    @property
+    def projection_dim(self) -> int:
+        """Size of the token representation and of each direction's LSTM output."""
+        return self.lstm["projection_dim"]
+
+    @property
+    def hidden_size(self) -> int:
+        """Size of every output layer: forward and backward concatenated, 2 * projection_dim."""
+        return 2 * self.lstm["projection_dim"]
+
+    @property
+    def num_output_layers(self) -> int:
+        """L + 1: the token layer and the L biLSTM layers."""
+        return self.lstm["n_layers"] + 1
+
+    @property
+    def max_characters_per_token(self) -> int:
+        return self.char_cnn["max_characters_per_token"]
+
+    @classmethod
+    def from_preset(cls, name: str, **kwargs) -> "ElmoConfig":
+        """A config of a published size (`ELMO_PRESETS`: "original", "medium", "small").
+
+        `kwargs` override any field; `char_cnn` and `lstm` override the preset's sections key by key, e.g.
+        `ElmoConfig.from_preset("small", lstm={"n_layers": 1}, vocab_size=10000)`.
+        """
+        if name not in ELMO_PRESETS:
+            raise ValueError(f"unknown ELMo preset {name!r}; choose one of {list(ELMO_PRESETS)}")
+        preset = copy.deepcopy(ELMO_PRESETS[name])
+        for section in ("char_cnn", "lstm"):
+            preset[section].update(kwargs.pop(section, None) or {})
+        return cls(**preset, **kwargs)

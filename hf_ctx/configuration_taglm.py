@@ -1,0 +1,130 @@
+"""Configuration of TagLM (Peters et al., 2017): a biRNN-CRF sequence tagger fed with a frozen biLM's states."""
+
+from transformers import PreTrainedConfig
+
+CHAR_REPRESENTATIONS = ("cnn", "gru")
+RNN_TYPES = ("gru", "lstm")
+# Tag schemes the CRF can constrain (see `hf_ctx.crf.allowed_transitions`); None leaves transitions free.
+CRF_TAG_SCHEMES = ("BIO", "IOB2", "IOB1", "BIOES")
+
+
+class TagLMConfig(PreTrainedConfig):
+    r"""
+    Configuration of a [`TagLMForTokenClassification`]. The defaults follow the CoNLL-2003 NER tagger of
+    Peters et al. (2017): 50-dimensional word embeddings, a character CNN, two bidirectional GRU layers of 80
+    units per direction, the biLM's top layer between them, and a CRF.
+
+    Args:
+        vocab_size (`int`, defaults to 10000): size of the word vocabulary (`input_word_ids` range), that of
+            the `ElmoTokenizer` the tagger is used with.
+        word_embedding_dim (`int`, defaults to 50): width of the word embeddings (that of the word vectors file
+            when they are initialised from one).
+        char_representation (`str`, defaults to `"cnn"`): `"cnn"` (convolution + max-pooling over each word's
+            characters) or `"gru"` (bidirectional GRU over them, final states concatenated).
+        n_characters (`int`, defaults to 262): character-id range, ELMo's (256 bytes + 5 special, + 1 for padding).
+        max_characters_per_token (`int`, defaults to 50): width of the character ids, ELMo's.
+        char_padding_id (`int`, defaults to 261): id that pads a word's characters after its end-of-word mark
+            (ELMo's); the character GRU stops before it.
+        char_embedding_dim (`int`, defaults to 25): width of the character embeddings.
+        char_cnn_filters (`int`, defaults to 30): number of convolution filters (the CNN's output width).
+        char_cnn_width (`int`, defaults to 3): convolution width in characters.
+        char_rnn_hidden_size (`int`, defaults to 25): character GRU units per direction (output 2x this).
+        rnn_type (`str`, defaults to `"gru"`): `"gru"` or `"lstm"` for both word-level bidirectional layers.
+        rnn_hidden_size (`int`, defaults to 80): units per direction of each word-level layer.
+        dropout (`float`, defaults to 0.5): dropout on the token representation and on each layer's output.
+        bilm_config (`dict`, *optional*): the frozen biLM's `ElmoConfig` as a dict; `None` for a tagger without
+            biLM states. Set by [`TagLMForTokenClassification.from_bilm`].
+        bilm_name_or_path (`str`, *optional*): where the biLM was loaded from (provenance only: the biLM's
+            weights are saved inside the TagLM checkpoint).
+        bilm_layers (`list[int]`, defaults to `[-1]`): which biLM layers to concatenate after the first RNN:
+            indices into the biLM's L+1 layers (0 = token layer, -1 = top layer, TagLM's choice).
+        tag_scheme (`str`, *optional*): `"BIO"` (= `"IOB2"`), `"IOB1"` or `"BIOES"` forbids the CRF transitions that
+            scheme does not allow between the labels of `id2label`; `None` allows every transition.
+        initializer_range (`float`, defaults to 0.1): std of the normal init of word and character embeddings.
+
+    Example:
+    ```python
+    >>> from hf_ctx import TagLMConfig, TagLMForTokenClassification
+    >>> labels = ["O", "B-PER", "I-PER"]
+    >>> config = TagLMConfig(vocab_size=5000, id2label=dict(enumerate(labels)), tag_scheme="BIO")
+    >>> model = TagLMForTokenClassification(config)  # no biLM; TagLMForTokenClassification.from_bilm adds one
+    ```
+    """
+
+    model_type = "hf_ctx_taglm"
+
+    def __init__(
+        self,
+        vocab_size=10000,
+        word_embedding_dim=50,
+        char_representation="cnn",
+        n_characters=262,
+        max_characters_per_token=50,
+        char_padding_id=261,
+        char_embedding_dim=25,
+        char_cnn_filters=30,
+        char_cnn_width=3,
+        char_rnn_hidden_size=25,
+        rnn_type="gru",
+        rnn_hidden_size=80,
+        dropout=0.5,
+        bilm_config=None,
+        bilm_name_or_path=None,
+        bilm_layers=(-1,),
+        tag_scheme=None,
+        initializer_range=0.1,
+        **kwargs,
+    ):
+        for name, value in [
+            ("vocab_size", vocab_size),
+            ("word_embedding_dim", word_embedding_dim),
+            ("n_characters", n_characters),
+            ("max_characters_per_token", max_characters_per_token),
+            ("char_embedding_dim", char_embedding_dim),
+            ("char_cnn_filters", char_cnn_filters),
+            ("char_cnn_width", char_cnn_width),
+            ("char_rnn_hidden_size", char_rnn_hidden_size),
+            ("rnn_hidden_size", rnn_hidden_size),
+        ]:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if char_representation not in CHAR_REPRESENTATIONS:
+            raise ValueError(f"char_representation must be one of {CHAR_REPRESENTATIONS}, got {char_representation!r}")
+        if rnn_type not in RNN_TYPES:
+            raise ValueError(f"rnn_type must be one of {RNN_TYPES}, got {rnn_type!r}")
+        if char_cnn_width > max_characters_per_token:
+            raise ValueError(f"char_cnn_width={char_cnn_width} is wider than max_characters_per_token="
+                             f"{max_characters_per_token}")
+        if not 0 <= char_padding_id < n_characters:
+            raise ValueError(f"char_padding_id must be in [0, n_characters={n_characters}), got {char_padding_id}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        if bilm_config is not None and not isinstance(bilm_config, dict):
+            raise ValueError(f"bilm_config must be a dict (an ElmoConfig's to_dict()) or None, got {type(bilm_config)}")
+        bilm_layers = list(bilm_layers)
+        if not bilm_layers or not all(isinstance(i, int) for i in bilm_layers):
+            raise ValueError(f"bilm_layers must be a non-empty list of layer indices, got {bilm_layers!r}")
+        if tag_scheme is not None and tag_scheme not in CRF_TAG_SCHEMES:
+            raise ValueError(f"tag_scheme must be one of {CRF_TAG_SCHEMES} or None, got {tag_scheme!r}")
+        if initializer_range <= 0:
+            raise ValueError(f"initializer_range must be positive, got {initializer_range!r}")
+
+        self.vocab_size = vocab_size
+        self.word_embedding_dim = word_embedding_dim
+        self.char_representation = char_representation
+        self.n_characters = n_characters
+        self.max_characters_per_token = max_characters_per_token
+        self.char_padding_id = char_padding_id
+        self.char_embedding_dim = char_embedding_dim
+        self.char_cnn_filters = char_cnn_filters
+        self.char_cnn_width = char_cnn_width
+        self.char_rnn_hidden_size = char_rnn_hidden_size
+        self.rnn_type = rnn_type
+        self.rnn_hidden_size = rnn_hidden_size
+        self.dropout = dropout
+        self.bilm_config = bilm_config
+        self.bilm_name_or_path = bilm_name_or_path
+        self.bilm_layers = bilm_layers
+        self.tag_scheme = tag_scheme
+        self.initializer_range = initializer_range
+        super().__init__(**kwargs)

@@ -1,0 +1,162 @@
+"""Convert the published ELMo weights (bilm-tf's options.json + weights.hdf5, the files AllenNLP reads) into an
+hf_ctx checkpoint that `AutoModel` and `AutoTokenizer` load.
+
+The weights file holds what bilm-tf's `dump_weights` writes (the language-model softmax is not in it):
+
+    char_embed                                      (261, E)  character embeddings, without the padding row
+    CNN/W_cnn_{i}, CNN/b_cnn_{i}                    (1, width, E, count), (count,)
+    CNN_high_{k}/W_carry, b_carry                   (F, F), (F,)   highway gate g = sigmoid(x W_carry + b_carry)
+    CNN_high_{k}/W_transform, b_transform           (F, F), (F,)   y = g * relu(x W_transform + b) + (1 - g) * x
+    CNN_proj/W_proj, b_proj                         (F, P), (P,)   only when F != P
+    RNN_{d}/RNN/MultiRNNCell/Cell{k}/LSTMCell/W_0   (input + P, 4H)  [x ; h] -> gates in the order i, j, f, o
+    RNN_{d}/RNN/MultiRNNCell/Cell{k}/LSTMCell/B     (4H,)            TensorFlow adds 1 to the forget gate
+    RNN_{d}/RNN/MultiRNNCell/Cell{k}/LSTMCell/W_P_0 (H, P)          only when P < H
+
+with d = 0 the forward and d = 1 the backward LM. TensorFlow multiplies `x @ W`, PyTorch `W @ x`, so matrices are
+transposed; gates are reordered to PyTorch's (input, forget, cell, output) and the forget bias of 1 is added
+to the stored bias.
+"""
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .configuration_elmo import N_CHARACTERS, ElmoConfig
+from .modeling_elmo import ElmoModel
+from .tokenization_elmo import ElmoTokenizer
+
+logger = logging.getLogger(__name__)
+
+# TensorFlow's LSTMCell adds this to the forget gate when it runs.
+TF_FORGET_BIAS = 1.0
+
+
+def elmo_config_from_options(options: dict) -> ElmoConfig:
+    """An `ElmoConfig` with the architecture an options.json describes."""
+    if "char_cnn" not in options:
+        raise ValueError("options.json has no char_cnn section: only character-input ELMo models can be converted")
+    if options.get("bidirectional") is False:
+        raise ValueError("options.json describes a one-directional language model; ELMo is bidirectional")
+    cnn, lstm = options["char_cnn"], options["lstm"]
+    char_cnn = {
+        "activation": cnn["activation"],
+        "embedding": {"dim": cnn["embedding"]["dim"]},
+        "filters": [list(f) for f in cnn["filters"]],
+        "max_characters_per_token": cnn["max_characters_per_token"],
+        # Training options say 261 characters; the converted model adds the padding id 0.
+        "n_characters": N_CHARACTERS,
+        "n_highway": cnn.get("n_highway") or 0,
+    }
+    lstm_section = {
+        "dim": lstm["dim"],
+        "projection_dim": lstm["projection_dim"],
+        "n_layers": lstm.get("n_layers", 1),
+        "cell_clip": lstm.get("cell_clip"),
+        "proj_clip": lstm.get("proj_clip"),
+        "use_skip_connections": bool(lstm.get("use_skip_connections")),
+    }
+    return ElmoConfig(char_cnn=char_cnn, lstm=lstm_section, dropout=options.get("dropout", 0.1))
+
+
+class _WeightsFile:
+    """Reads datasets from an open h5py file, with errors that name the file, the dataset and the shapes."""
+
+    def __init__(self, h5file, path):
+        self.file, self.path = h5file, path
+
+    def __call__(self, name: str, shape: tuple) -> np.ndarray:
+        if name not in self.file:
+            raise ValueError(f"{self.path} has no dataset {name!r}: not an ELMo weights file for these options")
+        value = self.file[name][...]
+        if tuple(value.shape) != tuple(shape):
+            raise ValueError(f"{self.path}: {name} has shape {tuple(value.shape)}, expected {tuple(shape)} from the "
+                             "options file")
+        return value.astype(np.float32)
+
+
+def _tf_gates_to_torch(tf_rows: np.ndarray, cell_size: int) -> np.ndarray:
+    """Reorder the 4H gate rows from TensorFlow's (i, j, f, o) to PyTorch's (i, f, j, o)."""
+    i, j, f, o = (tf_rows[k * cell_size : (k + 1) * cell_size] for k in range(4))
+    return np.concatenate([i, f, j, o])
+
+
+def bilm_tf_state_dict(config: ElmoConfig, weights_hdf5) -> dict[str, torch.Tensor]:
+    """The `ElmoModel` state dict held by a bilm-tf weights file (see the module docstring for the layout)."""
+    import h5py
+
+    cnn, lstm = config.char_cnn, config.lstm
+    embedding_dim, projection_dim, cell_size = cnn["embedding"]["dim"], lstm["projection_dim"], lstm["dim"]
+    n_filters = sum(count for _, count in cnn["filters"])
+    state = {}
+    with h5py.File(weights_hdf5, "r") as h5file:
+        read = _WeightsFile(h5file, weights_hdf5)
+        char_embed = read("char_embed", (N_CHARACTERS - 1, embedding_dim))
+        state["char_cnn.char_embeddings.weight"] = np.concatenate([np.zeros((1, embedding_dim), np.float32), char_embed])
+        for i, (width, count) in enumerate(cnn["filters"]):
+            kernel = read(f"CNN/W_cnn_{i}", (1, width, embedding_dim, count))
+            state[f"char_cnn.convolutions.{i}.weight"] = kernel[0].transpose(2, 1, 0)  # (count, E, width)
+            state[f"char_cnn.convolutions.{i}.bias"] = read(f"CNN/b_cnn_{i}", (count,))
+        for k in range(cnn["n_highway"]):
+            group = f"CNN_high_{k}"
+            transform = read(f"{group}/W_transform", (n_filters, n_filters)).T
+            gate = read(f"{group}/W_carry", (n_filters, n_filters)).T  # bilm-tf's "carry" gate is the transform gate
+            state[f"char_cnn.highway.layers.{k}.weight"] = np.concatenate([transform, gate])
+            state[f"char_cnn.highway.layers.{k}.bias"] = np.concatenate(
+                [read(f"{group}/b_transform", (n_filters,)), read(f"{group}/b_carry", (n_filters,))])
+        if n_filters != projection_dim:
+            state["char_cnn.projection.weight"] = read("CNN_proj/W_proj", (n_filters, projection_dim)).T
+            state["char_cnn.projection.bias"] = read("CNN_proj/b_proj", (projection_dim,))
+        for direction, prefix in enumerate(["encoder.forward_layers", "encoder.backward_layers"]):
+            for k in range(lstm["n_layers"]):
+                group = f"RNN_{direction}/RNN/MultiRNNCell/Cell{k}/LSTMCell"
+                input_size = projection_dim  # the token representation, then each layer's output
+                kernel = read(f"{group}/W_0", (input_size + projection_dim, 4 * cell_size)).T  # (4H, I + P)
+                kernel = _tf_gates_to_torch(kernel, cell_size)
+                bias = read(f"{group}/B", (4 * cell_size,)).copy()
+                bias[2 * cell_size : 3 * cell_size] += TF_FORGET_BIAS  # TensorFlow's f block
+                state[f"{prefix}.{k}.weight_ih"] = kernel[:, :input_size]
+                state[f"{prefix}.{k}.weight_hh"] = kernel[:, input_size:]
+                state[f"{prefix}.{k}.bias"] = _tf_gates_to_torch(bias, cell_size)
+                if projection_dim < cell_size:
+                    state[f"{prefix}.{k}.weight_hr"] = read(f"{group}/W_P_0", (cell_size, projection_dim)).T
+    return {name: torch.from_numpy(np.ascontiguousarray(value)) for name, value in state.items()}
+
+
+def convert_elmo_checkpoint(options_json, weights_hdf5, output_dir, vocab_file=None) -> ElmoModel:
+    """Write the ELMo of `options_json` + `weights_hdf5` as an hf_ctx checkpoint in `output_dir`.
+
+    The folder gets an `ElmoModel` (config.json, model.safetensors, the source of hf_ctx's classes) and an
+    `ElmoTokenizer`: character ids only, or with the word vocabulary of `vocab_file` (bilm-tf's vocab.txt, e.g.
+    for further pretraining with `ElmoForBiLM`, whose softmax the published files do not contain). Returns the
+    converted model. Its vectors are the original's for a batch started from zero LSTM states.
+    """
+    with open(options_json, encoding="utf-8") as f:
+        try:
+            options = json.load(f)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{options_json} is not a JSON options file: {error}") from None
+    config = elmo_config_from_options(options)
+    tokenizer = ElmoTokenizer(vocab_file=str(vocab_file) if vocab_file is not None else None,
+                              max_characters_per_token=config.max_characters_per_token)
+    if tokenizer.has_word_vocabulary:
+        config.vocab_size = tokenizer.vocab_size
+        config.bos_token_id, config.eos_token_id = tokenizer.bos_token_id, tokenizer.eos_token_id
+        config.unk_token_id = tokenizer.unk_token_id
+    model = ElmoModel(config)
+    state = bilm_tf_state_dict(config, weights_hdf5)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if missing or unexpected:  # a mismatch here is a bug in this converter, not in the files
+        raise RuntimeError(f"converter produced a wrong state dict: missing {missing}, unexpected {unexpected}")
+    model.eval()
+    output_dir = Path(output_dir)
+    model.save_pretrained(output_dir)
+    tokenizer.save_pretrained(output_dir)
+    logger.info("converted %s + %s to %s (%s parameters)", options_json, weights_hdf5, output_dir,
+                f"{model.num_parameters():,}")
+    return model
+
+
+__all__ = ["bilm_tf_state_dict", "convert_elmo_checkpoint", "elmo_config_from_options"]

@@ -1,0 +1,284 @@
+"""A linear-chain conditional random field for sequence tagging (Lafferty et al., 2001), as in AllenNLP.
+
+Shapes below use B = batch, S = sequence length (words), T = number of tags.
+
+The CRF scores a tag sequence y_1..y_n for emissions e (B, S, T) as
+
+    start[y_1] + sum_i e[i, y_i] + sum_i transitions[y_i, y_{i+1}] + end[y_n]
+
+and the log-likelihood of the gold sequence is its score minus log Z, the log-sum-exp over all sequences
+(forward algorithm). Transitions that a tagging scheme forbids (e.g. `O -> I-PER` in BIO) get a fixed penalty
+of -10000 instead of -inf, as AllenNLP does: it keeps the log-likelihood finite (no NaN gradients) if a gold
+sequence breaks the scheme, while no decoded sequence ever uses such a transition in practice.
+
+Masks are (B, S) booleans that are True on a prefix of each row (the words of the sentence, padding after).
+A row with no word has log-likelihood 0 and decodes to no tag. Everything runs in float32, also inside
+`torch.autocast`, because log-sum-exp over long sentences loses too much in half precision.
+"""
+
+import torch
+from torch import nn
+
+# Tag-scheme names accepted by `allowed_transitions`; "IOB2" is another name for "BIO".
+TAG_SCHEMES = ("BIO", "IOB2", "IOB1", "BIOES")
+
+# Score given to a forbidden transition (see the module docstring for why it is finite).
+FORBIDDEN_SCORE = -10000.0
+
+# Tag ids outside the mask in decoded sequences: the index PyTorch losses and `Trainer` ignore.
+PAD_TAG_ID = -100
+
+
+def _split_label(label: str) -> tuple[str, str]:
+    """'B-PER' -> ('B', 'PER'); 'O' -> ('O', '')."""
+    if label == "O":
+        return "O", ""
+    prefix, sep, entity = label.partition("-")
+    if not sep or len(prefix) != 1 or not entity:
+        raise ValueError(f"label {label!r} is neither 'O' nor of the form '<prefix>-<type>' (e.g. 'B-PER')")
+    return prefix, entity
+
+
+def _is_transition_allowed(scheme: str, from_prefix: str, from_entity: str, to_prefix: str, to_entity: str) -> bool:
+    """Whether `from -> to` may occur in `scheme`; START and END are the sentence boundaries."""
+    same = from_entity == to_entity
+    if scheme in ("BIO", "IOB2"):
+        if from_prefix == "START":
+            return to_prefix in ("O", "B")
+        if to_prefix == "END":
+            return from_prefix in ("O", "B", "I")
+        # I-x continues an entity of type x; O and B-y may follow anything.
+        return to_prefix in ("O", "B") or (to_prefix == "I" and from_prefix in ("B", "I") and same)
+    if scheme == "IOB1":
+        if from_prefix == "START":
+            # B-x only separates two adjacent entities of the same type, so it never starts a sentence.
+            return to_prefix in ("O", "I")
+        if to_prefix == "END":
+            return from_prefix in ("O", "B", "I")
+        return to_prefix in ("O", "I") or (to_prefix == "B" and from_prefix in ("B", "I") and same)
+    if scheme == "BIOES":
+        if from_prefix == "START":
+            return to_prefix in ("O", "B", "S")
+        if to_prefix == "END":
+            return from_prefix in ("O", "E", "S")
+        if to_prefix in ("O", "B", "S"):
+            return from_prefix in ("O", "E", "S")
+        # I-x and E-x continue an open entity of type x.
+        return from_prefix in ("B", "I") and same
+    raise ValueError(f"unknown tag scheme {scheme!r}; expected one of {TAG_SCHEMES}")
+
+
+def allowed_transitions(scheme: str, id2label: dict[int, str]) -> list[tuple[int, int]]:
+    """The (from_id, to_id) pairs that `scheme` allows between the labels of `id2label`.
+
+    Id `T` (= len(id2label)) stands for the start of the sentence and `T + 1` for its end, so the result also
+    says which tags may begin and end a sentence. Labels are 'O' or '<prefix>-<type>'; the prefixes must belong
+    to the scheme (B/I for BIO and IOB1, B/I/E/S for BIOES).
+    """
+    if scheme not in TAG_SCHEMES:
+        raise ValueError(f"unknown tag scheme {scheme!r}; expected one of {TAG_SCHEMES}")
+    prefixes = {"BIO": "BIO", "IOB2": "BIO", "IOB1": "BIO", "BIOES": "BIOES"}[scheme]
+    num_tags = len(id2label)
+    parts = {}
+    for tag_id, label in id2label.items():
+        prefix, entity = _split_label(label)
+        if prefix not in prefixes:
+            raise ValueError(f"label {label!r} (id {tag_id}) has prefix {prefix!r}, which {scheme} does not use")
+        parts[int(tag_id)] = (prefix, entity)
+    parts[num_tags] = ("START", "")
+    parts[num_tags + 1] = ("END", "")
+    return [
+        (i, j)
+        for i, (from_prefix, from_entity) in parts.items()
+        if from_prefix != "END"
+        for j, (to_prefix, to_entity) in parts.items()
+        if to_prefix != "START" and _is_transition_allowed(scheme, from_prefix, from_entity, to_prefix, to_entity)
+    ]
+
+
+class ConditionalRandomField(nn.Module):
+    """Linear-chain CRF over `num_tags` tags with learned transition, start and end scores.
+
+    Args:
+        num_tags: number of tags T.
+        constraints: allowed (from_id, to_id) pairs as returned by `allowed_transitions` (ids T and T + 1 are
+            the sentence start and end); every other transition scores `FORBIDDEN_SCORE`. `None` allows all.
+        include_start_end_transitions: learn a score for the first and the last tag of a sentence.
+    """
+
+    def __init__(self, num_tags: int, constraints: list[tuple[int, int]] | None = None,
+                 include_start_end_transitions: bool = True):
+        super().__init__()
+        if num_tags < 1:
+            raise ValueError(f"num_tags must be at least 1, got {num_tags}")
+        self.num_tags = num_tags
+        self.include_start_end_transitions = include_start_end_transitions
+        # transitions[i, j] scores tag i followed by tag j.
+        self.transitions = nn.Parameter(torch.empty(num_tags, num_tags))
+        if include_start_end_transitions:
+            self.start_transitions = nn.Parameter(torch.empty(num_tags))
+            self.end_transitions = nn.Parameter(torch.empty(num_tags))
+        # allowed[i, j] for i, j in 0..T+1 (T = start, T + 1 = end): a buffer, so it moves with the module, but
+        # not saved: it is rebuilt from the constraints (which a model rebuilds from its config).
+        self.constraints = None if constraints is None else sorted(set(constraints))
+        self.register_buffer("allowed", self.allowed_table(), persistent=False)
+        self.reset_parameters()
+
+    def allowed_table(self) -> torch.Tensor:
+        """(T + 2, T + 2) booleans: which transitions `constraints` allow (all when there are none)."""
+        allowed = torch.ones(self.num_tags + 2, self.num_tags + 2, dtype=torch.bool)
+        if self.constraints is not None:
+            allowed.fill_(False)
+            for i, j in self.constraints:
+                allowed[i, j] = True
+        return allowed
+
+    @torch.no_grad()
+    def reset_parameters(self):
+        nn.init.xavier_normal_(self.transitions)
+        if self.include_start_end_transitions:
+            nn.init.normal_(self.start_transitions)
+            nn.init.normal_(self.end_transitions)
+
+    def _scores(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Transition (T, T), start (T,) and end (T,) scores in float32 with forbidden ones replaced."""
+        t = self.num_tags
+        transitions = self.transitions.float().masked_fill(~self.allowed[:t, :t], FORBIDDEN_SCORE)
+        if self.include_start_end_transitions:
+            start, end = self.start_transitions.float(), self.end_transitions.float()
+        else:
+            start = end = torch.zeros(t, device=transitions.device)
+        start = start.masked_fill(~self.allowed[t, :t], FORBIDDEN_SCORE)
+        end = end.masked_fill(~self.allowed[:t, t + 1], FORBIDDEN_SCORE)
+        return transitions, start, end
+
+    def _check(self, emissions: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """Validate shapes and the prefix mask; returns the mask as (B, S) bool."""
+        if emissions.dim() != 3 or emissions.shape[-1] != self.num_tags:
+            raise ValueError(
+                f"emissions must have shape (batch, sequence, {self.num_tags}), got {tuple(emissions.shape)}"
+            )
+        if emissions.shape[1] == 0:
+            raise ValueError("emissions have sequence length 0; a batch needs at least one position")
+        if mask is None:
+            return torch.ones(emissions.shape[:2], dtype=torch.bool, device=emissions.device)
+        if tuple(mask.shape) != tuple(emissions.shape[:2]):
+            raise ValueError(f"mask has shape {tuple(mask.shape)}, emissions {tuple(emissions.shape)}")
+        mask = mask.bool()
+        # A row that turns back on after padding would be scored as if the gap were not there.
+        if mask.shape[1] > 1 and (mask[:, 1:] & ~mask[:, :-1]).any():
+            raise ValueError("mask must be True on a prefix of each row (words first, padding after)")
+        return mask
+
+    def forward(self, emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Log-likelihood of `tags` given `emissions`.
+
+        Args:
+            emissions: (B, S, T) unnormalised tag scores for every word.
+            tags: (B, S) gold tag ids; positions outside the mask are ignored (any value, e.g. -100).
+            mask: (B, S) True on the words of each sentence; all True when `None`.
+
+        Returns:
+            (B,) float32 log-likelihood of each sentence (0 for a sentence without words).
+        """
+        mask = self._check(emissions, mask)
+        if tuple(tags.shape) != tuple(mask.shape):
+            raise ValueError(f"tags have shape {tuple(tags.shape)}, emissions {tuple(emissions.shape)}")
+        tags = tags.long().masked_fill(~mask, 0)
+        if ((tags < 0) | (tags >= self.num_tags)).any():
+            raise ValueError(f"tags inside the mask must be in [0, {self.num_tags}), got {tags.min()}..{tags.max()}")
+        with torch.autocast(device_type=emissions.device.type, enabled=False):
+            emissions = emissions.float()
+            return self._gold_score(emissions, tags, mask) - self._log_partition(emissions, mask)
+
+    def _gold_score(self, emissions, tags, mask):
+        transitions, start, end = self._scores()
+        mask_f = mask.float()
+        emitted = emissions.gather(2, tags.unsqueeze(2)).squeeze(2)  # (B, S)
+        score = (emitted * mask_f).sum(1)
+        score = score + (transitions[tags[:, :-1], tags[:, 1:]] * mask_f[:, 1:]).sum(1)
+        lengths = mask.sum(1)
+        last_tags = tags.gather(1, (lengths - 1).clamp(min=0).unsqueeze(1)).squeeze(1)
+        has_words = lengths > 0
+        return score + torch.where(has_words, start[tags[:, 0]] + end[last_tags], 0.0)
+
+    def _log_partition(self, emissions, mask):
+        """log Z by the forward algorithm: alpha[b, j] = log-sum-exp of all prefixes ending in tag j."""
+        transitions, start, end = self._scores()
+        alpha = start + emissions[:, 0]  # (B, T)
+        for i in range(1, emissions.shape[1]):
+            # (B, T_from, 1) + (T_from, T_to) + (B, 1, T_to), summed out over T_from.
+            step = torch.logsumexp(alpha.unsqueeze(2) + transitions + emissions[:, i].unsqueeze(1), dim=1)
+            alpha = torch.where(mask[:, i : i + 1], step, alpha)
+        log_z = torch.logsumexp(alpha + end, dim=1)
+        return torch.where(mask[:, 0], log_z, 0.0)
+
+    def _viterbi_forward(self, emissions, mask):
+        """Max-product forward pass: best prefix scores (B, S, T) and back-pointers (B, S, T)."""
+        transitions, start, end = self._scores()
+        alpha = start + emissions[:, 0]
+        alphas, backpointers = [alpha], [torch.zeros_like(alpha, dtype=torch.long)]
+        for i in range(1, emissions.shape[1]):
+            best, best_from = (alpha.unsqueeze(2) + transitions).max(dim=1)
+            step = best + emissions[:, i]
+            alpha = torch.where(mask[:, i : i + 1], step, alpha)
+            alphas.append(alpha)
+            backpointers.append(best_from)
+        return torch.stack(alphas, 1), torch.stack(backpointers, 1), transitions, end
+
+    def viterbi_decode(self, emissions: torch.Tensor, mask: torch.Tensor | None = None
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The highest-scoring tag sequence of each sentence.
+
+        Args:
+            emissions: (B, S, T) unnormalised tag scores.
+            mask: (B, S) True on the words of each sentence; all True when `None`.
+
+        Returns:
+            tags: (B, S) long, the best sequence; `PAD_TAG_ID` (-100) outside the mask.
+            scores: (B,) float32 score of that sequence (0 for a sentence without words).
+        """
+        mask = self._check(emissions, mask)
+        with torch.autocast(device_type=emissions.device.type, enabled=False):
+            alphas, backpointers, _, end = self._viterbi_forward(emissions.float(), mask)
+            lengths = mask.sum(1)
+            last = (lengths - 1).clamp(min=0)
+            final = alphas.gather(1, last.view(-1, 1, 1).expand(-1, 1, self.num_tags)).squeeze(1) + end
+            scores, tag = final.max(dim=1)
+            best = torch.full(mask.shape, PAD_TAG_ID, dtype=torch.long, device=emissions.device)
+            # Walk the back-pointers from each sentence's last word to its first.
+            for i in range(mask.shape[1] - 1, -1, -1):
+                inside = i <= last
+                best[:, i] = torch.where(inside, tag, best[:, i])
+                if i > 0:
+                    previous = backpointers[:, i].gather(1, tag.unsqueeze(1)).squeeze(1)
+                    tag = torch.where(inside, previous, tag)
+            best = best.masked_fill(~mask, PAD_TAG_ID)
+            return best, torch.where(lengths > 0, scores, 0.0)
+
+    def max_marginals(self, emissions: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """For every word i and tag j, the score of the best whole sequence that puts tag j at word i.
+
+        Their argmax over tags at each word is the Viterbi sequence (barring exact ties), and each word's
+        maximum equals the Viterbi score, so they serve as per-word "logits" that agree with CRF decoding.
+
+        Args:
+            emissions: (B, S, T) unnormalised tag scores.
+            mask: (B, S) True on the words of each sentence; all True when `None`.
+
+        Returns:
+            (B, S, T) float32 scores, 0 outside the mask.
+        """
+        mask = self._check(emissions, mask)
+        with torch.autocast(device_type=emissions.device.type, enabled=False):
+            emissions = emissions.float()
+            alphas, _, transitions, end = self._viterbi_forward(emissions, mask)
+            # beta[:, i, j]: best score of the words after i given tag j at i, end transition included.
+            beta = end.expand(emissions.shape[0], -1)
+            betas = [beta]
+            for i in range(emissions.shape[1] - 2, -1, -1):
+                step = (transitions + (emissions[:, i + 1] + beta).unsqueeze(1)).max(dim=2).values
+                beta = torch.where(mask[:, i + 1 : i + 2], step, end)
+                betas.append(beta)
+            betas = torch.stack(betas[::-1], 1)
+            return (alphas + betas).masked_fill(~mask.unsqueeze(2), 0.0)

@@ -1,0 +1,133 @@
+"""Training data for the ELMo biLM: sentences of words from raw text, a word vocabulary, batches, and the
+perplexities `Trainer` reports.
+
+    load_text_lines(files)                   one row per non-blank line: {"text"}
+    split_into_sentences(dataset, ...)       one row per sentence: {"words": [...]}, at most `max_words` words
+    count_words(dataset) / build_vocabulary  the LM vocabulary: <S>, </S>, <UNK>, then words by frequency
+    BiLMDataCollator(tokenizer)              batches of character ids, attention mask and word ids
+    preprocess_bilm_logits / compute_bilm_metrics   forward, backward and average perplexity for `Trainer`
+
+Sentences: a line is split after each word that ends a sentence (".", "!" or "?", alone or at the end of a word)
+and sentences longer than `max_words` are cut into consecutive pieces, so no word is dropped. bilm-tf instead
+streams text through windows of 20 steps with LSTM states carried across batches; here each sentence is its own
+example, with `<S>` and `</S>` around it, which is how ELMo is then used.
+"""
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+
+import torch
+from datasets import Dataset
+from tqdm.auto import tqdm
+from transformers import EvalPrediction
+
+from ..tokenization_elmo import BOS_TOKEN, EOS_TOKEN, UNK_TOKEN
+from .pretraining import load_text_documents
+
+SENTENCE_END = (".", "!", "?")
+
+
+def load_text_lines(files, cache_dir: str | None = None) -> Dataset:
+    """Raw text files -> a `Dataset` with one row per non-blank line, column "text" (UTF-8 checked, errors give
+    file and line)."""
+    return load_text_documents(files, document_boundary="line", cache_dir=cache_dir)
+
+
+def sentences_of(text: str, max_words: int, split_sentences: bool = True) -> list[list[str]]:
+    """The sentences (lists of words) of one line of text, each cut into pieces of at most `max_words` words."""
+    sentences, current = [], []
+    for word in text.split():
+        current.append(word)
+        if split_sentences and word.endswith(SENTENCE_END):
+            sentences.append(current)
+            current = []
+    if current:
+        sentences.append(current)
+    return [sentence[start : start + max_words] for sentence in sentences
+            for start in range(0, len(sentence), max_words)]
+
+
+def _split_batch(batch, text_column, max_words, split_sentences):
+    return {"words": [s for text in batch[text_column] if text for s in sentences_of(text, max_words, split_sentences)]}
+
+
+def split_into_sentences(dataset: Dataset, max_words: int = 50, text_column: str = "text",
+                         split_sentences: bool = True, num_proc: int | None = None) -> Dataset:
+    """One row per sentence: {"words": list of at most `max_words` words} (see the module docstring)."""
+    if max_words < 1:
+        raise ValueError(f"max_words must be at least 1, got {max_words}")
+    if text_column not in dataset.column_names:
+        raise ValueError(f"the dataset has no column {text_column!r}; its columns are {dataset.column_names}")
+    return dataset.map(_split_batch, batched=True, remove_columns=dataset.column_names, num_proc=num_proc,
+                       fn_kwargs={"text_column": text_column, "max_words": max_words,
+                                  "split_sentences": split_sentences},
+                       desc="splitting sentences")
+
+
+def count_words(sentences: Dataset | Iterable[list[str]]) -> Counter:
+    """How often each word occurs in a dataset of {"words"} rows (or any iterable of word lists)."""
+    counts = Counter()
+    if isinstance(sentences, Dataset):
+        for batch in tqdm(sentences.iter(batch_size=10_000), total=math.ceil(len(sentences) / 10_000),
+                          desc="counting words"):
+            for words in batch["words"]:
+                counts.update(words)
+    else:
+        for words in sentences:
+            counts.update(words)
+    return counts
+
+
+def build_vocabulary(counts: Counter, min_count: int = 1, max_size: int | None = None) -> list[str]:
+    """The biLM's word vocabulary: `<S>`, `</S>`, `<UNK>`, then the words seen at least `min_count` times, most
+    frequent first (ties alphabetically), at most `max_size` entries in all.
+
+    Frequency order is what the sampled softmax's log-uniform sampler assumes.
+    """
+    if min_count < 1:
+        raise ValueError(f"min_count must be at least 1, got {min_count}")
+    specials = [BOS_TOKEN, EOS_TOKEN, UNK_TOKEN]
+    if max_size is not None and max_size <= len(specials):
+        raise ValueError(f"max_size must leave room for words besides {specials}, got {max_size}")
+    words = sorted((w for w, n in counts.items() if n >= min_count and w not in specials), key=lambda w: (-counts[w], w))
+    if max_size is not None:
+        words = words[: max_size - len(specials)]
+    return specials + words
+
+
+class BiLMDataCollator:
+    """Turns {"words": [...]} examples into a biLM batch: `input_ids` (B, W, C), `attention_mask` (B, W),
+    `input_word_ids` (B, W), padded to the longest sentence (rounded up to `pad_to_multiple_of`).
+
+    Keeping words (not character ids) in the dataset keeps it small; the tokenizer caches frequent words' ids.
+    `Trainer` must then keep the "words" column: `remove_unused_columns=False`.
+    """
+
+    def __init__(self, tokenizer, pad_to_multiple_of: int | None = None):
+        if not tokenizer.has_word_vocabulary:
+            raise ValueError("the biLM's targets need a tokenizer with a word vocabulary (ElmoTokenizer(vocab=...))")
+        self.tokenizer = tokenizer
+        self.pad_to_multiple_of = pad_to_multiple_of
+
+    def __call__(self, features: list[dict]) -> dict[str, torch.Tensor]:
+        sentences = [feature["words"] for feature in features]
+        return dict(self.tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt",
+                                   pad_to_multiple_of=self.pad_to_multiple_of))
+
+
+def preprocess_bilm_logits(logits, labels) -> torch.Tensor:
+    """`Trainer(preprocess_logits_for_metrics=...)` for `ElmoForBiLM`, which gives its forward and backward
+    losses as the "logits" of a batch: one (forward, backward) row per sentence, so that batches concatenate and
+    their mean weighs batches as `Trainer`'s eval loss does."""
+    forward_loss, backward_loss = logits[0], logits[1]
+    batch_size = labels.shape[0] if labels is not None else 1
+    return torch.stack([forward_loss, backward_loss]).reshape(1, 2).expand(batch_size, 2)
+
+
+def compute_bilm_metrics(eval_prediction: EvalPrediction) -> dict[str, float]:
+    """Forward, backward and average perplexity (exp of the mean of the two losses, bilm-tf's) of an evaluation."""
+    losses = torch.as_tensor(eval_prediction.predictions).double().mean(dim=0)
+    forward, backward = losses.tolist()
+    return {"forward_perplexity": math.exp(forward), "backward_perplexity": math.exp(backward),
+            "perplexity": math.exp((forward + backward) / 2)}

@@ -1,0 +1,447 @@
+"""CoNLL-2003 named-entity data: reading the column files, tag schemes, and encoding for word and subword models.
+
+The CoNLL-2003 release has one word a line with four space-separated columns (word, POS tag, chunk tag, NER
+tag), blank lines between sentences and `-DOCSTART- -X- -X- O` lines between documents. Its NER tags are IOB1
+(`I-ORG` may start an entity; `B-` only separates two adjacent entities of the same type), while the Hub copy
+and most tools use IOB2 (every entity starts with `B-`). `read_conll` detects which one a file uses and
+`load_conll_dataset` converts every split to one scheme (IOB2 unless asked otherwise).
+
+Two encodings:
+- subword models (BERT): `encode_for_subwords` labels the first sub-token of each word and gives -100 to the
+  others and to special tokens;
+- word models (ELMo, TagLM): `encode_for_words` gives one label per word (`ElmoTokenizer.pad`, e.g. through
+  `DataCollatorWithPadding`, pads them into batches).
+Sentences longer than a model allows are split into pieces that fit (with a warning), never dropped;
+`merge_split_predictions` puts the pieces' predictions back together.
+"""
+
+import logging
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from datasets import ClassLabel, Dataset, DatasetDict, Sequence
+
+logger = logging.getLogger(__name__)
+
+TAG_SCHEMES = ("IOB1", "IOB2", "BIOES")
+# Column names for a file's columns, in CoNLL-2003 order; the NER tag is always the last column.
+CONLL2003_COLUMNS = ("tokens", "pos_tags", "chunk_tags", "ner_tags")
+DOCSTART = "-DOCSTART-"
+IGNORE_INDEX = -100  # label of positions the loss and the metric skip
+
+
+# --- reading ------------------------------------------------------------------------------------------
+
+
+def _column_names(num_columns: int) -> tuple[str, ...]:
+    if num_columns == 4:
+        return CONLL2003_COLUMNS
+    # Other column layouts: the word first, the NER tag last, whatever sits between kept by position.
+    return ("tokens", *(f"column_{i}" for i in range(1, num_columns - 1)), "ner_tags")
+
+
+def read_conll(path: str | Path, num_columns: int | None = 4) -> list[dict]:
+    """Read a CoNLL column file into a list of sentences.
+
+    Args:
+        path: the file (e.g. CoNLL-2003's `eng.train`).
+        num_columns: columns every word line must have (4 for CoNLL-2003); `None` takes the count of the first
+            word line (at least 2: word and tag).
+
+    Returns:
+        One dict per sentence: "tokens", "pos_tags", "chunk_tags", "ner_tags" (lists of strings; with other
+        column counts "tokens", "column_<i>", "ner_tags") and "line", the 1-based line of its first word.
+
+    Raises:
+        ValueError naming the file and line of a line with the wrong number of columns or an NER tag that is
+        neither `O` nor `<prefix>-<type>`.
+    """
+    path = Path(path)
+    sentences, current, first_line = [], [], None
+
+    def flush():
+        nonlocal current
+        if current:
+            columns = list(zip(*current))
+            sentence = {name: list(values) for name, values in zip(_column_names(num_columns), columns)}
+            sentence["line"] = first_line
+            sentences.append(sentence)
+        current = []
+
+    with path.open(encoding="utf-8") as f:
+        for line_number, line in enumerate(f, start=1):
+            fields = line.split()
+            if not fields:
+                flush()
+                continue
+            if fields[0] == DOCSTART:
+                flush()
+                continue
+            if num_columns is None:
+                if len(fields) < 2:
+                    raise ValueError(f"{path}:{line_number}: expected at least 2 columns (word and tag), got {line!r}")
+                num_columns = len(fields)
+            if len(fields) != num_columns:
+                raise ValueError(
+                    f"{path}:{line_number}: expected {num_columns} space-separated columns "
+                    f"({' '.join(_column_names(num_columns))}), found {len(fields)}: {line.rstrip()!r}"
+                )
+            try:
+                split_tag(fields[-1])
+            except ValueError as error:
+                raise ValueError(f"{path}:{line_number}: {error}") from None
+            if not current:
+                first_line = line_number
+            current.append(fields)
+    flush()
+    return sentences
+
+
+def read_conll_file_with_scheme(path: str | Path, num_columns: int | None = 4) -> tuple[list[dict], str]:
+    """`read_conll` plus the tag scheme detected in the file; logs both."""
+    sentences = read_conll(path, num_columns)
+    scheme = detect_tag_scheme(s["ner_tags"] for s in sentences)
+    words = sum(len(s["tokens"]) for s in sentences)
+    logger.info("%s: %d sentences, %d words, %s tags", path, len(sentences), words, scheme)
+    return sentences, scheme
+
+
+# --- tag schemes --------------------------------------------------------------------------------------
+
+
+def split_tag(tag: str) -> tuple[str, str]:
+    """'B-PER' -> ('B', 'PER'); 'O' -> ('O', ''). Raises ValueError for anything else."""
+    if tag == "O":
+        return "O", ""
+    prefix, sep, entity = tag.partition("-")
+    if not sep or prefix not in ("B", "I", "E", "S") or not entity:
+        raise ValueError(f"NER tag {tag!r} is neither 'O' nor '<B|I|E|S>-<type>'")
+    return prefix, entity
+
+
+def detect_tag_scheme(tag_sequences) -> str:
+    """'BIOES' if E-/S- tags occur, 'IOB1' if some entity starts with I-, else 'IOB2'."""
+    prefixes, inside_starts = set(), False
+    for tags in tag_sequences:
+        previous = "O"
+        for tag in tags:
+            prefix, entity = split_tag(tag)
+            prefixes.add(prefix)
+            if prefix == "I" and previous not in (f"B-{entity}", f"I-{entity}"):
+                inside_starts = True
+            previous = tag
+    if prefixes & {"E", "S"}:
+        return "BIOES"
+    return "IOB1" if inside_starts else "IOB2"
+
+
+def _to_iob2(tags: list[str], scheme: str) -> list[str]:
+    out, previous = [], "O"
+    for tag in tags:
+        prefix, entity = split_tag(tag)
+        if scheme == "IOB1" and prefix == "I" and previous not in (f"B-{entity}", f"I-{entity}"):
+            tag = f"B-{entity}"
+        elif scheme == "BIOES" and prefix in ("S", "E"):
+            tag = f"{'B' if prefix == 'S' else 'I'}-{entity}"
+        out.append(tag)
+        previous = tag
+    return out
+
+
+def _from_iob2(tags: list[str], scheme: str) -> list[str]:
+    out = []
+    for i, tag in enumerate(tags):
+        prefix, entity = split_tag(tag)
+        previous = tags[i - 1] if i > 0 else "O"
+        following = tags[i + 1] if i + 1 < len(tags) else "O"
+        continues = following == f"I-{entity}"
+        if scheme == "IOB1" and prefix == "B" and previous not in (f"B-{entity}", f"I-{entity}"):
+            tag = f"I-{entity}"
+        elif scheme == "BIOES" and prefix == "B" and not continues:
+            tag = f"S-{entity}"
+        elif scheme == "BIOES" and prefix == "I" and not continues:
+            tag = f"E-{entity}"
+        out.append(tag)
+    return out
+
+
+def convert_tags(tags: list[str], source: str, target: str) -> list[str]:
+    """Convert one sentence's tags between the IOB1, IOB2 and BIOES schemes (entities stay the same)."""
+    for scheme in (source, target):
+        if scheme not in TAG_SCHEMES:
+            raise ValueError(f"unknown tag scheme {scheme!r}; expected one of {TAG_SCHEMES}")
+    if source == target:
+        return list(tags)
+    return _from_iob2(_to_iob2(tags, source), target)
+
+
+def crf_scheme(tag_scheme: str) -> str:
+    """The `hf_ctx.crf.allowed_transitions` name of a tag scheme ("IOB2" is called "BIO" there)."""
+    return "BIO" if tag_scheme == "IOB2" else tag_scheme
+
+
+def sort_labels(labels) -> list[str]:
+    """'O' first, then by entity type, then by prefix (B, I, E, S): a stable order for label ids."""
+    order = {"O": 0, "B": 1, "I": 2, "E": 3, "S": 4}
+
+    def key(tag):
+        prefix, entity = split_tag(tag)
+        return (prefix != "O", entity, order[prefix])
+
+    return sorted(set(labels), key=key)
+
+
+# --- datasets -----------------------------------------------------------------------------------------
+
+
+def load_conll_dataset(data_files: dict[str, str | Path], tag_scheme: str = "IOB2",
+                       num_columns: int | None = 4) -> DatasetDict:
+    """Read CoNLL files into a `DatasetDict` whose "ner_tags" are strings in `tag_scheme`.
+
+    Args:
+        data_files: split name -> path, e.g. {"train": "eng.train", "validation": "eng.testa"}.
+        tag_scheme: the scheme every split is converted to ("IOB1", "IOB2" or "BIOES").
+        num_columns: see `read_conll`.
+
+    Each split keeps the file's columns, "line" (where each sentence starts) and "file".
+    """
+    splits = {}
+    for split, path in data_files.items():
+        sentences, scheme = read_conll_file_with_scheme(path, num_columns)
+        if not sentences:
+            raise ValueError(f"{path}: no sentences found")
+        if scheme != tag_scheme:
+            logger.warning("%s: converting %s tags to %s", path, scheme, tag_scheme)
+        for sentence in sentences:
+            sentence["ner_tags"] = convert_tags(sentence["ner_tags"], scheme, tag_scheme)
+            sentence["file"] = str(path)
+        splits[split] = Dataset.from_list(sentences)
+    return DatasetDict(splits)
+
+
+def load_hub_ner_dataset(dataset_name: str, dataset_config_name: str | None = None, tag_scheme: str = "IOB2",
+                         cache_dir: str | None = None) -> DatasetDict:
+    """A Hub (or local `datasets`) NER dataset with "tokens" and "ner_tags", with string tags in `tag_scheme`."""
+    from datasets import load_dataset
+
+    raw = load_dataset(dataset_name, dataset_config_name, cache_dir=cache_dir)
+    splits = {}
+    for split, dataset in raw.items():
+        for column in ("tokens", "ner_tags"):
+            if column not in dataset.column_names:
+                raise ValueError(f"dataset {dataset_name!r} split {split!r} has no {column!r} column "
+                                 f"(columns: {dataset.column_names})")
+        feature = dataset.features["ner_tags"]
+        tags = dataset["ner_tags"]
+        if isinstance(feature, Sequence) and isinstance(feature.feature, ClassLabel):
+            tags = [[feature.feature.names[t] for t in row] for row in tags]
+        scheme = detect_tag_scheme(tags)
+        logger.info("%s/%s: %d sentences, %s tags", dataset_name, split, len(dataset), scheme)
+        if scheme != tag_scheme:
+            logger.warning("%s/%s: converting %s tags to %s", dataset_name, split, scheme, tag_scheme)
+        # Only words and NER tags: other columns (POS, chunk) are class ids whose names differ per dataset.
+        splits[split] = Dataset.from_dict({
+            "tokens": dataset["tokens"],
+            "ner_tags": [convert_tags(row, scheme, tag_scheme) for row in tags],
+        })
+    return DatasetDict(splits)
+
+
+def check_labels(dataset: Dataset, label2id: dict[str, int], split: str):
+    """Raise a ValueError naming the first tag of `dataset` that is not in `label2id` (unseen in training)."""
+    for index, tags in enumerate(dataset["ner_tags"]):
+        for position, tag in enumerate(tags):
+            if tag not in label2id:
+                if "file" in dataset.column_names:
+                    where = f"{dataset[index]['file']}:{dataset[index]['line'] + position}"
+                else:
+                    where = f"sentence {index}, word {position}"
+                raise ValueError(
+                    f"the {split} data has the label {tag!r} ({where}), which the training data never has; "
+                    f"the model only knows {list(label2id)}"
+                )
+
+
+# --- long sentences ------------------------------------------------------------------------------------
+
+
+def split_long_sentences(dataset: Dataset, word_costs, budget: int, desc: str = "splitting long sentences"
+                         ) -> Dataset:
+    """Split sentences whose words cost more than `budget` into consecutive pieces that fit.
+
+    Args:
+        dataset: with "tokens", "ner_tags" and any other per-word list columns.
+        word_costs: function from a batch of token lists to a list of per-word cost lists (e.g. sub-token counts).
+        budget: the most a piece may cost (e.g. the model's maximum length minus its special tokens).
+
+    Returns:
+        The pieces, each with "sentence_id" (index of its sentence in `dataset`) and "word_start" (index of its
+        first word there). A single word costing more than `budget` gets a piece of its own (the encoder then
+        truncates it). Logs a warning with the number of sentences split.
+    """
+    word_columns = [c for c in dataset.column_names if c == "tokens" or c == "ner_tags"
+                    or c in CONLL2003_COLUMNS or c.startswith("column_")]
+    other_columns = [c for c in dataset.column_names if c not in word_columns]
+
+    def split_batch(batch, indices):
+        out = defaultdict(list)
+        for row, (index, costs) in enumerate(zip(indices, word_costs(batch["tokens"]))):
+            start, total = 0, 0
+            pieces = []
+            for position, cost in enumerate(costs):
+                if total + cost > budget and position > start:
+                    pieces.append((start, position))
+                    start, total = position, 0
+                total += cost
+            pieces.append((start, len(costs)))
+            for start, end in pieces:
+                for column in word_columns:
+                    out[column].append(batch[column][row][start:end])
+                for column in other_columns:
+                    out[column].append(batch[column][row])
+                out["sentence_id"].append(index)
+                out["word_start"].append(start)
+        return out
+
+    pieces = dataset.map(split_batch, batched=True, with_indices=True, remove_columns=dataset.column_names, desc=desc)
+    if len(pieces) > len(dataset):
+        split_count = len({i for i, start in zip(pieces["sentence_id"], pieces["word_start"]) if start > 0})
+        logger.warning(
+            "%d of %d sentences are longer than the model allows (%d); each was split into pieces that fit "
+            "(predictions are joined back per sentence)", split_count, len(dataset), budget,
+        )
+    return pieces
+
+
+def merge_split_predictions(pieces: Dataset, piece_predictions: list[list[str]]) -> list[list[str]]:
+    """Join the per-piece word predictions of `split_long_sentences` back into one list per sentence.
+
+    `pieces` without a "sentence_id" column were never split: the predictions are returned as they are.
+    """
+    if "sentence_id" not in pieces.column_names:
+        return list(piece_predictions)
+    merged = defaultdict(list)
+    for sentence_id, word_start, predictions in sorted(
+        zip(pieces["sentence_id"], pieces["word_start"], piece_predictions), key=lambda x: (x[0], x[1])
+    ):
+        if len(merged[sentence_id]) != word_start:
+            raise ValueError(f"piece of sentence {sentence_id} starting at word {word_start} does not follow "
+                             f"the previous piece (which ended at word {len(merged[sentence_id])})")
+        merged[sentence_id].extend(predictions)
+    return [merged[i] for i in range(len(merged))]
+
+
+# --- encoding ------------------------------------------------------------------------------------------
+
+
+def subword_counts(tokenizer):
+    """`word_costs` for `split_long_sentences`: how many sub-tokens a fast tokenizer makes of each word."""
+    def costs(batch_tokens):
+        encodings = tokenizer(batch_tokens, is_split_into_words=True, add_special_tokens=False)
+        out = []
+        for i, words in enumerate(batch_tokens):
+            counts = Counter(w for w in encodings.word_ids(i) if w is not None)
+            # A word the tokenizer drops (e.g. a lone control character) still needs a position for its label.
+            out.append([max(counts[w], 1) for w in range(len(words))])
+        return out
+
+    return costs
+
+
+def encode_for_subwords(examples, tokenizer, label2id: dict[str, int], max_length: int,
+                        label_all_subwords: bool = False):
+    """Tokenize pre-split words with a fast tokenizer and align the word labels to sub-tokens.
+
+    The first sub-token of each word gets the word's label id; the other sub-tokens get -100 (or the label
+    too, with `label_all_subwords`), special tokens -100. For `datasets.Dataset.map(batched=True)`.
+    """
+    if not tokenizer.is_fast:
+        raise ValueError("encode_for_subwords needs a fast tokenizer (it uses word_ids() to align labels)")
+    encodings = tokenizer(examples["tokens"], is_split_into_words=True, truncation=True, max_length=max_length)
+    labels = []
+    for i, tags in enumerate(examples["ner_tags"]):
+        row, previous = [], None
+        for word in encodings.word_ids(i):
+            if word is None:
+                row.append(IGNORE_INDEX)
+            elif word != previous or label_all_subwords:
+                row.append(label2id[tags[word]])
+            else:
+                row.append(IGNORE_INDEX)
+            previous = word
+        labels.append(row)
+    encodings["labels"] = labels
+    return encodings
+
+
+def encode_for_words(examples, tokenizer, label2id: dict[str, int]):
+    """Encode pre-split words with a word-level tokenizer (`ElmoTokenizer`): one label id per word.
+
+    For `datasets.Dataset.map(batched=True)`; returns the tokenizer's fields ("input_ids" (words, 50)
+    character ids, "attention_mask", "input_word_ids" when it has a word vocabulary) and "labels".
+    """
+    encodings = tokenizer(examples["tokens"], is_split_into_words=True)
+    encodings["labels"] = [[label2id[tag] for tag in tags] for tags in examples["ner_tags"]]
+    return dict(encodings)
+
+
+# --- predictions ---------------------------------------------------------------------------------------
+
+
+def predictions_to_tags(predictions, label_ids, id2label: dict[int, str]) -> tuple[list[list[str]], list[list[str]]]:
+    """Per-position predicted ids and gold label ids (-100 = skip) -> (predicted tags, gold tags) per row."""
+    predicted, gold = [], []
+    for prediction_row, label_row in zip(predictions, label_ids):
+        keep = [(p, l) for p, l in zip(prediction_row, label_row) if l != IGNORE_INDEX]
+        predicted.append([id2label[int(p)] for p, _ in keep])
+        gold.append([id2label[int(l)] for _, l in keep])
+    return predicted, gold
+
+
+def logits_to_tags(logits, labels):
+    """`Trainer(preprocess_logits_for_metrics=...)`: keep only the argmax tag ids, not (B, S, T) scores.
+
+    For TagLM the logits are CRF max-marginals, so this is the Viterbi decoding.
+    """
+    if isinstance(logits, tuple):
+        logits = logits[0]
+    return logits.argmax(-1)
+
+
+def ner_metrics(id2label: dict[int, str]):
+    """`Trainer(compute_metrics=...)` for tag ids from `logits_to_tags`: entity-level scores from the shipped
+    seqeval metric ("precision", "recall", "f1", "accuracy" overall, and "<TYPE>_f1" per entity type)."""
+    from ..metrics import load_metric
+
+    seqeval = load_metric("seqeval")
+
+    def compute(eval_prediction) -> dict[str, float]:
+        predicted, gold = predictions_to_tags(eval_prediction.predictions, eval_prediction.label_ids, id2label)
+        scores = seqeval.compute(predictions=predicted, references=gold, zero_division=0)
+        metrics = {name: scores[f"overall_{name}"] for name in ("precision", "recall", "f1", "accuracy")}
+        metrics.update({f"{entity}_f1": value["f1"] for entity, value in scores.items() if isinstance(value, dict)})
+        return metrics
+
+    return compute
+
+
+def write_conll_predictions(path: str | Path, sentences: Dataset | list[dict], predictions: list[list[str]]):
+    """Write sentences with their predicted tags as a column file that the `conlleval` script reads.
+
+    Each word line holds the input's columns (word, POS, chunk when present, gold tag) then the predicted tag;
+    `conlleval` takes the last two columns as gold and predicted. Sentences are separated by blank lines.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for index, (sentence, predicted) in enumerate(zip(sentences, predictions)):
+            if len(predicted) != len(sentence["tokens"]):
+                raise ValueError(f"sentence {index} has {len(sentence['tokens'])} words but "
+                                 f"{len(predicted)} predictions")
+            middle = [c for c in CONLL2003_COLUMNS[1:3] if c in sentence] + sorted(
+                c for c in sentence if c.startswith("column_"))
+            for position, tag in enumerate(predicted):
+                fields = [sentence["tokens"][position], *(sentence[c][position] for c in middle),
+                          sentence["ner_tags"][position], tag]
+                f.write(" ".join(fields) + "\n")
+            f.write("\n")

@@ -1,0 +1,365 @@
+"""GLUE: reading the nine tasks from the official `glue_data` layout or the Hub, encoding, submission files.
+
+`load_glue(task, data_dir)` reads a task folder of the layout that GLUE's download script writes (`CoLA/`,
+`SST-2/`, `MRPC/`, `STS-B/`, `QQP/`, `MNLI/`, `QNLI/`, `RTE/`, `WNLI/`, `diagnostic/`, each with `train.tsv`,
+`dev.tsv`, `test.tsv`; MNLI with `dev_matched.tsv`, `dev_mismatched.tsv`, `test_matched.tsv`,
+`test_mismatched.tsv`) into a `DatasetDict` with the same splits, columns and features as the Hub copy
+(`datasets.load_dataset("nyu-mll/glue", task)`), which `load_glue(task)` returns for users who are online.
+So everything downstream works the same on either.
+
+The files are tab-separated with quoting disabled: MRPC and QQP hold bare `"` characters, and a CSV reader that
+honours quotes swallows the lines up to the next `"`. CoLA's train and dev files have no header. MRPC's files
+start with a UTF-8 byte-order mark. A missing column, an unknown label or an empty file is a `ValueError` naming
+the file and line.
+
+`write_glue_predictions` writes test predictions in the GLUE submission format (`index<TAB>prediction`, with
+the label as the task's files write it, e.g. `entailment` for MNLI, `1` for MRPC, a score for STS-B), to a
+file named as the GLUE server expects (`MRPC.tsv`, `MNLI-m.tsv`, ...).
+"""
+
+import logging
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
+
+logger = logging.getLogger(__name__)
+
+HUB_DATASET = "nyu-mll/glue"
+
+
+@dataclass(frozen=True)
+class GlueTask:
+    """What reading, scoring and submitting one GLUE task needs.
+
+    Args:
+        name: the Hub configuration name ("mrpc", "sst2", ...), also the metric configuration name.
+        folder: the task's folder in `glue_data` ("MRPC").
+        text_columns: names of the one or two text columns in the datasets built here (the Hub's names).
+        file_text_columns: header names of those columns in the TSV files.
+        file_label_column: header name of the label column (absent from test files).
+        label_values: the labels as the files write them, in class-id order; empty for regression (STS-B).
+        label_names: class names in class-id order (the Hub's `ClassLabel` names).
+        split_files: split name -> file name inside `folder`.
+        headerless_columns: for files without a header (CoLA train/dev), the names of their columns.
+        headerless_splits: the splits whose files have no header.
+        submission_files: test split -> file name in a GLUE submission.
+    """
+
+    name: str
+    folder: str
+    text_columns: tuple[str, ...]
+    file_text_columns: tuple[str, ...]
+    file_label_column: str
+    label_values: tuple[str, ...]
+    label_names: tuple[str, ...]
+    split_files: dict[str, str] = field(
+        default_factory=lambda: {"train": "train.tsv", "validation": "dev.tsv", "test": "test.tsv"}
+    )
+    headerless_columns: tuple[str, ...] = ()
+    headerless_splits: tuple[str, ...] = ()
+    submission_files: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_regression(self) -> bool:
+        return not self.label_values
+
+    @property
+    def num_labels(self) -> int:
+        return 1 if self.is_regression else len(self.label_values)
+
+    @property
+    def validation_splits(self) -> list[str]:
+        return [split for split in self.split_files if split.startswith("validation")]
+
+    @property
+    def test_splits(self) -> list[str]:
+        return [split for split in self.split_files if split.startswith("test")]
+
+    def features(self) -> Features:
+        """The Hub's features: the text columns, "label" (a `ClassLabel`, or float32 for STS-B) and "idx"."""
+        label = Value("float32") if self.is_regression else ClassLabel(names=list(self.label_names))
+        return Features({**{c: Value("string") for c in self.text_columns}, "label": label, "idx": Value("int32")})
+
+
+_BINARY = ("0", "1")
+_ENTAILMENT = ("entailment", "not_entailment")
+_MNLI_LABELS = ("entailment", "neutral", "contradiction")
+_MNLI_SPLITS = {
+    "train": "train.tsv",
+    "validation_matched": "dev_matched.tsv",
+    "validation_mismatched": "dev_mismatched.tsv",
+    "test_matched": "test_matched.tsv",
+    "test_mismatched": "test_mismatched.tsv",
+}
+
+GLUE_TASKS: dict[str, GlueTask] = {
+    task.name: task
+    for task in [
+        GlueTask(
+            "cola", "CoLA", ("sentence",), ("sentence",), "label", _BINARY, ("unacceptable", "acceptable"),
+            headerless_columns=("source", "label", "original_label", "sentence"),
+            headerless_splits=("train", "validation"),
+            submission_files={"test": "CoLA.tsv"},
+        ),
+        GlueTask("sst2", "SST-2", ("sentence",), ("sentence",), "label", _BINARY, ("negative", "positive"),
+                 submission_files={"test": "SST-2.tsv"}),
+        GlueTask("mrpc", "MRPC", ("sentence1", "sentence2"), ("#1 String", "#2 String"), "Quality", _BINARY,
+                 ("not_equivalent", "equivalent"), submission_files={"test": "MRPC.tsv"}),
+        GlueTask("stsb", "STS-B", ("sentence1", "sentence2"), ("sentence1", "sentence2"), "score", (), (),
+                 submission_files={"test": "STS-B.tsv"}),
+        GlueTask("qqp", "QQP", ("question1", "question2"), ("question1", "question2"), "is_duplicate", _BINARY,
+                 ("not_duplicate", "duplicate"), submission_files={"test": "QQP.tsv"}),
+        GlueTask("mnli", "MNLI", ("premise", "hypothesis"), ("sentence1", "sentence2"), "gold_label", _MNLI_LABELS,
+                 _MNLI_LABELS, split_files=_MNLI_SPLITS,
+                 submission_files={"test_matched": "MNLI-m.tsv", "test_mismatched": "MNLI-mm.tsv"}),
+        GlueTask("qnli", "QNLI", ("question", "sentence"), ("question", "sentence"), "label", _ENTAILMENT,
+                 _ENTAILMENT, submission_files={"test": "QNLI.tsv"}),
+        GlueTask("rte", "RTE", ("sentence1", "sentence2"), ("sentence1", "sentence2"), "label", _ENTAILMENT,
+                 _ENTAILMENT, submission_files={"test": "RTE.tsv"}),
+        GlueTask("wnli", "WNLI", ("sentence1", "sentence2"), ("sentence1", "sentence2"), "label", _BINARY,
+                 ("not_entailment", "entailment"), submission_files={"test": "WNLI.tsv"}),
+        # The diagnostic set: test only, scored with an MNLI model.
+        GlueTask("ax", "diagnostic", ("premise", "hypothesis"), ("sentence1", "sentence2"), "label", _MNLI_LABELS,
+                 _MNLI_LABELS, split_files={"test": "diagnostic.tsv"}, submission_files={"test": "AX.tsv"}),
+    ]
+}
+
+
+def glue_task(name: str) -> GlueTask:
+    """The task called `name`, by Hub name or folder name, in any case: "sst2", "SST-2", "sts-b", "MNLI"."""
+    key = name.lower().replace("-", "").replace("_", "")
+    for task in GLUE_TASKS.values():
+        if key in (task.name, task.folder.lower().replace("-", "")):
+            return task
+    raise ValueError(f"unknown GLUE task {name!r}; choose one of {list(GLUE_TASKS)}")
+
+
+# --- reading the TSV files --------------------------------------------------------------------------------
+
+
+def _parse_label(task: GlueTask, value: str, where: str):
+    if task.is_regression:
+        try:
+            score = float(value)
+        except ValueError:
+            score = math.nan
+        if not math.isfinite(score):
+            raise ValueError(f"{where}: the {task.name} score {value!r} is not a finite number")
+        return score
+    if value not in task.label_values:
+        raise ValueError(f"{where}: unknown {task.name} label {value!r}; expected one of {list(task.label_values)}")
+    return task.label_values.index(value)
+
+
+def read_glue_file(path: str | Path, task: str | GlueTask, split: str = "train") -> dict[str, list]:
+    """Read one GLUE TSV file into columns.
+
+    Args:
+        path: the file, e.g. `glue_data/MRPC/dev.tsv`.
+        task: the task (a name or a `GlueTask`), which fixes the columns and the labels.
+        split: the split the file holds ("train", "validation", "test", "validation_matched", ...); CoLA's
+            train and dev files have no header, its test file has one.
+
+    Returns:
+        `{text column: [str], "label": [class id, float score, or -1 where the file has no label column
+        (test files)], "idx": [int]}`. "idx" is the row number (from 0) as on the Hub; in test files that have
+        an `index` (or QQP's `id`) column, that column, which is what a GLUE submission is keyed by.
+
+    Raises:
+        ValueError naming the file and line of a missing column, a row with the wrong number of fields, an
+        unknown label or a non-numeric score, and naming the file when it has no rows.
+    """
+    task = glue_task(task) if isinstance(task, str) else task
+    path = Path(path)
+    columns = {name: [] for name in (*task.text_columns, "label", "idx")}
+    # Split on "\n" only (a stray "\r" inside a sentence stays text); utf-8-sig drops MRPC's byte-order mark.
+    with path.open(encoding="utf-8-sig", newline="\n") as f:
+        lines = (line.rstrip("\n").removesuffix("\r") for line in f)
+        first_row = 1
+        if split in task.headerless_splits:
+            header = list(task.headerless_columns)
+        else:
+            header = next(lines, None)
+            if header is None:
+                raise ValueError(f"{path} is empty; expected a header line and {task.name} examples")
+            header = header.split("\t")
+            first_row = 2
+        missing = [c for c in task.file_text_columns if c not in header]
+        is_test = split.startswith("test")
+        if task.file_label_column not in header and not is_test:
+            missing.append(task.file_label_column)
+        if missing:
+            raise ValueError(
+                f"{path}:1: the header lacks the column(s) {missing} of {task.name}'s {split} file; it has {header}"
+            )
+        text_positions = [header.index(c) for c in task.file_text_columns]
+        label_position = header.index(task.file_label_column) if task.file_label_column in header else None
+        index_name = next((c for c in ("index", "id") if c in header), None) if is_test else None
+        index_position = None if index_name is None else header.index(index_name)
+        for line_number, line in enumerate(lines, start=first_row):
+            where = f"{path}:{line_number}"
+            if not line:  # as csv readers do; a blank line at the end of a hand-edited file is common
+                continue
+            fields = line.split("\t")
+            if len(fields) != len(header):
+                raise ValueError(
+                    f"{where}: expected {len(header)} tab-separated fields ({header}), found {len(fields)}: "
+                    f"{line[:200]!r}"
+                )
+            for name, position in zip(task.text_columns, text_positions):
+                columns[name].append(fields[position])
+            label = -1 if label_position is None else _parse_label(task, fields[label_position], where)
+            columns["label"].append(label)
+            if index_position is None:
+                columns["idx"].append(len(columns["idx"]))
+            else:
+                try:
+                    columns["idx"].append(int(fields[index_position]))
+                except ValueError:
+                    raise ValueError(
+                        f"{where}: the {index_name} column holds {fields[index_position]!r}, not an integer"
+                    ) from None
+    if not columns["idx"]:
+        raise ValueError(f"{path} holds no {task.name} examples")
+    return columns
+
+
+def load_glue_files(task: str | GlueTask, data_dir: str | Path, splits: list[str] | None = None) -> DatasetDict:
+    """Read a task from the official `glue_data` layout into a `DatasetDict` with the Hub's splits and features.
+
+    Args:
+        task: the task name ("mrpc", "SST-2", ...) or a `GlueTask`.
+        data_dir: the task's folder (`glue_data/MRPC`) or the folder above it (`glue_data`).
+        splits: the splits to read; by default every split whose file exists (GLUE's test files are often
+            left out). A split asked for whose file is missing is a `FileNotFoundError`.
+    """
+    task = glue_task(task) if isinstance(task, str) else task
+    data_dir = Path(data_dir)
+    if (data_dir / task.folder).is_dir():
+        data_dir = data_dir / task.folder
+    unknown = set(splits or ()) - set(task.split_files)
+    if unknown:
+        raise ValueError(f"{task.name} has no split(s) {sorted(unknown)}; it has {list(task.split_files)}")
+    wanted = splits or [s for s, name in task.split_files.items() if (data_dir / name).is_file()]
+    if not wanted:
+        raise FileNotFoundError(
+            f"no {task.name} files in {data_dir}; expected some of {list(task.split_files.values())}"
+        )
+    datasets = {}
+    for split in wanted:
+        path = data_dir / task.split_files[split]
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} not found (the {split} split of {task.name})")
+        datasets[split] = Dataset.from_dict(read_glue_file(path, task, split), features=task.features())
+        logger.info("%s: %d %s examples", path, len(datasets[split]), split)
+    return DatasetDict(datasets)
+
+
+def load_glue(task: str | GlueTask, data_dir: str | Path | None = None, dataset_name: str = HUB_DATASET,
+              cache_dir: str | None = None) -> DatasetDict:
+    """A GLUE task from local files (`data_dir`, see `load_glue_files`) or else from the Hub (`dataset_name`).
+
+    The Hub copy (or a `datasets` dataset saved to disk and named by its folder) must have the task's text
+    columns and "label"; the datasets from either source have the same columns.
+    """
+    task = glue_task(task) if isinstance(task, str) else task
+    if data_dir is not None:
+        return load_glue_files(task, data_dir)
+    from datasets import load_dataset
+
+    raw = load_dataset(dataset_name, task.name, cache_dir=cache_dir)
+    for split, dataset in raw.items():
+        missing = [c for c in (*task.text_columns, "label") if c not in dataset.column_names]
+        if missing:
+            raise ValueError(f"{dataset_name} ({task.name}) split {split!r} lacks the column(s) {missing}; "
+                             f"it has {dataset.column_names}")
+    return raw
+
+
+# --- submission -----------------------------------------------------------------------------------------
+
+
+def write_glue_predictions(path: str | Path, task: str | GlueTask, indices, predictions) -> Path:
+    """Write test predictions as GLUE's server wants them: a header `index<TAB>prediction`, then one row per
+    example with the label as the task's files write it (class ids -> `label_values`; STS-B scores with three
+    decimals).
+
+    Args:
+        path: the file to write, or a folder to write `task.submission_files[...]` in (for tasks with one test
+            split).
+        indices: the examples' "idx".
+        predictions: class ids (ints) or, for STS-B, scores.
+    """
+    task = glue_task(task) if isinstance(task, str) else task
+    path = Path(path)
+    if path.is_dir():
+        if len(task.submission_files) != 1:
+            raise ValueError(f"{task.name} has several test files {task.submission_files}; give the file name")
+        path = path / next(iter(task.submission_files.values()))
+    indices, predictions = list(indices), list(predictions)
+    if len(indices) != len(predictions):
+        raise ValueError(f"{len(indices)} indices but {len(predictions)} predictions")
+    with path.open("w", encoding="utf-8") as f:
+        f.write("index\tprediction\n")
+        for index, prediction in zip(indices, predictions):
+            if task.is_regression:
+                value = f"{float(prediction):.3f}"
+            else:
+                value = task.label_values[int(prediction)]
+            f.write(f"{int(index)}\t{value}\n")
+    return path
+
+
+# --- encoding and scoring -----------------------------------------------------------------------------------
+
+
+def encode_glue_for_subwords(dataset: DatasetDict | Dataset, task: str | GlueTask, tokenizer, max_seq_length: int,
+                             num_proc: int | None = None) -> DatasetDict | Dataset:
+    """Tokenize a task's sentences (or sentence pairs, as `[CLS] a [SEP] b [SEP]` with segment ids) for BERT.
+
+    Inputs longer than `max_seq_length` tokens are truncated, the longer sentence of a pair first, as BERT's
+    GLUE code does; a warning says how many reached the limit. Batches are padded later, per batch
+    (`DataCollatorWithPadding`). Keeps "label" and "idx"; drops the text columns.
+    """
+    task = glue_task(task) if isinstance(task, str) else task
+
+    def encode(batch):
+        return tokenizer(*(batch[c] for c in task.text_columns), truncation=True, max_length=max_seq_length)
+
+    def encode_split(split: Dataset, name: str) -> Dataset:
+        encoded = split.map(encode, batched=True, num_proc=num_proc, remove_columns=list(task.text_columns),
+                            desc=f"tokenizing {task.name} {name}")
+        at_limit = sum(length >= max_seq_length for length in map(len, encoded["input_ids"]))
+        if at_limit:
+            logger.warning("%s %s: %d of %d examples reach max_seq_length=%d tokens (longer ones are truncated)",
+                           task.name, name, at_limit, len(encoded), max_seq_length)
+        return encoded
+
+    if isinstance(dataset, Dataset):
+        return encode_split(dataset, "data")
+    return DatasetDict({name: encode_split(split, name) for name, split in dataset.items()})
+
+
+def glue_compute_metrics(task: str | GlueTask):
+    """A `compute_metrics` for `Trainer`: GLUE's metric of `task` (from `hf_ctx.metrics`) on its predictions.
+
+    Classification logits (batch, num_labels) are scored by their argmax, STS-B's (batch, 1) as scores. For
+    tasks with two metrics (MRPC, QQP, STS-B) "combined_score" is their mean, as GLUE's leaderboard averages.
+    """
+    from ..metrics import load_metric
+
+    task = glue_task(task) if isinstance(task, str) else task
+    metric = load_metric("glue", task.name)
+
+    def compute_metrics(eval_prediction) -> dict[str, float]:
+        logits = eval_prediction.predictions
+        logits = logits[0] if isinstance(logits, tuple) else logits
+        predictions = logits.squeeze(-1) if task.is_regression else logits.argmax(-1)
+        result = metric.compute(predictions=predictions, references=eval_prediction.label_ids)
+        if len(result) > 1:
+            result["combined_score"] = sum(result.values()) / len(result)
+        return result
+
+    return compute_metrics

@@ -1,0 +1,105 @@
+"""The end of a training run: save the checkpoint with its model card, and publish it on the Hub.
+
+What is published is exactly what `save_pretrained` writes (config with `auto_map`, safetensors weights, the
+source files of hf_ctx's classes, tokenizer files) plus the card, in one commit. `Trainer.push_to_hub` would
+upload the whole output folder (training state, `training_args.bin`) and replace the card with its own.
+"""
+
+import os
+import tempfile
+from pathlib import Path
+
+from huggingface_hub import HfApi, ModelCard
+from transformers import Trainer
+from transformers.modelcard import extract_hyperparameters_from_trainer, parse_log_history
+
+from .model_card import build_model_card
+
+
+def push_checkpoint(
+    model,
+    tokenizer,
+    card: ModelCard,
+    repo_id: str,
+    *,
+    token: str | None = None,
+    private: bool | None = None,
+    revision: str | None = None,
+    commit_message: str = "Upload hf_ctx checkpoint",
+):
+    """Upload `model` and `tokenizer` as `save_pretrained` writes them, with `card` as README.md, in one commit.
+
+    Creates the repository if needed. Returns the `CommitInfo` of the upload.
+    """
+    api = HfApi(token=token)
+    repo_id = api.create_repo(repo_id, private=private, exist_ok=True).repo_id
+    with tempfile.TemporaryDirectory() as staging:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        card.save(Path(staging) / "README.md")
+        return api.upload_folder(
+            repo_id=repo_id, folder_path=staging, commit_message=commit_message, revision=revision
+        )
+
+
+def finish_run(trainer: Trainer, model_family: str, **card_facts) -> ModelCard | None:
+    """Save the trained model, its tokenizer and its model card in `output_dir`; push them with `--push_to_hub`.
+
+    Call it at the end of an example script, on every process (saving may need all of them), after evaluation.
+    The tokenizer is the Trainer's `processing_class`. The card is filled from the Trainer (hyperparameters,
+    evaluation log, dataset sizes) and `card_facts`, the keyword arguments of
+    `hf_ctx.model_card.build_model_card` (`dataset_name` is required; pass `eval_metrics={"validation": metrics}`
+    with what `trainer.evaluate()` returned, and `hyperparameters` for settings outside `TrainingArguments`, which
+    are added to the Trainer's). The Hub repository is `--hub_model_id` (default: the output folder's name),
+    with `--hub_token`, `--hub_private_repo` and `--hub_revision`.
+
+    Returns the card on the main process, `None` on the others.
+    """
+    tokenizer = trainer.processing_class
+    if tokenizer is None:
+        raise ValueError("finish_run saves the Trainer's processing_class with the model; the Trainer has none")
+    args = trainer.args
+    # `_internal_call=True` is how the Trainer saves without calling its own `push_to_hub`, which would upload
+    # the whole output folder with a card of its own.
+    trainer.save_model(args.output_dir, _internal_call=True)
+    if not trainer.is_world_process_zero():
+        return None
+
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    _, training_log, _ = parse_log_history(trainer.state.log_history)
+    repo_id = trainer.hub_model_id or args.hub_model_id or Path(args.output_dir).absolute().name
+    facts = {
+        "training_log": training_log,
+        "num_train_examples": _size(trainer.train_dataset),
+        "num_eval_examples": _size(trainer.eval_dataset),
+        **card_facts,
+        "hyperparameters": {**extract_hyperparameters_from_trainer(trainer), **card_facts.get("hyperparameters", {})},
+    }
+    card = build_model_card(model_family, model, model_id=repo_id, **facts)
+    card.save(os.path.join(args.output_dir, "README.md"))
+
+    if args.push_to_hub:
+        # Checkpoint pushes still running would otherwise land after, and over, the final one.
+        if trainer.push_in_progress is not None:
+            trainer.push_in_progress.wait_until_done()
+        push_checkpoint(
+            model,
+            tokenizer,
+            card,
+            repo_id,
+            token=args.hub_token,
+            private=args.hub_private_repo,
+            revision=args.hub_revision,
+            commit_message="End of training",
+        )
+    return card
+
+
+def _size(dataset) -> int | None:
+    """Number of examples; None for no dataset, a streamed one (no length) or several (a dict of them)."""
+    if dataset is None or isinstance(dataset, dict):
+        return None
+    try:
+        return len(dataset)
+    except TypeError:
+        return None

@@ -1,0 +1,382 @@
+"""Reusable layers for contextual word representations: ELMo's character CNN and highway layers, LSTMs with
+projected and clipped states, the scalar mix of layers, and a word softmax with a sampled option.
+
+Shapes use B = batch, T = time steps (words), C = characters per word, H = LSTM cell size, P = projected state
+size. Sequences are left-aligned: the first `lengths[b]` steps of row b are real, the rest padding.
+"""
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+ACTIVATIONS = {"relu": F.relu, "tanh": torch.tanh}
+
+
+class Highway(nn.Module):
+    """Highway layers (Srivastava et al., 2015): `y = g * relu(A x) + (1 - g) * x` with the gate
+    `g = sigmoid(B x)`. One `nn.Linear` per layer computes `[A x ; B x]` in a single matmul.
+
+    Input and output: (..., dim). With `num_layers=0` it is the identity.
+    """
+
+    def __init__(self, dim: int, num_layers: int = 1, activation: str = "relu"):
+        super().__init__()
+        self.activation = ACTIVATIONS[activation]
+        self.layers = nn.ModuleList(nn.Linear(dim, 2 * dim) for _ in range(num_layers))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            transformed, gate = layer(x).chunk(2, dim=-1)
+            gate = torch.sigmoid(gate)
+            x = gate * self.activation(transformed) + (1 - gate) * x
+        return x
+
+
+class CharacterCNN(nn.Module):
+    """ELMo's context-independent token representation from a word's character ids (Kim et al., 2016).
+
+    Character embeddings -> one convolution per filter width, max-pooled over positions, then the activation ->
+    concatenated -> highway layers -> a linear projection to `output_dim` (none when the filters already give
+    `output_dim` features, as in bilm-tf). Character id 0 means "no word": its embedding is fixed at zero.
+
+    Input: (..., C) character ids. Output: (..., output_dim).
+    """
+
+    def __init__(
+        self,
+        n_characters: int,
+        embedding_dim: int,
+        filters: Sequence[Sequence[int]],
+        n_highway: int,
+        output_dim: int,
+        activation: str = "relu",
+    ):
+        super().__init__()
+        self.char_embeddings = nn.Embedding(n_characters, embedding_dim, padding_idx=0)
+        self.convolutions = nn.ModuleList(nn.Conv1d(embedding_dim, count, width) for width, count in filters)
+        self.activation = ACTIVATIONS[activation]
+        n_filters = sum(count for _, count in filters)
+        self.highway = Highway(n_filters, n_highway)
+        self.projection = nn.Linear(n_filters, output_dim) if n_filters != output_dim else None
+        self.output_dim = output_dim
+
+    def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
+        leading = char_ids.shape[:-1]
+        embedded = self.char_embeddings(char_ids.reshape(-1, char_ids.shape[-1])).transpose(1, 2)  # (N, E, C)
+        features = torch.cat([self.activation(conv(embedded).amax(dim=-1)) for conv in self.convolutions], dim=-1)
+        features = self.highway(features)
+        if self.projection is not None:
+            features = self.projection(features)
+        return features.view(*leading, self.output_dim)
+
+
+def lstm_projection_step(gates_x, h, c, weight_hh_t, weight_hr_t, cell_clip, proj_clip):
+    """One time step of D independent LSTMs with clipped cells and clipped projected states.
+
+    gates_x: (D, B, 4H) input contributions and biases for this step, gate order (input, forget, cell, output)
+    as in `nn.LSTM`; h: (D, B, P); c: (D, B, H); weight_hh_t: (D, P, 4H); weight_hr_t: (D, H, P) or None (no
+    projection, P = H). Returns the new (h, c).
+
+    Small on purpose: one batched matmul for the recurrence, elementwise work a compiler fuses into one kernel,
+    one batched matmul for the projection.
+    """
+    gates = torch.baddbmm(gates_x, h, weight_hh_t)
+    input_gate, forget_gate, cell_input, output_gate = gates.chunk(4, dim=-1)
+    c = torch.sigmoid(forget_gate) * c + torch.sigmoid(input_gate) * torch.tanh(cell_input)
+    if cell_clip is not None:
+        c = c.clamp(-cell_clip, cell_clip)
+    h = torch.sigmoid(output_gate) * torch.tanh(c)
+    if weight_hr_t is not None:
+        h = torch.bmm(h, weight_hr_t)
+        if proj_clip is not None:
+            h = h.clamp(-proj_clip, proj_clip)
+    return h, c
+
+
+def lstm_with_projection_scan(gates_x, weight_hh, weight_hr, cell_clip=None, proj_clip=None):
+    """Run D independent LSTMs with projection and clipping over T steps from zero states.
+
+    gates_x: (T, D, B, 4H) input contributions and biases of every step, computed beforehand in one matmul;
+    weight_hh: (D, 4H, P); weight_hr: (D, P, H) or None. Returns the states h: (T, D, B, P).
+    """
+    steps, directions, batch = gates_x.shape[:3]
+    cell_size, state_size = weight_hh.shape[1] // 4, weight_hh.shape[2]
+    h = gates_x.new_zeros(directions, batch, state_size)
+    c = gates_x.new_zeros(directions, batch, cell_size)
+    # Contiguous operands: batched matmuls on transposed views take a much slower path on CPU.
+    weight_hh_t = weight_hh.transpose(1, 2).contiguous()
+    weight_hr_t = weight_hr.transpose(1, 2).contiguous() if weight_hr is not None else None
+    outputs = []
+    # unbind, not indexing: its backward writes each step's gradient once instead of a zero tensor per step.
+    for gates_t in gates_x.unbind(0):
+        h, c = lstm_projection_step(gates_t, h, c, weight_hh_t, weight_hr_t, cell_clip, proj_clip)
+        outputs.append(h)
+    return torch.stack(outputs) if outputs else gates_x.new_zeros(0, directions, batch, state_size)
+
+
+class LstmCellWithProjection(nn.Module):
+    """One LSTM layer, one direction, with a linear projection of the hidden state (Sak et al., 2014) and
+    optional clipping of the memory cell and of the projected state (TensorFlow's `LSTMCell(num_proj, cell_clip,
+    proj_clip)`, which ELMo uses). Runs left to right from zero states.
+
+    Parameters are `nn.LSTM(input_size, cell_size, proj_size=projection_size)`'s with one bias: `weight_ih`
+    (4H, input_size), `weight_hh` (4H, P), `bias` (4H), `weight_hr` (P, H; absent when P == H), gates in
+    PyTorch's order (input, forget, cell, output). Without clipping the layer calls PyTorch's fused LSTM
+    (`torch.lstm`, what `nn.LSTM` runs: cuDNN on GPU). With clipping it computes the input contributions of all
+    steps in one matmul and runs `lstm_projection_step` per step.
+
+    Input: (B, T, input_size) left-aligned sequences; output: (B, T, projection_size). Outputs at padding steps
+    are not zeroed (the caller masks them); they never reach the real steps, which all come first.
+    """
+
+    def __init__(self, input_size: int, cell_size: int, projection_size: int, cell_clip: float | None = None,
+                 proj_clip: float | None = None):
+        super().__init__()
+        if projection_size > cell_size:
+            raise ValueError(f"projection_size ({projection_size}) must not exceed cell_size ({cell_size})")
+        self.input_size, self.cell_size, self.projection_size = input_size, cell_size, projection_size
+        self.cell_clip, self.proj_clip = cell_clip, proj_clip
+        self.weight_ih = nn.Parameter(torch.empty(4 * cell_size, input_size))
+        self.weight_hh = nn.Parameter(torch.empty(4 * cell_size, projection_size))
+        self.bias = nn.Parameter(torch.empty(4 * cell_size))
+        # A TensorFlow LSTMCell projecting to its own size has no projection.
+        if projection_size < cell_size:
+            self.weight_hr = nn.Parameter(torch.empty(projection_size, cell_size))
+        else:
+            self.register_parameter("weight_hr", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """`nn.LSTM`'s initialisation: uniform in +-1/sqrt(cell_size)."""
+        bound = self.cell_size ** -0.5
+        for param in self.parameters():
+            nn.init.uniform_(param, -bound, bound)
+
+    @property
+    def clipped(self) -> bool:
+        return self.cell_clip is not None or (self.proj_clip is not None and self.weight_hr is not None)
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        if self.clipped:
+            return run_lstms_with_projection([self], [inputs])[0]
+        batch = inputs.shape[0]
+        initial = (inputs.new_zeros(1, batch, self.projection_size), inputs.new_zeros(1, batch, self.cell_size))
+        weights = [self.weight_ih, self.weight_hh, self.bias, torch.zeros_like(self.bias)]
+        if self.weight_hr is not None:
+            weights.append(self.weight_hr)
+        # (input, (h0, c0), weights, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+        return torch.lstm(inputs, initial, weights, True, 1, 0.0, self.training, False, True)[0]
+
+
+def run_lstms_with_projection(cells: Sequence[LstmCellWithProjection], inputs: Sequence[torch.Tensor]):
+    """Run several equally-sized `LstmCellWithProjection` layers (e.g. the two directions of a biLSTM layer) on
+    their own inputs together: every step is one batched matmul for all of them. Clipping is the first cell's.
+
+    inputs: one (B, T, input_size) tensor per cell. Returns one (B, T, projection_size) tensor per cell.
+    """
+    first = cells[0]
+    x = torch.stack(list(inputs))  # (D, B, T, I)
+    directions, batch, steps, input_size = x.shape
+    weight_ih = torch.stack([cell.weight_ih for cell in cells])  # (D, 4H, I)
+    bias = torch.stack([cell.bias for cell in cells])  # (D, 4H)
+    # The input contributions of all steps in one matmul, laid out time-major so that each step reads one block.
+    time_major = x.transpose(1, 2).reshape(directions, steps * batch, input_size)
+    gates_x = torch.baddbmm(bias.unsqueeze(1), time_major, weight_ih.transpose(1, 2))
+    gates_x = gates_x.view(directions, steps, batch, -1).transpose(0, 1).contiguous()  # (T, D, B, 4H)
+    weight_hh = torch.stack([cell.weight_hh for cell in cells])
+    weight_hr = torch.stack([cell.weight_hr for cell in cells]) if first.weight_hr is not None else None
+    states = lstm_with_projection_scan(gates_x, weight_hh, weight_hr, first.cell_clip, first.proj_clip)
+    return states.permute(1, 2, 0, 3).unbind(0)  # D x (B, T, P)
+
+
+def reverse_padded_sequences(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Reverse the first `lengths[b]` steps of each row b, leaving the padding after them in place
+    (TensorFlow's `reverse_sequence`). Applying it twice gives `x` back.
+
+    x: (B, T, ...); lengths: (B,). Returns (B, T, ...).
+    """
+    steps = torch.arange(x.shape[1], device=x.device)
+    index = lengths.to(steps.device)[:, None] - 1 - steps[None, :]
+    index = torch.where(index >= 0, index, steps[None, :])  # padding steps stay where they are
+    index = index.view(*index.shape, *([1] * (x.dim() - 2))).expand_as(x)
+    return x.gather(1, index)
+
+
+class ProjectedLstm(nn.Module):
+    """ELMo's bidirectional LSTM stack: a forward and a backward stack of `num_layers` `LstmCellWithProjection`
+    layers that never see each other's states. The backward stack reads every sequence from its last real step
+    back to its first, so padding never reaches it. From the second layer on, each layer's input is added to its
+    output (`use_skip_connections`). Dropout is applied to every layer's input (bilm-tf's `input_keep_prob`).
+
+    Input: (B, T, input_size) and mask (B, T) (True on real steps, which come first).
+    Output: a list of `num_layers` tensors (B, T, 2 * projection_size): [forward ; backward] states of each
+    layer, zero at padding steps.
+    """
+
+    def __init__(
+        self,
+        input_size: int,
+        cell_size: int,
+        projection_size: int,
+        num_layers: int,
+        cell_clip: float | None = None,
+        proj_clip: float | None = None,
+        use_skip_connections: bool = True,
+        dropout: float = 0.0,
+    ):
+        super().__init__()
+        sizes = [input_size] + [projection_size] * (num_layers - 1)
+        self.forward_layers = nn.ModuleList(
+            LstmCellWithProjection(size, cell_size, projection_size, cell_clip, proj_clip) for size in sizes)
+        self.backward_layers = nn.ModuleList(
+            LstmCellWithProjection(size, cell_size, projection_size, cell_clip, proj_clip) for size in sizes)
+        self.use_skip_connections = use_skip_connections
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, inputs: torch.Tensor, mask: torch.Tensor) -> list[torch.Tensor]:
+        lengths = mask.sum(dim=1)
+        forward_input, backward_input = inputs, reverse_padded_sequences(inputs, lengths)
+        outputs = []
+        for index, (forward_layer, backward_layer) in enumerate(zip(self.forward_layers, self.backward_layers)):
+            forward_input, backward_input = self.dropout(forward_input), self.dropout(backward_input)
+            if forward_layer.clipped:
+                forward_output, backward_output = run_lstms_with_projection(
+                    [forward_layer, backward_layer], [forward_input, backward_input])
+            else:
+                forward_output, backward_output = forward_layer(forward_input), backward_layer(backward_input)
+            if self.use_skip_connections and index > 0:
+                forward_output = forward_output + forward_input
+                backward_output = backward_output + backward_input
+            both = torch.cat([forward_output, reverse_padded_sequences(backward_output, lengths)], dim=-1)
+            outputs.append(both * mask.unsqueeze(-1).to(both.dtype))
+            forward_input, backward_input = forward_output, backward_output
+        return outputs
+
+
+class ScalarMix(nn.Module):
+    """A task-specific weighting of a model's layers (Peters et al., 2018, eq. 1):
+    `gamma * sum_k softmax(s)_k * h_k`, optionally after normalising each layer `h_k` to zero mean and unit
+    variance over the positions the mask keeps.
+
+    Input: `num_layers` tensors (B, T, D), mask (B, T) (needed for `do_layer_norm`). Output: (B, T, D), zero
+    where the mask is 0 when a mask is given.
+    """
+
+    def __init__(self, num_layers: int, do_layer_norm: bool = False,
+                 initial_scalar_parameters: Sequence[float] | None = None, trainable: bool = True):
+        super().__init__()
+        initial = [0.0] * num_layers if initial_scalar_parameters is None else list(initial_scalar_parameters)
+        if len(initial) != num_layers:
+            raise ValueError(f"initial_scalar_parameters has {len(initial)} values for {num_layers} layers")
+        self.num_layers = num_layers
+        self.do_layer_norm = do_layer_norm
+        self.scalar_parameters = nn.Parameter(torch.tensor(initial, dtype=torch.float32), requires_grad=trainable)
+        self.gamma = nn.Parameter(torch.ones(1), requires_grad=trainable)
+
+    def forward(self, tensors: Sequence[torch.Tensor], mask: torch.Tensor | None = None) -> torch.Tensor:
+        if len(tensors) != self.num_layers:
+            raise ValueError(f"ScalarMix mixes {self.num_layers} layers, got {len(tensors)}")
+        weights = torch.softmax(self.scalar_parameters, dim=0)
+        keep = None if mask is None else mask.unsqueeze(-1).to(tensors[0].dtype)
+        if self.do_layer_norm:
+            if keep is None:
+                raise ValueError("ScalarMix with do_layer_norm needs the mask")
+            count = (keep.sum() * tensors[0].shape[-1]).clamp(min=1)  # no NaN for a batch without words
+            normalised = []
+            for tensor in tensors:
+                mean = (tensor * keep).sum() / count
+                variance = (((tensor - mean) * keep) ** 2).sum() / count
+                normalised.append((tensor - mean) / torch.sqrt(variance + 1e-12))
+            tensors = normalised
+        mixed = self.gamma * sum(weight * tensor for weight, tensor in zip(weights, tensors))
+        return mixed if keep is None else mixed * keep
+
+
+IGNORE_INDEX = -100
+
+
+class WordSoftmax(nn.Module):
+    """A softmax over a word vocabulary: `logits = h W^T + b`, with a sampled softmax for training on large
+    vocabularies (Jean et al., 2015), as bilm-tf trains ELMo.
+
+    The sampled loss scores each target against `num_sampled` words drawn (with replacement, shared by the batch)
+    from the log-uniform distribution P(k) = log((k + 2) / (k + 1)) / log(V + 1), which fits word ids sorted by
+    decreasing frequency; every logit is corrected by log(expected count) and sampled words that equal the target
+    are removed. It is used in training mode when 0 < `num_sampled` < V; evaluation uses the full softmax.
+
+    weight: (V, D); bias: (V,).
+    """
+
+    def __init__(self, input_dim: int, vocab_size: int, num_sampled: int = 0):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(vocab_size, input_dim))
+        self.bias = nn.Parameter(torch.zeros(vocab_size))
+        self.num_sampled = num_sampled
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(..., D) -> (..., V) logits."""
+        return F.linear(hidden, self.weight, self.bias)
+
+    def loss(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Mean negative log-likelihood of `targets` (N,) given `hidden` (N, D); targets of -100 are skipped
+        (0 when all are)."""
+        count = (targets != IGNORE_INDEX).sum().clamp(min=1)
+        vocab_size = self.weight.shape[0]
+        if not (self.training and 0 < self.num_sampled < vocab_size):
+            return F.cross_entropy(self(hidden).float(), targets, ignore_index=IGNORE_INDEX, reduction="sum") / count
+        valid = targets != IGNORE_INDEX
+        targets = targets.clamp(min=0)  # skipped rows score word 0 and are multiplied by 0 below
+        sampled = self.sample_log_uniform(self.num_sampled, vocab_size, hidden.device)
+        true_logits = (hidden * self.weight[targets]).sum(-1) + self.bias[targets]
+        true_logits = true_logits - self.log_expected_count(targets, vocab_size)
+        sampled_logits = F.linear(hidden, self.weight[sampled], self.bias[sampled])
+        sampled_logits = sampled_logits - self.log_expected_count(sampled, vocab_size)
+        accidental_hits = sampled.unsqueeze(0) == targets.unsqueeze(1)
+        sampled_logits = sampled_logits.masked_fill(accidental_hits, torch.finfo(sampled_logits.dtype).min)
+        logits = torch.cat([true_logits.unsqueeze(1), sampled_logits], dim=1).float()
+        nll = torch.logsumexp(logits, dim=1) - logits[:, 0]
+        return (nll * valid).sum() / count
+
+    @staticmethod
+    def sample_log_uniform(num_sampled: int, vocab_size: int, device) -> torch.Tensor:
+        """`num_sampled` word ids from the log-uniform distribution over [0, vocab_size), by inverse CDF."""
+        uniform = torch.rand(num_sampled, device=device, dtype=torch.float64)
+        ids = torch.floor(torch.exp(uniform * math.log(vocab_size + 1))).long() - 1
+        return ids.clamp(0, vocab_size - 1)
+
+    def log_expected_count(self, ids: torch.Tensor, vocab_size: int) -> torch.Tensor:
+        """log(num_sampled * P(id)) under the log-uniform distribution."""
+        ids = ids.double()
+        probability = (torch.log(ids + 2) - torch.log(ids + 1)) / math.log(vocab_size + 1)
+        return torch.log(self.num_sampled * probability).to(self.weight.dtype)
+
+
+def run_packed_rnn(rnn: nn.RNNBase, inputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Run a `batch_first` RNN (e.g. bidirectional) over left-aligned sequences of different lengths, so that the
+    backward direction starts at each sequence's real end.
+
+    inputs: (B, T, D); lengths: (B,), zero allowed. Returns (B, T, output size), zero after each sequence's end.
+    """
+    packed = pack_padded_sequence(inputs, lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
+    outputs, _ = rnn(packed)
+    outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=inputs.shape[1])
+    return outputs * (lengths > 0).to(outputs.dtype).view(-1, 1, 1)
+
+
+__all__ = [
+    "CharacterCNN",
+    "Highway",
+    "LstmCellWithProjection",
+    "ProjectedLstm",
+    "ScalarMix",
+    "WordSoftmax",
+    "lstm_projection_step",
+    "lstm_with_projection_scan",
+    "reverse_padded_sequences",
+    "run_lstms_with_projection",
+    "run_packed_rnn",
+]

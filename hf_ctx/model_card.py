@@ -1,0 +1,250 @@
+"""Model cards for hf_ctx checkpoints: Hub metadata and a description filled in from the training run.
+
+The templates are Jinja2 Markdown files shipped in the package (`hf_ctx/model_cards/<family>.md`, each extending
+`_base.md`), the format of huggingface_hub's own card templates. The YAML header is built with huggingface_hub's
+`ModelCardData` and `EvalResult`, so the `model-index` is the one the Hub parses.
+"""
+
+import importlib.metadata
+import inspect
+import logging
+import math
+import os
+import re
+from pathlib import Path
+
+import jinja2
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+from huggingface_hub.utils import HFValidationError, validate_repo_id
+from transformers.modelcard import TASK_TAG_TO_NAME_MAPPING, make_markdown_table
+
+from . import __version__
+from .remote_code import registered_auto_class
+
+logger = logging.getLogger(__name__)
+
+MODEL_FAMILIES = ("bert", "elmo", "taglm")
+
+# Hub pipeline tag of a model class, by the end of its name.
+_PIPELINE_TAGS = {
+    "ForSequenceClassification": "text-classification",
+    "ForTokenClassification": "token-classification",
+    "ForQuestionAnswering": "question-answering",
+    "ForMaskedLM": "fill-mask",
+    "ForPreTraining": "fill-mask",  # BERT's masked-LM (+ next-sentence) heads
+    "ForBiLM": "feature-extraction",  # ELMo is used for its states
+    "Model": "feature-extraction",
+}
+_LABELLED_TASKS = ("text-classification", "token-classification")
+_TASK_NAMES = {**TASK_TAG_TO_NAME_MAPPING, "feature-extraction": "Feature Extraction"}
+
+# Entries of `Trainer.evaluate()` results that describe the run, not the model.
+_BOOKKEEPING = {"loss", "runtime", "samples_per_second", "steps_per_second", "epoch", "step", "total_flos"}
+_SPLIT_PREFIXES = ("eval_", "test_", "predict_")
+_METRIC_NAMES = {
+    "f1": "F1",
+    "accuracy": "Accuracy",
+    "precision": "Precision",
+    "recall": "Recall",
+    "matthews_correlation": "Matthews correlation",
+    "pearson": "Pearson correlation",
+    "spearmanr": "Spearman correlation",
+    "perplexity": "Perplexity",
+    "mlm_accuracy": "Masked-LM accuracy",
+    "mlm_perplexity": "Masked-LM perplexity",
+    "nsp_accuracy": "Next-sentence accuracy",
+}
+
+# Config entries every transformers config has; the architecture table shows the family's own fields.
+_GENERIC_CONFIG_FIELDS = {"self", "kwargs", "id2label", "label2id", "pad_token_id", "tie_word_embeddings"}
+
+_TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("hf_ctx", "model_cards"),
+    undefined=jinja2.StrictUndefined,  # a variable a template names but the code forgot is an error, not a blank
+    keep_trailing_newline=True,
+)
+
+
+def eval_results_from_metrics(
+    metrics_by_split: dict[str, dict[str, float]],
+    *,
+    task_type: str,
+    task_name: str,
+    dataset_type: str,
+    dataset_name: str,
+    dataset_config: str | None = None,
+) -> list[EvalResult]:
+    """One `EvalResult` per scalar metric of each split's `Trainer.evaluate()` output.
+
+    Keys lose their `eval_`/`test_`/`predict_` prefix; the loss and timings are left out (put `perplexity` in
+    the metrics of a language model). A NaN or infinite metric is left out with a logged warning.
+    """
+    results = []
+    for split, metrics in metrics_by_split.items():
+        for key, value in metrics.items():
+            name = next((key[len(p) :] for p in _SPLIT_PREFIXES if key.startswith(p)), key)
+            if name in _BOOKKEEPING or isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            if not math.isfinite(value):  # e.g. a correlation of constant predictions; YAML has no place for it
+                logger.warning(f"model card: leaving out metric {key!r} of split {split!r}, which is {value}")
+                continue
+            results.append(
+                EvalResult(
+                    task_type=task_type,
+                    task_name=task_name,
+                    dataset_type=dataset_type,
+                    dataset_name=dataset_name,
+                    dataset_config=dataset_config,
+                    dataset_split=split,
+                    metric_type=name,
+                    metric_name=_METRIC_NAMES.get(name, name.replace("_", " ").capitalize()),
+                    metric_value=round(float(value), 4),
+                )
+            )
+    return results
+
+
+def build_model_card(
+    model_family: str,
+    model,
+    *,
+    model_id: str,
+    dataset_name: str,
+    dataset_id: str | None = None,
+    dataset_config: str | None = None,
+    training_data: str | None = None,
+    num_train_examples: int | None = None,
+    num_eval_examples: int | None = None,
+    eval_metrics: dict[str, dict[str, float]] | None = None,
+    hyperparameters: dict | None = None,
+    training_log: list[dict] | None = None,
+    base_model: str | None = None,
+    pipeline_tag: str | None = None,
+    task_name: str | None = None,
+    language: str = "en",
+    license: str = "apache-2.0",
+    tags: tuple[str, ...] = (),
+) -> ModelCard:
+    """A model card for `model` (an hf_ctx `PreTrainedModel`) from the family's template and the run's facts.
+
+    Args:
+        model_family: `"bert"`, `"elmo"` or `"taglm"`: which template.
+        model: the trained model; its class and config fill the description and architecture table.
+        model_id: Hub repository id (or local name) used in the loading snippets and as the model-index name.
+        dataset_name: human name of the training data, e.g. `"CoNLL-2003 (English)"`.
+        dataset_id: Hub dataset id of that data (`"eriktks/conll2003"`), listed in the metadata; ignored when
+            `None` or a local path.
+        dataset_config: dataset configuration, e.g. the GLUE task `"sst2"`.
+        training_data: which part of the data was used, as a phrase: `"the SST-2 training set (first 1,000
+            examples)"`.
+        num_train_examples, num_eval_examples: dataset sizes.
+        eval_metrics: `{split: Trainer.evaluate() output}`, e.g. `{"validation": metrics}`.
+        hyperparameters: name -> value table of the training settings.
+        training_log: rows (dicts) of intermediate evaluation results, as `transformers.modelcard.parse_log_history`
+            returns them.
+        base_model: the checkpoint training started from; listed in the metadata when it is a Hub id.
+        pipeline_tag: Hub pipeline tag; by default derived from the model class.
+        task_name: human task name for the model-index; by default that of the pipeline tag.
+        language, license, tags: metadata.
+
+    Returns:
+        a `huggingface_hub.ModelCard` (`.save(path)` writes it, `.data` holds the parsed metadata).
+    """
+    if model_family not in MODEL_FAMILIES:
+        raise ValueError(f"unknown model_family {model_family!r}; choose one of {MODEL_FAMILIES}")
+    model_class = type(model).__name__
+    if not _is_hub_id(dataset_id):  # a local folder: the text names the data, the metadata cannot
+        dataset_id = None
+    if pipeline_tag is None:
+        pipeline_tag = next((tag for end, tag in _PIPELINE_TAGS.items() if model_class.endswith(end)), None)
+    if task_name is None:
+        task_name = _TASK_NAMES.get(pipeline_tag, pipeline_tag)
+    eval_results = eval_results_from_metrics(
+        eval_metrics or {},
+        task_type=pipeline_tag or model_family,
+        task_name=task_name,
+        dataset_type=dataset_id or dataset_name,
+        dataset_name=dataset_name,
+        dataset_config=dataset_config,
+    )
+    card_data = ModelCardData(
+        language=language,
+        license=license,
+        library_name="transformers",
+        pipeline_tag=pipeline_tag,
+        tags=["hf_ctx", model_family, *tags],
+        datasets=[dataset_id] if dataset_id else None,
+        metrics=sorted({r.metric_type for r in eval_results}) or None,
+        base_model=base_model if _is_hub_id(base_model) else None,
+        model_name=model_id,
+        eval_results=eval_results or None,
+    )
+    config = model.config
+    parameters = sum(p.numel() for p in model.parameters())
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    content = _TEMPLATES.get_template(f"{model_family}.md").render(
+        card_data=card_data.to_yaml(),
+        model_id=model_id,
+        model_class=model_class,
+        auto_class=registered_auto_class(type(model)) or "AutoModel",
+        model_type=config.model_type,
+        config=config,
+        config_class=type(config).__name__,
+        architecture=_architecture(config),
+        labels=[config.id2label[i] for i in sorted(config.id2label)] if pipeline_tag in _LABELLED_TASKS else [],
+        parameters=f"{parameters:,}" + (f" ({trainable:,} trained)" if trainable != parameters else ""),
+        pipeline_tag=pipeline_tag,
+        task_name=task_name,
+        dataset_name=dataset_name,
+        dataset_id=dataset_id,
+        dataset_config=dataset_config,
+        training_data=training_data,
+        num_train_examples=num_train_examples,
+        num_eval_examples=num_eval_examples,
+        hyperparameters=hyperparameters or {},
+        training_log=make_markdown_table(training_log) if training_log else "",
+        eval_results=eval_results,
+        base_model=base_model,
+        versions=_versions(),
+    )
+    # Block tags on lines of their own leave runs of blank lines; Markdown needs at most one.
+    return ModelCard(re.sub(r"\n{3,}", "\n\n", content))
+
+
+def write_model_card(output_dir: str | os.PathLike, model_family: str, model, **facts) -> ModelCard:
+    """Build the card (see `build_model_card` for `facts`) and save it as `output_dir/README.md`."""
+    card = build_model_card(model_family, model, **facts)
+    card.save(Path(output_dir) / "README.md")
+    return card
+
+
+def _is_hub_id(name: str | None) -> bool:
+    if name is None or os.path.exists(name):
+        return False
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        return False
+    return True
+
+
+def _architecture(config) -> list[tuple[str, str]]:
+    """(field, value) of the config's own constructor arguments, option groups (dicts) one row per option;
+    nested configs (dicts with a `model_type`) are left to config.json."""
+    rows = []
+    for name in inspect.signature(type(config).__init__).parameters:
+        value = getattr(config, name, None)
+        if name in _GENERIC_CONFIG_FIELDS or (isinstance(value, dict) and "model_type" in value):
+            continue
+        items = value.items() if isinstance(value, dict) else [(None, value)]
+        for key, item in items:
+            shown = "`None`" if item is None else str(list(item) if isinstance(item, tuple) else item)
+            rows.append((name if key is None else f"{name}.{key}", shown))
+    return rows
+
+
+def _versions() -> dict[str, str]:
+    versions = {"hf_ctx": __version__}
+    for package in ("transformers", "torch", "tokenizers", "huggingface_hub"):
+        versions[package] = importlib.metadata.version(package)
+    return versions

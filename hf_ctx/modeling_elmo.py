@@ -1,0 +1,477 @@
+"""ELMo (Peters et al., 2018): a character-based bidirectional language model whose layers give contextual word
+vectors, as transformers models.
+
+Shapes use B = batch, W = words, C = characters per word (50), P = `lstm["projection_dim"]`, L = LSTM layers,
+V = word vocabulary size.
+
+    character ids (B, W, C)
+    -> <S> and </S> added around each sentence               (B, W + 2, C)
+    -> character CNN + highway + projection: token layer     (B, W + 2, P)
+    -> L-layer forward LSTM and L-layer backward LSTM        L x (B, W + 2, 2P)
+    -> boundaries removed: L + 1 layers of word vectors      (L + 1) x (B, W, 2P)
+
+`ElmoForBiLM` predicts each next word from the forward states and each previous word from the backward states
+with a softmax shared by the two directions. `hf_ctx.convert_elmo` loads the published bilm-tf weights.
+"""
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from transformers import PreTrainedModel
+from transformers import initialization as init
+from transformers.modeling_outputs import BaseModelOutput, SequenceClassifierOutput, TokenClassifierOutput
+from transformers.utils import ModelOutput
+
+from .configuration_elmo import ElmoConfig
+from .layers import CharacterCNN, Highway, LstmCellWithProjection, ProjectedLstm, ScalarMix, WordSoftmax, run_packed_rnn
+from .remote_code import AutoMapMixin
+from .tokenization_elmo import sentence_boundary_char_ids
+
+IGNORE_INDEX = -100
+
+
+def elmo_input_mask(config: ElmoConfig, input_ids, attention_mask) -> torch.Tensor:
+    """Check ELMo's inputs and return the word mask (B, W) as booleans.
+
+    Bad input is a `ValueError` before any kernel runs (an out-of-range id would otherwise be a device-side
+    assert on CUDA). The value checks cost one host sync and are skipped while `torch.compile` traces the model.
+    """
+    width = config.max_characters_per_token
+    if input_ids is None:
+        raise ValueError("input_ids (character ids from ElmoTokenizer) are required")
+    if input_ids.dim() != 3 or input_ids.shape[-1] != width:
+        raise ValueError(f"input_ids must be character ids of shape (batch, words, {width}) as ElmoTokenizer returns "
+                         f"them, got {tuple(input_ids.shape)}")
+    if input_ids.dtype.is_floating_point:
+        raise ValueError(f"input_ids must be integer character ids, got dtype {input_ids.dtype}")
+    if input_ids.shape[0] == 0:
+        raise ValueError("input_ids hold no sentences (batch size 0)")
+    if attention_mask is None:
+        attention_mask = (input_ids != 0).any(dim=-1)
+    elif tuple(attention_mask.shape) != tuple(input_ids.shape[:2]):
+        raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}, expected (batch, words) = "
+                         f"{tuple(input_ids.shape[:2])}")
+    mask = attention_mask.bool()
+    if torch.compiler.is_compiling() or input_ids.numel() == 0:
+        return mask
+    low, high = torch.stack([input_ids.min(), input_ids.max()]).tolist()
+    n_characters = config.char_cnn["n_characters"]
+    if low < 0 or high >= n_characters:
+        raise ValueError(f"input_ids contains the character id {low if low < 0 else high}, outside "
+                         f"[0, {n_characters})")
+    if (mask[:, 1:] & ~mask[:, :-1]).any():
+        raise ValueError("attention_mask must mark each sentence's words first and padding after them "
+                         "(right padding); found a word after padding")
+    if (mask & (input_ids == 0).all(dim=-1)).any():
+        raise ValueError("attention_mask marks a word whose character ids are all 0 (padding); every word needs "
+                         "its character ids")
+    return mask
+
+
+class ElmoPreTrainedModel(AutoMapMixin, PreTrainedModel):
+    """Weight initialisation (bilm-tf's) and loading for ELMo models."""
+
+    config_class = ElmoConfig
+    base_model_prefix = "elmo"
+    main_input_name = "input_ids"
+
+    @torch.no_grad()
+    def _init_weights(self, module):
+        # Modules are visited children first, so the ELMo layers below override the generic cases.
+        if isinstance(module, nn.Linear):
+            init.xavier_uniform_(module.weight)
+            if module.bias is not None:
+                init.zeros_(module.bias)
+        elif isinstance(module, nn.LSTM):
+            for name, param in module.named_parameters():
+                if name.startswith("bias"):
+                    init.zeros_(param)
+                elif name.startswith("weight_hh"):
+                    init.orthogonal_(param)
+                else:
+                    init.xavier_uniform_(param)
+        elif isinstance(module, CharacterCNN):
+            init.uniform_(module.char_embeddings.weight, -1.0, 1.0)
+            if not getattr(module.char_embeddings.weight, "_is_hf_initialized", False):
+                init.zeros_(module.char_embeddings.weight[0])
+            for conv in module.convolutions:
+                # Kim et al. (2016) for ReLU; Glorot's std for tanh, as bilm-tf.
+                if module.activation is torch.tanh:
+                    width, embedding_dim = conv.kernel_size[0], conv.in_channels
+                    init.normal_(conv.weight, std=(1.0 / (width * embedding_dim)) ** 0.5)
+                else:
+                    init.uniform_(conv.weight, -0.05, 0.05)
+                init.zeros_(conv.bias)
+            if module.projection is not None:
+                init.normal_(module.projection.weight, std=(1.0 / module.projection.in_features) ** 0.5)
+                init.zeros_(module.projection.bias)
+        elif isinstance(module, Highway):
+            for layer in module.layers:
+                dim = layer.in_features
+                init.normal_(layer.weight, std=(1.0 / dim) ** 0.5)
+                # A gate bias of -2 starts every highway layer close to the identity.
+                if not getattr(layer.bias, "_is_hf_initialized", False):
+                    init.zeros_(layer.bias)
+                    layer.bias[dim:] = -2.0
+        elif isinstance(module, LstmCellWithProjection):
+            for param in (module.weight_ih, module.weight_hh, module.weight_hr):
+                if param is not None:
+                    init.xavier_uniform_(param)  # TensorFlow's default for LSTMCell kernels
+            # TensorFlow adds 1 to the forget gate's bias when it runs; here the 1 is part of the bias.
+            if not getattr(module.bias, "_is_hf_initialized", False):
+                init.zeros_(module.bias)
+                module.bias[module.cell_size : 2 * module.cell_size] = 1.0
+        elif isinstance(module, ScalarMix):
+            init.zeros_(module.scalar_parameters)
+            init.ones_(module.gamma)
+        elif isinstance(module, WordSoftmax):
+            init.normal_(module.weight, std=(1.0 / module.weight.shape[1]) ** 0.5)
+            init.zeros_(module.bias)
+        elif isinstance(module, ElmoModel):
+            # Fixed, not saved: a model loaded with `from_pretrained` gets it here.
+            init.copy_(module.boundary_char_ids, module.boundary_char_ids_table())
+
+
+class ElmoModel(ElmoPreTrainedModel):
+    """The ELMo biLM: every layer's word vectors.
+
+    Inputs (from `ElmoTokenizer`):
+        input_ids: (B, W, C) character ids; all-zero rows are padding words.
+        attention_mask: (B, W) 1 on words, 0 on padding, words first; derived from `input_ids` when omitted.
+
+    Output (`BaseModelOutput`):
+        last_hidden_state: (B, W, 2P) the top biLSTM layer, [forward ; backward], zero at padding.
+        hidden_states (with `output_hidden_states`): L + 1 tensors (B, W, 2P): the token layer (its P features
+            twice, to match the width of the others) and each biLSTM layer, one to one with the input words.
+
+    An empty sentence (no words) gets no vectors; its neighbours in the batch are unaffected. The LSTMs start
+    from zero states for every batch (the original TensorFlow model carries states over between batches).
+    """
+
+    def __init__(self, config: ElmoConfig):
+        super().__init__(config)
+        char_cnn, lstm = config.char_cnn, config.lstm
+        self.char_cnn = CharacterCNN(
+            n_characters=char_cnn["n_characters"],
+            embedding_dim=char_cnn["embedding"]["dim"],
+            filters=char_cnn["filters"],
+            n_highway=char_cnn["n_highway"],
+            output_dim=lstm["projection_dim"],
+            activation=char_cnn["activation"],
+        )
+        self.encoder = ProjectedLstm(
+            input_size=lstm["projection_dim"],
+            cell_size=lstm["dim"],
+            projection_size=lstm["projection_dim"],
+            num_layers=lstm["n_layers"],
+            cell_clip=lstm["cell_clip"],
+            proj_clip=lstm["proj_clip"],
+            use_skip_connections=lstm["use_skip_connections"],
+            dropout=config.dropout,
+        )
+        self.register_buffer("boundary_char_ids", self.boundary_char_ids_table(), persistent=False)
+        self.post_init()
+
+    def boundary_char_ids_table(self) -> torch.Tensor:
+        """The character ids of <S> and </S>: (2, C)."""
+        return torch.tensor(sentence_boundary_char_ids(self.config.max_characters_per_token))
+
+    def bilm_layers(self, input_ids: torch.Tensor, mask: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
+        """Run the biLM on sentences with their boundaries added.
+
+        input_ids: (B, W, C); mask: (B, W) booleans. Returns L + 1 layers (B, W + 2, 2P) for the positions
+        [<S>, words, </S>, padding] and their mask (B, W + 2).
+        """
+        batch, words, _ = input_ids.shape
+        lengths = mask.sum(dim=1)
+        chars = input_ids.new_zeros(batch, words + 2, input_ids.shape[-1])
+        chars[:, 1 : words + 1] = input_ids * mask.unsqueeze(-1)
+        rows = torch.arange(batch, device=input_ids.device)
+        chars[:, 0] = self.boundary_char_ids[0]
+        chars[rows, lengths + 1] = self.boundary_char_ids[1]
+        mask_with_boundaries = torch.arange(words + 2, device=mask.device)[None, :] < (lengths + 2)[:, None]
+
+        tokens = self.char_cnn(chars) * mask_with_boundaries.unsqueeze(-1)
+        layers = [torch.cat([tokens, tokens], dim=-1)] + self.encoder(tokens, mask_with_boundaries)
+        return layers, mask_with_boundaries
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> BaseModelOutput | tuple:
+        output_hidden_states = (self.config.output_hidden_states if output_hidden_states is None
+                                else output_hidden_states)
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        mask = elmo_input_mask(self.config, input_ids, attention_mask)
+        layers, _ = self.bilm_layers(input_ids, mask)
+        keep = mask.unsqueeze(-1)
+        # Drop <S> (position 0) and the tail; </S> sits inside the tail of shorter sentences, hence the mask.
+        hidden_states = tuple(layer[:, 1:-1] * keep.to(layer.dtype) for layer in layers)
+        output = BaseModelOutput(last_hidden_state=hidden_states[-1],
+                                 hidden_states=hidden_states if output_hidden_states else None)
+        return output if return_dict else output.to_tuple()
+
+
+@dataclass
+class ElmoForBiLMOutput(ModelOutput):
+    """
+    Output of [`ElmoForBiLM`].
+
+    Args:
+        loss (`torch.FloatTensor` of shape `()`, *optional*): mean of the forward and backward LM losses (with
+            `input_word_ids`); `exp(loss)` is the average perplexity bilm-tf reports.
+        forward_loss, backward_loss (`torch.FloatTensor` of shape `()`, *optional*): mean negative log-likelihood
+            per predicted word of the forward LM (each next word, `</S>` included) and of the backward LM (each
+            previous word, `<S>` included).
+        forward_logits (`torch.FloatTensor` of shape `(B, W + 1, V)`, *optional*): row i scores the token after
+            the first i words of the sentence (the words, then `</S>` at row = length); given without
+            `input_word_ids` or with `return_logits=True`.
+        backward_logits (`torch.FloatTensor` of shape `(B, W + 1, V)`, *optional*): row i scores the token before
+            word i+1 (`<S>` at row 0, then the words).
+        hidden_states (`tuple(torch.FloatTensor)`, *optional*): as [`ElmoModel`]'s.
+    """
+
+    loss: torch.FloatTensor | None = None
+    forward_loss: torch.FloatTensor | None = None
+    backward_loss: torch.FloatTensor | None = None
+    forward_logits: torch.FloatTensor | None = None
+    backward_logits: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+
+
+class ElmoForBiLM(ElmoPreTrainedModel):
+    """The ELMo biLM with its language-model softmax, for pretraining.
+
+    Inputs: `input_ids` and `attention_mask` as for [`ElmoModel`], and `input_word_ids` (B, W): the words' ids in
+    the tokenizer's vocabulary, the LM targets. The forward LM predicts w_1 ... w_n, `</S>` from `<S>`, w_1 ...
+    w_n; the backward LM predicts `<S>`, w_1 ... w_n from w_1 ... w_n, `</S>`. Both use the top biLSTM layer.
+
+    Output: [`ElmoForBiLMOutput`]. With `config.num_sampled` > 0, training uses a sampled softmax.
+    """
+
+    def __init__(self, config: ElmoConfig):
+        super().__init__(config)
+        if config.vocab_size is None:
+            raise ValueError("ElmoForBiLM needs config.vocab_size (the word vocabulary size of the tokenizer)")
+        self.elmo = ElmoModel(config)
+        self.dropout = nn.Dropout(config.dropout)
+        self.softmax = WordSoftmax(config.projection_dim, config.vocab_size, config.num_sampled)
+        self.backward_softmax = (None if config.share_softmax
+                                 else WordSoftmax(config.projection_dim, config.vocab_size, config.num_sampled))
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        input_word_ids: torch.Tensor | None = None,
+        output_hidden_states: bool | None = None,
+        return_logits: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> ElmoForBiLMOutput | tuple:
+        output_hidden_states = (self.config.output_hidden_states if output_hidden_states is None
+                                else output_hidden_states)
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        return_logits = input_word_ids is None if return_logits is None else return_logits
+        mask = elmo_input_mask(self.config, input_ids, attention_mask)
+        layers, mask_with_boundaries = self.elmo.bilm_layers(input_ids, mask)
+        size = self.config.projection_dim
+        top = self.dropout(layers[-1])
+        forward_states = top[:, :-1, :size]  # after <S>, w_1 ... w_W: predict the next token
+        backward_states = top[:, 1:, size:]  # at w_1 ... w_W, </S>: predict the previous token
+        predicted = mask_with_boundaries[:, 1:]  # (B, W + 1): the predictions each sentence has
+        backward_softmax = self.backward_softmax if self.backward_softmax is not None else self.softmax
+
+        loss = forward_loss = backward_loss = None
+        if input_word_ids is not None:
+            tokens = self._targets(input_word_ids, mask)
+            forward_targets = tokens[:, 1:].masked_fill(~predicted, IGNORE_INDEX)
+            backward_targets = tokens[:, :-1].masked_fill(~predicted, IGNORE_INDEX)
+            forward_loss = self.softmax.loss(forward_states.reshape(-1, size), forward_targets.reshape(-1))
+            backward_loss = backward_softmax.loss(backward_states.reshape(-1, size), backward_targets.reshape(-1))
+            loss = (forward_loss + backward_loss) / 2
+        forward_logits = backward_logits = None
+        if return_logits:
+            forward_logits = self.softmax(forward_states) * predicted.unsqueeze(-1)
+            backward_logits = backward_softmax(backward_states) * predicted.unsqueeze(-1)
+
+        hidden_states = None
+        if output_hidden_states:
+            keep = mask.unsqueeze(-1)
+            hidden_states = tuple(layer[:, 1:-1] * keep.to(layer.dtype) for layer in layers)
+        output = ElmoForBiLMOutput(loss=loss, forward_loss=forward_loss, backward_loss=backward_loss,
+                                   forward_logits=forward_logits, backward_logits=backward_logits,
+                                   hidden_states=hidden_states)
+        return output if return_dict else output.to_tuple()
+
+    def _targets(self, input_word_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """[<S>, w_1 ... w_n, </S>, padding] word ids: (B, W + 2)."""
+        if tuple(input_word_ids.shape) != tuple(mask.shape):
+            raise ValueError(f"input_word_ids has shape {tuple(input_word_ids.shape)}, expected (batch, words) = "
+                             f"{tuple(mask.shape)}")
+        if not torch.compiler.is_compiling() and mask.any():
+            words = input_word_ids[mask]
+            low, high = words.min().item(), words.max().item()
+            if low < 0 or high >= self.config.vocab_size:
+                raise ValueError(f"input_word_ids contains {low if low < 0 else high}, outside the word vocabulary "
+                                 f"[0, vocab_size={self.config.vocab_size})")
+        batch, words = mask.shape
+        tokens = input_word_ids.new_full((batch, words + 2), self.config.eos_token_id)
+        tokens[:, 0] = self.config.bos_token_id
+        tokens[:, 1 : words + 1] = torch.where(mask, input_word_ids, self.config.eos_token_id)
+        return tokens
+
+
+class ElmoTaskModel(ElmoPreTrainedModel):
+    """What the ELMo task models share: the biLM (frozen unless `config.freeze_bilm` is False), a scalar mix of
+    its layers, dropout, and a bidirectional LSTM over the mixed vectors (`config.task_hidden_size`; none when 0).
+    """
+
+    def __init__(self, config: ElmoConfig):
+        super().__init__(config)
+        self.elmo = ElmoModel(config)
+        self.scalar_mix = ScalarMix(config.num_output_layers, do_layer_norm=config.scalar_mix_layer_norm)
+        self.dropout = nn.Dropout(config.classifier_dropout)
+        self.task_encoder = None
+        self.feature_size = config.hidden_size
+        if config.task_hidden_size > 0:
+            self.task_encoder = nn.LSTM(config.hidden_size, config.task_hidden_size, batch_first=True,
+                                        bidirectional=True)
+            self.feature_size = 2 * config.task_hidden_size
+
+    def _freeze_bilm(self):
+        """Keep the biLM's parameters out of training (called at the end of `__init__`, after `post_init`)."""
+        if self.config.freeze_bilm:
+            self.elmo.requires_grad_(False)
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        if self.config.freeze_bilm:
+            self.elmo.eval()  # a frozen biLM never uses dropout
+        return self
+
+    def word_features(self, input_ids, attention_mask) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, W, feature_size) task features of each word, and the word mask (B, W)."""
+        mask = elmo_input_mask(self.config, input_ids, attention_mask)
+        with torch.set_grad_enabled(torch.is_grad_enabled() and not self.config.freeze_bilm):
+            layers = self.elmo(input_ids=input_ids, attention_mask=mask, output_hidden_states=True,
+                               return_dict=True).hidden_states
+        features = self.dropout(self.scalar_mix(layers, mask))
+        if self.task_encoder is not None:
+            features = self.dropout(run_packed_rnn(self.task_encoder, features, mask.sum(dim=1)))
+        return features, mask
+
+
+class ElmoForSequenceClassification(ElmoTaskModel):
+    """ELMo for sentence classification or regression: the task features of the words, max- and mean-pooled over
+    the sentence, then a linear classifier.
+
+    Inputs: `input_ids`, `attention_mask` as for [`ElmoModel`]; `labels` (B,): class ids, or floats for
+    regression (`num_labels == 1`), or (B, num_labels) multi-hot floats for multi-label problems.
+    Output: `SequenceClassifierOutput` with `logits` (B, num_labels).
+    """
+
+    def __init__(self, config: ElmoConfig):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.classifier = nn.Linear(2 * self.feature_size, config.num_labels)
+        self.post_init()
+        self._freeze_bilm()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> SequenceClassifierOutput | tuple:
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        features, mask = self.word_features(input_ids, attention_mask)
+        keep = mask.unsqueeze(-1)
+        mean = (features * keep).sum(1) / keep.sum(1).clamp(min=1)
+        largest = features.masked_fill(~keep, torch.finfo(features.dtype).min).amax(dim=1)
+        largest = torch.where(keep.any(dim=1), largest, torch.zeros_like(largest))  # an empty sentence pools to 0
+        logits = self.classifier(torch.cat([largest, mean], dim=-1))
+        loss = self.classification_loss(logits, labels) if labels is not None else None
+        output = SequenceClassifierOutput(loss=loss, logits=logits,
+                                          hidden_states=(features,) if output_hidden_states else None)
+        return output if return_dict else output.to_tuple()
+
+    def classification_loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Regression, single-label or multi-label loss, chosen by `config.problem_type` as in transformers."""
+        if self.config.problem_type is None:
+            if self.num_labels == 1:
+                self.config.problem_type = "regression"
+            elif labels.dtype in (torch.long, torch.int):
+                self.config.problem_type = "single_label_classification"
+            else:
+                self.config.problem_type = "multi_label_classification"
+        if self.config.problem_type == "regression":
+            return nn.functional.mse_loss(logits.squeeze(-1), labels.to(logits.dtype).view(-1))
+        if self.config.problem_type == "single_label_classification":
+            if not torch.compiler.is_compiling() and labels.numel() and (
+                    labels.min() < 0 or labels.max() >= self.num_labels):
+                raise ValueError(f"labels must be class ids in [0, num_labels={self.num_labels})")
+            return nn.functional.cross_entropy(logits.view(-1, self.num_labels), labels.view(-1))
+        return nn.functional.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
+
+
+class ElmoForTokenClassification(ElmoTaskModel):
+    """ELMo for word tagging (e.g. named entities): the task features of each word, then a linear classifier.
+
+    Inputs: `input_ids`, `attention_mask` as for [`ElmoModel`]; `labels` (B, W): tag ids, -100 where no loss
+    is wanted (padding). Output: `TokenClassifierOutput` with `logits` (B, W, num_labels).
+    """
+
+    def __init__(self, config: ElmoConfig):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.classifier = nn.Linear(self.feature_size, config.num_labels)
+        self.post_init()
+        self._freeze_bilm()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> TokenClassifierOutput | tuple:
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        features, mask = self.word_features(input_ids, attention_mask)
+        logits = self.classifier(features)
+        loss = None
+        if labels is not None:
+            if tuple(labels.shape) != tuple(mask.shape):
+                raise ValueError(f"labels has shape {tuple(labels.shape)}, expected (batch, words) = "
+                                 f"{tuple(mask.shape)}")
+            labels = labels.masked_fill(~mask, IGNORE_INDEX)
+            used = labels[labels != IGNORE_INDEX]
+            if not torch.compiler.is_compiling() and used.numel() and (used.min() < 0 or used.max() >= self.num_labels):
+                raise ValueError(f"labels must be tag ids in [0, num_labels={self.num_labels}) or -100")
+            loss = nn.functional.cross_entropy(logits.reshape(-1, self.num_labels), labels.reshape(-1),
+                                               ignore_index=IGNORE_INDEX, reduction="sum")
+            loss = loss / (labels != IGNORE_INDEX).sum().clamp(min=1)
+        output = TokenClassifierOutput(loss=loss, logits=logits,
+                                       hidden_states=(features,) if output_hidden_states else None)
+        return output if return_dict else output.to_tuple()
+
+
+__all__ = [
+    "ElmoForBiLM",
+    "ElmoForBiLMOutput",
+    "ElmoForSequenceClassification",
+    "ElmoForTokenClassification",
+    "ElmoModel",
+    "ElmoPreTrainedModel",
+]

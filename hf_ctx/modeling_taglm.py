@@ -1,0 +1,315 @@
+"""TagLM (Peters et al., 2017, "Semi-supervised sequence tagging with bidirectional language models").
+
+A biRNN-CRF tagger whose first layer's output is concatenated with the states of a pretrained, frozen
+bidirectional language model (an hf_ctx ELMo biLM) before the second layer:
+
+    word embedding ; character representation       (B, W, E + C)
+    -> bidirectional RNN                            (B, W, 2R)
+    -> concatenated with the biLM's chosen layers   (B, W, 2R + len(bilm_layers) * 2P)
+    -> bidirectional RNN -> linear                  (B, W, num_labels)  "emissions"
+    -> CRF
+
+Shapes use B = batch, W = words, C = characters per word (50) unless stated, R = rnn_hidden_size,
+P = the biLM's projection_dim.
+
+The biLM is not trained with the tagger: its parameters have `requires_grad=False` (so `Trainer` gives them no
+optimizer state), it runs under `torch.no_grad()` and stays in eval mode (no dropout) when the tagger trains.
+Its weights are saved inside the TagLM checkpoint and its config inside TagLM's (`bilm_config`), so a saved
+TagLM folder is complete on its own.
+
+`logits` are the CRF's max-marginal scores (the best sequence score with tag j at word i), not the raw
+emissions: their per-word argmax is the CRF's Viterbi decoding, so `Trainer`'s usual `compute_metrics`
+(argmax over logits) and `pipeline("token-classification", pipeline_class=WordTokenClassificationPipeline)` report
+what the CRF decodes.
+"""
+
+import gzip
+import logging
+from pathlib import Path
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence
+from transformers import PreTrainedModel
+from transformers import initialization as init
+from transformers.modeling_outputs import TokenClassifierOutput
+
+from .configuration_elmo import ElmoConfig
+from .configuration_taglm import TagLMConfig
+from .crf import ConditionalRandomField, allowed_transitions
+from .layers import run_packed_rnn
+from .modeling_elmo import ElmoModel
+from .remote_code import AutoMapMixin
+
+logger = logging.getLogger(__name__)
+
+
+class CharacterEncoder(nn.Module):
+    """One vector per word from its character ids: CNN + max-pooling, or a bidirectional GRU.
+
+    Input: (N, C) character ids of N words (ELMo's encoding: begin-of-word, bytes, end-of-word, padding).
+    Output: (N, char_cnn_filters) for the CNN, (N, 2 * char_rnn_hidden_size) for the GRU.
+    """
+
+    def __init__(self, config: TagLMConfig):
+        super().__init__()
+        self.kind = config.char_representation
+        self.padding_id = config.char_padding_id
+        self.embeddings = nn.Embedding(config.n_characters, config.char_embedding_dim, padding_idx=0)
+        if self.kind == "cnn":
+            self.conv = nn.Conv1d(config.char_embedding_dim, config.char_cnn_filters, config.char_cnn_width)
+            self.output_dim = config.char_cnn_filters
+        else:
+            self.rnn = nn.GRU(config.char_embedding_dim, config.char_rnn_hidden_size, batch_first=True,
+                              bidirectional=True)
+            self.output_dim = 2 * config.char_rnn_hidden_size
+
+    def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
+        embedded = self.embeddings(char_ids)  # (N, C, char_embedding_dim)
+        if self.kind == "cnn":
+            return self.conv(embedded.transpose(1, 2)).max(dim=2).values
+        # The GRU reads the word's marks and bytes and stops before the padding characters.
+        lengths = ((char_ids != 0) & (char_ids != self.padding_id)).sum(1).clamp(min=1)
+        packed = pack_padded_sequence(embedded, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        _, final = self.rnn(packed)  # (2, N, H): last forward state, last backward state
+        return torch.cat([final[0], final[1]], dim=-1)
+
+
+class TagLMPreTrainedModel(AutoMapMixin, PreTrainedModel):
+    """Weight initialisation and loading for TagLM models."""
+
+    config_class = TagLMConfig
+    base_model_prefix = "taglm"
+    main_input_name = "input_ids"
+
+    @torch.no_grad()
+    def _init_weights(self, module):
+        std = self.config.initializer_range
+        if isinstance(module, nn.Embedding):
+            init.normal_(module.weight, mean=0.0, std=std)
+            if module.padding_idx is not None and not getattr(module.weight, "_is_hf_initialized", False):
+                init.zeros_(module.weight[module.padding_idx])
+        elif isinstance(module, (nn.Linear, nn.Conv1d)):
+            init.xavier_uniform_(module.weight)
+            init.zeros_(module.bias)
+        elif isinstance(module, (nn.GRU, nn.LSTM)):
+            # Orthogonal recurrent weights keep gradients steady over long sentences.
+            for name, param in module.named_parameters():
+                if name.startswith("weight_ih"):
+                    init.xavier_uniform_(param)
+                elif name.startswith("weight_hh"):
+                    init.orthogonal_(param)
+                else:
+                    init.zeros_(param)
+        elif isinstance(module, ConditionalRandomField):
+            # Not saved: a model loaded with `from_pretrained` gets its constraints here.
+            init.copy_(module.allowed, module.allowed_table())
+            init.xavier_normal_(module.transitions)
+            if module.include_start_end_transitions:
+                init.normal_(module.start_transitions)
+                init.normal_(module.end_transitions)
+
+
+class TagLMForTokenClassification(TagLMPreTrainedModel):
+    """TagLM: word + character representation, biRNN, frozen biLM states, biRNN, linear, CRF.
+
+    Inputs come from an `ElmoTokenizer` with a word vocabulary (the biLM's, when there is a biLM):
+        input_ids: (B, W, C) character ids of each word.
+        attention_mask: (B, W) 1 on words, 0 on padding (words first); derived from `input_ids` when omitted.
+        input_word_ids: (B, W) word ids in [0, vocab_size).
+        labels: (B, W) gold tag ids; every word needs one (-100 only on padding).
+
+    Outputs (`TokenClassifierOutput`):
+        loss: mean over sentences of the CRF negative log-likelihood (when `labels` are given).
+        logits: (B, W, num_labels) CRF max-marginal scores; `logits.argmax(-1)` is the Viterbi tag sequence.
+        hidden_states: with `output_hidden_states`, the token representation (B, W, E + C), the first RNN's
+            output concatenated with the biLM states, and the second RNN's output (B, W, 2R).
+    """
+
+    def __init__(self, config: TagLMConfig):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.word_embedding_dim)
+        self.char_encoder = CharacterEncoder(config)
+        rnn_class = nn.GRU if config.rnn_type == "gru" else nn.LSTM
+        token_dim = config.word_embedding_dim + self.char_encoder.output_dim
+        self.first_rnn = rnn_class(token_dim, config.rnn_hidden_size, batch_first=True, bidirectional=True)
+
+        self.bilm = None
+        bilm_dim = 0
+        if config.bilm_config is not None:
+            bilm_config = ElmoConfig.from_dict(config.bilm_config)
+            self.bilm = ElmoModel(bilm_config)
+            if bilm_config.max_characters_per_token != config.max_characters_per_token:
+                raise ValueError(f"the biLM reads {bilm_config.max_characters_per_token} characters per word but "
+                                 f"max_characters_per_token={config.max_characters_per_token}")
+            num_layers = bilm_config.num_output_layers
+            for layer in config.bilm_layers:
+                if not -num_layers <= layer < num_layers:
+                    raise ValueError(f"bilm_layers contains {layer}, but the biLM has {num_layers} layers "
+                                     f"(0 = token layer, {num_layers - 1} = top)")
+            bilm_dim = len(config.bilm_layers) * bilm_config.hidden_size
+        self.second_rnn = rnn_class(2 * config.rnn_hidden_size + bilm_dim, config.rnn_hidden_size, batch_first=True,
+                                    bidirectional=True)
+        self.dropout = nn.Dropout(config.dropout)
+        self.classifier = nn.Linear(2 * config.rnn_hidden_size, config.num_labels)
+        constraints = None
+        if config.tag_scheme is not None:
+            constraints = allowed_transitions(config.tag_scheme, {int(k): v for k, v in config.id2label.items()})
+        self.crf = ConditionalRandomField(config.num_labels, constraints)
+        self.post_init()
+        self._freeze_bilm()
+
+    def _freeze_bilm(self):
+        """No gradients, hence no optimizer state, for the biLM."""
+        if self.bilm is not None:
+            self.bilm.requires_grad_(False)
+
+    @classmethod
+    def from_pretrained(cls, *args, **kwargs):
+        loaded = super().from_pretrained(*args, **kwargs)
+        # Loading makes every floating-point parameter trainable again; the biLM must stay frozen.
+        (loaded[0] if isinstance(loaded, tuple) else loaded)._freeze_bilm()
+        return loaded
+
+    @classmethod
+    def from_bilm(cls, bilm: "str | Path | ElmoModel", config: TagLMConfig) -> "TagLMForTokenClassification":
+        """A new tagger on top of a pretrained biLM.
+
+        Args:
+            bilm: an hf_ctx ELMo checkpoint folder (an `ElmoModel` or `ElmoForBiLM` checkpoint) or a loaded
+                `ElmoModel`.
+            config: the tagger's config; its `bilm_config` and `bilm_name_or_path` are filled in here.
+        """
+        name = str(bilm) if isinstance(bilm, (str, Path)) else getattr(bilm, "name_or_path", None)
+        if isinstance(bilm, (str, Path)):
+            bilm = ElmoModel.from_pretrained(bilm)
+        if not isinstance(bilm, ElmoModel):
+            raise ValueError(f"bilm must be an ElmoModel or a path to an ELMo checkpoint, got {type(bilm).__name__}")
+        config.bilm_config = bilm.config.to_dict()
+        config.bilm_name_or_path = name
+        model = cls(config)
+        model.bilm.load_state_dict(bilm.state_dict())
+        return model
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        if self.bilm is not None:
+            self.bilm.eval()  # frozen: no dropout, whatever the tagger does
+        return self
+
+    def _validate(self, input_ids, attention_mask, input_word_ids, labels):
+        if input_ids is None or input_ids.dim() != 3 or input_ids.shape[-1] != self.config.max_characters_per_token:
+            shape = None if input_ids is None else tuple(input_ids.shape)
+            raise ValueError(
+                f"input_ids must be character ids of shape (batch, words, {self.config.max_characters_per_token}) "
+                f"as ElmoTokenizer returns them, got {shape}"
+            )
+        words = tuple(input_ids.shape[:2])
+        if input_word_ids is None:
+            raise ValueError("TagLM needs input_word_ids (batch, words): use an ElmoTokenizer with a word vocabulary")
+        for name, tensor in [("attention_mask", attention_mask), ("input_word_ids", input_word_ids),
+                             ("labels", labels)]:
+            if tensor is not None and tuple(tensor.shape) != words:
+                raise ValueError(f"{name} has shape {tuple(tensor.shape)}, expected (batch, words) = {words}")
+        if input_ids.numel() == 0:
+            return
+        for name, tensor, limit in [("input_ids", input_ids, self.config.n_characters),
+                                    ("input_word_ids", input_word_ids, self.config.vocab_size)]:
+            low, high = tensor.min().item(), tensor.max().item()
+            if low < 0 or high >= limit:
+                raise ValueError(f"{name} contains {low if low < 0 else high}, outside [0, {limit})")
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        input_word_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> TokenClassifierOutput | tuple:
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        output_hidden_states = (self.config.output_hidden_states if output_hidden_states is None
+                                else output_hidden_states)
+        self._validate(input_ids, attention_mask, input_word_ids, labels)
+        if attention_mask is None:
+            attention_mask = (input_ids != 0).any(-1)
+        mask = attention_mask.bool()
+        lengths = mask.sum(1)
+
+        # Characters are encoded for real words only: padding words can be most of a batch.
+        chars = torch.zeros(*mask.shape, self.char_encoder.output_dim, device=input_ids.device)
+        chars = chars.to(self.word_embeddings.weight.dtype)
+        if mask.any():
+            chars[mask] = self.char_encoder(input_ids[mask]).to(chars.dtype)
+        tokens = torch.cat([self.word_embeddings(input_word_ids), chars], dim=-1)
+        first = run_packed_rnn(self.first_rnn, self.dropout(tokens), lengths)
+        if self.bilm is not None:
+            with torch.no_grad():
+                states = self.bilm(input_ids=input_ids, attention_mask=attention_mask,
+                                   output_hidden_states=True).hidden_states
+            first = torch.cat([first, *(states[i].to(first.dtype) for i in self.config.bilm_layers)], dim=-1)
+        second = run_packed_rnn(self.second_rnn, self.dropout(first), lengths)
+        emissions = self.classifier(self.dropout(second))
+
+        loss = None
+        if labels is not None:
+            if (labels[mask] < 0).any():
+                raise ValueError("labels must give every word a tag id; found a negative label (e.g. -100) on a "
+                                 "word the attention mask covers")
+            loss = -self.crf(emissions, labels, mask).mean()
+        logits = self.crf.max_marginals(emissions, mask)
+        output = TokenClassifierOutput(loss=loss, logits=logits,
+                                       hidden_states=(tokens, first, second) if output_hidden_states else None)
+        return output if return_dict else output.to_tuple()
+
+    def load_word_vectors(self, path: str | Path, vocabulary: dict[str, int]) -> int:
+        """Initialise word embeddings from a GloVe or word2vec text file (optionally .gz).
+
+        Each line is a word and its vector; a word2vec header line ("<count> <dim>") is skipped. A vocabulary
+        word takes the vector of the same word, else of its lower-cased form (GloVe is lower-cased); words
+        without either keep their random initialisation.
+
+        Args:
+            path: the vectors file; its dimension must equal `config.word_embedding_dim`.
+            vocabulary: word -> id of the tokenizer's word vocabulary.
+
+        Returns:
+            The number of vocabulary words that got a vector (also logged).
+        """
+        path = Path(path)
+        dim = self.config.word_embedding_dim
+        wanted = {}
+        for word, index in vocabulary.items():
+            if not 0 <= index < self.config.vocab_size:
+                raise ValueError(f"vocabulary id {index} of {word!r} is outside [0, vocab_size={self.config.vocab_size})")
+            wanted.setdefault(word, []).append((index, 0))  # exact match ranks before lower-case
+            wanted.setdefault(word.lower(), []).append((index, 1))
+        found = {}  # id -> (rank, vector)
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+            for line_number, line in enumerate(f, start=1):
+                fields = line.rstrip("\n").rstrip().split(" ")
+                if line_number == 1 and len(fields) == 2 and all(x.isdigit() for x in fields):
+                    continue
+                if len(fields) != dim + 1:
+                    raise ValueError(f"{path}:{line_number}: expected a word and {dim} numbers "
+                                     f"(config.word_embedding_dim), found {len(fields) - 1} numbers")
+                for index, rank in wanted.get(fields[0], ()):
+                    if index not in found or rank < found[index][0]:
+                        try:
+                            found[index] = (rank, [float(x) for x in fields[1:]])
+                        except ValueError:
+                            raise ValueError(f"{path}:{line_number}: not a number in the vector of {fields[0]!r}")
+        if found:
+            ids = torch.tensor(list(found), dtype=torch.long)
+            vectors = torch.tensor([v for _, v in found.values()], dtype=self.word_embeddings.weight.dtype)
+            with torch.no_grad():
+                self.word_embeddings.weight[ids.to(self.device)] = vectors.to(self.device)
+        logger.info("word vectors from %s for %d of %d vocabulary words", path, len(found), len(vocabulary))
+        return len(found)
+
+
+__all__ = ["TagLMForTokenClassification", "TagLMPreTrainedModel"]

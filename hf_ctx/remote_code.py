@@ -1,0 +1,65 @@
+"""Checkpoints that carry their own source code, so that they load where hf_ctx is not installed.
+
+transformers' remote-code mechanism: when an object whose class was registered with `register_for_auto_class`
+is saved, the source file defining the class is copied next to the weights, with the files it imports through
+single-dot relative imports (recursively), and the checkpoint's `auto_map` (in `config.json`, or in
+`tokenizer_config.json` for tokenizers) names the class as `"<file>.<Class>"`. There
+`AutoX.from_pretrained(path, trust_remote_code=True)` imports the class from the copy. Where hf_ctx is installed,
+its registered classes take precedence and `trust_remote_code` is not needed.
+
+transformers names only the class being saved, but a user may load a pretraining checkpoint with `AutoModel`
+or `AutoModelForTokenClassification`: [`register_remote_code`] remembers every Auto class of each model family
+and [`AutoMapMixin`], mixed into the family's `PreTrainedModel` base class, names them all when saving.
+
+This module travels with the checkpoints of every model that imports it: it imports only the standard library.
+"""
+
+# model_type -> {Auto class name: "<module file>.<Class>"} of every model class registered for that config.
+_FAMILY_AUTO_MAPS: dict[str, dict[str, str]] = {}
+
+
+def class_reference(cls: type) -> str:
+    """How `auto_map` names a class: `"<module file>.<Class>"`, e.g. `"modeling_bert.CtxBertModel"`."""
+    return f"{cls.__module__.rsplit('.', 1)[-1]}.{cls.__name__}"
+
+
+def registered_auto_class(model_class: type) -> str | None:
+    """The name of the Auto class hf_ctx registers `model_class` with (e.g. `"AutoModelForPreTraining"`)."""
+    family = _FAMILY_AUTO_MAPS.get(model_class.config_class.model_type, {})
+    return next((auto for auto, ref in family.items() if ref == class_reference(model_class)), None)
+
+
+def register_remote_code(auto_configs, auto_models, auto_tokenizers) -> None:
+    """Make hf_ctx's configs, models and tokenizers save their source with their checkpoints.
+
+    Takes the registration tables of `hf_ctx/__init__.py`: config classes, (Auto class, model class) pairs and
+    (config class, tokenizer class) pairs. Tokenizer classes of transformers itself (BERT's `BertTokenizer`)
+    load everywhere from `tokenizer_class` and are left alone. Calling it again is harmless.
+    """
+    for config_class in auto_configs:
+        config_class.register_for_auto_class("AutoConfig")
+    for auto_class, model_class in auto_models:
+        # A class has a single `_auto_class`; the family table below covers classes listed twice.
+        model_class.register_for_auto_class(auto_class)
+        family = _FAMILY_AUTO_MAPS.setdefault(model_class.config_class.model_type, {})
+        family[auto_class.__name__] = class_reference(model_class)
+    for _, tokenizer_class in auto_tokenizers:
+        if not tokenizer_class.__module__.startswith("transformers."):
+            tokenizer_class.register_for_auto_class("AutoTokenizer")
+
+
+class AutoMapMixin:
+    """Mix into a model family's `PreTrainedModel` base class (before `PreTrainedModel`) so that
+    `save_pretrained` writes an `auto_map` naming the family's model class for every Auto class it is registered
+    with, all pointing into the copied modeling file.
+
+    Where hf_ctx is not installed (a checkpoint loaded as remote code and saved again) the family is unknown
+    here, and the `auto_map` the checkpoint was loaded with is kept.
+    """
+
+    def save_pretrained(self, save_directory, *args, **kwargs):
+        family = _FAMILY_AUTO_MAPS.get(self.config.model_type)
+        if family:
+            # transformers adds "AutoConfig" when it saves the config.
+            self.config.auto_map = dict(family)
+        return super().save_pretrained(save_directory, *args, **kwargs)

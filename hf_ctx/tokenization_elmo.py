@@ -1,0 +1,363 @@
+"""ELMo's tokenizer: whitespace-separated words to character ids exactly as the original ELMo encodes them, plus
+word ids from an optional word vocabulary (the language model's targets).
+
+A word becomes `max_characters_per_token` (50) ids: begin-of-word, its UTF-8 bytes (cut to 48 bytes, possibly in
+the middle of a character, as bilm-tf and AllenNLP do), end-of-word, then padding; every id is shifted by one so
+that 0 means "no word" (padding words of a batch). The words `<S>` and `</S>` get the sentence-boundary encodings.
+The tokenizer adds no sentence boundaries: the model adds `<S>`/`</S>` itself.
+
+The word vocabulary file is bilm-tf's `vocab.txt`: one word a line, in id order, holding `<S>`, `</S>` and
+`<UNK>`; bilm-tf's vocabularies, sorted by decreasing frequency, load as they are.
+"""
+
+import os
+from collections.abc import Iterable
+from functools import lru_cache
+
+import numpy as np
+import torch
+from transformers import BatchEncoding, PreTrainedTokenizer
+
+VOCAB_FILES_NAMES = {"vocab_file": "vocab.txt"}
+
+# Character ids before the +1 shift (bilm-tf's UnicodeCharsVocabulary): 0-255 are UTF-8 bytes.
+BEGIN_OF_SENTENCE = 256
+END_OF_SENTENCE = 257
+BEGIN_OF_WORD = 258
+END_OF_WORD = 259
+PADDING_CHARACTER = 260
+BOS_TOKEN = "<S>"
+EOS_TOKEN = "</S>"
+UNK_TOKEN = "<UNK>"
+
+
+def _marked(character_ids: list[int], max_characters: int) -> tuple[int, ...]:
+    """Begin-of-word, `character_ids`, end-of-word, padding to `max_characters`, all shifted by one."""
+    ids = [BEGIN_OF_WORD, *character_ids, END_OF_WORD]
+    ids += [PADDING_CHARACTER] * (max_characters - len(ids))
+    return tuple(i + 1 for i in ids)
+
+
+def sentence_boundary_char_ids(max_characters: int = 50) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The character ids of `<S>` and `</S>`: ((max_characters,), (max_characters,))."""
+    return _marked([BEGIN_OF_SENTENCE], max_characters), _marked([END_OF_SENTENCE], max_characters)
+
+
+@lru_cache(maxsize=2**17)
+def word_to_char_ids(word: str, max_characters: int = 50) -> tuple[int, ...]:
+    """ELMo's `max_characters` character ids of one word (bytes beyond `max_characters - 2` are dropped)."""
+    if word == BOS_TOKEN:
+        return sentence_boundary_char_ids(max_characters)[0]
+    if word == EOS_TOKEN:
+        return sentence_boundary_char_ids(max_characters)[1]
+    # "ignore" drops what UTF-8 cannot encode (lone surrogates), as the original does.
+    return _marked(list(word.encode("utf-8", "ignore")[: max_characters - 2]), max_characters)
+
+
+def read_vocabulary_file(path: str | os.PathLike) -> list[str]:
+    """The words of a bilm-tf vocabulary file, in id order (bilm-tf's `!!!MAXTERMID` line is skipped)."""
+    words = []
+    with open(path, encoding="utf-8") as f:
+        for line_number, line in enumerate(f, start=1):
+            word = line.strip()
+            if word == "!!!MAXTERMID":
+                continue
+            if not word or len(word.split()) != 1:
+                raise ValueError(f"{path}:{line_number}: expected one word a line, got {line.rstrip(chr(10))!r}")
+            words.append(word)
+    return words
+
+
+class ElmoTokenizer(PreTrainedTokenizer):
+    r"""
+    Tokenizer of hf_ctx's ELMo: sentences to character ids (and word ids).
+
+    Called on one sentence or a batch (raw strings are split on whitespace; lists of words need
+    `is_split_into_words=True`), it returns:
+        - `input_ids`: (words, max_characters_per_token) character ids per sentence (batch axis first when
+          batched); padding words are all 0;
+        - `attention_mask`: (words,) 1 for words, 0 for padding;
+        - `input_word_ids`: (words,) word ids, only when the tokenizer has a word vocabulary; unknown words get
+          `<UNK>`'s id; padding gets the id of `pad_token` (`</S>`: ELMo has no padding word, and the attention
+          mask tells padding apart).
+    `padding=True` pads to the longest sentence, `padding="max_length"` to `max_length`;
+    `truncation=True, max_length=N` keeps a sentence's first N words. Padding is always on the right.
+
+    Args:
+        vocab_file (`str`, *optional*): a word vocabulary file (one word a line, in id order, with `<S>`, `</S>`
+            and `<UNK>`), e.g. bilm-tf's vocab.txt.
+        vocab (`list[str]`, *optional*): the same words as a list, instead of a file (see
+            [`hf_ctx.data.bilm.build_vocabulary`]).
+        max_characters_per_token (`int`, defaults to 50): width of the character ids; must be the model's.
+        pad_token (`str`, defaults to `"</S>"`): the word whose id pads `input_word_ids`.
+
+    Without `vocab_file` and `vocab` the tokenizer gives character ids only (enough to compute ELMo vectors).
+
+    Example:
+    ```python
+    >>> from hf_ctx import ElmoTokenizer
+    >>> tokenizer = ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", "the", "cat"])
+    >>> batch = tokenizer(["the cat sat", "the cat"], padding=True, return_tensors="pt")
+    >>> batch["input_ids"].shape, batch["input_word_ids"].tolist()
+    (torch.Size([2, 3, 50]), [[3, 4, 2], [3, 4, 1]])
+    ```
+    """
+
+    vocab_files_names = VOCAB_FILES_NAMES
+    model_input_names = ["input_ids", "attention_mask", "input_word_ids"]
+    padding_side = "right"
+
+    def __init__(
+        self,
+        vocab_file: str | None = None,
+        vocab: Iterable[str] | None = None,
+        max_characters_per_token: int = 50,
+        bos_token: str = BOS_TOKEN,
+        eos_token: str = EOS_TOKEN,
+        unk_token: str = UNK_TOKEN,
+        pad_token: str = EOS_TOKEN,
+        **kwargs,
+    ):
+        if vocab_file is not None and vocab is not None:
+            raise ValueError("give the word vocabulary as vocab_file or as vocab, not both")
+        if not isinstance(max_characters_per_token, int) or max_characters_per_token < 3:
+            raise ValueError(f"max_characters_per_token must be an integer >= 3, got {max_characters_per_token!r}")
+        if (str(bos_token), str(eos_token)) != (BOS_TOKEN, EOS_TOKEN):
+            raise ValueError(f"ELMo's sentence boundaries are {BOS_TOKEN!r} and {EOS_TOKEN!r}; they have fixed "
+                             f"character encodings, got {bos_token!r} and {eos_token!r}")
+        words = read_vocabulary_file(vocab_file) if vocab_file is not None else vocab
+        self.has_word_vocabulary = words is not None
+        self.words = list(words) if words is not None else [BOS_TOKEN, EOS_TOKEN, str(unk_token)]
+        self.vocab = {}
+        for index, word in enumerate(self.words):
+            if not isinstance(word, str) or not word or len(word.split()) != 1:
+                raise ValueError(f"vocabulary entry {index} must be one word without spaces, got {word!r}")
+            if word in self.vocab:
+                raise ValueError(f"word {word!r} appears twice in the vocabulary (ids {self.vocab[word]} and {index})")
+            self.vocab[word] = index
+        missing = [token for token in (BOS_TOKEN, EOS_TOKEN, str(unk_token)) if token not in self.vocab]
+        if missing:
+            source = vocab_file if vocab_file is not None else "the vocabulary"
+            raise ValueError(f"{source} lacks the special words {missing}; an ELMo vocabulary needs "
+                             f"{BOS_TOKEN}, {EOS_TOKEN} and {unk_token}")
+        self.max_characters_per_token = max_characters_per_token
+        if str(pad_token) not in self.vocab:
+            raise ValueError(f"pad_token {pad_token!r} must be a word of the vocabulary")
+        super().__init__(bos_token=bos_token, eos_token=eos_token, unk_token=unk_token, pad_token=pad_token,
+                         max_characters_per_token=max_characters_per_token, **kwargs)
+
+    # --- vocabulary -----------------------------------------------------------------------------------------
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.words)
+
+    def get_vocab(self) -> dict[str, int]:
+        return dict(self.vocab)
+
+    def _convert_token_to_id(self, token: str) -> int:
+        return self.vocab.get(token, self.vocab[str(self.unk_token)])
+
+    def _convert_id_to_token(self, index: int) -> str:
+        return self.words[index]
+
+    def convert_tokens_to_string(self, tokens: list[str]) -> str:
+        return " ".join(tokens)
+
+    def tokenize(self, text: str, **kwargs) -> list[str]:
+        """ELMo's words are the whitespace-separated pieces of the text."""
+        return text.split()
+
+    def _tokenize(self, text: str, **kwargs) -> list[str]:
+        return text.split()
+
+    def save_vocabulary(self, save_directory: str, filename_prefix: str | None = None) -> tuple[str, ...]:
+        if not self.has_word_vocabulary:
+            return ()
+        path = os.path.join(save_directory, (filename_prefix + "-" if filename_prefix else "") + "vocab.txt")
+        with open(path, "w", encoding="utf-8") as f:
+            f.writelines(word + "\n" for word in self.words)
+        return (path,)
+
+    # --- encoding -------------------------------------------------------------------------------------------
+
+    def char_ids(self, word: str) -> tuple[int, ...]:
+        """The character ids of one word: (max_characters_per_token,)."""
+        return word_to_char_ids(word, self.max_characters_per_token)
+
+    def _encode_plus(
+        self,
+        text,
+        text_pair=None,
+        add_special_tokens: bool = True,
+        padding_strategy="do_not_pad",
+        truncation_strategy="do_not_truncate",
+        max_length: int | None = None,
+        is_split_into_words: bool = False,
+        pad_to_multiple_of: int | None = None,
+        padding_side: str | None = None,
+        return_tensors=None,
+        return_attention_mask: bool | None = None,
+        return_overflowing_tokens: bool = False,
+        return_offsets_mapping: bool = False,
+        return_length: bool = False,
+        **kwargs,
+    ) -> BatchEncoding:
+        # `add_special_tokens` is accepted and has no effect: ELMo adds <S> and </S> inside the model.
+        if text_pair is not None:
+            raise ValueError("ElmoTokenizer encodes single sentences; sentence pairs (text_pair) are not supported")
+        if return_overflowing_tokens or return_offsets_mapping:
+            raise ValueError("ElmoTokenizer returns neither overflowing tokens nor offsets")
+        batched, sentences = self._as_batch(text, is_split_into_words)
+        if getattr(truncation_strategy, "value", truncation_strategy) != "do_not_truncate" and max_length:
+            sentences = [words[:max_length] for words in sentences]
+        encoded = {"input_ids": [[list(self.char_ids(word)) for word in words] for words in sentences]}
+        if self.has_word_vocabulary:
+            encoded["input_word_ids"] = [[self._convert_token_to_id(word) for word in words] for words in sentences]
+        if return_attention_mask is not False:
+            encoded["attention_mask"] = [[1] * len(words) for words in sentences]
+        if return_length:
+            encoded["length"] = [len(words) for words in sentences]
+        padding = getattr(padding_strategy, "value", padding_strategy)
+        if padding != "do_not_pad" or return_tensors is not None:
+            encoded = self._pad_batch(encoded, padding, max_length, pad_to_multiple_of, padding_side,
+                                      return_attention_mask, return_tensors)
+        if not batched and return_tensors is None:
+            encoded = {key: value[0] for key, value in encoded.items()}
+        return BatchEncoding(encoded, tensor_type=return_tensors)
+
+    @staticmethod
+    def _as_batch(text, is_split_into_words: bool) -> tuple[bool, list[list[str]]]:
+        """(whether `text` is a batch, its sentences as lists of words)."""
+        def words_of(sentence, where: str) -> list[str]:
+            if is_split_into_words:
+                if not isinstance(sentence, (list, tuple)) or not all(isinstance(w, str) for w in sentence):
+                    raise ValueError(f"with is_split_into_words=True, {where} must be a list of words (strings), "
+                                     f"got {type(sentence).__name__}")
+                return list(sentence)
+            if not isinstance(sentence, str):
+                raise ValueError(f"{where} must be a string (or pass is_split_into_words=True for lists of "
+                                 f"words), got {type(sentence).__name__}")
+            return sentence.split()
+
+        if isinstance(text, str):
+            if is_split_into_words:
+                raise ValueError("with is_split_into_words=True, pass a list of words (or a list of such lists)")
+            return False, [text.split()]
+        if not isinstance(text, (list, tuple)):
+            raise ValueError(f"text must be a string, a list of strings or a list of lists of words, got "
+                             f"{type(text).__name__}")
+        if is_split_into_words and (not text or isinstance(text[0], str)):
+            return False, [words_of(text, "the sentence")]
+        return True, [words_of(sentence, f"sentence {i}") for i, sentence in enumerate(text)]
+
+    def pad(
+        self,
+        encoded_inputs,
+        padding=True,
+        max_length: int | None = None,
+        pad_to_multiple_of: int | None = None,
+        padding_side: str | None = None,
+        return_attention_mask: bool | None = None,
+        return_tensors=None,
+        verbose: bool = True,
+    ) -> BatchEncoding:
+        """Pad encoded sentences to the same number of words.
+
+        `encoded_inputs` is a list of examples (dicts, as a `DataCollator` gets them), a dict of batched lists, or
+        one example. `input_ids` is padded with all-zero words, `attention_mask` with 0, `input_word_ids` with 0
+        and word-level `labels` with -100; other entries are kept as they are. `padding`: `True`/"longest" pads to
+        the longest sentence (rounded up to `pad_to_multiple_of`), "max_length" to `max_length`, `False` not at
+        all (then tensors need sentences of one length).
+        """
+        if isinstance(encoded_inputs, (list, tuple)):
+            if not encoded_inputs:
+                raise ValueError("nothing to pad: got an empty list of examples")
+            encoded_inputs = {key: [example[key] for example in encoded_inputs] for key in encoded_inputs[0].keys()}
+        if "input_ids" not in encoded_inputs:
+            raise ValueError(f"pad needs input_ids (character ids); got the keys {sorted(encoded_inputs)}")
+        batch = {key: _to_list(value) for key, value in encoded_inputs.items()}
+        single = _is_single_sentence(batch["input_ids"])
+        if single:
+            batch = {key: [value] for key, value in batch.items()}
+        padded = self._pad_batch(batch, padding, max_length, pad_to_multiple_of, padding_side, return_attention_mask,
+                                 return_tensors)
+        if single and return_tensors is None:
+            padded = {key: value[0] for key, value in padded.items()}
+        return BatchEncoding(padded, tensor_type=return_tensors)
+
+    def _pad_batch(self, batch: dict, padding, max_length, pad_to_multiple_of, padding_side, return_attention_mask,
+                   return_tensors) -> dict:
+        """`pad` on a dict of batched lists; returns a dict of padded lists, numpy arrays or tensors."""
+        if (padding_side or self.padding_side) != "right":
+            raise ValueError("ELMo inputs are padded on the right (words first); padding_side='left' is not supported")
+        lengths = [len(sentence) for sentence in batch["input_ids"]]
+        longest = max(lengths, default=0)
+        padding = getattr(padding, "value", padding)
+        if padding is True or padding == "longest":
+            target = longest
+        elif padding == "max_length":
+            if max_length is None:
+                raise ValueError("padding='max_length' needs max_length")
+            target = max_length
+        elif padding is False or padding == "do_not_pad":
+            if return_tensors is not None and len(set(lengths)) > 1:
+                raise ValueError(f"sentences have different numbers of words ({sorted(set(lengths))}); pass "
+                                 "padding=True to return tensors")
+            target = longest
+        else:
+            raise ValueError(f"padding must be True, False, 'longest', 'max_length' or 'do_not_pad', got {padding!r}")
+        if pad_to_multiple_of:
+            target = -(-target // pad_to_multiple_of) * pad_to_multiple_of
+        if longest > target:
+            raise ValueError(f"a sentence has {longest} words, more than max_length={target}; pass truncation=True")
+        if return_attention_mask is False:
+            batch.pop("attention_mask", None)
+        elif "attention_mask" not in batch:
+            batch["attention_mask"] = [[1] * n for n in lengths]
+
+        width = self.max_characters_per_token
+        padded = {"input_ids": np.zeros((len(lengths), target, width), dtype=np.int64)}
+        for i, sentence in enumerate(batch["input_ids"]):
+            if any(len(word) != width for word in sentence):
+                bad = next(len(word) for word in sentence if len(word) != width)
+                raise ValueError(f"sentence {i} has a word of {bad} character ids; this tokenizer uses {width} "
+                                 "(max_characters_per_token)")
+            if sentence:
+                padded["input_ids"][i, : len(sentence)] = sentence
+        for key, pad_value in {"attention_mask": 0, "input_word_ids": self.pad_token_id, "labels": -100}.items():
+            if key not in batch or not all(isinstance(row, list) for row in batch[key]):
+                continue  # absent, or one label per sentence
+            padded[key] = np.full((len(lengths), target), pad_value, dtype=np.int64)
+            for i, row in enumerate(batch[key]):
+                if len(row) != lengths[i]:
+                    raise ValueError(f"sentence {i} has {lengths[i]} words but {len(row)} entries in {key}")
+                padded[key][i, : len(row)] = row
+        for key, value in batch.items():
+            padded.setdefault(key, value)
+
+        kind = getattr(return_tensors, "value", return_tensors)
+        if kind not in (None, "pt", "np"):
+            raise ValueError(f"return_tensors must be 'pt', 'np' or None, got {return_tensors!r}")
+        convert = {None: lambda a: a.tolist(), "np": lambda a: a, "pt": torch.from_numpy}[kind]
+        return {key: convert(value) if isinstance(value, np.ndarray) else value for key, value in padded.items()}
+
+
+def _to_list(value):
+    """Tensors and arrays (from `datasets` formats) as nested lists."""
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_to_list(v) for v in value]
+    return value
+
+
+def _is_single_sentence(input_ids: list) -> bool:
+    """True for one sentence's character ids (words x characters), False for a batch of them."""
+    if not input_ids:
+        return True  # one sentence of no words
+    first = input_ids[0]
+    return bool(first) and isinstance(first[0], int)
+
+
+__all__ = ["ElmoTokenizer", "sentence_boundary_char_ids", "word_to_char_ids", "read_vocabulary_file"]

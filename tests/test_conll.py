@@ -1,0 +1,221 @@
+"""CoNLL reading, tag schemes, label alignment, long-sentence splitting, prediction files, the seqeval metric."""
+
+import logging
+
+import pytest
+from datasets import ClassLabel, Dataset, Features, Sequence, Value
+from seqeval.metrics.sequence_labeling import get_entities
+
+from hf_ctx.data.conll import (
+    check_labels,
+    convert_tags,
+    detect_tag_scheme,
+    encode_for_subwords,
+    load_conll_dataset,
+    load_hub_ner_dataset,
+    merge_split_predictions,
+    read_conll,
+    sort_labels,
+    split_long_sentences,
+    subword_counts,
+    write_conll_predictions,
+)
+from hf_ctx.data.synthetic_ner import generate_ner_corpus
+from hf_ctx.metrics import load_metric
+
+SAMPLE = """-DOCSTART- -X- -X- O
+
+EU NNP I-NP I-ORG
+rejects VBZ I-VP O
+German JJ I-NP I-MISC
+call NN I-NP O
+. . O O
+
+Peter NNP I-NP I-PER
+Blackburn NNP I-NP I-PER
+
+
+-DOCSTART- -X- -X- O
+
+Kiev NNP I-NP I-LOC
+Ukraine NNP I-NP B-LOC
+"""
+
+
+@pytest.fixture
+def sample_file(tmp_path):
+    path = tmp_path / "sample.conll"
+    path.write_text(SAMPLE)
+    return path
+
+
+def test_read_conll_sentences_columns_and_lines(sample_file):
+    sentences = read_conll(sample_file)
+    assert [s["tokens"] for s in sentences] == [
+        ["EU", "rejects", "German", "call", "."], ["Peter", "Blackburn"], ["Kiev", "Ukraine"]]
+    assert sentences[0]["pos_tags"] == ["NNP", "VBZ", "JJ", "NN", "."]
+    assert sentences[0]["chunk_tags"] == ["I-NP", "I-VP", "I-NP", "I-NP", "O"]
+    assert sentences[2]["ner_tags"] == ["I-LOC", "B-LOC"]
+    assert [s["line"] for s in sentences] == [3, 9, 15]
+
+
+def test_malformed_lines_name_file_and_line(tmp_path):
+    path = tmp_path / "bad.conll"
+    path.write_text("EU NNP I-NP I-ORG\nrejects VBZ O\n")
+    with pytest.raises(ValueError, match=rf"{path}:2: expected 4 space-separated columns .* found 3"):
+        read_conll(path)
+    path.write_text("EU NNP I-NP I-ORG\n\nrejects VBZ I-VP ORG\n")
+    with pytest.raises(ValueError, match=rf"{path}:3: NER tag 'ORG'"):
+        read_conll(path)
+    # Two-column files are fine when asked for (or inferred).
+    path.write_text("EU B-ORG\nrejects O\n")
+    assert read_conll(path, num_columns=None)[0]["ner_tags"] == ["B-ORG", "O"]
+
+
+def test_scheme_detection():
+    assert detect_tag_scheme([["I-PER", "I-PER", "O"], ["O"]]) == "IOB1"
+    assert detect_tag_scheme([["B-PER", "I-PER", "B-PER"]]) == "IOB2"
+    assert detect_tag_scheme([["B-PER", "E-PER", "S-LOC"]]) == "BIOES"
+    # An I- after another type starts a new entity: only IOB1 allows that.
+    assert detect_tag_scheme([["B-PER", "I-LOC"]]) == "IOB1"
+
+
+IOB1 = ["I-ORG", "O", "I-PER", "I-PER", "B-PER", "I-LOC", "I-MISC", "I-MISC", "O", "I-LOC"]
+IOB2 = ["B-ORG", "O", "B-PER", "I-PER", "B-PER", "B-LOC", "B-MISC", "I-MISC", "O", "B-LOC"]
+BIOES = ["S-ORG", "O", "B-PER", "E-PER", "S-PER", "S-LOC", "B-MISC", "E-MISC", "O", "S-LOC"]
+
+
+@pytest.mark.parametrize("source,target", [(a, b) for a in ("IOB1", "IOB2", "BIOES") for b in ("IOB1", "IOB2", "BIOES")])
+def test_conversion_between_schemes_by_hand(source, target):
+    tags = {"IOB1": IOB1, "IOB2": IOB2, "BIOES": BIOES}
+    assert convert_tags(tags[source], source, target) == tags[target]
+
+
+def test_conversion_keeps_the_entities_seqeval_reads(sample_file):
+    # seqeval's chunk reader (conlleval's rules) is the independent reference for which entities a sequence has.
+    corpus = generate_ner_corpus(sample_file.parent / "syn", num_train=200, num_validation=1, num_test=1, num_raw=1)
+    for sentence in read_conll(corpus["train"]):
+        iob1 = sentence["ner_tags"]
+        iob2 = convert_tags(iob1, "IOB1", "IOB2")
+        assert get_entities(iob2) == get_entities(iob1)
+        assert convert_tags(convert_tags(iob2, "IOB2", "BIOES"), "BIOES", "IOB1") == iob1
+
+
+def test_real_conll2003_is_read_as_iob1_and_converted(shared_data):
+    data = load_conll_dataset({"train": shared_data / "conll2003" / "eng.train",
+                               "validation": shared_data / "conll2003" / "eng.testa"})
+    assert len(data["train"]) == 14041 and len(data["validation"]) == 3250
+    assert sum(map(len, data["train"]["tokens"])) == 203621
+    assert detect_tag_scheme(s["ner_tags"] for s in read_conll(shared_data / "conll2003" / "eng.testa")) == "IOB1"
+    assert detect_tag_scheme(data["validation"]["ner_tags"]) == "IOB2"
+    # The published entity counts of the dev set (Tjong Kim Sang & De Meulder, 2003, table 2).
+    counts = {}
+    for tags in data["validation"]["ner_tags"]:
+        for entity_type, _, _ in get_entities(tags):
+            counts[entity_type] = counts.get(entity_type, 0) + 1
+    assert counts == {"LOC": 1837, "MISC": 922, "ORG": 1341, "PER": 1842}
+
+
+def test_unseen_label_at_evaluation_is_a_clear_error(tmp_path):
+    (tmp_path / "train").write_text("EU NNP I-NP I-ORG\nrejects VBZ I-VP O\n")
+    (tmp_path / "dev").write_text("EU NNP I-NP I-ORG\n\nPeter NNP I-NP O\nBlackburn NNP I-NP I-PER\n")
+    data = load_conll_dataset({"train": tmp_path / "train", "validation": tmp_path / "dev"})
+    labels = sort_labels(t for tags in data["train"]["ner_tags"] for t in tags)
+    assert labels == ["O", "B-ORG"]
+    label2id = {label: i for i, label in enumerate(labels)}
+    check_labels(data["train"], label2id, "train")
+    with pytest.raises(ValueError, match=rf"label 'B-PER' \({tmp_path / 'dev'}:4\).*training data never has"):
+        check_labels(data["validation"], label2id, "validation")
+
+
+def test_hub_style_dataset_with_class_label_ids(tmp_path):
+    names = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    features = Features({"id": Value("string"), "tokens": Sequence(Value("string")),
+                         "ner_tags": Sequence(ClassLabel(names=names))})
+    Dataset.from_dict({"id": ["0"], "tokens": [["Peter", "Blackburn", "in", "Kiev"]], "ner_tags": [[1, 2, 0, 3]]},
+                      features=features).to_parquet(tmp_path / "train.parquet")
+    data = load_hub_ner_dataset(str(tmp_path))
+    assert data["train"][0]["ner_tags"] == ["B-PER", "I-PER", "O", "B-LOC"]
+    assert load_hub_ner_dataset(str(tmp_path), tag_scheme="IOB1")["train"][0]["ner_tags"] == \
+        ["I-PER", "I-PER", "O", "I-LOC"]
+
+
+@pytest.fixture(scope="module")
+def wordpiece(tmp_path_factory):
+    from hf_ctx.tokenization_bert import train_wordpiece_tokenizer
+
+    text = tmp_path_factory.mktemp("text") / "text.txt"
+    text.write_text("the cat sat on the mat\nthe dog sat on the log\n" * 20)
+    return train_wordpiece_tokenizer([text], vocab_size=60, min_frequency=1, model_max_length=16)
+
+
+def test_first_subtoken_gets_the_label(wordpiece):
+    label2id = {"O": 0, "B-PER": 1, "I-PER": 2}
+    examples = {"tokens": [["the", "Thog", "dog"]], "ner_tags": [["O", "B-PER", "I-PER"]]}
+    encoded = encode_for_subwords(examples, wordpiece, label2id, max_length=16)
+    word_ids = wordpiece(examples["tokens"], is_split_into_words=True).word_ids(0)
+    assert word_ids[0] is None and word_ids[-1] is None and word_ids.count(1) > 1
+    expected, previous = [], None
+    for w in word_ids:
+        expected.append(-100 if w is None or w == previous else [0, 1, 2][w])
+        previous = w
+    assert encoded["labels"][0] == expected
+    assert sorted(set(encoded["labels"][0])) == [-100, 0, 1, 2]
+
+
+def test_long_sentences_are_split_and_merged_back_not_dropped(wordpiece, caplog):
+    long = ["the", "cat", "sat", "on", "the", "mat"] * 5  # 30 words, 1 sub-token each
+    data = Dataset.from_dict({"tokens": [long, ["the", "dog"]], "ner_tags": [["O"] * 30, ["O", "B-PER"]]})
+    with caplog.at_level(logging.WARNING):
+        pieces = split_long_sentences(data, subword_counts(wordpiece), budget=16 - 2)
+    assert "1 of 2 sentences are longer than the model allows" in caplog.text
+    assert [len(t) for t in pieces["tokens"]] == [14, 14, 2, 2]
+    assert pieces["sentence_id"] == [0, 0, 0, 1] and pieces["word_start"] == [0, 14, 28, 0]
+    label2id = {"O": 0, "B-PER": 1}
+    encoded = encode_for_subwords(pieces[:], wordpiece, label2id, max_length=16)
+    assert all(len(ids) <= 16 for ids in encoded["input_ids"])
+    merged = merge_split_predictions(pieces, pieces["ner_tags"])
+    assert merged == data["ner_tags"]
+
+
+def test_prediction_file_reads_back_as_conlleval_input(sample_file, tmp_path):
+    sentences = Dataset.from_list(read_conll(sample_file))
+    predicted = [["B-ORG", "O", "O", "O", "O"], ["B-PER", "I-PER"], ["B-LOC", "O"]]
+    out = tmp_path / "predictions.txt"
+    write_conll_predictions(out, sentences, predicted)
+    lines = out.read_text().split("\n")
+    assert lines[0] == "EU NNP I-NP I-ORG B-ORG"
+    assert lines[5] == "" and lines[6] == "Peter NNP I-NP I-PER B-PER"
+    back = read_conll(out, num_columns=5)
+    assert [s["ner_tags"] for s in back] == predicted
+    assert [s["column_3"] for s in back] == sentences["ner_tags"]
+    with pytest.raises(ValueError, match="sentence 1 has 2 words but 1 predictions"):
+        write_conll_predictions(out, sentences, [predicted[0], ["O"], predicted[2]])
+
+
+# --- the seqeval metric module --------------------------------------------------------------------------
+
+
+def test_seqeval_metric_by_hand():
+    metric = load_metric("seqeval")
+    references = [["B-PER", "I-PER", "O", "B-LOC"], ["B-ORG", "O", "B-PER"]]
+    predictions = [["B-PER", "I-PER", "O", "B-ORG"], ["B-ORG", "O", "B-PER"]]
+    # Gold entities: PER x2, LOC, ORG; predicted: PER x2 (right), ORG x2 (one right). 3 of 4 right each way.
+    scores = metric.compute(predictions=predictions, references=references)
+    assert scores["overall_precision"] == pytest.approx(3 / 4)
+    assert scores["overall_recall"] == pytest.approx(3 / 4)
+    assert scores["overall_f1"] == pytest.approx(3 / 4)
+    assert scores["overall_accuracy"] == pytest.approx(6 / 7)
+    assert scores["PER"] == {"precision": 1.0, "recall": 1.0, "f1": 1.0, "number": 2}
+    assert scores["ORG"]["precision"] == pytest.approx(0.5) and scores["ORG"]["recall"] == 1.0
+    assert scores["LOC"]["recall"] == 0.0 and scores["LOC"]["number"] == 1
+    # A boundary error is a miss, and IOB1 input is read like conlleval reads it.
+    scores = metric.compute(predictions=[["I-PER", "I-PER", "O"]], references=[["B-PER", "O", "O"]])
+    assert scores["overall_f1"] == 0.0
+    assert metric.compute(predictions=[["I-PER", "B-PER"]], references=[["B-PER", "B-PER"]])["overall_f1"] == 1.0
+
+
+def test_seqeval_metric_rejects_mismatched_lengths():
+    metric = load_metric("seqeval")
+    with pytest.raises(ValueError, match="sentence 0 has 1 predicted tags but 2 gold tags"):
+        metric.compute(predictions=[["O"]], references=[["O", "O"]])

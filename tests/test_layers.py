@@ -1,0 +1,261 @@
+"""The shared layers against plain references written out here: highway, character CNN, the LSTM with projection
+and clipping (per-step numpy reference, cuDNN-path equivalence, gradients), the biLSTM stack's masking, the
+scalar mix and the sampled softmax."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch.nn import functional as F
+
+from hf_ctx.layers import (
+    CharacterCNN,
+    Highway,
+    LstmCellWithProjection,
+    ProjectedLstm,
+    ScalarMix,
+    WordSoftmax,
+    lstm_with_projection_scan,
+    reverse_padded_sequences,
+    run_lstms_with_projection,
+    run_packed_rnn,
+)
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def reference_lstm(x, weight_ih, weight_hh, bias, weight_hr, cell_clip, proj_clip):
+    """A plain per-step LSTM with projection and clipping in float64 numpy: x (T, I) -> (T, P)."""
+    cell_size = weight_hh.shape[0] // 4
+    h = np.zeros(weight_hh.shape[1])
+    c = np.zeros(cell_size)
+    outputs = []
+    for x_t in x:
+        z = weight_ih @ x_t + weight_hh @ h + bias
+        i, f, g, o = (z[k * cell_size : (k + 1) * cell_size] for k in range(4))
+        c = sigmoid(f) * c + sigmoid(i) * np.tanh(g)
+        if cell_clip is not None:
+            c = np.clip(c, -cell_clip, cell_clip)
+        h = sigmoid(o) * np.tanh(c)
+        if weight_hr is not None:
+            h = weight_hr @ h
+            if proj_clip is not None:
+                h = np.clip(h, -proj_clip, proj_clip)
+        outputs.append(h)
+    return np.stack(outputs)
+
+
+def cell_weights(cell):
+    to_np = lambda t: None if t is None else t.detach().double().numpy()  # noqa: E731
+    return to_np(cell.weight_ih), to_np(cell.weight_hh), to_np(cell.bias), to_np(cell.weight_hr)
+
+
+def randomize(module, scale=0.5):
+    with torch.no_grad():
+        for p in module.parameters():
+            p.uniform_(-scale, scale)
+    return module
+
+
+def test_highway_is_gated_mix_of_relu_transform_and_input():
+    highway = randomize(Highway(5, num_layers=2))
+    x = torch.randn(3, 5)
+    expected = x
+    for layer in highway.layers:
+        w, b = layer.weight, layer.bias
+        transform = torch.relu(expected @ w[:5].T + b[:5])
+        gate = torch.sigmoid(expected @ w[5:].T + b[5:])
+        expected = gate * transform + (1 - gate) * expected
+    torch.testing.assert_close(highway(x), expected)
+    assert torch.equal(Highway(5, num_layers=0)(x), x)
+
+
+@pytest.mark.parametrize("output_dim", [6, 12])  # 12 = number of filters: no projection, as in bilm-tf
+def test_character_cnn_matches_explicit_convolutions(output_dim):
+    filters = [[1, 4], [3, 8]]
+    cnn = randomize(CharacterCNN(262, 3, filters, n_highway=1, output_dim=output_dim, activation="tanh"))
+    assert (cnn.projection is None) == (output_dim == 12)
+    ids = torch.randint(1, 262, (2, 4, 7))
+    out = cnn(ids)
+    assert out.shape == (2, 4, output_dim)
+
+    embedded = cnn.char_embeddings.weight[ids.view(-1, 7)]  # (N, 7, 3)
+    pooled = []
+    for (width, _), conv in zip(filters, cnn.convolutions):
+        windows = torch.stack([embedded[:, s : s + width] for s in range(7 - width + 1)], dim=1)  # (N, S, w, 3)
+        scores = torch.einsum("nswe,kew->nsk", windows, conv.weight) + conv.bias
+        pooled.append(torch.tanh(scores.max(dim=1).values))
+    expected = cnn.highway(torch.cat(pooled, dim=-1))
+    if cnn.projection is not None:
+        expected = cnn.projection(expected)
+    torch.testing.assert_close(out, expected.view(2, 4, output_dim), atol=1e-5, rtol=1e-5)
+
+
+def test_character_padding_id_embeds_to_zero():
+    cnn = CharacterCNN(262, 3, [[1, 2]], n_highway=0, output_dim=2)
+    assert torch.equal(cnn.char_embeddings.weight[0], torch.zeros(3))
+
+
+@pytest.mark.parametrize("projection_size", [3, 6])  # 6 = cell size: no projection
+def test_clipped_lstm_matches_per_step_reference(projection_size):
+    torch.manual_seed(0)
+    cell = randomize(LstmCellWithProjection(4, 6, projection_size, cell_clip=0.5, proj_clip=0.3), scale=1.5)
+    x = torch.randn(2, 7, 4) * 2
+    out = cell(x)
+    reference = [reference_lstm(x[b].double().numpy(), *cell_weights(cell), 0.5, 0.3) for b in range(2)]
+    np.testing.assert_allclose(out.detach().double().numpy(), np.stack(reference), atol=1e-5)
+    # The test means something only if clipping happened: without it the outputs differ.
+    unclipped = np.stack([reference_lstm(x[b].double().numpy(), *cell_weights(cell), None, None) for b in range(2)])
+    assert np.abs(unclipped - np.stack(reference)).max() > 1e-2
+
+
+def test_unclipped_lstm_uses_nn_lstm_and_equals_the_step_path():
+    cell = randomize(LstmCellWithProjection(4, 6, 3))
+    assert not cell.clipped
+    x = torch.randn(2, 5, 4, requires_grad=True)
+    fast = cell(x)
+    gates_x = (F.linear(x, cell.weight_ih, cell.bias)).transpose(0, 1).unsqueeze(1)  # (T, 1, B, 4H)
+    stepped = lstm_with_projection_scan(gates_x, cell.weight_hh[None], cell.weight_hr[None])[:, 0].transpose(0, 1)
+    torch.testing.assert_close(fast, stepped, atol=1e-6, rtol=1e-5)
+    # Same as nn.LSTM itself with these weights.
+    reference = torch.nn.LSTM(4, 6, batch_first=True, proj_size=3)
+    with torch.no_grad():
+        for name, value in [("weight_ih_l0", cell.weight_ih), ("weight_hh_l0", cell.weight_hh),
+                            ("bias_ih_l0", cell.bias), ("bias_hh_l0", torch.zeros(24)), ("weight_hr_l0", cell.weight_hr)]:
+            getattr(reference, name).copy_(value)
+    torch.testing.assert_close(fast, reference(x)[0])
+    grads_fast = torch.autograd.grad(fast.square().sum(), [x, *cell.parameters()])
+    grads_step = torch.autograd.grad(stepped.square().sum(), [x, *cell.parameters()])
+    for a, b in zip(grads_fast, grads_step):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+
+
+def test_directions_run_together_equal_each_alone_with_gradients():
+    cells = [randomize(LstmCellWithProjection(4, 6, 3, cell_clip=0.5, proj_clip=0.5), 1.0) for _ in range(2)]
+    inputs = [torch.randn(2, 5, 4, requires_grad=True) for _ in range(2)]
+    together = run_lstms_with_projection(cells, inputs)
+    alone = [cell(x) for cell, x in zip(cells, inputs)]
+    params = [p for cell in cells for p in cell.parameters()]
+    for a, b in zip(together, alone):
+        torch.testing.assert_close(a, b)
+    grads_together = torch.autograd.grad(sum(t.sum() for t in together), inputs + params)
+    grads_alone = torch.autograd.grad(sum(t.sum() for t in alone), inputs + params)
+    for a, b in zip(grads_together, grads_alone):
+        torch.testing.assert_close(a, b)
+
+
+def test_reverse_padded_sequences():
+    x = torch.arange(8).view(2, 4, 1)
+    reversed_ = reverse_padded_sequences(x, torch.tensor([3, 0]))
+    assert reversed_[..., 0].tolist() == [[2, 1, 0, 3], [4, 5, 6, 7]]
+    assert torch.equal(reverse_padded_sequences(reversed_, torch.tensor([3, 0])), x)
+
+
+@pytest.mark.parametrize("clip", [None, 0.4])  # cuDNN path and clipped path
+def test_bilstm_stack_padding_never_leaks_and_backward_reads_right_to_left(clip):
+    torch.manual_seed(0)
+    stack = randomize(ProjectedLstm(3, 5, 3, num_layers=2, cell_clip=clip, proj_clip=clip), 1.0).eval()
+    lengths = [4, 2, 1]
+    x = torch.randn(3, 4, 3)
+    mask = torch.arange(4)[None] < torch.tensor(lengths)[:, None]
+    x = x * mask[..., None]
+    batched = stack(x, mask)
+    for b, n in enumerate(lengths):
+        alone = stack(x[b : b + 1, :n], mask[b : b + 1, :n])
+        for layer_batched, layer_alone in zip(batched, alone):
+            torch.testing.assert_close(layer_batched[b, :n], layer_alone[0], atol=1e-6, rtol=1e-5)
+            assert (layer_batched[b, n:] == 0).all()
+    # Layer 1 by hand: the forward stack reads x left to right, the backward stack reads it right to left.
+    n = lengths[0]
+    sequence = x[0, :n].double().numpy()
+    forward = reference_lstm(sequence, *cell_weights(stack.forward_layers[0]), clip, clip)
+    backward = reference_lstm(sequence[::-1], *cell_weights(stack.backward_layers[0]), clip, clip)[::-1]
+    np.testing.assert_allclose(batched[0][0, :n].detach().numpy(), np.concatenate([forward, backward], -1), atol=1e-5)
+    # Layer 2 adds its input (skip connection).
+    second_forward = reference_lstm(forward, *cell_weights(stack.forward_layers[1]), clip, clip) + forward
+    np.testing.assert_allclose(batched[1][0, :n, :3].detach().numpy(), second_forward, atol=1e-5)
+
+
+def test_bilstm_stack_zero_length_rows_are_zero_not_nan():
+    stack = ProjectedLstm(3, 5, 3, num_layers=2, cell_clip=3.0, proj_clip=3.0)
+    mask = torch.tensor([[True, True], [False, False]])
+    outputs = stack(torch.randn(2, 2, 3) * mask[..., None], mask)
+    for layer in outputs:
+        assert torch.isfinite(layer).all()
+        assert (layer[1] == 0).all()
+
+
+def test_scalar_mix_is_gamma_times_softmax_weighted_sum():
+    mix = ScalarMix(3)
+    with torch.no_grad():
+        mix.scalar_parameters.copy_(torch.tensor([0.1, -0.5, 2.0]))
+        mix.gamma.fill_(1.7)
+    tensors = [torch.randn(2, 4, 5) for _ in range(3)]
+    weights = np.exp([0.1, -0.5, 2.0]) / np.exp([0.1, -0.5, 2.0]).sum()
+    expected = 1.7 * sum(float(w) * t for w, t in zip(weights, tensors))
+    torch.testing.assert_close(mix(tensors), expected)
+
+
+def test_scalar_mix_layer_norm_uses_only_unmasked_positions():
+    mix = ScalarMix(2, do_layer_norm=True)
+    mask = torch.tensor([[1, 1, 0], [1, 0, 0]]).bool()
+    tensors = [torch.randn(2, 3, 4) for _ in range(2)]
+    out = mix(tensors, mask)
+    expected = 0
+    for t in tensors:
+        values = t[mask]  # (3, 4): the unmasked positions
+        normalised = (t - values.mean()) / torch.sqrt(values.var(unbiased=False) + 1e-12)
+        expected = expected + 0.5 * normalised
+    torch.testing.assert_close(out[mask], expected[mask], atol=1e-5, rtol=1e-5)
+    assert (out[~mask] == 0).all()
+    all_masked = mix(tensors, torch.zeros(2, 3, dtype=torch.bool))
+    assert torch.isfinite(all_masked).all() and (all_masked == 0).all()
+
+
+def test_full_softmax_loss_is_cross_entropy_and_skips_ignored():
+    softmax = randomize(WordSoftmax(4, 10))
+    hidden, targets = torch.randn(6, 4), torch.tensor([1, 2, -100, 9, 0, -100])
+    keep = targets != -100
+    expected = F.cross_entropy(hidden[keep] @ softmax.weight.T + softmax.bias, targets[keep])
+    torch.testing.assert_close(softmax.loss(hidden, targets), expected)
+    assert softmax.loss(hidden, torch.full((6,), -100)).item() == 0.0
+
+
+def test_sampled_softmax_loss_matches_its_definition(monkeypatch):
+    softmax = randomize(WordSoftmax(4, 50, num_sampled=5)).train()
+    sampled = torch.tensor([0, 3, 3, 7, 40])
+    monkeypatch.setattr(WordSoftmax, "sample_log_uniform", staticmethod(lambda n, v, device: sampled))
+    hidden, targets = torch.randn(3, 4), torch.tensor([3, 12, -100])
+
+    def log_q(k):  # log of the expected count of word k among 5 log-uniform draws
+        return math.log(5 * math.log((k + 2) / (k + 1)) / math.log(51))
+
+    losses = []
+    for h, t in zip(hidden[:2], targets[:2].tolist()):
+        true = float(h @ softmax.weight[t] + softmax.bias[t]) - log_q(t)
+        others = [float(h @ softmax.weight[s] + softmax.bias[s]) - log_q(s) for s in sampled.tolist() if s != t]
+        losses.append(math.log(sum(math.exp(v) for v in [true, *others])) - true)  # accidental hits removed
+    assert softmax.loss(hidden, targets).item() == pytest.approx(sum(losses) / 2, rel=1e-5)
+    softmax.eval()  # evaluation: the full softmax
+    torch.testing.assert_close(softmax.loss(hidden, targets), F.cross_entropy(softmax(hidden[:2]), targets[:2]))
+
+
+def test_log_uniform_sampler_follows_zipf():
+    torch.manual_seed(0)
+    draws = WordSoftmax.sample_log_uniform(200_000, 100, "cpu")
+    assert draws.min() >= 0 and draws.max() < 100
+    observed = torch.bincount(draws, minlength=100).double() / draws.numel()
+    expected = torch.tensor([math.log((k + 2) / (k + 1)) / math.log(101) for k in range(100)], dtype=torch.double)
+    torch.testing.assert_close(observed, expected, atol=4e-3, rtol=0)
+
+
+def test_run_packed_rnn_handles_empty_rows():
+    rnn = torch.nn.GRU(3, 2, batch_first=True, bidirectional=True)
+    x = torch.randn(2, 3, 3)
+    out = run_packed_rnn(rnn, x, torch.tensor([2, 0]))
+    alone, _ = rnn(x[:1, :2])
+    torch.testing.assert_close(out[0, :2], alone[0])
+    assert (out[0, 2:] == 0).all() and (out[1] == 0).all()

@@ -1,0 +1,267 @@
+"""ELMo models: layer outputs and their alignment with the words, masking (padding, empty sentences), the biLM
+targets and losses (checked by hand and by causality), sampled softmax, presets, Auto classes, task heads, bad
+input."""
+
+import math
+
+import pytest
+import torch
+from torch.nn import functional as F
+from transformers import AutoModel, AutoModelForPreTraining, AutoModelForTokenClassification
+
+import hf_ctx  # noqa: F401  (registers the Auto classes)
+from hf_ctx import (
+    ElmoConfig,
+    ElmoForBiLM,
+    ElmoForSequenceClassification,
+    ElmoForTokenClassification,
+    ElmoModel,
+    ElmoTokenizer,
+)
+
+VOCAB = ["<S>", "</S>", "<UNK>", "the", "cat", "sat", "on", "mat", "a", "dog"]
+SENTENCES = ["the cat sat on the mat", "a dog", "", "the dog sat"]
+
+
+def tiny_config(**overrides):
+    fields = dict(char_cnn={"filters": [[1, 4], [2, 6], [3, 6]], "embedding": {"dim": 4}, "n_highway": 1},
+                  lstm={"dim": 12, "projection_dim": 5, "n_layers": 2, "cell_clip": 3.0, "proj_clip": 3.0},
+                  vocab_size=len(VOCAB), dropout=0.0, task_hidden_size=4, classifier_dropout=0.0)
+    for section in ("char_cnn", "lstm"):
+        fields[section].update(overrides.pop(section, {}))
+    fields.update(overrides)
+    return ElmoConfig(**fields)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return ElmoTokenizer(vocab=VOCAB)
+
+
+@pytest.fixture
+def batch(tokenizer):
+    return tokenizer(SENTENCES, padding=True, return_tensors="pt")
+
+
+def test_hidden_states_one_per_word_per_layer(batch):
+    model = ElmoModel(tiny_config()).eval()
+    out = model(batch["input_ids"], batch["attention_mask"], output_hidden_states=True)
+    assert len(out.hidden_states) == 3
+    assert all(h.shape == (4, 6, 10) for h in out.hidden_states)
+    assert torch.equal(out.last_hidden_state, out.hidden_states[-1])
+    token_layer = out.hidden_states[0]
+    assert torch.equal(token_layer[..., :5], token_layer[..., 5:])  # the token layer, twice
+    assert model(batch["input_ids"], batch["attention_mask"]).hidden_states is None
+
+
+@pytest.mark.parametrize("clip", [3.0, None])  # clipped path, fused-LSTM path
+def test_padding_and_empty_sentences_change_nothing(tokenizer, batch, clip):
+    model = ElmoModel(tiny_config(lstm={"cell_clip": clip, "proj_clip": clip})).eval()
+    together = model(**batch, output_hidden_states=True).hidden_states
+    for i, sentence in enumerate(SENTENCES):
+        n = len(sentence.split())
+        for layer in together:
+            assert torch.isfinite(layer).all()
+            assert (layer[i, n:] == 0).all()
+        if n:
+            alone = model(**tokenizer([sentence], return_tensors="pt"), output_hidden_states=True).hidden_states
+            for layer_together, layer_alone in zip(together, alone):
+                torch.testing.assert_close(layer_together[i, :n], layer_alone[0], atol=1e-6, rtol=1e-5)
+    all_padding = model(torch.zeros(2, 3, 50, dtype=torch.long), output_hidden_states=True).hidden_states
+    assert all((layer == 0).all() for layer in all_padding)
+
+
+def test_sentence_boundaries_are_added_inside_the_model(tokenizer):
+    """The words' vectors are those the biLM gives them inside <S> ... </S> (the tokenizer encodes these literal
+    words with the boundary characters)."""
+    model = ElmoModel(tiny_config()).eval()
+    words = tokenizer(["the cat sat"], return_tensors="pt")
+    out = model(**words, output_hidden_states=True).hidden_states
+    bounded = tokenizer(["<S> the cat sat </S>"], return_tensors="pt")["input_ids"]
+    tokens = model.char_cnn(bounded)
+    layers = [torch.cat([tokens, tokens], -1)] + model.encoder(tokens, torch.ones(1, 5, dtype=torch.bool))
+    for layer, expected in zip(out, layers):
+        torch.testing.assert_close(layer, expected[:, 1:-1])
+
+
+def test_bilm_loss_predicts_next_and_previous_words(tokenizer, batch):
+    model = ElmoForBiLM(tiny_config()).eval()
+    out = model(**batch, return_logits=True)
+    bos, eos = VOCAB.index("<S>"), VOCAB.index("</S>")
+    forward_nll, backward_nll = [], []
+    for i, sentence in enumerate(SENTENCES):
+        ids = [VOCAB.index(w) for w in sentence.split()]
+        n = len(ids)
+        forward_nll.append(F.cross_entropy(out.forward_logits[i, : n + 1], torch.tensor(ids + [eos]), reduction="none"))
+        backward_nll.append(F.cross_entropy(out.backward_logits[i, : n + 1], torch.tensor([bos] + ids), reduction="none"))
+        assert (out.forward_logits[i, n + 1 :] == 0).all()
+    forward_loss, backward_loss = torch.cat(forward_nll).mean(), torch.cat(backward_nll).mean()
+    torch.testing.assert_close(out.forward_loss, forward_loss)
+    torch.testing.assert_close(out.backward_loss, backward_loss)
+    torch.testing.assert_close(out.loss, (forward_loss + backward_loss) / 2)
+    assert out.loss.item() == pytest.approx(math.log(len(VOCAB)), rel=0.2)  # untrained: near uniform
+
+
+def test_each_direction_sees_only_its_side(tokenizer):
+    """Changing word 3 of 5 changes the forward predictions made after reading it and the backward predictions
+    made before reaching it (right to left), nothing else."""
+    model = ElmoForBiLM(tiny_config()).eval()
+    a = model(**tokenizer(["the cat sat on mat"], return_tensors="pt"), return_logits=True)
+    b = model(**tokenizer(["the cat dog on mat"], return_tensors="pt"), return_logits=True)
+    forward_changed = (a.forward_logits - b.forward_logits).abs().amax(-1)[0] > 1e-6
+    backward_changed = (a.backward_logits - b.backward_logits).abs().amax(-1)[0] > 1e-6
+    # Tokens are [<S>, w1 ... w5, </S>]: forward row i predicts token i+1 from tokens 0..i; backward row i
+    # predicts token i from tokens i+1 .. 6. w3 is token 3.
+    assert forward_changed.tolist() == [False, False, False, True, True, True]
+    assert backward_changed.tolist() == [True, True, True, False, False, False]
+
+
+def test_loss_of_a_padded_batch_is_the_mean_over_its_predictions(tokenizer, batch):
+    model = ElmoForBiLM(tiny_config()).eval()
+    together = model(**batch)
+    totals, count = torch.zeros(2), 0
+    for sentence in SENTENCES:
+        alone = model(**tokenizer([sentence], padding=True, return_tensors="pt"))
+        predictions = len(sentence.split()) + 1
+        totals += torch.stack([alone.forward_loss, alone.backward_loss]) * predictions
+        count += predictions
+    torch.testing.assert_close(torch.stack([together.forward_loss, together.backward_loss]), totals / count)
+
+
+def test_separate_softmaxes_when_not_shared(batch):
+    model = ElmoForBiLM(tiny_config(share_softmax=False)).eval()
+    out = model(**batch, return_logits=True, output_hidden_states=True)
+    top = out.hidden_states[-1]  # backward row i reads word i's backward state (i < sentence length)
+    torch.testing.assert_close(out.backward_logits[0, :6], model.backward_softmax(top[0, :, 5:]))
+    torch.testing.assert_close(out.forward_logits[0, 1:7], model.softmax(top[0, :, :5]))
+    assert not torch.allclose(out.backward_logits[0, :6], model.softmax(top[0, :, 5:]))
+
+
+def test_sampled_softmax_trains_and_evaluates_with_the_full_softmax(batch):
+    torch.manual_seed(0)
+    model = ElmoForBiLM(tiny_config(num_sampled=4, dropout=0.1))
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.02)
+    model.eval()
+    before = model(**batch).loss.item()
+    model.train()
+    for _ in range(30):
+        loss = model(**batch).loss
+        assert torch.isfinite(loss)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    after = model(**batch).loss.item()
+    assert after < 0.9 * before
+
+
+@pytest.mark.parametrize("clip", [3.0, None])
+def test_bilm_compiles_as_one_graph(batch, clip):
+    """No graph breaks, so `torch.compile` (e.g. `Trainer --torch_compile`) fuses each LSTM step's elementwise work."""
+    model = ElmoForBiLM(tiny_config(lstm={"cell_clip": clip, "proj_clip": clip}))
+    compiled = torch.compile(model, backend="eager", fullgraph=True)
+    torch.testing.assert_close(compiled(**batch).loss, model(**batch).loss)
+
+
+def test_presets_match_the_published_models():
+    original = ElmoConfig.from_preset("original")
+    assert original.lstm["dim"] == 4096 and original.projection_dim == 512 and original.char_cnn["n_highway"] == 2
+    assert sum(n for _, n in original.char_cnn["filters"]) == 2048 and original.lstm["cell_clip"] == 3
+    small = ElmoConfig.from_preset("small", lstm={"n_layers": 1})
+    assert (small.lstm["dim"], small.projection_dim, small.char_cnn["n_highway"], small.lstm["n_layers"]) == (1024, 128, 1, 1)
+    with torch.device("meta"):
+        model = ElmoModel(original)
+    # AllenNLP's model page: the original ELMo has 93.6M parameters.
+    assert round(model.num_parameters() / 1e6, 1) == 93.6
+
+
+def test_config_errors_name_the_field():
+    with pytest.raises(ValueError, match="n_characters"):
+        ElmoConfig(char_cnn={"n_characters": 261})
+    with pytest.raises(ValueError, match="projection_dim"):
+        ElmoConfig(lstm={"dim": 8, "projection_dim": 16})
+    with pytest.raises(ValueError, match="unknown lstm option 'hidden'"):
+        ElmoConfig(lstm={"hidden": 8})
+    with pytest.raises(ValueError, match="activation"):
+        ElmoConfig(char_cnn={"activation": "gelu"})
+    with pytest.raises(ValueError, match="cell_clip"):
+        ElmoConfig(lstm={"cell_clip": -1})
+    with pytest.raises(ValueError, match="eos_token_id"):
+        ElmoConfig(vocab_size=1)
+    with pytest.raises(ValueError, match="unknown ELMo preset"):
+        ElmoConfig.from_preset("huge")
+    with pytest.raises(ValueError, match="vocab_size"):
+        ElmoForBiLM(tiny_config(vocab_size=None))
+
+
+def test_bad_input_is_a_clear_error(batch):
+    model = ElmoForBiLM(tiny_config()).eval()
+    with pytest.raises(ValueError, match=r"shape \(batch, words, 50\)"):
+        model(input_ids=batch["input_ids"][..., :40])
+    bad_chars = batch["input_ids"].clone()
+    bad_chars[0, 0, 3] = 300
+    with pytest.raises(ValueError, match="character id 300"):
+        model(input_ids=bad_chars)
+    holes = batch["attention_mask"].clone()
+    holes[0, 1] = 0
+    with pytest.raises(ValueError, match="right padding"):
+        model(input_ids=batch["input_ids"], attention_mask=holes)
+    with pytest.raises(ValueError, match="character ids are all 0"):
+        model(input_ids=batch["input_ids"], attention_mask=torch.ones_like(batch["attention_mask"]))
+    words = batch["input_word_ids"].clone()
+    words[0, 0] = len(VOCAB)
+    with pytest.raises(ValueError, match="outside the word vocabulary"):
+        model(**{**batch, "input_word_ids": words})
+    with pytest.raises(ValueError, match="integer"):
+        model(input_ids=batch["input_ids"].float())
+
+
+def test_auto_classes_round_trip(tmp_path, tokenizer, batch):
+    model = ElmoForBiLM(tiny_config()).eval()
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    assert {"layers.py", "tokenization_elmo.py", "configuration_elmo.py"} <= {p.name for p in tmp_path.iterdir()}
+    reloaded = AutoModelForPreTraining.from_pretrained(tmp_path)
+    assert isinstance(reloaded, ElmoForBiLM)
+    torch.testing.assert_close(reloaded(**batch).loss, model(**batch).loss)
+    bilm = AutoModel.from_pretrained(tmp_path)
+    assert isinstance(bilm, ElmoModel)
+    torch.testing.assert_close(bilm(**batch).last_hidden_state, model.elmo(**batch).last_hidden_state)
+    tagger = AutoModelForTokenClassification.from_pretrained(tmp_path, num_labels=3)
+    assert isinstance(tagger, ElmoForTokenClassification)
+    torch.testing.assert_close(tagger.elmo.char_cnn.projection.weight, model.elmo.char_cnn.projection.weight)
+
+
+def test_task_models_keep_the_bilm_frozen_and_train_the_rest(batch):
+    torch.manual_seed(0)
+    model = ElmoForTokenClassification(tiny_config(num_labels=3))
+    frozen = {name: p.clone() for name, p in model.elmo.named_parameters()}
+    assert not any(p.requires_grad for p in model.elmo.parameters())
+    model.train()
+    assert not model.elmo.training  # a frozen biLM uses no dropout
+    mask = batch["attention_mask"].bool()
+    labels = torch.randint(0, 3, mask.shape).masked_fill(~mask, -100)
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=0.05)
+    first = None
+    for _ in range(40):
+        out = model(**batch, labels=labels)
+        first = first if first is not None else out.loss.item()
+        optimizer.zero_grad()
+        out.loss.backward()
+        optimizer.step()
+    assert out.loss.item() < first / 2
+    assert out.logits.shape == (4, 6, 3)
+    assert all(torch.equal(p, frozen[name]) for name, p in model.elmo.named_parameters())
+    assert model.scalar_mix.scalar_parameters.grad is not None
+
+
+def test_sequence_classification_pools_words_and_handles_empty_sentences(batch):
+    model = ElmoForSequenceClassification(tiny_config(num_labels=2, scalar_mix_layer_norm=True)).eval()
+    out = model(**batch, labels=torch.tensor([0, 1, 1, 0]))
+    assert out.logits.shape == (4, 2) and torch.isfinite(out.logits).all() and torch.isfinite(out.loss)
+    torch.testing.assert_close(out.loss, F.cross_entropy(out.logits, torch.tensor([0, 1, 1, 0])))
+    regression = ElmoForSequenceClassification(tiny_config(num_labels=1, task_hidden_size=0)).eval()
+    out = regression(**batch, labels=torch.tensor([0.5, 1.0, 0.0, 2.0]))
+    torch.testing.assert_close(out.loss, F.mse_loss(out.logits.squeeze(-1), torch.tensor([0.5, 1.0, 0.0, 2.0])))
+    unfrozen = ElmoForSequenceClassification(tiny_config(num_labels=2, freeze_bilm=False))
+    assert all(p.requires_grad for p in unfrozen.elmo.parameters())

@@ -1,0 +1,282 @@
+"""TagLM: shapes and masking, the CRF loss and decoding it exposes, bad input, learning, saving, word vectors."""
+
+import pytest
+import torch
+from transformers import AutoModelForTokenClassification
+
+from hf_ctx import TagLMConfig, TagLMForTokenClassification
+
+LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+
+
+def char_ids(words, width=50):
+    """ELMo's character encoding written out: begin-of-word 259, UTF-8 bytes + 1, end-of-word 260, padding 261."""
+    rows = []
+    for word in words:
+        ids = [259] + [b + 1 for b in word.encode("utf-8")[: width - 2]] + [260]
+        rows.append(ids + [261] * (width - len(ids)))
+    return rows
+
+
+def batch(sentences, vocab):
+    """(input_ids, attention_mask, input_word_ids) for lists of words, padded with zeros."""
+    width = max(len(s) for s in sentences)
+    input_ids = torch.zeros(len(sentences), width, 50, dtype=torch.long)
+    mask = torch.zeros(len(sentences), width, dtype=torch.long)
+    word_ids = torch.zeros(len(sentences), width, dtype=torch.long)
+    for i, words in enumerate(sentences):
+        input_ids[i, : len(words)] = torch.tensor(char_ids(words))
+        mask[i, : len(words)] = 1
+        word_ids[i, : len(words)] = torch.tensor([vocab.get(w, 1) for w in words])
+    return input_ids, mask, word_ids
+
+
+def tiny_config(**overrides):
+    fields = dict(vocab_size=30, word_embedding_dim=8, char_embedding_dim=6, char_cnn_filters=7, char_rnn_hidden_size=5,
+                  rnn_hidden_size=9, dropout=0.0, id2label=dict(enumerate(LABELS)), tag_scheme="BIO")
+    fields.update(overrides)
+    return TagLMConfig(**fields)
+
+
+SENTENCES = [["Peter", "lives", "in", "Paris"], ["Anna", "Smith", "left"], ["Rome"]]
+VOCAB = {w: i + 2 for i, w in enumerate(sorted({w for s in SENTENCES for w in s}))}
+
+
+@pytest.mark.parametrize("char_representation", ["cnn", "gru"])
+@pytest.mark.parametrize("rnn_type", ["gru", "lstm"])
+def test_padding_does_not_change_a_sentence(char_representation, rnn_type):
+    model = TagLMForTokenClassification(tiny_config(char_representation=char_representation, rnn_type=rnn_type)).eval()
+    input_ids, mask, word_ids = batch(SENTENCES, VOCAB)
+    together = model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids).logits
+    assert together.shape == (3, 4, len(LABELS))
+    for i, words in enumerate(SENTENCES):
+        alone = model(*[t[i : i + 1, : len(words)] for t in (input_ids, mask)],
+                      input_word_ids=word_ids[i : i + 1, : len(words)]).logits
+        torch.testing.assert_close(together[i : i + 1, : len(words)], alone, atol=1e-5, rtol=1e-5)
+        assert (together[i, len(words):] == 0).all()
+
+
+def test_loss_is_crf_nll_and_logits_decode_to_viterbi():
+    model = TagLMForTokenClassification(tiny_config()).eval()
+    input_ids, mask, word_ids = batch(SENTENCES, VOCAB)
+    labels = torch.tensor([[1, 0, 0, 3], [1, 2, 0, -100], [3, -100, -100, -100]])
+    captured = {}
+    model.classifier.register_forward_hook(lambda module, args, output: captured.update(emissions=output))
+    out = model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids, labels=labels)
+    emissions = captured["emissions"]
+    expected = -model.crf(emissions, labels, mask).mean()
+    torch.testing.assert_close(out.loss, expected)
+    viterbi, _ = model.crf.viterbi_decode(emissions, mask)
+    predicted = out.logits.argmax(-1).masked_fill(~mask.bool(), -100)
+    assert torch.equal(predicted, viterbi)
+
+
+def test_attention_mask_defaults_to_the_non_padding_words():
+    model = TagLMForTokenClassification(tiny_config()).eval()
+    input_ids, mask, word_ids = batch(SENTENCES, VOCAB)
+    with_mask = model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids).logits
+    without = model(input_ids=input_ids, input_word_ids=word_ids).logits
+    torch.testing.assert_close(with_mask, without)
+
+
+def test_bad_inputs_raise_clear_errors():
+    model = TagLMForTokenClassification(tiny_config())
+    input_ids, mask, word_ids = batch(SENTENCES, VOCAB)
+    with pytest.raises(ValueError, match=r"character ids of shape \(batch, words, 50\)"):
+        model(input_ids=input_ids[:, :, :20], attention_mask=mask, input_word_ids=word_ids)
+    with pytest.raises(ValueError, match=r"input_word_ids contains 30, outside \[0, 30\)"):
+        model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids.masked_fill(word_ids == 2, 30))
+    with pytest.raises(ValueError, match=r"input_ids contains 262"):
+        model(input_ids=input_ids.masked_fill(input_ids == 259, 262), input_word_ids=word_ids)
+    with pytest.raises(ValueError, match="needs input_word_ids"):
+        model(input_ids=input_ids, attention_mask=mask)
+    with pytest.raises(ValueError, match="labels has shape"):
+        model(input_ids=input_ids, input_word_ids=word_ids, labels=torch.zeros(3, 2, dtype=torch.long))
+    with pytest.raises(ValueError, match="every word a tag"):
+        model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids,
+              labels=torch.full((3, 4), -100))
+    with pytest.raises(ValueError, match="prefix"):
+        model(input_ids=input_ids, attention_mask=torch.tensor([[0, 1, 1, 1]] * 3), input_word_ids=word_ids)
+
+
+def test_config_validation_names_the_field():
+    with pytest.raises(ValueError, match="char_representation"):
+        TagLMConfig(char_representation="lstm")
+    with pytest.raises(ValueError, match="rnn_type"):
+        TagLMConfig(rnn_type="transformer")
+    with pytest.raises(ValueError, match="rnn_hidden_size must be a positive integer, got 0"):
+        TagLMConfig(rnn_hidden_size=0)
+    with pytest.raises(ValueError, match="tag_scheme"):
+        TagLMConfig(tag_scheme="BILOU2")
+    with pytest.raises(ValueError, match="prefix 'E'"):  # labels the scheme cannot constrain
+        TagLMForTokenClassification(tiny_config(id2label={0: "O", 1: "E-PER"}))
+
+
+def test_learns_a_tiny_tagging_task():
+    torch.manual_seed(0)
+    model = TagLMForTokenClassification(tiny_config(rnn_hidden_size=16))
+    input_ids, mask, word_ids = batch(SENTENCES, VOCAB)
+    labels = torch.tensor([[1, 0, 0, 3], [1, 2, 0, -100], [3, -100, -100, -100]])
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
+    first = None
+    for _ in range(60):
+        loss = model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids, labels=labels).loss
+        first = loss.item() if first is None else first
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    logits = model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids).logits
+    assert loss.item() < first / 20
+    assert torch.equal(logits.argmax(-1)[mask.bool()], labels[mask.bool()])
+
+
+def test_save_and_reload_through_auto_class(tmp_path):
+    model = TagLMForTokenClassification(tiny_config(char_representation="gru", rnn_type="lstm")).eval()
+    model.save_pretrained(tmp_path)
+    assert (tmp_path / "model.safetensors").is_file()
+    reloaded = AutoModelForTokenClassification.from_pretrained(tmp_path).eval()
+    assert type(reloaded) is TagLMForTokenClassification and reloaded.config.tag_scheme == "BIO"
+    input_ids, mask, word_ids = batch(SENTENCES, VOCAB)
+    torch.testing.assert_close(
+        reloaded(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids).logits,
+        model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids).logits,
+    )
+    assert torch.equal(reloaded.crf.allowed, model.crf.allowed)
+
+
+def test_word_vectors_from_text_file(tmp_path):
+    model = TagLMForTokenClassification(tiny_config(word_embedding_dim=3))
+    path = tmp_path / "vectors.txt"
+    # word2vec text format: a "<count> <dim>" header; GloVe files have none. "paris" only lower-cased.
+    path.write_text("3 3\nPeter 1 2 3\npeter 9 9 9\nparis 0.5 0.25 -1\n")
+    before = model.word_embeddings.weight.detach().clone()
+    found = model.load_word_vectors(path, {"Peter": 2, "Paris": 3, "Rome": 4})
+    assert found == 2
+    weights = model.word_embeddings.weight.detach()
+    assert weights[2].tolist() == [1, 2, 3]  # the exact form wins over the lower-cased one
+    assert weights[3].tolist() == [0.5, 0.25, -1]
+    assert torch.equal(weights[4], before[4])
+    path.write_text("Peter 1 2\n")
+    with pytest.raises(ValueError, match=rf"{path}:1: expected a word and 3 numbers"):
+        model.load_word_vectors(path, {"Peter": 2})
+
+
+# --- with a frozen biLM ------------------------------------------------------------------------------------
+
+from transformers import AutoTokenizer, Trainer, TrainingArguments, pipeline  # noqa: E402
+
+from hf_ctx import ElmoConfig, ElmoModel, ElmoTokenizer, WordTokenClassificationPipeline  # noqa: E402
+
+WORDS = ["<S>", "</S>", "<UNK>", *sorted({w for s in SENTENCES for w in s})]
+
+
+def tiny_bilm():
+    config = ElmoConfig(char_cnn={"embedding": {"dim": 4}, "filters": [[1, 4], [2, 6]], "n_highway": 1},
+                        lstm={"dim": 12, "projection_dim": 6, "n_layers": 2}, vocab_size=len(WORDS))
+    return ElmoModel(config).eval()
+
+
+@pytest.fixture
+def bilm_dir(tmp_path):
+    path = tmp_path / "bilm"
+    tiny_bilm().save_pretrained(path)
+    ElmoTokenizer(vocab=WORDS).save_pretrained(path)
+    return path
+
+
+def encode(tokenizer, sentences, labels=None):
+    encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt")
+    if labels is not None:
+        encoded["labels"] = labels
+    return encoded
+
+
+LABEL_IDS = torch.tensor([[1, 0, 0, 3], [1, 2, 0, -100], [3, -100, -100, -100]])
+
+
+@pytest.mark.parametrize("bilm_layers", [[-1], [0, 2]])
+def test_bilm_states_are_concatenated_after_the_first_rnn(bilm_dir, bilm_layers):
+    bilm = ElmoModel.from_pretrained(bilm_dir).eval()
+    model = TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS), bilm_layers=bilm_layers))
+    assert model.config.bilm_name_or_path == str(bilm_dir)
+    assert all(torch.equal(a, b) for a, b in zip(model.bilm.state_dict().values(), bilm.state_dict().values()))
+    inputs = encode(ElmoTokenizer.from_pretrained(bilm_dir), SENTENCES)
+    hidden = model.eval()(**inputs, output_hidden_states=True).hidden_states
+    expected = bilm(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"],
+                    output_hidden_states=True).hidden_states
+    width = 2 * 6
+    assert hidden[1].shape[-1] == 2 * model.config.rnn_hidden_size + len(bilm_layers) * width
+    for k, layer in enumerate(bilm_layers):
+        start = 2 * model.config.rnn_hidden_size + k * width
+        torch.testing.assert_close(hidden[1][..., start : start + width], expected[layer])
+
+
+def test_bilm_is_frozen_under_trainer(bilm_dir, tmp_path):
+    model = TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS), dropout=0.3))
+    model.bilm.config.dropout = 0.5
+    bilm_before = {k: v.clone() for k, v in model.bilm.state_dict().items()}
+    tagger_before = model.first_rnn.weight_ih_l0.detach().clone()
+    tokenizer = ElmoTokenizer.from_pretrained(bilm_dir)
+    examples = [{**{k: v[i] for k, v in encode(tokenizer, SENTENCES, LABEL_IDS).items()}} for i in range(3)]
+    examples = [{k: v[: int(e["attention_mask"].sum())] for k, v in e.items()} for e in examples]
+    from transformers import DataCollatorWithPadding
+
+    trainer = Trainer(model=model, args=TrainingArguments(tmp_path / "run", max_steps=3, learning_rate=0.05,
+                                                           report_to="none", save_strategy="no", use_cpu=True),
+                      train_dataset=examples, data_collator=DataCollatorWithPadding(tokenizer))
+    trainer.train()
+    optimized = {id(p) for group in trainer.optimizer.param_groups for p in group["params"]}
+    assert not optimized & {id(p) for p in model.bilm.parameters()}
+    assert optimized == {id(p) for n, p in model.named_parameters() if not n.startswith("bilm.")}
+    assert all(torch.equal(v, bilm_before[k]) for k, v in model.bilm.state_dict().items())
+    assert not torch.equal(model.first_rnn.weight_ih_l0, tagger_before)
+    model.train()
+    assert model.training and not model.bilm.training  # no biLM dropout while the tagger trains
+
+
+def test_checkpoint_holds_the_bilm_and_reloads_through_auto_classes(bilm_dir, tmp_path):
+    import shutil
+
+    model = TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS))).eval()
+    tokenizer = AutoTokenizer.from_pretrained(bilm_dir)
+    out = tmp_path / "taglm"
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    shutil.rmtree(bilm_dir)  # the tagger's folder is complete without the biLM's
+    reloaded = AutoModelForTokenClassification.from_pretrained(out).eval()
+    reloaded_tokenizer = AutoTokenizer.from_pretrained(out)
+    assert type(reloaded) is TagLMForTokenClassification and type(reloaded_tokenizer) is ElmoTokenizer
+    assert all(torch.equal(a, b) for a, b in zip(reloaded.state_dict().values(), model.state_dict().values()))
+    assert not any(p.requires_grad for p in reloaded.bilm.parameters())
+    inputs = encode(reloaded_tokenizer, SENTENCES)
+    torch.testing.assert_close(reloaded(**inputs).logits, model(**inputs).logits)
+
+
+def test_bilm_layer_out_of_range_is_an_error(bilm_dir):
+    with pytest.raises(ValueError, match="bilm_layers contains 3, but the biLM has 3 layers"):
+        TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS), bilm_layers=[3]))
+
+
+def test_token_classification_pipeline_gives_the_crf_decoding(bilm_dir):
+    model = TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS))).eval()
+    tokenizer = ElmoTokenizer.from_pretrained(bilm_dir)
+    tagger = pipeline("token-classification", model=model, tokenizer=tokenizer,
+                      pipeline_class=WordTokenClassificationPipeline, ignore_labels=[])
+    sentence = "Anna  Smith lives in Zagreb"  # "Zagreb" is not in the vocabulary; two spaces after "Anna"
+    words = sentence.split()
+    entities = tagger(sentence)
+    with torch.no_grad():
+        emissions = {}
+        model.classifier.register_forward_hook(lambda m, a, o: emissions.update(x=o))
+        model(**tokenizer([words], is_split_into_words=True, return_tensors="pt"))
+    viterbi, _ = model.crf.viterbi_decode(emissions["x"])
+    assert [e["entity"] for e in entities] == [LABELS[i] for i in viterbi[0].tolist()]
+    assert [e["word"] for e in entities] == words
+    assert [sentence[e["start"] : e["end"]] for e in entities] == words
+    assert all(0 < e["score"] <= 1 for e in entities)
+    grouped = tagger(sentence, aggregation_strategy="simple")
+    assert all(sentence[g["start"] : g["end"]] == g["word"] for g in grouped)
+    (split_result,) = tagger(words, is_split_into_words=True)  # a batch of one, as transformers returns it
+    assert [(e["word"], e["entity"]) for e in split_result] == [(e["word"], e["entity"]) for e in entities]
+    assert split_result[1]["start"] == len("Anna ")  # offsets in the words joined by single spaces

@@ -1,0 +1,193 @@
+"""examples/pretrain_bert.py end to end on a tiny generated corpus: checkpoint, metrics, exact resume, 2 processes."""
+
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+import pytest
+import torch
+from accelerate.commands.config.config_args import load_config_from_file
+from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+from accelerate.utils import DistributedType, FullyShardedDataParallelPlugin
+from accelerate.utils.launch import prepare_multi_gpu_env
+from safetensors.torch import load_file
+from transformers import AutoModelForPreTraining, AutoTokenizer
+
+from hf_ctx import CtxBertConfig, CtxBertForPreTraining, modeling_bert
+from hf_ctx.data.masking import DataCollatorForPretraining, add_fixed_masks
+from hf_ctx.data.pretraining import build_pretraining_dataset, load_text_documents
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pretrain_bert.py"
+ACCELERATE_CONFIGS = EXAMPLE.parent / "accelerate"
+WORDS = "the a cat dog bird fish red green blue small big old runs sleeps eats sees near under house tree".split()
+STEPS = 6
+
+
+def load_example():
+    spec = importlib.util.spec_from_file_location("pretrain_bert", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def write_corpus(path, num_documents, rng):
+    documents = [
+        "\n".join(" ".join(rng.choice(WORDS, int(rng.integers(4, 12)))) + " ." for _ in range(int(rng.integers(2, 8))))
+        for _ in range(num_documents)
+    ]
+    path.write_text("\n\n".join(documents) + "\n")
+    return str(path)
+
+
+def common_args(corpus, output_dir):
+    # No dropout, so that one process and two processes compute the same function.
+    return [
+        "--train_file", corpus["train"], "--validation_file", corpus["valid"], "--cache_dir", corpus["cache"],
+        "--model_size", "tiny", "--vocab_size", "120", "--max_seq_length", "32",
+        "--config_overrides", "hidden_dropout_prob=0,attention_probs_dropout_prob=0",
+        "--do_train", "--max_steps", str(STEPS), "--learning_rate", "1e-3", "--logging_steps", "1",
+        "--seed", "0", "--use_cpu", "--disable_tqdm", "true", "--output_dir", str(output_dir),
+    ]
+
+
+def logged_losses(output_dir):
+    history = json.loads((Path(output_dir) / "trainer_state.json").read_text())["log_history"]
+    return {entry["step"]: entry["loss"] for entry in history if "loss" in entry}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("corpus")
+    rng = np.random.default_rng(0)
+    return {"train": write_corpus(root / "train.txt", 150, rng), "valid": write_corpus(root / "valid.txt", 30, rng),
+            "cache": str(root / "cache")}
+
+
+@pytest.fixture(scope="module")
+def single_run(corpus, tmp_path_factory):
+    """One process, batch 8, checkpoints at steps 3 and 6, evaluated at the end."""
+    output_dir = tmp_path_factory.mktemp("single")
+    args = common_args(corpus, output_dir) + ["--per_device_train_batch_size", "8", "--save_steps", "3", "--do_eval"]
+    metrics = load_example().main(args)
+    return output_dir, metrics
+
+
+def test_checkpoint_reloads_and_reported_metrics_are_right(single_run, corpus):
+    output_dir, metrics = single_run
+    model = AutoModelForPreTraining.from_pretrained(output_dir).eval()
+    tokenizer = AutoTokenizer.from_pretrained(output_dir)
+    assert isinstance(model, CtxBertForPreTraining) and model.config.vocab_size == len(tokenizer)
+    final = load_file(output_dir / f"checkpoint-{STEPS}" / "model.safetensors")
+    assert all(torch.equal(final[name], value) for name, value in load_file(output_dir / "model.safetensors").items())
+    losses = logged_losses(output_dir)
+    assert sorted(losses) == list(range(1, STEPS + 1)) and all(math.isfinite(v) for v in losses.values())
+
+    # Recompute the reported validation metrics with the reloaded model, one example at a time, dense logits.
+    documents = load_text_documents([corpus["valid"]], cache_dir=corpus["cache"])
+    examples = build_pretraining_dataset(documents, tokenizer, max_seq_length=32, seed=0)
+    examples = add_fixed_masks(examples, DataCollatorForPretraining(tokenizer, seed=0))
+    model.config.sparse_prediction = False
+    nll, correct, masked, nsp_correct = 0.0, 0, 0, 0
+    with torch.no_grad():
+        for example in examples:
+            inputs = {k: torch.tensor([example[k]]) for k in ("input_ids", "token_type_ids")}
+            output = model(**inputs)
+            labels = torch.tensor(example["labels"])
+            chosen = labels != -100
+            log_probs = torch.log_softmax(output.prediction_logits[0][chosen].double(), -1)
+            nll -= log_probs.gather(1, labels[chosen][:, None]).sum().item()
+            correct += (log_probs.argmax(-1) == labels[chosen]).sum().item()
+            masked += int(chosen.sum())
+            nsp_correct += int(output.seq_relationship_logits[0].argmax() == example["next_sentence_label"])
+    assert metrics["eval_mlm_perplexity"] == pytest.approx(math.exp(nll / masked), rel=1e-4)
+    assert metrics["eval_mlm_accuracy"] == pytest.approx(correct / masked, abs=1e-6)
+    assert metrics["eval_nsp_accuracy"] == pytest.approx(nsp_correct / len(examples), abs=1e-6)
+
+
+def test_resume_from_checkpoint_continues_exactly(single_run, corpus, tmp_path):
+    output_dir, _ = single_run
+    args = common_args(corpus, tmp_path) + [
+        "--per_device_train_batch_size", "8", "--save_strategy", "no",
+        "--resume_from_checkpoint", str(output_dir / "checkpoint-3"),
+    ]
+    metrics = load_example().main(args)
+    resumed, original = logged_losses(tmp_path), logged_losses(output_dir)
+    assert resumed == original  # steps 1-3 come with the checkpoint, 4-6 are trained again
+    # The train loss of this call covers steps 4-6 only: it did resume rather than train from step 1 again.
+    assert metrics["train_loss"] == pytest.approx(np.mean([original[step] for step in (4, 5, 6)]), rel=1e-3)
+    assert metrics["train_loss"] != pytest.approx(np.mean(list(original.values())), rel=1e-3)
+    weights, expected = load_file(tmp_path / "model.safetensors"), load_file(output_dir / "model.safetensors")
+    assert all(torch.equal(weights[name], expected[name]) for name in expected)
+
+
+def test_two_cpu_processes_train_like_one_with_the_same_global_batch(single_run, corpus, tmp_path):
+    """torchrun, 2 processes (gloo) x batch 4 against 1 process x batch 8.
+
+    Same data order, same masks (seeded per example), same initial weights. The only difference: DDP averages the
+    two processes' mean losses, while one process averages over all masked tokens of the batch, so the MLM loss
+    weights tokens slightly differently when the processes hold different numbers of masked tokens. Hence a
+    tolerance: 1e-3 relative on the first step (same weights), 1% afterwards; training on other data or other
+    masks moves the loss by several percent a step here.
+    """
+    output_dir, _ = single_run
+    args = common_args(corpus, tmp_path) + [
+        "--per_device_train_batch_size", "4", "--save_strategy", "no", "--tokenizer_name", str(output_dir),
+    ]
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(EXAMPLE)]
+    result = subprocess.run(command + args, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "process 0 of 2" in result.stdout + result.stderr
+    two, one = logged_losses(tmp_path), logged_losses(output_dir)
+    assert sorted(two) == sorted(one)
+    assert two[1] == pytest.approx(one[1], rel=1e-3)
+    for step in one:
+        assert two[step] == pytest.approx(one[step], rel=0.01), (step, two, one)
+
+
+@pytest.mark.parametrize("name, distributed_type", [("multi_gpu", "MULTI_GPU"), ("fsdp", "FSDP"), ("tpu", "XLA")])
+def test_accelerate_configs_are_accepted(name, distributed_type):
+    path = str(ACCELERATE_CONFIGS / f"{name}.yaml")
+    config = load_config_from_file(path)  # accelerate's config class: rejects unknown keys and types
+    assert config.distributed_type == DistributedType(distributed_type) and config.num_processes > 1
+    # What `accelerate launch --config_file` makes of the file (the launcher's own validation step).
+    parser = launch_command_parser()
+    args, _, _ = _validate_launch_command(parser.parse_args(["--config_file", path, str(EXAMPLE)]))
+    assert (args.multi_gpu, args.use_fsdp, args.tpu) == (name == "multi_gpu", name == "fsdp", name == "tpu")
+    if name == "fsdp":
+        assert set(config.fsdp_config) <= set(vars(parser.parse_args([str(EXAMPLE)])))  # all are launcher options
+        with mock.patch.dict(os.environ, prepare_multi_gpu_env(args)):
+            plugin = FullyShardedDataParallelPlugin()  # reads and checks the FSDP_* variables the launcher sets
+        assert plugin.fsdp_version == 2 and plugin.transformer_cls_names_to_wrap == ["CtxBertLayer"]
+        assert hasattr(modeling_bert, "CtxBertLayer")
+
+
+def test_mlm_only_from_a_local_dataset_with_a_config_file(tmp_path):
+    """--dataset_name (a local folder here; a Hub name online), --config_name, packed MLM-only, whole words."""
+    rng = np.random.default_rng(1)
+    data = tmp_path / "data"
+    data.mkdir()
+    for split, rows in [("train", 80), ("validation", 16)]:
+        with open(data / f"{split}.jsonl", "w") as f:
+            for _ in range(rows):
+                text = "\n".join(" ".join(rng.choice(WORDS, 8)) for _ in range(3))
+                f.write(json.dumps({"content": text}) + "\n")
+    CtxBertConfig.from_preset("tiny", vocab_size=100, max_position_embeddings=64).save_pretrained(tmp_path / "config")
+    output_dir = tmp_path / "run"
+    metrics = load_example().main([
+        "--dataset_name", str(data), "--text_column", "content", "--cache_dir", str(tmp_path / "cache"),
+        "--config_name", str(tmp_path / "config"), "--config_overrides", "pre_layer_norm=true",
+        "--objective", "mlm", "--whole_word_mask", "--pad_to_multiple_of", "8", "--vocab_size", "100",
+        "--max_seq_length", "64", "--do_train", "--do_eval", "--max_steps", "2", "--per_device_train_batch_size", "8",
+        "--use_cpu", "--disable_tqdm", "true", "--output_dir", str(output_dir),
+    ])
+    assert {"eval_mlm_accuracy", "eval_mlm_perplexity"} <= set(metrics) and "eval_nsp_accuracy" not in metrics
+    model = AutoModelForPreTraining.from_pretrained(output_dir)
+    assert model.config.pre_layer_norm and model.config.max_position_embeddings == 64
+    assert AutoTokenizer.from_pretrained(output_dir).model_max_length == 64

@@ -1,0 +1,222 @@
+"""examples/run_glue.py end to end: a tiny random BERT on tiny GLUE-layout files written here.
+
+Checks that a learnable task is learned (so labels are read from the right column), that the reported metrics
+equal those recomputed from the saved model, and that the prediction files are in GLUE's submission format
+and agree with the saved model.
+"""
+
+import importlib.util
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+from hf_ctx import CtxBertConfig, CtxBertForPreTraining, train_wordpiece_tokenizer
+from hf_ctx.data.glue import load_glue
+from hf_ctx.metrics import load_metric
+
+RUN_GLUE = Path(__file__).resolve().parents[1] / "examples" / "run_glue.py"
+WORDS = "the a cat dog bird man woman park house river tree sat ran saw ate big small red old new".split()
+MNLI_HEADER = ("index promptID pairID genre sentence1_binary_parse sentence2_binary_parse sentence1_parse "
+               "sentence2_parse sentence1 sentence2").split()
+
+
+def load_run_glue():
+    spec = importlib.util.spec_from_file_location("run_glue", RUN_GLUE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def sentence(rng, extra=()):
+    words = rng.sample(WORDS, rng.randint(3, 7)) + list(extra)
+    rng.shuffle(words)
+    return " ".join(words)
+
+
+def write_lines(path: Path, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join("\t".join(map(str, row)) + "\n" for row in rows), encoding="utf-8")
+
+
+def write_cola(folder: Path, rng):
+    """Acceptable iff the sentence holds "good". The third column (the original mark) says the opposite, so
+    a model reading the wrong column learns the wrong thing."""
+    def rows(n):
+        for _ in range(n):
+            label = rng.randint(0, 1)
+            yield ["src", label, "" if label == 0 else "*", sentence(rng, ["good"] if label else ["bad"])]
+
+    write_lines(folder / "train.tsv", rows(192))
+    write_lines(folder / "dev.tsv", rows(48))
+    write_lines(folder / "test.tsv", [["index", "sentence"], *([i, sentence(rng)] for i in range(10))])
+
+
+def write_mnli(folder: Path, rng):
+    labels = ["entailment", "neutral", "contradiction"]
+
+    def rows(n, dev):
+        yield MNLI_HEADER + (["label1", "label2", "label3", "label4", "label5"] if dev else ["label1"]) + ["gold_label"]
+        for i in range(n):
+            label = rng.choice(labels)
+            yield [i, 0, 0, "fiction", "-", "-", "-", "-", sentence(rng), sentence(rng, [label[:4]]),
+                   *(["neutral"] * (5 if dev else 1)), label]
+
+    write_lines(folder / "train.tsv", rows(32, dev=False))
+    write_lines(folder / "dev_matched.tsv", rows(12, dev=True))
+    write_lines(folder / "dev_mismatched.tsv", rows(9, dev=True))
+    for name, n in (("test_matched.tsv", 7), ("test_mismatched.tsv", 5)):
+        write_lines(folder / name, [MNLI_HEADER, *([i, 0, 0, "g", "-", "-", "-", "-", sentence(rng), sentence(rng)]
+                                                   for i in range(n))])
+
+
+def write_stsb(folder: Path, rng):
+    header = "index genre filename year old_index source1 source2 sentence1 sentence2".split()
+
+    def rows(n, score=True):
+        yield header + (["score"] if score else [])
+        for i in range(n):
+            yield [i, "main", "f", "2012", i, "s", "s", sentence(rng), sentence(rng)] + (
+                [f"{rng.uniform(0, 5):.3f}"] if score else [])
+
+    write_lines(folder / "train.tsv", rows(32))
+    write_lines(folder / "dev.tsv", rows(16))
+    write_lines(folder / "test.tsv", rows(6, score=False))
+
+
+def write_mrpc(folder: Path, rng):
+    def rows(n, test=False):
+        yield ["index" if test else "Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"]
+        for i in range(n):
+            # Bare quotes, as in the real files.
+            yield [i if test else rng.randint(0, 1), 1, 2, f'"{sentence(rng)}', f'{sentence(rng)} 5"']
+
+    write_lines(folder / "train.tsv", rows(32))
+    write_lines(folder / "dev.tsv", rows(16))
+    write_lines(folder / "test.tsv", rows(4, test=True))
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("glue")
+    rng = random.Random(0)
+    for folder, write in (("CoLA", write_cola), ("MNLI", write_mnli), ("STS-B", write_stsb), ("MRPC", write_mrpc)):
+        write(root / "glue_data" / folder, rng)
+    corpus = root / "corpus.txt"
+    corpus.write_text("\n".join(" ".join(WORDS[i:] + WORDS[:i] + ["good", "bad", "enta", "neut", "cont"])
+                                for i in range(len(WORDS))) * 5)
+    tokenizer = train_wordpiece_tokenizer([corpus], vocab_size=120, min_frequency=1)
+    tokenizer.save_pretrained(root / "tokenizer")
+    config = CtxBertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                           intermediate_size=64, max_position_embeddings=64)
+    config.save_pretrained(root / "config")
+    return root, load_run_glue()
+
+
+def run(setup, task, folder, output_dir, *extra):
+    root, run_glue = setup
+    args = ["--task_name", task, "--data_dir", str(root / "glue_data" / folder), "--output_dir", str(output_dir),
+            "--max_seq_length", "32", "--per_device_train_batch_size", "16", "--per_device_eval_batch_size", "16",
+            "--save_strategy", "no", "--report_to", "none", "--dataloader_pin_memory", "false", "--seed", "0", *extra]
+    if "--model_name_or_path" not in extra:
+        args += ["--model_type", "bert", "--config_name", str(root / "config"), "--tokenizer_name", str(root / "tokenizer")]
+    return run_glue.main(args)
+
+
+def saved_model_outputs(output_dir, texts: list[tuple[str, ...]]) -> np.ndarray:
+    """Logits of the saved model, example by example (no padding), for an independent check."""
+    tokenizer = AutoTokenizer.from_pretrained(output_dir)
+    model = AutoModelForSequenceClassification.from_pretrained(output_dir).eval()
+    with torch.no_grad():
+        return np.stack([model(**tokenizer(*text, truncation=True, max_length=32, return_tensors="pt")).logits[0].numpy()
+                         for text in texts])
+
+
+def read_submission(path: Path) -> tuple[list[int], list[str]]:
+    lines = path.read_text().splitlines()
+    assert lines[0] == "index\tprediction"
+    rows = [line.split("\t") for line in lines[1:]]
+    assert all(len(row) == 2 for row in rows)
+    return [int(index) for index, _ in rows], [prediction for _, prediction in rows]
+
+
+def test_cola_is_learned_from_the_label_column_and_predicted(setup, tmp_path):
+    metrics = run(setup, "cola", "CoLA", tmp_path, "--do_train", "--do_eval", "--do_predict",
+                  "--num_train_epochs", "8", "--learning_rate", "3e-3", "--warmup_steps", "5")
+    assert metrics["eval_matthews_correlation"] > 0.8
+    assert json.loads((tmp_path / "eval_results.json").read_text())["eval_matthews_correlation"] == pytest.approx(
+        metrics["eval_matthews_correlation"])
+    dev = load_glue("cola", setup[0] / "glue_data")["validation"]
+    predictions = saved_model_outputs(tmp_path, [(s,) for s in dev["sentence"]]).argmax(-1)
+    recomputed = load_metric("glue", "cola").compute(predictions=predictions, references=dev["label"])
+    assert recomputed["matthews_correlation"] == pytest.approx(metrics["eval_matthews_correlation"], abs=1e-6)
+
+    indices, labels = read_submission(tmp_path / "CoLA.tsv")
+    test = load_glue("cola", setup[0] / "glue_data")["test"]
+    assert indices == list(range(10))
+    expected = saved_model_outputs(tmp_path, [(s,) for s in test["sentence"]]).argmax(-1)
+    assert labels == [str(label) for label in expected]
+    assert AutoModelForSequenceClassification.from_pretrained(tmp_path).config.id2label == {0: "unacceptable", 1: "acceptable"}
+    assert (tmp_path / "README.md").read_text().count("GLUE CoLA") >= 1
+
+
+def test_mnli_reports_both_dev_sets_and_writes_both_test_files(setup, tmp_path):
+    metrics = run(setup, "mnli", "MNLI", tmp_path, "--do_train", "--do_eval", "--do_predict", "--max_steps", "3")
+    glue = load_glue("mnli", setup[0] / "glue_data")
+    for name in ("matched", "mismatched"):
+        dev = glue[f"validation_{name}"]
+        predictions = saved_model_outputs(tmp_path, list(zip(dev["premise"], dev["hypothesis"]))).argmax(-1)
+        assert metrics[f"eval_{name}_accuracy"] == pytest.approx(float((predictions == np.array(dev["label"])).mean()))
+    for split, file in (("test_matched", "MNLI-m.tsv"), ("test_mismatched", "MNLI-mm.tsv")):
+        test = glue[split]
+        indices, labels = read_submission(tmp_path / file)
+        assert indices == test["idx"] and len(indices) == {"test_matched": 7, "test_mismatched": 5}[split]
+        expected = saved_model_outputs(tmp_path, list(zip(test["premise"], test["hypothesis"]))).argmax(-1)
+        assert labels == [["entailment", "neutral", "contradiction"][i] for i in expected]
+
+
+def test_stsb_regression_metrics_and_scores(setup, tmp_path):
+    metrics = run(setup, "stsb", "STS-B", tmp_path, "--do_train", "--do_eval", "--do_predict", "--max_steps", "3")
+    glue = load_glue("stsb", setup[0] / "glue_data")
+    dev = glue["validation"]
+    scores = saved_model_outputs(tmp_path, list(zip(dev["sentence1"], dev["sentence2"])))[:, 0]
+    recomputed = load_metric("glue", "stsb").compute(predictions=scores, references=dev["label"])
+    assert metrics["eval_pearson"] == pytest.approx(recomputed["pearson"], abs=1e-4)
+    assert metrics["eval_spearmanr"] == pytest.approx(recomputed["spearmanr"], abs=1e-4)
+    indices, predictions = read_submission(tmp_path / "STS-B.tsv")
+    test = glue["test"]
+    assert indices == list(range(6))
+    expected = saved_model_outputs(tmp_path, list(zip(test["sentence1"], test["sentence2"])))[:, 0]
+    assert [float(p) for p in predictions] == pytest.approx(expected.tolist(), abs=1e-3)
+    assert all(len(p.split(".")[1]) == 3 for p in predictions)
+
+
+def test_mrpc_from_a_pretrained_checkpoint_keeps_its_encoder(setup, tmp_path):
+    root, _ = setup
+    pretrained = CtxBertForPreTraining(CtxBertConfig.from_pretrained(root / "config"))
+    pretrained.save_pretrained(tmp_path / "pretrained")
+    AutoTokenizer.from_pretrained(root / "tokenizer").save_pretrained(tmp_path / "pretrained")
+    out = tmp_path / "out"
+    metrics = run(setup, "mrpc", "MRPC", out, "--model_name_or_path", str(tmp_path / "pretrained"),
+                  "--do_train", "--do_eval", "--max_steps", "2", "--learning_rate", "0")
+    assert {"eval_accuracy", "eval_f1", "eval_combined_score"} <= set(metrics)
+    before, after = load_file(tmp_path / "pretrained" / "model.safetensors"), load_file(out / "model.safetensors")
+    encoder = [name for name in before if name.startswith("bert.")]
+    assert len(encoder) > 10 and all(torch.equal(before[name], after[name]) for name in encoder)
+    assert after["classifier.weight"].shape == (2, 32)
+
+
+def test_bad_arguments(setup, tmp_path):
+    write_lines(setup[0] / "glue_data" / "RTE" / "dev.tsv", [["index", "sentence1", "sentence2", "label"],
+                                                             [0, "a", "b", "entailment"]])
+    with pytest.raises(ValueError, match=r"has no \['test'\] split \(files \['test.tsv'\]\)"):
+        run(setup, "rte", "RTE", tmp_path, "--do_predict")
+    with pytest.raises(ValueError, match=r"MRPC/train.tsv:1: the header lacks the column\(s\) \['sentence1'"):
+        run(setup, "rte", "MRPC", tmp_path, "--do_eval")
+    with pytest.raises(ValueError, match="unknown GLUE task 'squad'"):
+        run(setup, "squad", "MRPC", tmp_path, "--do_eval")

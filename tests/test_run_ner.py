@@ -1,0 +1,68 @@
+"""examples/run_ner.py end to end on tiny generated data: train, evaluate, predict, reload; and its errors."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from seqeval.metrics import f1_score
+
+from hf_ctx.data.conll import convert_tags, read_conll
+from hf_ctx.data.synthetic_ner import generate_ner_corpus
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+import run_ner  # noqa: E402
+
+COMMON = ["--report_to", "none", "--save_strategy", "no", "--per_device_train_batch_size", "16",
+          "--per_device_eval_batch_size", "16", "--disable_tqdm", "true", "--seed", "0"]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return generate_ner_corpus(tmp_path_factory.mktemp("ner"), num_train=120, num_validation=40, num_test=40,
+                               num_raw=200)
+
+
+def check_prediction_file(path: Path, gold_file: Path, reported_f1: float):
+    """The prediction file has every word of the gold file, in order, and conlleval's F1 is the reported one."""
+    written = read_conll(path, num_columns=5)
+    gold = read_conll(gold_file)
+    assert [s["tokens"] for s in written] == [s["tokens"] for s in gold]
+    assert [s["column_3"] for s in written] == [convert_tags(s["ner_tags"], "IOB1", "IOB2") for s in gold]
+    # seqeval's default mode reads chunks as conlleval does: an independent recount of the F1.
+    f1 = f1_score([s["column_3"] for s in written], [s["ner_tags"] for s in written])
+    assert f1 == pytest.approx(reported_f1, abs=1e-6)
+
+
+def test_bert_train_evaluate_predict_with_long_sentences_split(corpus, tmp_path, caplog):
+    out = tmp_path / "bert"
+    metrics = run_ner.main([
+        "--model_type", "bert", "--model_size", "tiny", "--vocab_size", "300",
+        "--train_file", str(corpus["train"]), "--validation_file", str(corpus["validation"]),
+        "--test_file", str(corpus["test"]), "--do_train", "--do_eval", "--do_predict",
+        "--max_seq_length", "12", "--num_train_epochs", "1", "--learning_rate", "1e-3",
+        "--output_dir", str(out), *COMMON,
+    ])
+    assert "sentences are longer than the model allows (10)" in caplog.text
+    for key in ("eval_f1", "eval_precision", "eval_recall", "eval_PER_f1", "predict_f1"):
+        assert 0.0 <= metrics[key] <= 1.0
+    check_prediction_file(out / "predictions_test.txt", corpus["test"], metrics["predict_f1"])
+    assert json.loads((out / "config.json").read_text())["model_type"] == "hf_ctx_bert"
+
+
+def test_unseen_label_at_evaluation_is_an_error(corpus, tmp_path):
+    dev = tmp_path / "dev.txt"
+    dev.write_text(Path(corpus["validation"]).read_text().replace("I-MISC", "I-EVENT", 1))
+    with pytest.raises(ValueError, match=r"label 'B-EVENT' .*dev.txt:\d+\).*training data never has"):
+        run_ner.main(["--model_type", "bert", "--train_file", str(corpus["train"]), "--validation_file", str(dev),
+                      "--do_train", "--do_eval", "--output_dir", str(tmp_path / "out"), *COMMON])
+
+
+def test_malformed_training_file_names_file_and_line(corpus, tmp_path):
+    bad = tmp_path / "bad.txt"
+    lines = Path(corpus["train"]).read_text().split("\n")
+    lines[5] = "Smith NNP I-PER"
+    bad.write_text("\n".join(lines))
+    with pytest.raises(ValueError, match=rf"{bad}:6: expected 4 space-separated columns"):
+        run_ner.main(["--model_type", "bert", "--train_file", str(bad), "--do_train",
+                      "--output_dir", str(tmp_path / "out"), *COMMON])

@@ -1,0 +1,140 @@
+"""ElmoTokenizer: the original character encoding (checked against hand-written ids and bilm-tf's algorithm
+written out here), word ids, padding, truncation, collators, saving and loading, bad input."""
+
+import pytest
+import torch
+from transformers import AutoTokenizer, DataCollatorWithPadding
+
+import hf_ctx  # noqa: F401  (registers the Auto classes)
+from hf_ctx import ElmoConfig, ElmoTokenizer
+
+VOCAB = ["</S>", "<S>", "<UNK>", "the", "cat", "sat"]  # bilm-tf's order: </S> first
+
+
+def bilm_tf_char_ids(word, max_length=50):
+    """bilm-tf's UnicodeCharsVocabulary + Batcher: bytes 0-255, <S> 256, </S> 257, begin-of-word 258,
+    end-of-word 259, padding 260, then +1 for the mask."""
+    if word in ("<S>", "</S>"):
+        code = [258, 256 if word == "<S>" else 257, 259]
+    else:
+        code = [258, *word.encode("utf-8", "ignore")[: max_length - 2], 259]
+    return [c + 1 for c in code + [260] * (max_length - len(code))]
+
+
+def test_hand_written_encodings():
+    tokenizer = ElmoTokenizer()
+    assert tokenizer("a")["input_ids"] == [[259, 98, 260] + [261] * 47]
+    assert tokenizer("<S> </S>")["input_ids"] == [[259, 257, 260] + [261] * 47, [259, 258, 260] + [261] * 47]
+    assert tokenizer("é")["input_ids"][0][:4] == [259, 0xC3 + 1, 0xA9 + 1, 260]
+
+
+@pytest.mark.parametrize("word", ["cat", "Zürich", "日本語", "x" * 48, "y" * 49, "z" * 80, "é" * 30, "a\ud800b", ""])
+def test_words_encode_as_bilm_tf_does(word):
+    """Long words keep their first 48 bytes (even mid-character); unencodable characters are dropped."""
+    tokenizer = ElmoTokenizer()
+    assert list(tokenizer.char_ids(word)) == bilm_tf_char_ids(word)
+    assert len(tokenizer.char_ids(word)) == 50
+
+
+def test_long_word_is_truncated_to_48_bytes_then_end_of_word():
+    ids = ElmoTokenizer().char_ids("é" * 30)  # 60 bytes
+    assert ids[0] == 259 and ids[49] == 260 and set(ids[1:49]) == {0xC3 + 1, 0xA9 + 1}
+
+
+def test_batch_has_char_ids_mask_and_word_ids_padded_on_the_right():
+    tokenizer = ElmoTokenizer(vocab=VOCAB)
+    batch = tokenizer(["the cat sat", "", "the  dog\t"], padding=True, return_tensors="pt")
+    assert batch["input_ids"].shape == (3, 3, 50)
+    assert batch["attention_mask"].tolist() == [[1, 1, 1], [0, 0, 0], [1, 1, 0]]
+    pad = tokenizer.pad_token_id
+    assert pad == VOCAB.index("</S>")
+    assert batch["input_word_ids"].tolist() == [[3, 4, 5], [pad, pad, pad], [3, 2, pad]]  # "dog" is <UNK>
+    assert batch["input_ids"][2, 1].tolist() == bilm_tf_char_ids("dog")
+    assert (batch["input_ids"][1] == 0).all() and (batch["input_ids"][2, 2] == 0).all()
+
+
+def test_pre_split_words_and_single_sentences():
+    tokenizer = ElmoTokenizer(vocab=VOCAB)
+    single = tokenizer(["the", "New York"], is_split_into_words=True)
+    assert single["input_word_ids"] == [3, 2]
+    assert single["input_ids"][1] == bilm_tf_char_ids("New York")  # a given word is kept whole
+    batch = tokenizer([["the", "cat"], []], is_split_into_words=True, padding=True, return_tensors="np")
+    assert batch["input_ids"].shape == (2, 2, 50) and batch["attention_mask"].tolist() == [[1, 1], [0, 0]]
+    with_tensors = tokenizer("the cat", return_tensors="pt")
+    assert with_tensors["input_ids"].shape == (1, 2, 50)
+
+
+def test_character_only_tokenizer_returns_no_word_ids():
+    batch = ElmoTokenizer()(["a b"], return_tensors="pt")
+    assert set(batch) == {"input_ids", "attention_mask"}
+
+
+def test_truncation_and_max_length_padding():
+    tokenizer = ElmoTokenizer(vocab=VOCAB)
+    batch = tokenizer(["the cat sat the cat", "cat"], truncation=True, max_length=3, padding="max_length")
+    assert [len(ids) for ids in batch["input_ids"]] == [3, 3]
+    assert batch["input_word_ids"][0] == [3, 4, 5]
+    padded = tokenizer(["cat"], padding=True, pad_to_multiple_of=4)
+    assert len(padded["input_ids"][0]) == 4
+    with pytest.raises(ValueError, match="truncation"):
+        tokenizer(["the cat sat"], padding="max_length", max_length=2)
+
+
+def test_data_collator_pads_like_the_tokenizer():
+    tokenizer = ElmoTokenizer(vocab=VOCAB)
+    sentences = ["the cat sat", "cat", "sat the"]
+    features = [tokenizer(s) for s in sentences]
+    collated = DataCollatorWithPadding(tokenizer)(features)
+    direct = tokenizer(sentences, padding=True, return_tensors="pt")
+    for key in direct:
+        assert torch.equal(collated[key], direct[key])
+    labelled = tokenizer.pad([{**f, "labels": [1] * len(f["input_ids"])} for f in features], return_tensors="pt")
+    assert labelled["labels"].tolist() == [[1, 1, 1], [1, -100, -100], [1, 1, -100]]
+
+
+def test_save_and_load_round_trip(tmp_path):
+    tokenizer = ElmoTokenizer(vocab=VOCAB, max_characters_per_token=20)
+    tokenizer.save_pretrained(tmp_path)
+    assert (tmp_path / "vocab.txt").read_text().split("\n")[:6] == VOCAB  # bilm-tf's vocabulary format
+    ElmoConfig(char_cnn={"max_characters_per_token": 20, "filters": [[1, 4]]}, lstm={"dim": 8, "projection_dim": 4},
+               vocab_size=6).save_pretrained(tmp_path)
+    loaded = AutoTokenizer.from_pretrained(tmp_path)
+    assert isinstance(loaded, ElmoTokenizer)
+    assert loaded.words == VOCAB and loaded.max_characters_per_token == 20
+    assert loaded(["the dog"]) == tokenizer(["the dog"])
+    assert len(loaded("the")["input_ids"][0]) == 20
+
+    char_only = tmp_path / "chars"
+    ElmoTokenizer().save_pretrained(char_only)
+    reloaded = ElmoTokenizer.from_pretrained(char_only)
+    assert not reloaded.has_word_vocabulary and "input_word_ids" not in reloaded("a b")
+
+
+def test_vocabulary_file_of_bilm_tf(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text("</S>\n<S>\n<UNK>\nthe\n!!!MAXTERMID\n", encoding="utf-8")
+    tokenizer = ElmoTokenizer(vocab_file=str(path))
+    assert tokenizer.get_vocab() == {"</S>": 0, "<S>": 1, "<UNK>": 2, "the": 3}
+    assert tokenizer.convert_ids_to_tokens([3, 1]) == ["the", "<S>"]
+    path.write_text("the\ncat\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="lacks the special words"):
+        ElmoTokenizer(vocab_file=str(path))
+    path.write_text("<S>\n</S>\n<UNK>\ntwo words\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="vocab.txt:4"):
+        ElmoTokenizer(vocab_file=str(path))
+
+
+def test_bad_input_is_a_clear_error():
+    tokenizer = ElmoTokenizer(vocab=VOCAB)
+    with pytest.raises(ValueError, match="appears twice"):
+        ElmoTokenizer(vocab=VOCAB + ["cat"])
+    with pytest.raises(ValueError, match="different numbers of words"):
+        tokenizer(["the cat", "cat"], return_tensors="pt")
+    with pytest.raises(ValueError, match="padded on the right"):
+        tokenizer(["the cat", "cat"], padding=True, padding_side="left")
+    with pytest.raises(ValueError, match="sentence pairs"):
+        tokenizer("the", "cat")
+    with pytest.raises(ValueError, match="is_split_into_words"):
+        tokenizer([["the", "cat"]])
+    with pytest.raises(ValueError, match="character ids"):
+        tokenizer.pad([{"input_ids": [[1] * 49]}])

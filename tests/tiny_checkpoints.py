@@ -1,0 +1,81 @@
+"""Tiny models of each hf_ctx family with their tokenizers, for the tests that save, load, describe and push
+checkpoints (test_remote_code, test_model_card, test_hub). Each builder returns `(model, tokenizer)`."""
+
+import numpy as np
+
+from hf_ctx import (
+    CtxBertConfig,
+    CtxBertForPreTraining,
+    CtxBertForSequenceClassification,
+    CtxBertForTokenClassification,
+    ElmoConfig,
+    ElmoForBiLM,
+    ElmoForTokenClassification,
+    ElmoModel,
+    ElmoTokenizer,
+    TagLMConfig,
+    TagLMForTokenClassification,
+    train_wordpiece_tokenizer,
+)
+
+WORDS = "red green blue cat dog bird runs sleeps eats fast slow".split()
+NER_LABELS = ["O", "B-ANIMAL", "I-ANIMAL"]
+
+
+def bert_tokenizer(folder):
+    """A WordPiece tokenizer trained on 200 random sentences of WORDS (written to `folder`)."""
+    corpus = folder / "corpus.txt"
+    rng = np.random.default_rng(0)
+    corpus.write_text("\n".join(" ".join(rng.choice(WORDS, 6)) for _ in range(200)))
+    return train_wordpiece_tokenizer([corpus], vocab_size=60, min_frequency=1, model_max_length=32)
+
+
+def _bert_config(tokenizer, **kwargs):
+    return CtxBertConfig.from_preset("tiny", vocab_size=len(tokenizer), max_position_embeddings=32, **kwargs)
+
+
+def bert_pretraining(folder):
+    tokenizer = bert_tokenizer(folder)
+    return CtxBertForPreTraining(_bert_config(tokenizer)), tokenizer
+
+
+def bert_token_classifier(folder):
+    tokenizer = bert_tokenizer(folder)
+    return CtxBertForTokenClassification(_bert_config(tokenizer, id2label=dict(enumerate(NER_LABELS)))), tokenizer
+
+
+def bert_sequence_classifier(folder):
+    tokenizer = bert_tokenizer(folder)
+    return CtxBertForSequenceClassification(_bert_config(tokenizer, id2label={0: "NEG", 1: "POS"})), tokenizer
+
+
+def elmo_tokenizer():
+    return ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", *WORDS])
+
+
+def _elmo_config(tokenizer, **kwargs):
+    return ElmoConfig(
+        char_cnn={"filters": [[1, 4], [2, 8], [3, 8]], "embedding": {"dim": 4}, "n_highway": 1},
+        lstm={"dim": 16, "projection_dim": 8, "n_layers": 2},
+        vocab_size=len(tokenizer.get_vocab()),
+        task_hidden_size=4,
+        **kwargs,
+    )
+
+
+def elmo_bilm(folder):
+    tokenizer = elmo_tokenizer()
+    return ElmoForBiLM(_elmo_config(tokenizer)), tokenizer
+
+
+def elmo_token_classifier(folder):
+    tokenizer = elmo_tokenizer()
+    return ElmoForTokenClassification(_elmo_config(tokenizer, id2label=dict(enumerate(NER_LABELS)))), tokenizer
+
+
+def taglm(folder):
+    """A TagLM tagger on a tiny frozen biLM."""
+    tokenizer = elmo_tokenizer()
+    config = TagLMConfig(vocab_size=len(tokenizer.get_vocab()), word_embedding_dim=8, char_cnn_filters=6,
+                         rnn_hidden_size=6, id2label=dict(enumerate(NER_LABELS)), tag_scheme="BIO")
+    return TagLMForTokenClassification.from_bilm(ElmoModel(_elmo_config(tokenizer)), config), tokenizer
