@@ -19,22 +19,20 @@ line` when each line is a document). Without `--tokenizer_name`, a WordPiece voc
 trained on the training files first (by the main process; the others load it from `--output_dir`, which must
 then be on a shared filesystem). Evaluation reports MLM accuracy, MLM perplexity and NSP accuracy; the validation
 set is masked once so that every evaluation scores the same tokens. The final model and tokenizer in
-`--output_dir` load with `AutoModelForPreTraining` / `AutoTokenizer` (after `import hf_ctx`).
+`--output_dir` load with `AutoModelForPreTraining` / `AutoTokenizer` (after `import hf_ctx`); the model card
+(`README.md`) beside them reports the evaluation, and `--push_to_hub` (with `--hub_model_id`) publishes the
+checkpoint and its card.
 """
 
-import json
 import logging
 import os
-import sys
 import tempfile
 from dataclasses import dataclass, field
 
-import datasets
 import transformers
 from datasets import load_dataset
 from transformers import AutoModelForPreTraining, AutoTokenizer, HfArgumentParser, Trainer, TrainingArguments
 
-import hf_ctx
 from hf_ctx import BERT_PRESETS, CtxBertConfig, CtxBertForPreTraining, train_wordpiece_tokenizer
 from hf_ctx.data.masking import DataCollatorForPretraining, MaskingEpochCallback, add_fixed_masks
 from hf_ctx.data.pretraining import (
@@ -44,6 +42,15 @@ from hf_ctx.data.pretraining import (
     compute_pretraining_metrics,
     load_text_documents,
     preprocess_pretraining_logits,
+)
+from hf_ctx.hub import finish_run
+from hf_ctx.training import (
+    first_examples,
+    hold_out_validation,
+    parse_config_overrides,
+    setup_logging,
+    train_and_evaluate,
+    training_data_name,
 )
 
 logger = logging.getLogger(__name__)
@@ -101,20 +108,6 @@ class DataArguments:
     max_eval_samples: int | None = field(default=None, metadata={"help": "keep only the first N validation examples"})
 
 
-def parse_config_overrides(overrides: str | None) -> dict:
-    """"a=1,b=true,c=gelu" -> {"a": 1, "b": True, "c": "gelu"} (values read as JSON where they parse)."""
-    parsed = {}
-    for item in filter(None, (overrides or "").split(",")):
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"--config_overrides entries are key=value, got {item!r}")
-        try:
-            parsed[key.strip()] = json.loads(value.lower() if value.lower() in ("true", "false") else value)
-        except json.JSONDecodeError:
-            parsed[key.strip()] = value
-    return parsed
-
-
 def load_documents(data_args: DataArguments, seed: int):
     """(training documents, validation documents or None, text column), one document a row."""
     if data_args.dataset_name is not None:
@@ -128,9 +121,7 @@ def load_documents(data_args: DataArguments, seed: int):
         validation = read(data_args.validation_file) if data_args.validation_file else None
     else:
         raise ValueError("give --train_file or --dataset_name")
-    if validation is None and data_args.validation_split_percentage > 0:
-        split = train.train_test_split(test_size=data_args.validation_split_percentage / 100, seed=seed)
-        train, validation = split["train"], split["test"]
+    train, validation = hold_out_validation(train, validation, data_args.validation_split_percentage, seed)
     return train, validation, text_column
 
 
@@ -170,19 +161,28 @@ def build_model(model_args, tokenizer):
     return CtxBertForPreTraining(config)
 
 
+def card_hyperparameters(model_args: ModelArguments, data_args: DataArguments, tokenizer) -> dict:
+    """The settings of the run that `TrainingArguments` does not hold, for the model card."""
+    settings = {}
+    if model_args.model_name_or_path is None and model_args.config_name is None:
+        settings["model_size"] = model_args.model_size  # otherwise the card's architecture table says it all
+    settings.update(
+        objective=data_args.objective,
+        max_seq_length=data_args.max_seq_length,
+        mlm_probability=data_args.mlm_probability,
+        whole_word_mask=data_args.whole_word_mask,
+        vocab_size=len(tokenizer),
+    )
+    if data_args.objective == "mlm_nsp":
+        settings["short_seq_probability"] = data_args.short_seq_probability
+    return settings
+
+
 def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
     model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
 
-    logging.basicConfig(
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=[logging.StreamHandler(sys.stdout)]
-    )
-    log_level = logging.INFO if training_args.should_log else logging.WARNING
-    for name in (__name__, "hf_ctx"):
-        logging.getLogger(name).setLevel(log_level)
-    datasets.utils.logging.set_verbosity_warning()  # its INFO lines would repeat through the root handler
-    transformers.utils.logging.set_verbosity(log_level)
-    logger.info(f"hf_ctx {hf_ctx.__version__}, process {training_args.process_index} of {training_args.world_size}")
+    setup_logging(training_args, logger)
     transformers.set_seed(training_args.seed)
 
     train_documents, validation_documents, text_column = load_documents(data_args, training_args.seed)
@@ -220,12 +220,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     with training_args.main_process_first(desc="building pretraining examples"):
         if training_args.do_train:
             train_dataset = build_pretraining_dataset(train_documents, **build)
-            if data_args.max_train_samples is not None:
-                train_dataset = train_dataset.select(range(min(data_args.max_train_samples, len(train_dataset))))
+            train_dataset = first_examples(train_dataset, data_args.max_train_samples)
         if training_args.do_eval:
             eval_dataset = build_pretraining_dataset(validation_documents, **build)
-            if data_args.max_eval_samples is not None:
-                eval_dataset = eval_dataset.select(range(min(data_args.max_eval_samples, len(eval_dataset))))
+            eval_dataset = first_examples(eval_dataset, data_args.max_eval_samples)
             eval_dataset = add_fixed_masks(eval_dataset, collator, num_proc=data_args.preprocessing_num_workers)
 
     if training_args.label_names is None:
@@ -243,19 +241,19 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         callbacks=[MaskingEpochCallback(collator)],
     )
 
-    metrics = {}
+    metrics, eval_metrics = train_and_evaluate(trainer)
     if training_args.do_train:
-        result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-        trainer.save_model()  # model (safetensors), config and tokenizer
-        metrics.update(result.metrics)
-        trainer.log_metrics("train", result.metrics)
-        trainer.save_metrics("train", result.metrics)
-        trainer.save_state()
-    if training_args.do_eval:
-        eval_metrics = trainer.evaluate()
-        metrics.update(eval_metrics)
-        trainer.log_metrics("eval", eval_metrics)
-        trainer.save_metrics("eval", eval_metrics)
+        # Model (safetensors), config, tokenizer and card in --output_dir; with --push_to_hub, on the Hub.
+        finish_run(
+            trainer,
+            "bert",
+            dataset_name=training_data_name(data_args.dataset_name, data_args.train_file),
+            dataset_id=data_args.dataset_name,
+            dataset_config=data_args.dataset_config_name,
+            eval_metrics={"validation": eval_metrics} if eval_metrics else None,
+            base_model=model_args.model_name_or_path,
+            hyperparameters=card_hyperparameters(model_args, data_args, tokenizer),
+        )
     return metrics
 
 

@@ -22,16 +22,12 @@ tokenizer and model card are written to `--output_dir`; `AutoModelForPreTraining
 
 import json
 import logging
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
-import datasets
 import transformers
 from datasets import load_dataset
 from transformers import AutoModelForPreTraining, AutoTokenizer, HfArgumentParser, Trainer, TrainingArguments
 
-import hf_ctx
 from hf_ctx import ELMO_PRESETS, ElmoConfig, ElmoForBiLM, ElmoTokenizer
 from hf_ctx.data.bilm import (
     BiLMDataCollator,
@@ -43,6 +39,13 @@ from hf_ctx.data.bilm import (
     split_into_sentences,
 )
 from hf_ctx.hub import finish_run
+from hf_ctx.training import (
+    first_examples,
+    hold_out_validation,
+    setup_logging,
+    train_and_evaluate,
+    training_data_name,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -99,16 +102,13 @@ def load_lines(data_args: DataArguments, seed: int):
         data_args.text_column = "text"
     else:
         raise ValueError("give --train_file or --dataset_name")
-    if validation is None and data_args.validation_split_percentage > 0:
-        split = train.train_test_split(test_size=data_args.validation_split_percentage / 100, seed=seed)
-        train, validation = split["train"], split["test"]
-    return train, validation
+    return hold_out_validation(train, validation, data_args.validation_split_percentage, seed)
 
 
 def sentences(lines, data_args: DataArguments, limit: int | None):
     dataset = split_into_sentences(lines, data_args.max_words, data_args.text_column, data_args.split_sentences,
                                    num_proc=data_args.preprocessing_num_workers)
-    return dataset.select(range(min(limit, len(dataset)))) if limit is not None else dataset
+    return first_examples(dataset, limit)
 
 
 def build_model_and_tokenizer(model_args: ModelArguments, train_sentences):
@@ -141,14 +141,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
     model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
 
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        handlers=[logging.StreamHandler(sys.stdout)])
-    log_level = logging.INFO if training_args.should_log else logging.WARNING
-    for name in (__name__, "hf_ctx"):
-        logging.getLogger(name).setLevel(log_level)
-    datasets.utils.logging.set_verbosity_warning()
-    transformers.utils.logging.set_verbosity(log_level)
-    logger.info(f"hf_ctx {hf_ctx.__version__}, process {training_args.process_index} of {training_args.world_size}")
+    setup_logging(training_args, logger)
     transformers.set_seed(training_args.seed)
 
     train_lines, validation_lines = load_lines(data_args, training_args.seed)
@@ -178,20 +171,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         preprocess_logits_for_metrics=preprocess_bilm_logits if eval_sentences is not None else None,
     )
 
-    metrics, eval_metrics = {}, {}
+    metrics, eval_metrics = train_and_evaluate(trainer)
     if training_args.do_train:
-        result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-        metrics.update(result.metrics)
-        trainer.log_metrics("train", result.metrics)
-        trainer.save_metrics("train", result.metrics)
-        trainer.save_state()
-    if training_args.do_eval:
-        eval_metrics = trainer.evaluate()
-        metrics.update(eval_metrics)
-        trainer.log_metrics("eval", eval_metrics)
-        trainer.save_metrics("eval", eval_metrics)
-    if training_args.do_train:
-        dataset_name = data_args.dataset_name or ", ".join(Path(f).name for f in data_args.train_file)
+        dataset_name = training_data_name(data_args.dataset_name, data_args.train_file)
         finish_run(trainer, "elmo", dataset_name=dataset_name, dataset_id=data_args.dataset_name,
                    eval_metrics={"validation": eval_metrics} if eval_metrics else None,
                    hyperparameters={"vocab_min_count": model_args.vocab_min_count, "max_words": data_args.max_words,

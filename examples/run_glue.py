@@ -8,10 +8,14 @@ From the official `glue_data` folders (offline) or from the Hub (`nyu-mll/glue`,
     python examples/run_glue.py --task_name mrpc --model_name_or_path runs/bert-mini ...     # from the Hub
     python examples/run_glue.py --task_name rte --data_dir glue_data --model_type bert \\
         --config_name runs/bert-mini --tokenizer_name runs/bert-mini ...                   # random initialisation
+    python examples/run_glue.py --task_name sst2 --data_dir glue_data/SST-2 \\
+        --model_name_or_path runs/elmo ...                                                 # ELMo
 
-`--model_name_or_path` is an hf_ctx checkpoint (a pretrained BERT: its encoder and pooler are loaded and a new
-classifier is added). `--model_type bert --config_name <config.json, folder or preset such as "mini">` with a
-`--tokenizer_name` starts from random weights instead. Tasks: cola, sst2, mrpc, stsb, qqp, mnli (evaluated on
+`--model_name_or_path` is an hf_ctx checkpoint: a pretrained BERT (its encoder and pooler are loaded and a new
+classifier is added) or ELMo biLM (an `ElmoForSequenceClassification`: the frozen biLM's layers, a learned
+scalar mix, a biLSTM, max- and mean-pooling and a classifier; a sentence pair is read as one word sequence
+`a </S> <S> b`). `--model_type bert|elmo --config_name <config.json, folder or preset such as "mini">` starts
+from random weights instead, with `--tokenizer_name` (ELMo's default: character ids only). Tasks: cola, sst2, mrpc, stsb, qqp, mnli (evaluated on
 the matched and the mismatched dev set), qnli, rte, wnli, and ax (GLUE's diagnostic set: `--do_predict` with an
 MNLI model). `--do_predict` writes `<output_dir>/<Task>.tsv` (`MNLI-m.tsv` and `MNLI-mm.tsv` for MNLI) in the
 submission format `index<TAB>prediction`.
@@ -19,7 +23,6 @@ submission format `index<TAB>prediction`.
 
 import logging
 import math
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,23 +38,25 @@ from transformers import (
     TrainingArguments,
 )
 
-import hf_ctx
-from hf_ctx import BERT_PRESETS, CtxBertConfig
+from hf_ctx import BERT_PRESETS, ELMO_PRESETS, CtxBertConfig, ElmoConfig, ElmoTokenizer
 from hf_ctx.data.glue import (
     GLUE_TASKS,
     HUB_DATASET,
     encode_glue_for_subwords,
+    encode_glue_for_words,
     glue_compute_metrics,
     glue_task,
     load_glue,
     write_glue_predictions,
 )
 from hf_ctx.hub import finish_run
+from hf_ctx.training import first_examples, setup_logging, train_and_evaluate
 
 logger = logging.getLogger(__name__)
 
 # --model_type -> (model_type of its configs, model-card family)
-MODEL_TYPES = {"bert": ("hf_ctx_bert", "bert")}
+MODEL_TYPES = {"bert": ("hf_ctx_bert", "bert"), "elmo": ("hf_ctx_elmo", "elmo")}
+PRESETS = {"bert": BERT_PRESETS, "elmo": ELMO_PRESETS}
 
 
 @dataclass
@@ -64,7 +69,8 @@ class ModelArguments:
     )
     config_name: str | None = field(
         default=None,
-        metadata={"help": f"with --model_type: a config.json or checkpoint folder, or a BERT size in {list(BERT_PRESETS)}"},
+        metadata={"help": "with --model_type: a config.json or checkpoint folder, or a size preset: BERT's "
+                          f"{list(BERT_PRESETS)}, ELMo's {list(ELMO_PRESETS)}"},
     )
     tokenizer_name: str | None = field(default=None, metadata={"help": "tokenizer folder (default: the checkpoint's)"})
     cache_dir: str | None = field(default=None, metadata={"help": "where Hub downloads are cached"})
@@ -79,15 +85,13 @@ class DataArguments:
     dataset_name: str = field(
         default=HUB_DATASET, metadata={"help": "without --data_dir: the Hub dataset with GLUE's configurations and columns"}
     )
-    max_seq_length: int = field(default=128, metadata={"help": "longest input in tokens; longer ones are truncated"})
+    max_seq_length: int = field(
+        default=128, metadata={"help": "longest input in tokens (BERT) or words (ELMo); longer ones are truncated"}
+    )
     max_train_samples: int | None = field(default=None, metadata={"help": "use only the first N training examples"})
     max_eval_samples: int | None = field(default=None, metadata={"help": "use only the first N examples of each dev set"})
     max_predict_samples: int | None = field(default=None, metadata={"help": "predict only the first N test examples"})
     preprocessing_num_workers: int | None = field(default=None, metadata={"help": "processes for tokenization"})
-
-
-def first(dataset: datasets.Dataset, n: int | None) -> datasets.Dataset:
-    return dataset if n is None else dataset.select(range(min(n, len(dataset))))
 
 
 def eval_prefix(split: str) -> str:
@@ -112,8 +116,11 @@ def build_model(model_args: ModelArguments, task, tokenizer):
             "give --model_name_or_path, or --model_type (one of "
             f"{list(MODEL_TYPES)}) with --config_name for a randomly initialised model"
         )
-    if model_args.config_name in BERT_PRESETS and model_args.model_type == "bert":
-        config = CtxBertConfig.from_preset(model_args.config_name, vocab_size=len(tokenizer), **labels)
+    if model_args.config_name in PRESETS[model_args.model_type]:
+        if model_args.model_type == "bert":
+            config = CtxBertConfig.from_preset(model_args.config_name, vocab_size=len(tokenizer), **labels)
+        else:
+            config = ElmoConfig.from_preset(model_args.config_name, **labels)
     else:
         config = AutoConfig.from_pretrained(model_args.config_name, cache_dir=model_args.cache_dir, **labels)
     expected = MODEL_TYPES[model_args.model_type][0]
@@ -126,13 +133,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
     model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
 
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=[logging.StreamHandler(sys.stdout)])
-    log_level = logging.INFO if training_args.should_log else logging.WARNING
-    for name in (__name__, "hf_ctx"):
-        logging.getLogger(name).setLevel(log_level)
-    datasets.utils.logging.set_verbosity_warning()
-    transformers.utils.logging.set_verbosity(log_level)
-    logger.info(f"hf_ctx {hf_ctx.__version__}; {training_args.device}, {training_args.world_size} process(es)")
+    setup_logging(training_args, logger)
     transformers.set_seed(training_args.seed)
 
     task = glue_task(data_args.task_name)
@@ -145,19 +146,25 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
                              f"(files {[task.split_files[s] for s in missing]}); it has {list(raw)}")
 
     tokenizer_source = model_args.tokenizer_name or model_args.model_name_or_path
-    if tokenizer_source is None:
+    if tokenizer_source is not None:
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_source, cache_dir=model_args.cache_dir)
+    elif model_args.model_type == "elmo":
+        tokenizer = ElmoTokenizer()  # a classifier needs ELMo's character ids only
+    else:
         raise ValueError("give --tokenizer_name (or a --model_name_or_path that holds a tokenizer)")
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer_source, cache_dir=model_args.cache_dir)
     model = build_model(model_args, task, tokenizer)
-    if data_args.max_seq_length > model.config.max_position_embeddings:
-        raise ValueError(f"--max_seq_length {data_args.max_seq_length} exceeds the model's "
-                         f"max_position_embeddings ({model.config.max_position_embeddings})")
-    if len(tokenizer) > model.config.vocab_size:
-        raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but the model only {model.config.vocab_size}")
     family = next((f for t, f in MODEL_TYPES.values() if t == model.config.model_type), None)
     if family is None:
         raise ValueError(f"{model.config.model_type!r} is not an hf_ctx model (a transformers BERT converts with "
                          "`hf-ctx convert-bert`)")
+    if family == "bert" and data_args.max_seq_length > model.config.max_position_embeddings:
+        raise ValueError(f"--max_seq_length {data_args.max_seq_length} exceeds the model's "
+                         f"max_position_embeddings ({model.config.max_position_embeddings})")
+    if family == "bert" and len(tokenizer) > model.config.vocab_size:
+        raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but the model only {model.config.vocab_size}")
+    if family == "elmo" and not isinstance(tokenizer, ElmoTokenizer):
+        raise ValueError(f"an ELMo model reads ElmoTokenizer's character ids; {tokenizer_source} holds a "
+                         f"{type(tokenizer).__name__}")
     logger.info(f"{task.name}: {type(model).__name__} with {model.num_parameters():,} parameters")
 
     def limit(split: str) -> int | None:
@@ -165,10 +172,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             return data_args.max_train_samples
         return data_args.max_predict_samples if split.startswith("test") else data_args.max_eval_samples
 
-    raw = datasets.DatasetDict({split: first(dataset, limit(split)) for split, dataset in raw.items()})
+    raw = datasets.DatasetDict({split: first_examples(dataset, limit(split)) for split, dataset in raw.items()})
     with training_args.main_process_first(desc="tokenizing"):
-        encoded = encode_glue_for_subwords(raw, task, tokenizer, data_args.max_seq_length,
-                                           num_proc=data_args.preprocessing_num_workers)
+        encode = encode_glue_for_words if family == "elmo" else encode_glue_for_subwords
+        encoded = encode(raw, task, tokenizer, data_args.max_seq_length, num_proc=data_args.preprocessing_num_workers)
     # Multiples of 8 use tensor cores under mixed precision.
     collator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=8 if training_args.fp16 or training_args.bf16 else None)
     eval_sets = {split: encoded[split] for split in task.validation_splits if split in encoded}
@@ -187,20 +194,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         compute_metrics=glue_compute_metrics(task),
     )
 
-    metrics = {}
-    if training_args.do_train:
-        result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-        metrics.update(result.metrics)
-        trainer.log_metrics("train", result.metrics)
-        trainer.save_metrics("train", result.metrics)
-        trainer.save_state()
-    eval_metrics = {}
-    if training_args.do_eval:
-        for split, dataset in eval_sets.items():
-            eval_metrics.update(trainer.evaluate(eval_dataset=dataset, metric_key_prefix=eval_prefix(split)))
-        metrics.update(eval_metrics)
-        trainer.log_metrics("eval", eval_metrics)
-        trainer.save_metrics("eval", eval_metrics)
+    metrics, eval_metrics = train_and_evaluate(
+        trainer, eval_datasets={eval_prefix(split): dataset for split, dataset in eval_sets.items()}
+    )
     if training_args.do_predict:
         for split in task.test_splits:
             test_set = encoded[split].remove_columns("label")  # GLUE's test labels are hidden (-1)

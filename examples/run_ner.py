@@ -23,9 +23,7 @@ A label at evaluation that training never saw is an error. Sentences longer than
 (`--max_seq_length`) are split into pieces that fit, with a warning, and their predictions joined back.
 """
 
-import json
 import logging
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,7 +40,6 @@ from transformers import (
     TrainingArguments,
 )
 
-import hf_ctx
 from hf_ctx import (
     BERT_PRESETS,
     CtxBertConfig,
@@ -56,6 +53,13 @@ from hf_ctx import (
 from hf_ctx.data import conll
 from hf_ctx.data.bilm import build_vocabulary, count_words
 from hf_ctx.hub import finish_run
+from hf_ctx.training import (
+    parse_config_overrides,
+    record_metrics,
+    setup_logging,
+    train_and_evaluate,
+    training_data_name,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -111,20 +115,6 @@ class DataArguments:
     max_train_samples: int | None = field(default=None, metadata={"help": "keep the first N training sentences"})
     max_eval_samples: int | None = field(default=None, metadata={"help": "keep the first N validation sentences"})
     max_predict_samples: int | None = field(default=None, metadata={"help": "keep the first N test sentences"})
-
-
-def parse_config_overrides(overrides: str | None) -> dict:
-    """"a=1,b=true,c=gru" -> {"a": 1, "b": True, "c": "gru"} (values read as JSON where they parse)."""
-    parsed = {}
-    for item in filter(None, (overrides or "").split(",")):
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"--config_overrides entries are key=value, got {item!r}")
-        try:
-            parsed[key.strip()] = json.loads(value.lower() if value.lower() in ("true", "false") else value)
-        except json.JSONDecodeError:
-            parsed[key.strip()] = value
-    return parsed
 
 
 def load_data(data_args: DataArguments, training_args: TrainingArguments) -> datasets.DatasetDict:
@@ -257,14 +247,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
     model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
 
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        handlers=[logging.StreamHandler(sys.stdout)])
-    log_level = logging.INFO if training_args.should_log else logging.WARNING
-    for name in (__name__, "hf_ctx"):
-        logging.getLogger(name).setLevel(log_level)
-    datasets.utils.logging.set_verbosity_warning()
-    transformers.utils.logging.set_verbosity(log_level)
-    logger.info("hf_ctx %s", hf_ctx.__version__)
+    setup_logging(training_args, logger)
     transformers.set_seed(training_args.seed)
 
     data = load_data(data_args, training_args)
@@ -290,18 +273,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         preprocess_logits_for_metrics=conll.logits_to_tags,
     )
 
-    metrics, eval_metrics = {}, {}
-    if training_args.do_train:
-        result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-        metrics.update(result.metrics)
-        trainer.log_metrics("train", result.metrics)
-        trainer.save_metrics("train", result.metrics)
-        trainer.save_state()
-    if training_args.do_eval:
-        eval_metrics = trainer.evaluate()
-        metrics.update(eval_metrics)
-        trainer.log_metrics("eval", eval_metrics)
-        trainer.save_metrics("eval", eval_metrics)
+    metrics, eval_metrics = train_and_evaluate(trainer)
     for split in ("validation", "test") if training_args.do_predict else ():
         if split not in encoded:
             continue
@@ -313,10 +285,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             conll.write_conll_predictions(path, data[split], conll.merge_split_predictions(pieces[split], predicted))
             logger.info("wrote %s (conlleval format: word, input columns, gold tag, predicted tag)", path)
         metrics.update(output.metrics)
-        trainer.log_metrics(prefix, output.metrics)
-        trainer.save_metrics(prefix, output.metrics)
+        record_metrics(trainer, prefix, output.metrics)
     if training_args.do_train:
-        dataset_name = data_args.dataset_name or Path(data_args.train_file).name
+        dataset_name = training_data_name(data_args.dataset_name, data_args.train_file)
         finish_run(trainer, family, dataset_name=dataset_name, dataset_id=data_args.dataset_name,
                    eval_metrics={"validation": eval_metrics} if eval_metrics else None,
                    hyperparameters={"tag_scheme": data_args.tag_scheme})

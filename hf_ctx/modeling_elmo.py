@@ -328,10 +328,47 @@ class ElmoForBiLM(ElmoPreTrainedModel):
         return tokens
 
 
-class ElmoTaskModel(ElmoPreTrainedModel):
-    """What the ELMo task models share: the biLM (frozen unless `config.freeze_bilm` is False), a scalar mix of
-    its layers, dropout, and a bidirectional LSTM over the mixed vectors (`config.task_hidden_size`; none when 0).
+class FrozenBiLMMixin:
+    """For models that hold a pretrained biLM they do not train (ELMo task models, TagLM): its parameters get no
+    gradients, hence no optimizer state, and it stays in eval mode (no dropout) while the model trains.
+
+    A model mixes this in before its `PreTrainedModel` base class, returns the frozen module from `frozen_bilm`
+    (None when nothing is frozen) and calls `_freeze_bilm` at the end of `__init__`. `from_pretrained` freezes
+    again, because loading makes every floating-point parameter trainable.
     """
+
+    def frozen_bilm(self) -> nn.Module | None:
+        raise NotImplementedError
+
+    def _freeze_bilm(self):
+        bilm = self.frozen_bilm()
+        if bilm is not None:
+            bilm.requires_grad_(False)
+
+    @classmethod
+    def from_pretrained(cls, *args, **kwargs):
+        loaded = super().from_pretrained(*args, **kwargs)
+        (loaded[0] if isinstance(loaded, tuple) else loaded)._freeze_bilm()  # a tuple with output_loading_info
+        return loaded
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        bilm = self.frozen_bilm()
+        if bilm is not None:
+            bilm.eval()
+        return self
+
+
+class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
+    """What the ELMo task models share: the biLM (frozen unless `config.freeze_bilm` is False), a scalar mix of
+    its layers, dropout, and a bidirectional LSTM over the mixed vectors (`config.task_hidden_size`; none when 0);
+    a linear classifier on top, and the forward pass.
+
+    A task model calls `_add_classifier` at the end of its `__init__`, names its output class in `output_class`,
+    and defines `_logits_and_loss`: what it makes of the word features.
+    """
+
+    output_class: type[ModelOutput]
 
     def __init__(self, config: ElmoConfig):
         super().__init__(config)
@@ -345,16 +382,16 @@ class ElmoTaskModel(ElmoPreTrainedModel):
                                         bidirectional=True)
             self.feature_size = 2 * config.task_hidden_size
 
-    def _freeze_bilm(self):
-        """Keep the biLM's parameters out of training (called at the end of `__init__`, after `post_init`)."""
-        if self.config.freeze_bilm:
-            self.elmo.requires_grad_(False)
+    def _add_classifier(self, input_size: int):
+        """Add `classifier`, a linear layer from `input_size` features to `config.num_labels`, then initialise
+        the weights and freeze the biLM: the end of a task model's `__init__`."""
+        self.num_labels = self.config.num_labels
+        self.classifier = nn.Linear(input_size, self.config.num_labels)
+        self.post_init()
+        self._freeze_bilm()
 
-    def train(self, mode: bool = True):
-        super().train(mode)
-        if self.config.freeze_bilm:
-            self.elmo.eval()  # a frozen biLM never uses dropout
-        return self
+    def frozen_bilm(self) -> nn.Module | None:
+        return self.elmo if self.config.freeze_bilm else None
 
     def word_features(self, input_ids, attention_mask) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, W, feature_size) task features of each word, and the word mask (B, W)."""
@@ -367,6 +404,30 @@ class ElmoTaskModel(ElmoPreTrainedModel):
             features = self.dropout(run_packed_rnn(self.task_encoder, features, mask.sum(dim=1)))
         return features, mask
 
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> ModelOutput | tuple:
+        """The task's `output_class` with `logits`, `loss` when `labels` are given, and the word features as
+        `hidden_states` with `output_hidden_states`; see the task model for the shapes."""
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        features, mask = self.word_features(input_ids, attention_mask)
+        logits, loss = self._logits_and_loss(features, mask, labels)
+        output = self.output_class(loss=loss, logits=logits,
+                                   hidden_states=(features,) if output_hidden_states else None)
+        return output if return_dict else output.to_tuple()
+
+    def _logits_and_loss(
+        self, features: torch.Tensor, mask: torch.Tensor, labels: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(logits, loss or None) from the word features (B, W, feature_size) and word mask (B, W)."""
+        raise NotImplementedError
+
 
 class ElmoForSequenceClassification(ElmoTaskModel):
     """ELMo for sentence classification or regression: the task features of the words, max- and mean-pooled over
@@ -377,33 +438,20 @@ class ElmoForSequenceClassification(ElmoTaskModel):
     Output: `SequenceClassifierOutput` with `logits` (B, num_labels).
     """
 
+    output_class = SequenceClassifierOutput
+
     def __init__(self, config: ElmoConfig):
         super().__init__(config)
-        self.num_labels = config.num_labels
-        self.classifier = nn.Linear(2 * self.feature_size, config.num_labels)
-        self.post_init()
-        self._freeze_bilm()
+        self._add_classifier(2 * self.feature_size)  # max- and mean-pooled features side by side
 
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> SequenceClassifierOutput | tuple:
-        return_dict = self.config.return_dict if return_dict is None else return_dict
-        features, mask = self.word_features(input_ids, attention_mask)
+    def _logits_and_loss(self, features, mask, labels):
         keep = mask.unsqueeze(-1)
         mean = (features * keep).sum(1) / keep.sum(1).clamp(min=1)
         largest = features.masked_fill(~keep, torch.finfo(features.dtype).min).amax(dim=1)
         largest = torch.where(keep.any(dim=1), largest, torch.zeros_like(largest))  # an empty sentence pools to 0
         logits = self.classifier(torch.cat([largest, mean], dim=-1))
         loss = self.classification_loss(logits, labels) if labels is not None else None
-        output = SequenceClassifierOutput(loss=loss, logits=logits,
-                                          hidden_states=(features,) if output_hidden_states else None)
-        return output if return_dict else output.to_tuple()
+        return logits, loss
 
     def classification_loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """Regression, single-label or multi-label loss, chosen by `config.problem_type` as in transformers."""
@@ -431,24 +479,13 @@ class ElmoForTokenClassification(ElmoTaskModel):
     is wanted (padding). Output: `TokenClassifierOutput` with `logits` (B, W, num_labels).
     """
 
+    output_class = TokenClassifierOutput
+
     def __init__(self, config: ElmoConfig):
         super().__init__(config)
-        self.num_labels = config.num_labels
-        self.classifier = nn.Linear(self.feature_size, config.num_labels)
-        self.post_init()
-        self._freeze_bilm()
+        self._add_classifier(self.feature_size)
 
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> TokenClassifierOutput | tuple:
-        return_dict = self.config.return_dict if return_dict is None else return_dict
-        features, mask = self.word_features(input_ids, attention_mask)
+    def _logits_and_loss(self, features, mask, labels):
         logits = self.classifier(features)
         loss = None
         if labels is not None:
@@ -462,12 +499,11 @@ class ElmoForTokenClassification(ElmoTaskModel):
             loss = nn.functional.cross_entropy(logits.reshape(-1, self.num_labels), labels.reshape(-1),
                                                ignore_index=IGNORE_INDEX, reduction="sum")
             loss = loss / (labels != IGNORE_INDEX).sum().clamp(min=1)
-        output = TokenClassifierOutput(loss=loss, logits=logits,
-                                       hidden_states=(features,) if output_hidden_states else None)
-        return output if return_dict else output.to_tuple()
+        return logits, loss
 
 
 __all__ = [
+    "FrozenBiLMMixin",
     "ElmoForBiLM",
     "ElmoForBiLMOutput",
     "ElmoForSequenceClassification",

@@ -38,7 +38,7 @@ from .configuration_elmo import ElmoConfig
 from .configuration_taglm import TagLMConfig
 from .crf import ConditionalRandomField, allowed_transitions
 from .layers import run_packed_rnn
-from .modeling_elmo import ElmoModel
+from .modeling_elmo import ElmoModel, FrozenBiLMMixin
 from .remote_code import AutoMapMixin
 
 logger = logging.getLogger(__name__)
@@ -110,7 +110,7 @@ class TagLMPreTrainedModel(AutoMapMixin, PreTrainedModel):
                 init.normal_(module.end_transitions)
 
 
-class TagLMForTokenClassification(TagLMPreTrainedModel):
+class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
     """TagLM: word + character representation, biRNN, frozen biLM states, biRNN, linear, CRF.
 
     Inputs come from an `ElmoTokenizer` with a word vocabulary (the biLM's, when there is a biLM):
@@ -160,17 +160,8 @@ class TagLMForTokenClassification(TagLMPreTrainedModel):
         self.post_init()
         self._freeze_bilm()
 
-    def _freeze_bilm(self):
-        """No gradients, hence no optimizer state, for the biLM."""
-        if self.bilm is not None:
-            self.bilm.requires_grad_(False)
-
-    @classmethod
-    def from_pretrained(cls, *args, **kwargs):
-        loaded = super().from_pretrained(*args, **kwargs)
-        # Loading makes every floating-point parameter trainable again; the biLM must stay frozen.
-        (loaded[0] if isinstance(loaded, tuple) else loaded)._freeze_bilm()
-        return loaded
+    def frozen_bilm(self) -> nn.Module | None:
+        return self.bilm
 
     @classmethod
     def from_bilm(cls, bilm: "str | Path | ElmoModel", config: TagLMConfig) -> "TagLMForTokenClassification":
@@ -191,12 +182,6 @@ class TagLMForTokenClassification(TagLMPreTrainedModel):
         model = cls(config)
         model.bilm.load_state_dict(bilm.state_dict())
         return model
-
-    def train(self, mode: bool = True):
-        super().train(mode)
-        if self.bilm is not None:
-            self.bilm.eval()  # frozen: no dropout, whatever the tagger does
-        return self
 
     def _validate(self, input_ids, attention_mask, input_word_ids, labels):
         if input_ids is None or input_ids.dim() != 3 or input_ids.shape[-1] != self.config.max_characters_per_token:

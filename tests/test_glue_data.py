@@ -311,3 +311,26 @@ def test_encode_pairs_for_bert(tmp_path):
     # The long first sentence is cut, the short second one kept whole.
     long = tokenizer.convert_ids_to_tokens(encoded[1]["input_ids"])
     assert len(long) == 16 and long[-5:] == ["[SEP]", "a", "dog", "ran", "[SEP]"]
+
+
+def test_word_encoding_for_elmo_joins_pairs_and_cuts_the_longer_sentence(caplog):
+    from datasets import Dataset
+
+    from hf_ctx import ElmoTokenizer
+    from hf_ctx.data.glue import encode_glue_for_words, split_words
+
+    assert split_words("It's 3.5 stars, isn't it?") == ["It", "'s", "3.5", "stars", ",", "isn", "'t", "it", "?"]
+    tokenizer = ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", "a", "b", "c"])
+    pairs = Dataset.from_dict({"sentence1": ["a b", "a a a a a a"], "sentence2": ["c", "b b"], "label": [1, 0],
+                               "idx": [0, 1]})
+    with caplog.at_level("WARNING"):
+        encoded = encode_glue_for_words(pairs, "mrpc", tokenizer, max_words=7)
+    assert encoded.column_names == ["label", "idx", "input_ids", "input_word_ids", "attention_mask"]
+    # a b </S> <S> c; and the six a's cut to three so that a a a </S> <S> b b fits in 7 words
+    assert encoded["input_word_ids"][0] == [3, 4, 1, 0, 5]
+    assert encoded["input_word_ids"][1] == [3, 3, 3, 1, 0, 4, 4]
+    assert encoded["input_ids"][0][2] == list(tokenizer.char_ids("</S>"))
+    assert "1 of 2 examples are longer than max_words=7" in caplog.text
+    single = Dataset.from_dict({"sentence": ["", "c a"], "label": [0, 1], "idx": [0, 1]})
+    encoded = encode_glue_for_words(single, "sst2", tokenizer, max_words=5)
+    assert encoded["input_word_ids"] == [[1], [5, 3]]  # an empty text reads as a lone </S>

@@ -4,51 +4,17 @@ The Hub is replaced by mocks of `HfApi.create_repo` and `HfApi.upload_folder`; t
 file of the folder it is handed (the folder is temporary), so the test sees what would have been sent.
 """
 
-from pathlib import Path
-from unittest import mock
-
 import numpy as np
 import pytest
 import torch
 from datasets import Dataset
-from huggingface_hub import HfApi, ModelCard, RepoUrl
+from fake_hub import FakeHub, folder_files
+from huggingface_hub import ModelCard
 from tiny_checkpoints import WORDS, bert_sequence_classifier
 from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
 
 from hf_ctx.hub import finish_run, push_checkpoint
 from hf_ctx.model_card import build_model_card
-
-
-def folder_files(folder) -> dict[str, bytes]:
-    folder = Path(folder)
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-class FakeHub:
-    """Stands in for the Hub: records created repositories and the files of each upload."""
-
-    def __init__(self):
-        self.created, self.uploads = [], []
-
-    def create_repo(self, api, repo_id, **kwargs):
-        self.created.append(repo_id)
-        return RepoUrl(f"https://huggingface.co/{repo_id}")
-
-    def upload_folder(self, api, *, repo_id, folder_path, **kwargs):
-        self.uploads.append({"repo_id": repo_id, "files": folder_files(folder_path), **kwargs})
-
-    def __enter__(self):
-        self._patches = [
-            mock.patch.object(HfApi, "create_repo", autospec=True, side_effect=self.create_repo),
-            mock.patch.object(HfApi, "upload_folder", autospec=True, side_effect=self.upload_folder),
-        ]
-        for patch in self._patches:
-            patch.start()
-        return self
-
-    def __exit__(self, *exc):
-        for patch in self._patches:
-            patch.stop()
 
 
 def test_push_checkpoint_uploads_what_save_pretrained_writes(tmp_path):

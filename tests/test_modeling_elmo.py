@@ -230,6 +230,9 @@ def test_auto_classes_round_trip(tmp_path, tokenizer, batch):
     tagger = AutoModelForTokenClassification.from_pretrained(tmp_path, num_labels=3)
     assert isinstance(tagger, ElmoForTokenClassification)
     torch.testing.assert_close(tagger.elmo.char_cnn.projection.weight, model.elmo.char_cnn.projection.weight)
+    # Loading makes parameters trainable; the task model's biLM must come back frozen.
+    assert not any(p.requires_grad for p in tagger.elmo.parameters())
+    assert all(p.requires_grad for p in tagger.classifier.parameters())
 
 
 def test_task_models_keep_the_bilm_frozen_and_train_the_rest(batch):

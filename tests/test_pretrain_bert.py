@@ -1,4 +1,5 @@
-"""examples/pretrain_bert.py end to end on a tiny generated corpus: checkpoint, metrics, exact resume, 2 processes."""
+"""examples/pretrain_bert.py end to end on a tiny generated corpus: checkpoint, metrics, model card, push to the
+Hub (mocked), exact resume, 2 processes."""
 
 import importlib.util
 import json
@@ -16,6 +17,9 @@ from accelerate.commands.config.config_args import load_config_from_file
 from accelerate.commands.launch import _validate_launch_command, launch_command_parser
 from accelerate.utils import DistributedType, FullyShardedDataParallelPlugin
 from accelerate.utils.launch import prepare_multi_gpu_env
+from fake_hub import FakeHub, folder_files
+from huggingface_hub import ModelCard, metadata_load
+from huggingface_hub.repocard_data import model_index_to_eval_results
 from safetensors.torch import load_file
 from transformers import AutoModelForPreTraining, AutoTokenizer
 
@@ -110,6 +114,53 @@ def test_checkpoint_reloads_and_reported_metrics_are_right(single_run, corpus):
     assert metrics["eval_nsp_accuracy"] == pytest.approx(nsp_correct / len(examples), abs=1e-6)
 
 
+def test_model_card_reports_the_run(single_run):
+    """finish_run wrote README.md: metadata huggingface_hub parses, the evaluation the run reported, the settings."""
+    output_dir, metrics = single_run
+    metadata = metadata_load(output_dir / "README.md")
+    card = ModelCard.load(output_dir / "README.md")  # parses model-index into EvalResults, raising on bad ones
+    assert metadata["library_name"] == "transformers" and metadata["pipeline_tag"] == "fill-mask"
+    assert {"hf_ctx", "bert"} <= set(metadata["tags"])
+    assert "datasets" not in metadata  # local text files have no Hub id
+    model_name, results = model_index_to_eval_results(metadata["model-index"])
+    assert model_name == output_dir.name  # no --hub_model_id: the output folder's name
+    assert card.data.eval_results == results
+    reported = {"mlm_accuracy": "Masked-LM accuracy", "mlm_perplexity": "Masked-LM perplexity",
+                "nsp_accuracy": "Next-sentence accuracy"}
+    assert sorted(metadata["metrics"]) == sorted(reported)
+    assert {(r.metric_type, r.metric_value, r.dataset_split) for r in results} == {
+        (metric, round(metrics[f"eval_{metric}"], 4), "validation") for metric in reported}
+    for metric, name in reported.items():
+        assert f"| validation | {name} | {round(metrics[f'eval_{metric}'], 4)} |" in card.text
+    assert "Pretrained from scratch on train.txt" in card.text
+    vocab_size = len(AutoTokenizer.from_pretrained(output_dir))
+    for row in ["| model_size | tiny |", "| objective | mlm_nsp |", "| max_seq_length | 32 |",
+                "| mlm_probability | 0.15 |", "| whole_word_mask | False |", f"| vocab_size | {vocab_size} |",
+                "| learning_rate | 0.001 |"]:
+        assert row in card.text, row
+
+
+def test_push_to_hub_uploads_the_checkpoint_and_its_card(single_run, corpus, tmp_path):
+    """--push_to_hub: one upload at the end, of what save_pretrained wrote and the card, without training state."""
+    output_dir, _ = single_run
+    args = common_args(corpus, tmp_path) + [
+        "--max_steps", "1", "--per_device_train_batch_size", "8", "--save_strategy", "no",
+        "--tokenizer_name", str(output_dir), "--push_to_hub", "--hub_model_id", "me/bert-tiny",
+    ]
+    with FakeHub() as hub:
+        load_example().main(args)
+    assert set(hub.created) == {"me/bert-tiny"}
+    [upload] = hub.uploads
+    assert upload["repo_id"] == "me/bert-tiny" and upload["commit_message"] == "End of training"
+    saved = folder_files(tmp_path)
+    assert {"config.json", "model.safetensors", "tokenizer.json", "README.md", "modeling_bert.py"} <= set(
+        upload["files"])
+    assert all(saved[name] == content for name, content in upload["files"].items())
+    assert "me/bert-tiny" in saved["README.md"].decode()
+    assert set(saved) - set(upload["files"]) == {
+        "training_args.bin", "trainer_state.json", "train_results.json", "all_results.json"}
+
+
 def test_resume_from_checkpoint_continues_exactly(single_run, corpus, tmp_path):
     output_dir, _ = single_run
     args = common_args(corpus, tmp_path) + [
@@ -191,3 +242,5 @@ def test_mlm_only_from_a_local_dataset_with_a_config_file(tmp_path):
     model = AutoModelForPreTraining.from_pretrained(output_dir)
     assert model.config.pre_layer_norm and model.config.max_position_embeddings == 64
     assert AutoTokenizer.from_pretrained(output_dir).model_max_length == 64
+    card = " ".join((output_dir / "README.md").read_text().split())
+    assert "masked language modelling only; the checkpoint's next-sentence head was not trained" in card

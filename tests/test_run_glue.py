@@ -123,7 +123,7 @@ def run(setup, task, folder, output_dir, *extra):
     args = ["--task_name", task, "--data_dir", str(root / "glue_data" / folder), "--output_dir", str(output_dir),
             "--max_seq_length", "32", "--per_device_train_batch_size", "16", "--per_device_eval_batch_size", "16",
             "--save_strategy", "no", "--report_to", "none", "--dataloader_pin_memory", "false", "--seed", "0", *extra]
-    if "--model_name_or_path" not in extra:
+    if "--model_name_or_path" not in extra and "--model_type" not in extra:
         args += ["--model_type", "bert", "--config_name", str(root / "config"), "--tokenizer_name", str(root / "tokenizer")]
     return run_glue.main(args)
 
@@ -220,3 +220,64 @@ def test_bad_arguments(setup, tmp_path):
         run(setup, "rte", "MRPC", tmp_path, "--do_eval")
     with pytest.raises(ValueError, match="unknown GLUE task 'squad'"):
         run(setup, "squad", "MRPC", tmp_path, "--do_eval")
+
+
+def elmo_checkpoint(folder: Path, **config) -> Path:
+    """A tiny pretrained-ELMo folder (random biLM weights) with its tokenizer."""
+    from tiny_checkpoints import elmo_bilm
+
+    torch.manual_seed(0)
+    model, tokenizer = elmo_bilm(folder)
+    model.config.update(config)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_elmo_learns_cola_and_reports_the_saved_models_metric(setup, tmp_path):
+    from hf_ctx.data.glue import split_words
+
+    # A random biLM hardly tells "good" from "bad"; fine-tuned (freeze_bilm=False), it learns the task.
+    pretrained = elmo_checkpoint(tmp_path / "elmo", freeze_bilm=False)
+    out = tmp_path / "out"
+    metrics = run(setup, "cola", "CoLA", out, "--model_name_or_path", str(pretrained), "--do_train", "--do_eval",
+                  "--num_train_epochs", "10", "--learning_rate", "1e-2", "--max_seq_length", "12")
+    assert metrics["eval_matthews_correlation"] > 0.8
+    # The reported metric is the saved model's, sentence by sentence and without padding.
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    model = AutoModelForSequenceClassification.from_pretrained(out).eval()
+    dev = load_glue("cola", setup[0] / "glue_data")["validation"]
+    with torch.no_grad():
+        predictions = [model(**tokenizer([split_words(s)[:12]], is_split_into_words=True, return_tensors="pt"))
+                       .logits[0].argmax().item() for s in dev["sentence"]]
+    recomputed = load_metric("glue", "cola").compute(predictions=predictions, references=dev["label"])
+    assert recomputed["matthews_correlation"] == pytest.approx(metrics["eval_matthews_correlation"], abs=1e-6)
+    assert "ELMo" in (out / "README.md").read_text()
+
+
+def test_elmo_reads_sentence_pairs_with_its_biLM_frozen(setup, tmp_path):
+    pretrained = elmo_checkpoint(tmp_path / "elmo")
+    out = tmp_path / "out"
+    metrics = run(setup, "mrpc", "MRPC", out, "--model_name_or_path", str(pretrained), "--do_train", "--do_eval",
+                  "--max_steps", "3", "--learning_rate", "1e-2")
+    assert {"eval_accuracy", "eval_f1", "eval_combined_score"} <= set(metrics)
+    before, after = load_file(pretrained / "model.safetensors"), load_file(out / "model.safetensors")
+    bilm = [name for name in before if name.startswith("elmo.")]
+    assert len(bilm) > 10 and all(torch.equal(before[name], after[name]) for name in bilm)
+    initial = AutoModelForSequenceClassification.from_pretrained(pretrained, num_labels=2)
+    assert not torch.equal(after["classifier.weight"], initial.classifier.weight)  # the task layers trained
+
+
+def test_elmo_from_random_weights_and_its_tokenizer_check(setup, tmp_path):
+    from tiny_checkpoints import elmo_bilm
+
+    root, _ = setup
+    config = tmp_path / "elmo_config"
+    elmo_bilm(None)[0].config.save_pretrained(config)
+    metrics = run(setup, "mrpc", "MRPC", tmp_path / "out", "--model_type", "elmo", "--config_name", str(config),
+                  "--do_train", "--do_eval", "--max_steps", "1")
+    assert "eval_accuracy" in metrics
+    assert AutoModelForSequenceClassification.from_pretrained(tmp_path / "out").config.model_type == "hf_ctx_elmo"
+    with pytest.raises(ValueError, match="ELMo model reads ElmoTokenizer"):
+        run(setup, "mrpc", "MRPC", tmp_path / "bad", "--model_type", "elmo", "--config_name", str(config),
+            "--tokenizer_name", str(root / "tokenizer"), "--do_eval")

@@ -19,6 +19,7 @@ file named as the GLUE server expects (`MRPC.tsv`, `MNLI-m.tsv`, ...).
 
 import logging
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -336,6 +337,66 @@ def encode_glue_for_subwords(dataset: DatasetDict | Dataset, task: str | GlueTas
             logger.warning("%s %s: %d of %d examples reach max_seq_length=%d tokens (longer ones are truncated)",
                            task.name, name, at_limit, len(encoded), max_seq_length)
         return encoded
+
+    if isinstance(dataset, Dataset):
+        return encode_split(dataset, "data")
+    return DatasetDict({name: encode_split(split, name) for name, split in dataset.items()})
+
+
+# Words and punctuation apart, numbers ("3.5", "1,000") and English clitics ("it's" -> "it", "'s") kept whole:
+# close to the tokenized text ELMo's biLMs are trained on. GLUE's SST-2 text is tokenized like this already.
+WORD_PATTERN = re.compile(r"'\w+|\w+(?:[.,]\w+)*|[^\w\s]")
+# Between the two sentences of a pair: the end of one sentence and the start of the next, as the biLM knows them.
+PAIR_SEPARATOR = ("</S>", "<S>")
+
+
+def split_words(text: str) -> list[str]:
+    """`text` as a list of words and punctuation marks."""
+    return WORD_PATTERN.findall(text)
+
+
+def encode_glue_for_words(dataset: DatasetDict | Dataset, task: str | GlueTask, tokenizer, max_words: int,
+                          num_proc: int | None = None) -> DatasetDict | Dataset:
+    """Encode a task's sentences for a word-level model (ELMo) with its `ElmoTokenizer`.
+
+    Text is split into words and punctuation (`split_words`). A pair becomes one word sequence `a </S> <S> b`:
+    the biLM reads the end of the first sentence and the start of the second as it does between sentences of its
+    training text. Inputs longer than `max_words` words (separator included) are cut, the longer sentence of a pair
+    first; a warning says how many. Keeps "label" and "idx"; drops the text columns. Batches are padded later
+    (`DataCollatorWithPadding` calls the tokenizer's `pad`).
+    """
+    task = glue_task(task) if isinstance(task, str) else task
+    if max_words < 1 + 2 * (len(task.text_columns) - 1):
+        raise ValueError(f"max_words={max_words} leaves no room for the words of {task.name}")
+
+    def words_of(example_texts: tuple[str, ...]) -> tuple[list[str], bool]:
+        sentences = [split_words(text) for text in example_texts]
+        budget = max_words - len(PAIR_SEPARATOR) * (len(sentences) - 1)
+        cut = sum(map(len, sentences)) > budget
+        while sum(map(len, sentences)) > budget:
+            longest = max(sentences, key=len)
+            longest.pop()
+        words = sentences[0]
+        for sentence in sentences[1:]:
+            words = words + list(PAIR_SEPARATOR) + sentence
+        return words, cut
+
+    def encode(batch):
+        encoded = [words_of(texts) for texts in zip(*(batch[c] for c in task.text_columns))]
+        # An empty text still needs one word for the model to read: a lone separator mark.
+        words = [w or ["</S>"] for w, _ in encoded]
+        out = dict(tokenizer(words, is_split_into_words=True))
+        out["was_cut"] = [cut for _, cut in encoded]
+        return out
+
+    def encode_split(split: Dataset, name: str) -> Dataset:
+        encoded = split.map(encode, batched=True, num_proc=num_proc, remove_columns=list(task.text_columns),
+                            desc=f"encoding {task.name} {name} words")
+        cut = sum(encoded["was_cut"])
+        if cut:
+            logger.warning("%s %s: %d of %d examples are longer than max_words=%d and were cut",
+                           task.name, name, cut, len(encoded), max_words)
+        return encoded.remove_columns("was_cut")
 
     if isinstance(dataset, Dataset):
         return encode_split(dataset, "data")
