@@ -98,6 +98,11 @@ class DataArguments:
     objective: str = field(
         default="mlm_nsp", metadata={"help": f"one of {OBJECTIVES}: BERT's MLM + NSP pairs, or packed MLM only"}
     )
+    split_sentences: bool = field(
+        default=False,
+        metadata={"help": "cut lines into sentences after . ! ? first (text with a paragraph a line: sentence-sized "
+                          "NSP segments)"},
+    )
     max_seq_length: int = field(default=128, metadata={"help": "tokens per example, special tokens included"})
     short_seq_probability: float = field(default=0.1, metadata={"help": "BERT's share of shorter pair targets"})
     mlm_probability: float = field(default=0.15, metadata={"help": "share of tokens to predict"})
@@ -215,6 +220,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         seed=training_args.seed,
         text_column=text_column,
         num_proc=data_args.preprocessing_num_workers,
+        split_sentences=data_args.split_sentences,
     )
     train_dataset = eval_dataset = None
     with training_args.main_process_first(desc="building pretraining examples"):

@@ -280,3 +280,18 @@ def test_metrics_match_a_direct_computation():
         assert metrics == pytest.approx(expected, rel=1e-5)
     mlm_only = compute_pretraining_metrics(EvalPrediction(predictions, labels.numpy()))
     assert set(mlm_only) == {"mlm_accuracy", "mlm_perplexity"}
+
+
+def test_split_sentences_gives_one_segment_a_sentence(tokenizer):
+    from hf_ctx.data.pretraining import sentence_words
+
+    assert sentence_words("It rained. Did it? Yes! and then") == [["It", "rained."], ["Did", "it?"], ["Yes!"],
+                                                                     ["and", "then"]]
+    documents = Dataset.from_dict({"text": ["one two . three four !\nfive six", "seven ."]})
+    whole = tokenize_documents(documents, tokenizer)
+    split = tokenize_documents(documents, tokenizer, split_sentences=True)
+    assert [len(segments) for segments in whole["segments"]] == [2, 1]
+    assert [len(segments) for segments in split["segments"]] == [3, 1]
+    # The same tokens in the same order, only cut at the sentence ends.
+    assert [t for segment in split["segments"][0] for t in segment] == \
+        [t for segment in whole["segments"][0] for t in segment]

@@ -23,9 +23,7 @@ from tqdm.auto import tqdm
 from transformers import EvalPrediction
 
 from ..tokenization_elmo import BOS_TOKEN, EOS_TOKEN, UNK_TOKEN
-from .pretraining import load_text_documents
-
-SENTENCE_END = (".", "!", "?")
+from .pretraining import load_text_documents, sentence_words
 
 
 def load_text_lines(files, cache_dir: str | None = None) -> Dataset:
@@ -36,14 +34,7 @@ def load_text_lines(files, cache_dir: str | None = None) -> Dataset:
 
 def sentences_of(text: str, max_words: int, split_sentences: bool = True) -> list[list[str]]:
     """The sentences (lists of words) of one line of text, each cut into pieces of at most `max_words` words."""
-    sentences, current = [], []
-    for word in text.split():
-        current.append(word)
-        if split_sentences and word.endswith(SENTENCE_END):
-            sentences.append(current)
-            current = []
-    if current:
-        sentences.append(current)
+    sentences = sentence_words(text) if split_sentences else [text.split()] if text.split() else []
     return [sentence[start : start + max_words] for sentence in sentences
             for start in range(0, len(sentence), max_words)]
 

@@ -44,6 +44,7 @@ logger = logging.getLogger(__name__)
 DOCUMENT_BOUNDARIES = ("blank_line", "line")
 OBJECTIVES = ("mlm_nsp", "mlm")  # BERT's MLM + next-sentence prediction; RoBERTa-style packed MLM only
 NOT_NEXT_PROBABILITY = 0.5  # BERT: half the pairs take segment B from another document
+SENTENCE_END = (".", "!", "?")
 
 
 # --- Reading documents --------------------------------------------------------------------------------------
@@ -124,12 +125,27 @@ def load_text_documents(
 # --- Tokenizing ---------------------------------------------------------------------------------------------
 
 
-def _tokenize_batch(batch, tokenizer, text_column):
+def sentence_words(line: str) -> list[list[str]]:
+    """The sentences of a line of whitespace-separated words, as word lists: a sentence ends after each word that
+    ends with `.`, `!` or `?` (a simple rule: abbreviations such as "Mr." end a sentence too)."""
+    sentences, current = [], []
+    for word in line.split():
+        current.append(word)
+        if word.endswith(SENTENCE_END):
+            sentences.append(current)
+            current = []
+    return sentences + [current] if current else sentences
+
+
+def _tokenize_batch(batch, tokenizer, text_column, split_sentences):
     lines_per_document = []
     for text in batch[text_column]:
         if text is not None and not isinstance(text, str):
             raise ValueError(f"column {text_column!r} must hold strings, got {type(text).__name__}")
-        lines_per_document.append([line.strip() for line in (text or "").splitlines() if line.strip()])
+        lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+        if split_sentences:
+            lines = [" ".join(words) for line in lines for words in sentence_words(line)]
+        lines_per_document.append(lines)
     lines = [line for document in lines_per_document for line in document]
     ids = tokenizer(
         lines, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False, verbose=False
@@ -144,11 +160,14 @@ def _tokenize_batch(batch, tokenizer, text_column):
 
 
 def tokenize_documents(
-    documents: Dataset, tokenizer: PreTrainedTokenizerBase, text_column: str = "text", num_proc: int | None = None
+    documents: Dataset, tokenizer: PreTrainedTokenizerBase, text_column: str = "text", num_proc: int | None = None,
+    split_sentences: bool = False,
 ) -> Dataset:
     """Tokenize every line of every document (no special tokens): column "segments", one token-id list a line.
 
-    Documents with no tokens are dropped; a dataset left with no document is a `ValueError`.
+    With `split_sentences`, each line is first cut into sentences (`sentence_words`), so that text with a
+    paragraph a line gives BERT's sentence pairs sentence-sized segments. Documents with no tokens are dropped; a
+    dataset left with no document is a `ValueError`.
     """
     if text_column not in documents.column_names:
         raise ValueError(f"no column {text_column!r} in the dataset (columns: {documents.column_names})")
@@ -157,7 +176,7 @@ def tokenize_documents(
         batched=True,
         num_proc=num_proc,
         remove_columns=documents.column_names,
-        fn_kwargs={"tokenizer": tokenizer, "text_column": text_column},
+        fn_kwargs={"tokenizer": tokenizer, "text_column": text_column, "split_sentences": split_sentences},
         features=Features({"segments": List(List(Value("int32")))}),
         desc="Tokenizing documents",
     )
@@ -390,6 +409,7 @@ def build_pretraining_dataset(
     text_column: str = "text",
     num_proc: int | None = None,
     cache_dir: str | None = None,
+    split_sentences: bool = False,
 ) -> Dataset:
     """Pretraining examples from text files or a `Dataset` of documents (one a row, in `text_column`).
 
@@ -401,12 +421,14 @@ def build_pretraining_dataset(
         seed: for "mlm_nsp", seeds the pair sampling.
         document_boundary, cache_dir: for files, see `load_text_documents`.
         num_proc: processes for the `map` passes.
+        split_sentences: cut lines into sentences first (see `tokenize_documents`).
     """
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
     if not isinstance(documents, Dataset):
         documents = load_text_documents(documents, document_boundary=document_boundary, cache_dir=cache_dir)
-    tokenized = tokenize_documents(documents, tokenizer, text_column=text_column, num_proc=num_proc)
+    tokenized = tokenize_documents(documents, tokenizer, text_column=text_column, num_proc=num_proc,
+                                   split_sentences=split_sentences)
     if objective == "mlm_nsp":
         return create_nsp_examples(tokenized, tokenizer, max_seq_length, short_seq_prob, seed, num_proc)
     return create_packed_examples(tokenized, tokenizer, max_seq_length, num_proc)
