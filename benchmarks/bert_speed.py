@@ -5,10 +5,15 @@ Prints tokens/s for each implementation, the ratio hf_ctx / transformers, and pe
     python benchmarks/bert_speed.py --device cpu --mode inference --preset base --batch 8 --seq 128
     python benchmarks/bert_speed.py --device cuda --mode pretrain --dtype bf16 --batch 128 --seq 128 --compile
     python benchmarks/bert_speed.py --device cuda --mode finetune --dtype bf16 --glue_dir ../shared/data/glue
+    python benchmarks/bert_speed.py --device cpu --mode inference --data sst2 --preset mini --batch 32
 
-Modes: `inference` (encoder forward on full-length batches), `pretrain` (MLM+NSP forward, backward and AdamW
-step with 15% of tokens masked), `finetune` (sequence classification on SST-2 sentences with dynamic padding:
-real lengths, so padding cost shows).
+Modes: `inference` (encoder forward), `pretrain` (MLM+NSP forward, backward and AdamW step with 15% of tokens
+masked), `finetune` (sequence classification, forward, backward and AdamW step). Data: `synthetic` (full-length
+batches of --seq tokens; the default for inference and pretrain) or `sst2` (SST-2 sentences with dynamic
+padding: real lengths, so padding cost shows; the default for finetune).
+
+hf_ctx runs with its fast paths (`sparse_prediction`, `unpad_inputs`) unless `--plain` is given; the optimizer
+is the fused AdamW the examples use (the `Trainer` default `adamw_torch_fused`) for both models.
 """
 
 import argparse
@@ -28,7 +33,7 @@ from hf_ctx.convert_bert import convert_bert_config, convert_bert_state_dict
 VOCAB_SIZE = 30522
 
 
-def build_pair(mode, preset, attn_implementation, device, dtype):
+def build_pair(mode, preset, attn_implementation, device, dtype, fast_paths=True):
     """A transformers model and the hf_ctx model holding the same weights."""
     config = BertConfig(vocab_size=VOCAB_SIZE, attn_implementation=attn_implementation, num_labels=2,
                         **BERT_PRESETS[preset])
@@ -38,7 +43,9 @@ def build_pair(mode, preset, attn_implementation, device, dtype):
         "finetune": (transformers.BertForSequenceClassification, CtxBertForSequenceClassification),
     }[mode]
     reference = reference_class(config)
-    ours = ours_class(convert_bert_config(config))
+    ours_config = convert_bert_config(config)
+    ours_config.sparse_prediction = ours_config.unpad_inputs = fast_paths
+    ours = ours_class(ours_config)
     ours.load_state_dict(convert_bert_state_dict(reference.state_dict()), strict=False)
     ours.tie_weights()
     ours.set_attn_implementation(attn_implementation)
@@ -64,7 +71,7 @@ def synthetic_batches(mode, batch, seq, count, device):
     return batches
 
 
-def sst2_batches(glue_dir, batch, count, device):
+def sst2_batches(glue_dir, batch, count, device, with_labels=True):
     """Batches of real SST-2 sentences, padded to each batch's longest (word-piece lengths approximated by a
     whitespace split plus 20%, which keeps the length distribution without needing BERT's vocabulary)."""
     path = Path(glue_dir) / "SST-2" / "train.tsv"
@@ -82,8 +89,10 @@ def sst2_batches(glue_dir, batch, count, device):
             input_ids[i, :n] = torch.randint(5, VOCAB_SIZE, (n,), generator=generator)
             attention_mask[i, :n] = 1
         labels = torch.tensor([int(r["label"]) for r in chunk])
-        batches.append({"input_ids": input_ids.to(device), "attention_mask": attention_mask.to(device),
-                        "labels": labels.to(device)})
+        inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if with_labels:
+            inputs["labels"] = labels
+        batches.append({k: v.to(device) for k, v in inputs.items()})
     return batches
 
 
@@ -96,8 +105,7 @@ def measure(model, batches, mode, device, dtype, compile_model, warmup):
     step_model = torch.compile(model) if compile_model else model
     optimizer = None
     if mode != "inference":
-        fused = device == "cuda"
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=fused)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
 
     def step(batch):
         with torch.autocast(device_type=device, dtype=dtype, enabled=dtype != torch.float32):
@@ -138,21 +146,29 @@ def main():
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=3, help="alternate the two models this many times")
     parser.add_argument("--attn_implementation", default="sdpa")
+    parser.add_argument("--data", choices=["synthetic", "sst2"], default=None,
+                        help="synthetic full-length batches or SST-2 sentences (default: sst2 for finetune)")
+    parser.add_argument("--plain", action="store_true", help="hf_ctx without sparse_prediction and unpad_inputs")
     parser.add_argument("--compile", action="store_true", help="also measure both under torch.compile")
     parser.add_argument("--glue_dir", default=str(Path(__file__).resolve().parents[1].parent / "shared/data/glue"))
     args = parser.parse_args()
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
     torch.manual_seed(0)
 
-    reference, ours = build_pair(args.mode, args.preset, args.attn_implementation, args.device, dtype)
+    reference, ours = build_pair(args.mode, args.preset, args.attn_implementation, args.device, dtype,
+                                 fast_paths=not args.plain)
     count = args.warmup + args.steps
-    if args.mode == "finetune":
-        batches = sst2_batches(args.glue_dir, args.batch, count, args.device)
+    data = args.data or ("sst2" if args.mode == "finetune" else "synthetic")
+    if args.mode == "pretrain" and data == "sst2":
+        parser.error("--mode pretrain runs on synthetic full-length batches (as packed pretraining data is)")
+    if data == "sst2":
+        batches = sst2_batches(args.glue_dir, args.batch, count, args.device, with_labels=args.mode == "finetune")
     else:
         batches = synthetic_batches(args.mode, args.batch, args.seq, count, args.device)
     tokens = real_tokens(batches[args.warmup:])
     print(f"mode={args.mode} device={args.device} dtype={args.dtype} preset={args.preset} batch={args.batch} "
-          f"seq={args.seq if args.mode != 'finetune' else 'SST-2'} attn={args.attn_implementation} "
+          f"seq={args.seq if data == 'synthetic' else 'SST-2'} attn={args.attn_implementation} "
+          f"hf_ctx fast paths={'off' if args.plain else 'on'} "
           f"torch={torch.__version__} transformers={transformers.__version__}")
     for compiled in ([False, True] if args.compile else [False]):
         results = {"transformers": [], "hf_ctx": []}

@@ -77,6 +77,10 @@ class ModelArguments:
     sparse_prediction: bool = field(
         default=True, metadata={"help": "run the MLM decoder only on masked tokens (same loss, less compute)"}
     )
+    unpad_inputs: bool = field(
+        default=True, metadata={"help": "BERT: run the layers on the real tokens only, so padding costs nothing "
+                                        "(outputs at real tokens are unchanged)"}
+    )
 
 
 @dataclass
@@ -157,7 +161,7 @@ def build_model(model_args, tokenizer):
     if model_args.model_name_or_path is not None:
         return AutoModelForPreTraining.from_pretrained(model_args.model_name_or_path)
     fields = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id,
-              "sparse_prediction": model_args.sparse_prediction}
+              "sparse_prediction": model_args.sparse_prediction, "unpad_inputs": model_args.unpad_inputs}
     fields.update(parse_config_overrides(model_args.config_overrides))
     if model_args.config_name is not None:
         config = CtxBertConfig.from_dict({**CtxBertConfig.from_pretrained(model_args.config_name).to_dict(), **fields})

@@ -74,6 +74,10 @@ class ModelArguments:
     )
     tokenizer_name: str | None = field(default=None, metadata={"help": "tokenizer folder (default: the checkpoint's)"})
     cache_dir: str | None = field(default=None, metadata={"help": "where Hub downloads are cached"})
+    unpad_inputs: bool = field(
+        default=True, metadata={"help": "BERT: run the layers on the real tokens only, so padding costs nothing "
+                                        "(outputs at real tokens are unchanged)"}
+    )
 
 
 @dataclass
@@ -157,6 +161,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if family is None:
         raise ValueError(f"{model.config.model_type!r} is not an hf_ctx model (a transformers BERT converts with "
                          "`hf-ctx convert-bert`)")
+    if family == "bert":
+        model.config.unpad_inputs = model_args.unpad_inputs
     if family == "bert" and data_args.max_seq_length > model.config.max_position_embeddings:
         raise ValueError(f"--max_seq_length {data_args.max_seq_length} exceeds the model's "
                          f"max_position_embeddings ({model.config.max_position_embeddings})")

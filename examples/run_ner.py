@@ -93,6 +93,10 @@ class ModelArguments:
     )
     model_size: str = field(default="mini", metadata={"help": f"new BERT: size preset, one of {list(BERT_PRESETS)}"})
     vocab_size: int = field(default=8000, metadata={"help": "new BERT: WordPiece vocabulary trained on the data"})
+    unpad_inputs: bool = field(
+        default=True, metadata={"help": "BERT: run the layers on the real tokens only, so padding costs nothing "
+                                        "(outputs at real tokens are unchanged)"}
+    )
 
 
 @dataclass
@@ -256,6 +260,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     for split, dataset in data.items():
         conll.check_labels(dataset, label2id, split)
     model, tokenizer, family = build_tagger(model_args, data_args, labels, data, training_args.output_dir)
+    if family == "bert":
+        model.config.unpad_inputs = model_args.unpad_inputs
     logger.info("%s tagger: %s parameters (%s trained), labels %s", family, f"{model.num_parameters():,}",
                 f"{model.num_parameters(only_trainable=True):,}", labels)
     pieces, encoded = encode_splits(data, tokenizer, family, label2id, data_args.max_seq_length)

@@ -45,6 +45,11 @@ class CtxBertConfig(PreTrainedConfig):
             built, and `prediction_logits`/`logits` are returned as (number of labelled tokens, V), in row-major
             order of the labelled positions. Without labels the full logits are returned. (Same name and
             meaning as in transformers' ModernBERT.)
+        unpad_inputs (`bool`, defaults to `False`): when the batch has padding, run the layers on the real tokens
+            only (the padding costs no compute) and, on a GPU in fp16/bf16 without attention dropout, attention as
+            variable-length flash attention. Outputs at real tokens are unchanged (to float rounding); outputs at
+            padded positions are zeros instead of the meaningless values a padded run computes there. Off under
+            `torch.compile` (data-dependent shapes) and with `output_attentions`.
 
     Example:
     ```python
@@ -75,6 +80,7 @@ class CtxBertConfig(PreTrainedConfig):
         position_embedding_type="absolute",
         pre_layer_norm=False,
         sparse_prediction=False,
+        unpad_inputs=False,
         tie_word_embeddings=True,
         **kwargs,
     ):
@@ -131,6 +137,7 @@ class CtxBertConfig(PreTrainedConfig):
         self.position_embedding_type = position_embedding_type
         self.pre_layer_norm = pre_layer_norm
         self.sparse_prediction = sparse_prediction
+        self.unpad_inputs = unpad_inputs
         super().__init__(pad_token_id=pad_token_id, tie_word_embeddings=tie_word_embeddings, **kwargs)
 
     @classmethod

@@ -6,6 +6,8 @@ Shapes below use B = batch, T = tokens, H = hidden size, V = vocabulary size, C 
 What differs from transformers' `BertModel` (and why):
 - one fused query/key/value projection per layer (one matmul instead of three);
 - optional fixed sinusoidal positions and pre-LayerNorm layers;
+- with `config.unpad_inputs`, padding is dropped before the layers: linear layers see only real tokens and, on a
+  GPU in half precision, attention runs as variable-length flash attention (`torch.nn.attention.varlen`);
 - inputs are validated before any kernel runs, so a bad id is a `ValueError`, not a device-side assert.
 `hf_ctx.convert_bert` maps transformers' BERT weights onto this model; the outputs match to 1e-5.
 """
@@ -147,6 +149,53 @@ def eager_attention_forward(module, query, key, value, attention_mask, scaling, 
     return torch.matmul(probs, value).transpose(1, 2).contiguous(), probs
 
 
+try:  # torch >= 2.10: flash attention over variable-length sequences, without padding
+    from torch.nn.attention.varlen import varlen_attn
+except ImportError:
+    varlen_attn = None
+
+
+@dataclass
+class UnpaddedLayout:
+    """Where the real tokens of a padded (B, T) batch are, so the encoder can run on them alone (N of them).
+
+    `indices` (N,): flat positions b * T + t of the real tokens, row by row; `cu_seqlens` (B + 1,) int32: where
+    each sequence starts in that order; `max_seqlen`: the longest sequence; `padded_mask`: the attention mask
+    the padded kernels take (what `create_bidirectional_mask` made), for when attention cannot run unpadded.
+    """
+
+    indices: torch.Tensor
+    cu_seqlens: torch.Tensor
+    max_seqlen: int
+    batch: int
+    seq_length: int
+    padded_mask: torch.Tensor | None
+
+    @classmethod
+    def from_attention_mask(cls, attention_mask: torch.Tensor, padded_mask) -> "UnpaddedLayout":
+        keep = attention_mask.bool()
+        lengths = keep.sum(dim=1, dtype=torch.int32)
+        cu_seqlens = F.pad(torch.cumsum(lengths, dim=0, dtype=torch.int32), (1, 0))
+        indices = torch.nonzero(keep.flatten(), as_tuple=False).flatten()
+        return cls(indices, cu_seqlens, int(lengths.max()), keep.shape[0], keep.shape[1], padded_mask)
+
+    def unpad(self, padded: torch.Tensor) -> torch.Tensor:
+        """(B, T, ...) -> (N, ...)"""
+        return padded.flatten(0, 1)[self.indices]
+
+    def pad(self, tokens: torch.Tensor) -> torch.Tensor:
+        """(N, ...) -> (B, T, ...), zeros at the padding."""
+        padded = tokens.new_zeros(self.batch * self.seq_length, *tokens.shape[1:])
+        padded = padded.index_copy(0, self.indices, tokens)
+        return padded.view(self.batch, self.seq_length, *tokens.shape[1:])
+
+
+def can_use_varlen_attention(query: torch.Tensor, dropout: float) -> bool:
+    """Flash attention's variable-length kernel needs CUDA, half precision and no attention dropout."""
+    return (varlen_attn is not None and query.is_cuda and query.dtype in (torch.float16, torch.bfloat16)
+            and dropout == 0.0 and not torch.compiler.is_compiling())
+
+
 class CtxBertSelfAttention(nn.Module):
     """Multi-head scaled dot-product self-attention with one fused QKV projection. (B, T, H) -> (B, T, H).
 
@@ -167,16 +216,22 @@ class CtxBertSelfAttention(nn.Module):
         self.out_proj = nn.Linear(config.hidden_size, config.hidden_size)
         self.dropout_prob = config.attention_probs_dropout_prob
 
-    def forward(self, hidden_states, attention_mask=None, output_attentions=False):
+    def attention_function(self, output_attentions: bool):
+        implementation = self.config._attn_implementation
+        if output_attentions or implementation in (None, "eager"):
+            return eager_attention_forward
+        # `get_interface` (not indexing) also tells transformers that `set_attn_implementation` works here.
+        return ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
+
+    def forward(self, hidden_states, attention_mask=None, output_attentions=False, layout=None):
+        """`hidden_states` (B, T, H) with `attention_mask` in the form the kernel wants, or the (N, H) real tokens
+        of an [`UnpaddedLayout`] `layout`. Returns the same shape, and the attention probabilities (eager only)."""
+        if layout is not None:
+            return self.out_proj(self.unpadded_attention(hidden_states, layout)), None
         batch, seq_length, hidden = hidden_states.shape
         qkv = self.qkv(hidden_states).view(batch, seq_length, 3, self.num_heads, self.head_dim)
         query, key, value = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, heads, T, head_dim)
-        implementation = self.config._attn_implementation
-        if output_attentions or implementation in (None, "eager"):
-            attention_fn = eager_attention_forward
-        else:
-            attention_fn = ALL_ATTENTION_FUNCTIONS[implementation]
-        output, probs = attention_fn(
+        output, probs = self.attention_function(output_attentions)(
             self,
             query,
             key,
@@ -186,6 +241,23 @@ class CtxBertSelfAttention(nn.Module):
             dropout=self.dropout_prob if self.training else 0.0,
         )
         return self.out_proj(output.reshape(batch, seq_length, hidden)), probs
+
+    def unpadded_attention(self, tokens: torch.Tensor, layout: UnpaddedLayout) -> torch.Tensor:
+        """Attention within each sequence of the (N, H) real tokens -> (N, H), before the output projection."""
+        qkv = self.qkv(tokens).view(-1, 3, self.num_heads, self.head_dim)
+        dropout = self.dropout_prob if self.training else 0.0
+        if can_use_varlen_attention(qkv, dropout):
+            query, key, value = qkv.unbind(1)  # each (N, heads, head_dim)
+            output = varlen_attn(query, key, value, layout.cu_seqlens, layout.cu_seqlens, layout.max_seqlen,
+                                 layout.max_seqlen, scale=self.scaling)
+            return output.reshape(tokens.shape)
+        # No variable-length kernel here (CPU, fp32, attention dropout): pad for the attention product only; the
+        # projections around it still skip the padding.
+        query, key, value = layout.pad(qkv).permute(2, 0, 3, 1, 4).unbind(0)  # each (B, heads, T, head_dim)
+        output, _ = self.attention_function(False)(
+            self, query, key, value, layout.padded_mask, scaling=self.scaling, dropout=dropout
+        )
+        return layout.unpad(output).reshape(tokens.shape)
 
 
 class CtxBertFeedForward(nn.Module):
@@ -204,7 +276,8 @@ class CtxBertFeedForward(nn.Module):
 class CtxBertLayer(GradientCheckpointingLayer):
     """One Transformer layer: self-attention and feed-forward, each with a residual connection and LayerNorm.
 
-    Post-LN (BERT): x = LN(x + f(x)). Pre-LN: x = x + f(LN(x)). (B, T, H) -> (B, T, H).
+    Post-LN (BERT): x = LN(x + f(x)). Pre-LN: x = x + f(LN(x)). (B, T, H) -> (B, T, H), or (N, H) -> (N, H) for
+    the real tokens of an [`UnpaddedLayout`].
     """
 
     def __init__(self, config: CtxBertConfig):
@@ -216,39 +289,49 @@ class CtxBertLayer(GradientCheckpointingLayer):
         self.feed_forward_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, hidden_states, attention_mask=None, output_attentions=False):
+    def forward(self, hidden_states, attention_mask=None, output_attentions=False, layout=None):
         if self.pre_layer_norm:
-            attended, probs = self.attention(self.attention_norm(hidden_states), attention_mask, output_attentions)
+            attended, probs = self.attention(self.attention_norm(hidden_states), attention_mask, output_attentions,
+                                             layout)
             hidden_states = hidden_states + self.dropout(attended)
             hidden_states = hidden_states + self.dropout(self.feed_forward(self.feed_forward_norm(hidden_states)))
         else:
-            attended, probs = self.attention(hidden_states, attention_mask, output_attentions)
+            attended, probs = self.attention(hidden_states, attention_mask, output_attentions, layout)
             hidden_states = self.attention_norm(hidden_states + self.dropout(attended))
             hidden_states = self.feed_forward_norm(hidden_states + self.dropout(self.feed_forward(hidden_states)))
         return hidden_states, probs
 
 
 class CtxBertEncoder(nn.Module):
-    """A stack of `CtxBertLayer`s (plus a final LayerNorm for pre-LN). (B, T, H) -> (B, T, H)."""
+    """A stack of `CtxBertLayer`s (plus a final LayerNorm for pre-LN). (B, T, H) -> (B, T, H).
+
+    Given an [`UnpaddedLayout`], the layers run on the (N, H) real tokens and every output is padded back.
+    """
 
     def __init__(self, config: CtxBertConfig):
         super().__init__()
         self.layer = nn.ModuleList([CtxBertLayer(config) for _ in range(config.num_hidden_layers)])
         self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if config.pre_layer_norm else None
 
-    def forward(self, hidden_states, attention_mask=None, output_attentions=False, output_hidden_states=False):
+    def forward(self, hidden_states, attention_mask=None, output_attentions=False, output_hidden_states=False,
+                layout=None):
         all_hidden_states = [hidden_states] if output_hidden_states else None
         all_attentions = [] if output_attentions else None
+        if layout is not None:
+            hidden_states = layout.unpad(hidden_states)
         for layer in self.layer:
-            hidden_states, probs = layer(hidden_states, attention_mask, output_attentions=output_attentions)
+            hidden_states, probs = layer(hidden_states, attention_mask, output_attentions=output_attentions,
+                                         layout=layout)
             if output_hidden_states:
-                all_hidden_states.append(hidden_states)
+                all_hidden_states.append(hidden_states if layout is None else layout.pad(hidden_states))
             if output_attentions:
                 all_attentions.append(probs)
         if self.final_norm is not None:
             hidden_states = self.final_norm(hidden_states)
-            if output_hidden_states:
-                all_hidden_states[-1] = hidden_states
+        if layout is not None:
+            hidden_states = layout.pad(hidden_states)
+        if output_hidden_states and self.final_norm is not None:
+            all_hidden_states[-1] = hidden_states
         return BaseModelOutput(
             last_hidden_state=hidden_states,
             hidden_states=tuple(all_hidden_states) if output_hidden_states else None,
@@ -386,8 +469,13 @@ class CtxBertModel(CtxBertPreTrainedModel):
         else:
             # The mask form each kernel wants (None when nothing is padded, so sdpa may pick its fastest path).
             mask = create_bidirectional_mask(config=self.config, inputs_embeds=embeddings, attention_mask=attention_mask)
+        layout = None
+        if (self.config.unpad_inputs and attention_mask is not None and not output_attentions
+                and not torch.compiler.is_compiling() and not attention_mask.bool().all()):
+            layout = UnpaddedLayout.from_attention_mask(attention_mask, mask)
         encoded = self.encoder(
-            embeddings, mask, output_attentions=output_attentions, output_hidden_states=output_hidden_states
+            embeddings, mask, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+            layout=layout,
         )
         sequence_output = encoded.last_hidden_state
         output = BaseModelOutputWithPooling(

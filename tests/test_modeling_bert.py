@@ -75,10 +75,14 @@ HEADS = [
 ]
 
 
+@pytest.mark.parametrize("unpad_inputs", [False, True])
 @pytest.mark.parametrize("attn_implementation", ["eager", "sdpa"])
 @pytest.mark.parametrize("config_index", range(len(PARITY_CONFIGS)))
 @pytest.mark.parametrize("architecture,keys", HEADS)
-def test_converted_model_matches_transformers(tmp_path, architecture, keys, config_index, attn_implementation):
+def test_converted_model_matches_transformers(tmp_path, architecture, keys, config_index, attn_implementation,
+                                              unpad_inputs):
+    """Every head, every output. With `unpad_inputs` only the real tokens are compared: padded positions are
+    zeros there, and transformers computes meaningless values for them."""
     kwargs = PARITY_CONFIGS[config_index]
     torch.manual_seed(config_index)
     source = getattr(transformers, architecture)(BertConfig(**kwargs, num_labels=3 if "Question" not in architecture
@@ -93,7 +97,8 @@ def test_converted_model_matches_transformers(tmp_path, architecture, keys, conf
         "BertForTokenClassification": AutoModelForTokenClassification,
         "BertForQuestionAnswering": AutoModelForQuestionAnswering, "BertForMultipleChoice": AutoModelForMultipleChoice,
     }[architecture]
-    ours = auto_class.from_pretrained(tmp_path / "out", attn_implementation=attn_implementation).eval()
+    ours = auto_class.from_pretrained(tmp_path / "out", attn_implementation=attn_implementation,
+                                      unpad_inputs=unpad_inputs).eval()
     assert type(ours).__name__ == "Ctx" + architecture
     source.set_attn_implementation(attn_implementation)
 
@@ -105,11 +110,18 @@ def test_converted_model_matches_transformers(tmp_path, architecture, keys, conf
                   output_hidden_states=True)
     with torch.no_grad():
         expected, actual = source(**inputs), ours(**inputs)
+    real = attention_mask.bool().reshape(-1, attention_mask.shape[-1])  # (sequences, T), also for multiple choice
+    if not unpad_inputs:
+        real = torch.ones_like(real)
+
+    def compared(tensor):  # token-level outputs at the compared positions; sentence-level ones whole
+        return tensor[real] if tensor.shape[:2] == real.shape else tensor
+
     for key in keys:
-        torch.testing.assert_close(actual[key], expected[key], atol=1e-5, rtol=1e-5, msg=key)
+        torch.testing.assert_close(compared(actual[key]), compared(expected[key]), atol=1e-5, rtol=1e-5, msg=key)
     assert len(actual.hidden_states) == kwargs["num_hidden_layers"] + 1
     for mine, theirs in zip(actual.hidden_states, expected.hidden_states):
-        torch.testing.assert_close(mine, theirs, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(compared(mine), compared(theirs), atol=1e-5, rtol=1e-5)
 
 
 def test_attentions_match_transformers_eager():
@@ -416,3 +428,80 @@ def test_no_graph_breaks_under_torch_compile(model_class, extra):
     explanation = dynamo.explain(model_class(tiny_config(num_labels=2)).train())(**inputs)
     dynamo.reset()
     assert explanation.graph_break_count == 0, explanation.break_reasons
+
+
+# --- unpadded (variable-length) path ---------------------------------------------------------------------------
+
+
+def _same_weights(model_class, **overrides):
+    torch.manual_seed(0)
+    padded = model_class(tiny_config(num_labels=3, **overrides))
+    unpadded = model_class(tiny_config(num_labels=3, unpad_inputs=True, **overrides))
+    unpadded.load_state_dict(padded.state_dict())
+    return padded, unpadded
+
+
+@pytest.mark.parametrize("attn_implementation", ["eager", "sdpa"])
+@pytest.mark.parametrize("pre_layer_norm", [False, True])
+def test_unpadded_path_gives_the_same_loss_and_gradients(attn_implementation, pre_layer_norm):
+    """Pretraining (MLM + NSP) in training mode without dropout: same loss, same gradients, same hidden states at
+    the real tokens, and layer outputs of zeros at the padding (the embeddings are computed for every position)."""
+    padded, unpadded = _same_weights(CtxBertForPreTraining, pre_layer_norm=pre_layer_norm, hidden_dropout_prob=0.0,
+                                     attention_probs_dropout_prob=0.0)
+    input_ids, attention_mask, token_type_ids = padded_batch()
+    labels = torch.where(torch.rand(input_ids.shape, generator=torch.Generator().manual_seed(1)) < 0.3, input_ids, -100)
+    labels[attention_mask == 0] = -100
+    outputs = []
+    for model in (padded, unpadded):
+        model.set_attn_implementation(attn_implementation)
+        model.train()
+        out = model(input_ids, attention_mask, token_type_ids, labels=labels,
+                    next_sentence_label=torch.tensor([0, 1, 1]), output_hidden_states=True)
+        out.loss.backward()
+        outputs.append(out)
+    real = attention_mask.bool()
+    torch.testing.assert_close(outputs[1].loss, outputs[0].loss, atol=1e-6, rtol=1e-6)
+    for layer, (mine, reference) in enumerate(zip(outputs[1].hidden_states, outputs[0].hidden_states)):
+        torch.testing.assert_close(mine[real], reference[real], atol=1e-6, rtol=1e-6)
+        assert layer == 0 or not mine[~real].any()
+    for (name, mine), (_, reference) in zip(unpadded.named_parameters(), padded.named_parameters()):
+        torch.testing.assert_close(mine.grad, reference.grad, atol=1e-6, rtol=1e-5, msg=name)
+
+
+def test_unpadded_path_handles_full_and_empty_rows():
+    """No padding at all (the padded path runs); a row of padding only gives zeros, not NaN."""
+    padded, unpadded = (m.eval() for m in _same_weights(CtxBertForSequenceClassification))
+    input_ids, attention_mask, token_type_ids = padded_batch()
+    full = torch.ones_like(attention_mask)
+    with torch.no_grad():
+        torch.testing.assert_close(unpadded(input_ids, full).logits, padded(input_ids, full).logits)
+        attention_mask[1] = 0
+        out = unpadded.bert(input_ids, attention_mask, token_type_ids)
+        expected = padded.bert(input_ids[[0, 2]], attention_mask[[0, 2]], token_type_ids[[0, 2]])
+    assert not out.last_hidden_state[1].any() and torch.isfinite(out.pooler_output).all()
+    real = attention_mask[[0, 2]].bool()
+    torch.testing.assert_close(out.last_hidden_state[[0, 2]][real], expected.last_hidden_state[real])
+
+
+def test_set_attn_implementation_switches_the_kernel():
+    model = CtxBertModel(tiny_config())
+    model.set_attn_implementation("eager")
+    assert model.encoder.layer[0].attention.config._attn_implementation == "eager"
+    model.set_attn_implementation("sdpa")
+    assert model.encoder.layer[0].attention.config._attn_implementation == "sdpa"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_varlen_flash_attention_matches_padded_sdpa_on_gpu(dtype):
+    from hf_ctx.modeling_bert import can_use_varlen_attention
+
+    padded, unpadded = (m.to("cuda", dtype).eval() for m in _same_weights(CtxBertModel))
+    input_ids, attention_mask, token_type_ids = (t.cuda() for t in padded_batch())
+    if not can_use_varlen_attention(torch.zeros(1, device="cuda", dtype=dtype), 0.0):
+        pytest.skip("torch.nn.attention.varlen is not available in this torch build")
+    with torch.no_grad():
+        reference = padded(input_ids, attention_mask, token_type_ids).last_hidden_state
+        varlen = unpadded(input_ids, attention_mask, token_type_ids).last_hidden_state
+    real = attention_mask.bool()
+    torch.testing.assert_close(varlen[real], reference[real], atol=2e-2, rtol=2e-2)

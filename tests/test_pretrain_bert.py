@@ -87,6 +87,7 @@ def test_checkpoint_reloads_and_reported_metrics_are_right(single_run, corpus):
     model = AutoModelForPreTraining.from_pretrained(output_dir).eval()
     tokenizer = AutoTokenizer.from_pretrained(output_dir)
     assert isinstance(model, CtxBertForPreTraining) and model.config.vocab_size == len(tokenizer)
+    assert model.config.unpad_inputs and model.config.sparse_prediction  # the fast paths, saved with the model
     final = load_file(output_dir / f"checkpoint-{STEPS}" / "model.safetensors")
     assert all(torch.equal(final[name], value) for name, value in load_file(output_dir / "model.safetensors").items())
     losses = logged_losses(output_dir)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
-from transformers import AutoModelForSequenceClassification, AutoTokenizer
+from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
 from hf_ctx import CtxBertConfig, CtxBertForPreTraining, train_wordpiece_tokenizer
 from hf_ctx.data.glue import load_glue
@@ -204,6 +204,7 @@ def test_mrpc_from_a_pretrained_checkpoint_keeps_its_encoder(setup, tmp_path):
     out = tmp_path / "out"
     metrics = run(setup, "mrpc", "MRPC", out, "--model_name_or_path", str(tmp_path / "pretrained"),
                   "--do_train", "--do_eval", "--max_steps", "2", "--learning_rate", "0")
+    assert AutoConfig.from_pretrained(out).unpad_inputs is True  # the fast path, off in the pretrained config
     assert {"eval_accuracy", "eval_f1", "eval_combined_score"} <= set(metrics)
     before, after = load_file(tmp_path / "pretrained" / "model.safetensors"), load_file(out / "model.safetensors")
     encoder = [name for name in before if name.startswith("bert.")]

@@ -47,7 +47,8 @@ def test_bert_train_evaluate_predict_with_long_sentences_split(corpus, tmp_path,
     for key in ("eval_f1", "eval_precision", "eval_recall", "eval_PER_f1", "predict_f1"):
         assert 0.0 <= metrics[key] <= 1.0
     check_prediction_file(out / "predictions_test.txt", corpus["test"], metrics["predict_f1"])
-    assert json.loads((out / "config.json").read_text())["model_type"] == "hf_ctx_bert"
+    config = json.loads((out / "config.json").read_text())
+    assert config["model_type"] == "hf_ctx_bert" and config["unpad_inputs"] is True
 
 
 def test_unseen_label_at_evaluation_is_an_error(corpus, tmp_path):
