@@ -302,9 +302,11 @@ def test_resize_token_embeddings_keeps_the_decoder_tied():
     assert logits.shape == (1, 2, 120)
 
 
-def test_gradient_checkpointing_gives_the_same_gradients():
+@pytest.mark.parametrize("unpad_inputs", [False, True])
+def test_gradient_checkpointing_gives_the_same_gradients(unpad_inputs):
     torch.manual_seed(0)
-    model = CtxBertForMaskedLM(tiny_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
+    model = CtxBertForMaskedLM(tiny_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                                           unpad_inputs=unpad_inputs))
     input_ids, attention_mask, _ = padded_batch()
     grads = []
     for checkpointing in (False, True):
