@@ -14,7 +14,8 @@ From the official `glue_data` folders (offline) or from the Hub (`nyu-mll/glue`,
 `--model_name_or_path` is an hf_ctx checkpoint: a pretrained BERT (its encoder and pooler are loaded and a new
 classifier is added) or ELMo biLM (an `ElmoForSequenceClassification`: the frozen biLM's layers, a learned
 scalar mix, a biLSTM, max- and mean-pooling and a classifier; a sentence pair is read as one word sequence
-`a </S> <S> b`). `--model_type bert|elmo --config_name <config.json, folder or preset such as "mini">` starts
+`a </S> <S> b`; `--config_overrides task_word_embedding_size=256` adds trainable word vectors beside the ELMo
+vectors, as in the paper's task models). `--model_type bert|elmo --config_name <config.json, folder or preset such as "mini">` starts
 from random weights instead, with `--tokenizer_name` (ELMo's default: character ids only). Tasks: cola, sst2, mrpc, stsb, qqp, mnli (evaluated on
 the matched and the mismatched dev set), qnli, rte, wnli, and ax (GLUE's diagnostic set: `--do_predict` with an
 MNLI model). `--do_predict` writes `<output_dir>/<Task>.tsv` (`MNLI-m.tsv` and `MNLI-mm.tsv` for MNLI) in the
@@ -50,7 +51,7 @@ from hf_ctx.data.glue import (
     write_glue_predictions,
 )
 from hf_ctx.hub import finish_run
-from hf_ctx.training import first_examples, setup_logging, train_and_evaluate
+from hf_ctx.training import first_examples, parse_config_overrides, setup_logging, train_and_evaluate
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +74,11 @@ class ModelArguments:
                           f"{list(BERT_PRESETS)}, ELMo's {list(ELMO_PRESETS)}"},
     )
     tokenizer_name: str | None = field(default=None, metadata={"help": "tokenizer folder (default: the checkpoint's)"})
+    config_overrides: str | None = field(
+        default=None,
+        metadata={"help": "comma-separated key=value config fields, e.g. classifier_dropout=0.2 or, for ELMo, "
+                          "task_word_embedding_size=256"},
+    )
     cache_dir: str | None = field(default=None, metadata={"help": "where Hub downloads are cached"})
     unpad_inputs: bool = field(
         default=True, metadata={"help": "BERT: run the layers on the real tokens only, so padding costs nothing "
@@ -104,16 +110,16 @@ def eval_prefix(split: str) -> str:
 
 
 def build_model(model_args: ModelArguments, task, tokenizer):
-    labels = {"num_labels": task.num_labels}
+    fields = {"num_labels": task.num_labels, **parse_config_overrides(model_args.config_overrides)}
     if task.is_regression:
-        labels["problem_type"] = "regression"
+        fields["problem_type"] = "regression"
     else:
-        labels["problem_type"] = "single_label_classification"
-        labels["id2label"] = dict(enumerate(task.label_names))
-        labels["label2id"] = {name: i for i, name in enumerate(task.label_names)}
+        fields["problem_type"] = "single_label_classification"
+        fields["id2label"] = dict(enumerate(task.label_names))
+        fields["label2id"] = {name: i for i, name in enumerate(task.label_names)}
     if model_args.model_name_or_path is not None:
         return AutoModelForSequenceClassification.from_pretrained(
-            model_args.model_name_or_path, cache_dir=model_args.cache_dir, **labels
+            model_args.model_name_or_path, cache_dir=model_args.cache_dir, **fields
         )
     if model_args.model_type not in MODEL_TYPES or model_args.config_name is None:
         raise ValueError(
@@ -122,11 +128,11 @@ def build_model(model_args: ModelArguments, task, tokenizer):
         )
     if model_args.config_name in PRESETS[model_args.model_type]:
         if model_args.model_type == "bert":
-            config = CtxBertConfig.from_preset(model_args.config_name, vocab_size=len(tokenizer), **labels)
+            config = CtxBertConfig.from_preset(model_args.config_name, vocab_size=len(tokenizer), **fields)
         else:
-            config = ElmoConfig.from_preset(model_args.config_name, **labels)
+            config = ElmoConfig.from_preset(model_args.config_name, **fields)
     else:
-        config = AutoConfig.from_pretrained(model_args.config_name, cache_dir=model_args.cache_dir, **labels)
+        config = AutoConfig.from_pretrained(model_args.config_name, cache_dir=model_args.cache_dir, **fields)
     expected = MODEL_TYPES[model_args.model_type][0]
     if config.model_type != expected:
         raise ValueError(f"--config_name {model_args.config_name} is a {config.model_type!r} config, not {expected!r}")

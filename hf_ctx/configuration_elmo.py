@@ -94,6 +94,10 @@ class ElmoConfig(PreTrainedConfig):
             batch) before the task's scalar mix.
         task_hidden_size (`int`, defaults to 256): units per direction of the task models' bidirectional LSTM over
             the mixed ELMo vectors; 0 puts the classifier directly on them.
+        task_word_embedding_size (`int`, defaults to 0): task models also look up each word of the word vocabulary
+            (`input_word_ids`, which the tokenizer gives when it has a vocabulary) in a trainable table of this
+            size and concatenate it to the ELMo vectors: the paper's recipe, which adds ELMo to a task model's own
+            word vectors. 0: ELMo vectors only. Needs `vocab_size`.
         classifier_dropout (`float`, defaults to 0.5): dropout on the ELMo vectors and before the classifier.
 
     Example:
@@ -120,6 +124,7 @@ class ElmoConfig(PreTrainedConfig):
         freeze_bilm=True,
         scalar_mix_layer_norm=False,
         task_hidden_size=256,
+        task_word_embedding_size=0,
         classifier_dropout=0.5,
         **kwargs,
     ):
@@ -140,6 +145,11 @@ class ElmoConfig(PreTrainedConfig):
             raise ValueError(f"num_sampled must be 0 (full softmax) or a positive integer, got {num_sampled!r}")
         if not isinstance(task_hidden_size, int) or task_hidden_size < 0:
             raise ValueError(f"task_hidden_size must be 0 (no task LSTM) or a positive integer, got {task_hidden_size!r}")
+        if not isinstance(task_word_embedding_size, int) or task_word_embedding_size < 0:
+            raise ValueError("task_word_embedding_size must be 0 (ELMo vectors only) or a positive integer, got "
+                             f"{task_word_embedding_size!r}")
+        if task_word_embedding_size and vocab_size is None:
+            raise ValueError("task_word_embedding_size needs vocab_size (the word vocabulary the task embeds)")
 
         self.char_cnn = char_cnn
         self.lstm = lstm
@@ -153,6 +163,7 @@ class ElmoConfig(PreTrainedConfig):
         self.freeze_bilm = freeze_bilm
         self.scalar_mix_layer_norm = scalar_mix_layer_norm
         self.task_hidden_size = task_hidden_size
+        self.task_word_embedding_size = task_word_embedding_size
         self.classifier_dropout = classifier_dropout
         kwargs.setdefault("tie_word_embeddings", False)  # nothing to tie: the input is characters
         super().__init__(**kwargs)

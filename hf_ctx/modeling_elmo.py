@@ -122,6 +122,9 @@ class ElmoPreTrainedModel(AutoMapMixin, PreTrainedModel):
             if not getattr(module.bias, "_is_hf_initialized", False):
                 init.zeros_(module.bias)
                 module.bias[module.cell_size : 2 * module.cell_size] = 1.0
+        elif isinstance(module, ElmoTaskModel) and module.word_embeddings is not None:
+            # Task word vectors start at the scale of the ELMo vectors they sit beside (about unit size per feature).
+            init.normal_(module.word_embeddings.weight, std=1.0)
         elif isinstance(module, ScalarMix):
             init.zeros_(module.scalar_parameters)
             init.ones_(module.gamma)
@@ -361,8 +364,9 @@ class FrozenBiLMMixin:
 
 class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
     """What the ELMo task models share: the biLM (frozen unless `config.freeze_bilm` is False), a scalar mix of
-    its layers, dropout, and a bidirectional LSTM over the mixed vectors (`config.task_hidden_size`; none when 0);
-    a linear classifier on top, and the forward pass.
+    its layers, optionally trainable word vectors concatenated to it (`config.task_word_embedding_size`), dropout,
+    and a bidirectional LSTM over the result (`config.task_hidden_size`; none when 0); a linear classifier on
+    top, and the forward pass.
 
     A task model calls `_add_classifier` at the end of its `__init__`, names its output class in `output_class`,
     and defines `_logits_and_loss`: what it makes of the word features.
@@ -375,10 +379,14 @@ class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
         self.elmo = ElmoModel(config)
         self.scalar_mix = ScalarMix(config.num_output_layers, do_layer_norm=config.scalar_mix_layer_norm)
         self.dropout = nn.Dropout(config.classifier_dropout)
-        self.task_encoder = None
+        self.word_embeddings = None
         self.feature_size = config.hidden_size
+        if config.task_word_embedding_size > 0:
+            self.word_embeddings = nn.Embedding(config.vocab_size, config.task_word_embedding_size)
+            self.feature_size += config.task_word_embedding_size
+        self.task_encoder = None
         if config.task_hidden_size > 0:
-            self.task_encoder = nn.LSTM(config.hidden_size, config.task_hidden_size, batch_first=True,
+            self.task_encoder = nn.LSTM(self.feature_size, config.task_hidden_size, batch_first=True,
                                         bidirectional=True)
             self.feature_size = 2 * config.task_hidden_size
 
@@ -393,30 +401,49 @@ class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
     def frozen_bilm(self) -> nn.Module | None:
         return self.elmo if self.config.freeze_bilm else None
 
-    def word_features(self, input_ids, attention_mask) -> tuple[torch.Tensor, torch.Tensor]:
+    def word_features(self, input_ids, attention_mask, input_word_ids=None) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, W, feature_size) task features of each word, and the word mask (B, W)."""
         mask = elmo_input_mask(self.config, input_ids, attention_mask)
         with torch.set_grad_enabled(torch.is_grad_enabled() and not self.config.freeze_bilm):
             layers = self.elmo(input_ids=input_ids, attention_mask=mask, output_hidden_states=True,
                                return_dict=True).hidden_states
-        features = self.dropout(self.scalar_mix(layers, mask))
+        features = self.scalar_mix(layers, mask)
+        if self.word_embeddings is not None:
+            features = torch.cat([features, self.word_embeddings(self._checked_word_ids(input_word_ids, mask))], -1)
+        features = self.dropout(features)
         if self.task_encoder is not None:
             features = self.dropout(run_packed_rnn(self.task_encoder, features, mask.sum(dim=1)))
         return features, mask
+
+    def _checked_word_ids(self, input_word_ids: torch.Tensor | None, mask: torch.Tensor) -> torch.Tensor:
+        if input_word_ids is None:
+            raise ValueError("this model embeds words (task_word_embedding_size > 0): pass input_word_ids, which an "
+                             "ElmoTokenizer with a word vocabulary returns")
+        if tuple(input_word_ids.shape) != tuple(mask.shape):
+            raise ValueError(f"input_word_ids has shape {tuple(input_word_ids.shape)}, expected (batch, words) = "
+                             f"{tuple(mask.shape)}")
+        if not torch.compiler.is_compiling() and input_word_ids.numel():
+            low, high = input_word_ids.min().item(), input_word_ids.max().item()
+            if low < 0 or high >= self.config.vocab_size:
+                raise ValueError(f"input_word_ids contains {low if low < 0 else high}, outside the word vocabulary "
+                                 f"[0, {self.config.vocab_size})")
+        return input_word_ids
 
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
+        input_word_ids: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         **kwargs,
     ) -> ModelOutput | tuple:
         """The task's `output_class` with `logits`, `loss` when `labels` are given, and the word features as
-        `hidden_states` with `output_hidden_states`; see the task model for the shapes."""
+        `hidden_states` with `output_hidden_states`; see the task model for the shapes. `input_word_ids` (B, W):
+        word ids from the tokenizer, used with `config.task_word_embedding_size` only."""
         return_dict = self.config.return_dict if return_dict is None else return_dict
-        features, mask = self.word_features(input_ids, attention_mask)
+        features, mask = self.word_features(input_ids, attention_mask, input_word_ids)
         logits, loss = self._logits_and_loss(features, mask, labels)
         output = self.output_class(loss=loss, logits=logits,
                                    hidden_states=(features,) if output_hidden_states else None)

@@ -268,3 +268,24 @@ def test_sequence_classification_pools_words_and_handles_empty_sentences(batch):
     torch.testing.assert_close(out.loss, F.mse_loss(out.logits.squeeze(-1), torch.tensor([0.5, 1.0, 0.0, 2.0])))
     unfrozen = ElmoForSequenceClassification(tiny_config(num_labels=2, freeze_bilm=False))
     assert all(p.requires_grad for p in unfrozen.elmo.parameters())
+
+
+def test_task_word_vectors_are_trained_beside_the_frozen_biLM():
+    config = ElmoConfig(char_cnn={"filters": [[1, 4], [2, 4]], "embedding": {"dim": 4}, "n_highway": 1},
+                        lstm={"dim": 8, "projection_dim": 4, "n_layers": 1}, vocab_size=10, task_hidden_size=0,
+                        task_word_embedding_size=6, num_labels=3)
+    model = ElmoForTokenClassification(config)
+    assert model.classifier.in_features == 8 + 6  # ELMo (2 x projection) + word vectors
+    tokenizer = ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", "a", "b", "c", "d", "e", "f", "g"])
+    batch = tokenizer([["a", "b", "zz"], ["c"]], is_split_into_words=True, padding=True, return_tensors="pt")
+    out = model(**batch, labels=torch.tensor([[0, 1, 2], [1, -100, -100]]))
+    out.loss.backward()
+    assert model.word_embeddings.weight.grad[[3, 4, 2, 5]].abs().sum(dim=1).gt(0).all()  # a, b, <UNK>, c
+    assert all(p.grad is None for p in model.elmo.parameters())
+    with pytest.raises(ValueError, match="pass input_word_ids"):
+        model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+    with pytest.raises(ValueError, match="outside the word vocabulary"):
+        model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+              input_word_ids=torch.full_like(batch["input_word_ids"], 10))
+    with pytest.raises(ValueError, match="needs vocab_size"):
+        ElmoConfig(task_word_embedding_size=6)

@@ -282,3 +282,26 @@ def test_elmo_from_random_weights_and_its_tokenizer_check(setup, tmp_path):
     with pytest.raises(ValueError, match="ELMo model reads ElmoTokenizer"):
         run(setup, "mrpc", "MRPC", tmp_path / "bad", "--model_type", "elmo", "--config_name", str(config),
             "--tokenizer_name", str(root / "tokenizer"), "--do_eval")
+
+
+def test_elmo_with_task_word_vectors_learns_with_its_biLM_frozen(setup, tmp_path):
+    """The paper's recipe: ELMo beside the task's own (trainable) word vectors. Where a frozen random biLM alone
+    hardly tells "good" from "bad", the word vectors learn it; the biLM stays as it was."""
+    from tiny_checkpoints import _elmo_config
+
+    from hf_ctx import ElmoForBiLM, ElmoTokenizer
+
+    torch.manual_seed(0)
+    tokenizer = ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", *WORDS, "good", "bad"])
+    pretrained = tmp_path / "elmo"
+    ElmoForBiLM(_elmo_config(tokenizer)).save_pretrained(pretrained)
+    tokenizer.save_pretrained(pretrained)
+    out = tmp_path / "out"
+    metrics = run(setup, "cola", "CoLA", out, "--model_name_or_path", str(pretrained), "--do_train", "--do_eval",
+                  "--num_train_epochs", "10", "--learning_rate", "1e-2", "--max_seq_length", "12",
+                  "--config_overrides", "task_word_embedding_size=8")
+    assert metrics["eval_matthews_correlation"] > 0.8
+    before, after = load_file(pretrained / "model.safetensors"), load_file(out / "model.safetensors")
+    assert after["word_embeddings.weight"].shape == (len(tokenizer.get_vocab()), 8)
+    bilm = [name for name in before if name.startswith("elmo.")]
+    assert len(bilm) > 10 and all(torch.equal(before[name], after[name]) for name in bilm)
