@@ -33,10 +33,10 @@ from hf_ctx.convert_bert import convert_bert_config, convert_bert_state_dict
 VOCAB_SIZE = 30522
 
 
-def build_pair(mode, preset, attn_implementation, device, dtype, fast_paths=True):
+def build_pair(mode, preset, attn_implementation, device, dtype, fast_paths=True, attention_dropout=0.1):
     """A transformers model and the hf_ctx model holding the same weights."""
     config = BertConfig(vocab_size=VOCAB_SIZE, attn_implementation=attn_implementation, num_labels=2,
-                        **BERT_PRESETS[preset])
+                        attention_probs_dropout_prob=attention_dropout, **BERT_PRESETS[preset])
     reference_class, ours_class = {
         "inference": (transformers.BertModel, CtxBertModel),
         "pretrain": (transformers.BertForPreTraining, CtxBertForPreTraining),
@@ -149,6 +149,8 @@ def main():
     parser.add_argument("--data", choices=["synthetic", "sst2"], default=None,
                         help="synthetic full-length batches or SST-2 sentences (default: sst2 for finetune)")
     parser.add_argument("--plain", action="store_true", help="hf_ctx without sparse_prediction and unpad_inputs")
+    parser.add_argument("--attention_dropout", type=float, default=0.1,
+                        help="both models (BERT's 0.1; 0 lets training use flash kernels: varlen for hf_ctx)")
     parser.add_argument("--compile", action="store_true", help="also measure both under torch.compile")
     parser.add_argument("--glue_dir", default=str(Path(__file__).resolve().parents[1].parent / "shared/data/glue"))
     args = parser.parse_args()
@@ -156,7 +158,7 @@ def main():
     torch.manual_seed(0)
 
     reference, ours = build_pair(args.mode, args.preset, args.attn_implementation, args.device, dtype,
-                                 fast_paths=not args.plain)
+                                 fast_paths=not args.plain, attention_dropout=args.attention_dropout)
     count = args.warmup + args.steps
     data = args.data or ("sst2" if args.mode == "finetune" else "synthetic")
     if args.mode == "pretrain" and data == "sst2":
@@ -168,7 +170,7 @@ def main():
     tokens = real_tokens(batches[args.warmup:])
     print(f"mode={args.mode} device={args.device} dtype={args.dtype} preset={args.preset} batch={args.batch} "
           f"seq={args.seq if data == 'synthetic' else 'SST-2'} attn={args.attn_implementation} "
-          f"hf_ctx fast paths={'off' if args.plain else 'on'} "
+          f"hf_ctx fast paths={'off' if args.plain else 'on'} attention dropout={args.attention_dropout} "
           f"torch={torch.__version__} transformers={transformers.__version__}")
     for compiled in ([False, True] if args.compile else [False]):
         results = {"transformers": [], "hf_ctx": []}

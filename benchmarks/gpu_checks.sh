@@ -14,6 +14,7 @@ bert() { python benchmarks/bert_speed.py --device cuda --dtype bf16 --preset bas
   bert --mode pretrain --batch 128 --seq 128 --compile
   bert --mode pretrain --batch 32 --seq 512 --compile
   bert --mode finetune --batch 32 --compile
+  bert --mode finetune --batch 32 --attention_dropout 0
   bert --mode inference --data sst2 --batch 128
   bert --mode inference --batch 128 --seq 128
 } | tee "$OUT/bert_speed.txt"
