@@ -83,6 +83,9 @@ class ElmoPreTrainedModel(AutoMapMixin, PreTrainedModel):
             init.xavier_uniform_(module.weight)
             if module.bias is not None:
                 init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            # Task word vectors start at about the scale of the ELMo vectors they sit beside (unit per feature).
+            init.normal_(module.weight, std=1.0)
         elif isinstance(module, nn.LSTM):
             for name, param in module.named_parameters():
                 if name.startswith("bias"):
@@ -122,9 +125,6 @@ class ElmoPreTrainedModel(AutoMapMixin, PreTrainedModel):
             if not getattr(module.bias, "_is_hf_initialized", False):
                 init.zeros_(module.bias)
                 module.bias[module.cell_size : 2 * module.cell_size] = 1.0
-        elif isinstance(module, ElmoTaskModel) and module.word_embeddings is not None:
-            # Task word vectors start at the scale of the ELMo vectors they sit beside (about unit size per feature).
-            init.normal_(module.word_embeddings.weight, std=1.0)
         elif isinstance(module, ScalarMix):
             init.zeros_(module.scalar_parameters)
             init.ones_(module.gamma)

@@ -289,3 +289,16 @@ def test_task_word_vectors_are_trained_beside_the_frozen_biLM():
               input_word_ids=torch.full_like(batch["input_word_ids"], 10))
     with pytest.raises(ValueError, match="needs vocab_size"):
         ElmoConfig(task_word_embedding_size=6)
+
+
+def test_task_word_vectors_added_to_a_pretrained_biLM_are_initialised(tmp_path):
+    """`from_pretrained` initialises only what the checkpoint lacks, module by module: the new word vectors must
+    get real values (not uninitialised memory) and the biLM its saved ones."""
+    config = ElmoConfig(char_cnn={"filters": [[1, 4], [2, 4]], "embedding": {"dim": 4}, "n_highway": 1},
+                        lstm={"dim": 8, "projection_dim": 4, "n_layers": 1}, vocab_size=50)
+    bilm = ElmoForBiLM(config)
+    bilm.save_pretrained(tmp_path)
+    model = ElmoForSequenceClassification.from_pretrained(tmp_path, num_labels=2, task_word_embedding_size=64)
+    vectors = model.word_embeddings.weight
+    assert torch.isfinite(vectors).all() and 0.9 < vectors.std().item() < 1.1
+    torch.testing.assert_close(model.elmo.char_cnn.char_embeddings.weight, bilm.elmo.char_cnn.char_embeddings.weight)
