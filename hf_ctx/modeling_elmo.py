@@ -83,7 +83,7 @@ class ElmoPreTrainedModel(AutoMapMixin, PreTrainedModel):
             init.xavier_uniform_(module.weight)
             if module.bias is not None:
                 init.zeros_(module.bias)
-        elif isinstance(module, nn.Embedding):
+        elif isinstance(module, TaskWordEmbedding):
             # Task word vectors start at about the scale of the ELMo vectors they sit beside (unit per feature).
             init.normal_(module.weight, std=1.0)
         elif isinstance(module, nn.LSTM):
@@ -362,6 +362,11 @@ class FrozenBiLMMixin:
         return self
 
 
+class TaskWordEmbedding(nn.Embedding):
+    """The task models' trainable word vectors: a type of their own, so that `_init_weights` initialises them and
+    leaves the character embeddings to the character CNN's own scheme."""
+
+
 class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
     """What the ELMo task models share: the biLM (frozen unless `config.freeze_bilm` is False), a scalar mix of
     its layers, optionally trainable word vectors concatenated to it (`config.task_word_embedding_size`), dropout,
@@ -382,7 +387,7 @@ class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
         self.word_embeddings = None
         self.feature_size = config.hidden_size
         if config.task_word_embedding_size > 0:
-            self.word_embeddings = nn.Embedding(config.vocab_size, config.task_word_embedding_size)
+            self.word_embeddings = TaskWordEmbedding(config.vocab_size, config.task_word_embedding_size)
             self.feature_size += config.task_word_embedding_size
         self.task_encoder = None
         if config.task_hidden_size > 0:

@@ -302,3 +302,12 @@ def test_task_word_vectors_added_to_a_pretrained_biLM_are_initialised(tmp_path):
     vectors = model.word_embeddings.weight
     assert torch.isfinite(vectors).all() and 0.9 < vectors.std().item() < 1.1
     torch.testing.assert_close(model.elmo.char_cnn.char_embeddings.weight, bilm.elmo.char_cnn.char_embeddings.weight)
+
+
+def test_character_embeddings_keep_a_zero_padding_row():
+    """The padding character's row 0 stays all zeros, whatever other embeddings the model has."""
+    config = ElmoConfig(char_cnn={"filters": [[1, 4], [2, 4]], "embedding": {"dim": 4}, "n_highway": 1},
+                        lstm={"dim": 8, "projection_dim": 4, "n_layers": 1}, vocab_size=50, task_word_embedding_size=4)
+    for model in (ElmoForBiLM(config), ElmoForSequenceClassification(config)):
+        weight = model.elmo.char_cnn.char_embeddings.weight
+        assert not weight[0].any() and weight[1:].abs().sum(dim=1).gt(0).all()
