@@ -51,6 +51,7 @@ from hf_ctx.training import (
     setup_logging,
     train_and_evaluate,
     training_data_name,
+    unpad_inputs_field,
 )
 
 logger = logging.getLogger(__name__)
@@ -77,10 +78,7 @@ class ModelArguments:
     sparse_prediction: bool = field(
         default=True, metadata={"help": "run the MLM decoder only on masked tokens (same loss, less compute)"}
     )
-    unpad_inputs: bool = field(
-        default=True, metadata={"help": "BERT: run the layers on the real tokens only, so padding costs nothing "
-                                        "(outputs at real tokens are unchanged)"}
-    )
+    unpad_inputs: bool = unpad_inputs_field()
 
 
 @dataclass

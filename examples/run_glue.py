@@ -51,7 +51,13 @@ from hf_ctx.data.glue import (
     write_glue_predictions,
 )
 from hf_ctx.hub import finish_run
-from hf_ctx.training import first_examples, parse_config_overrides, setup_logging, train_and_evaluate
+from hf_ctx.training import (
+    first_examples,
+    parse_config_overrides,
+    setup_logging,
+    train_and_evaluate,
+    unpad_inputs_field,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -80,10 +86,7 @@ class ModelArguments:
                           "task_word_embedding_size=256"},
     )
     cache_dir: str | None = field(default=None, metadata={"help": "where Hub downloads are cached"})
-    unpad_inputs: bool = field(
-        default=True, metadata={"help": "BERT: run the layers on the real tokens only, so padding costs nothing "
-                                        "(outputs at real tokens are unchanged)"}
-    )
+    unpad_inputs: bool = unpad_inputs_field()
 
 
 @dataclass

@@ -59,6 +59,7 @@ from hf_ctx.training import (
     setup_logging,
     train_and_evaluate,
     training_data_name,
+    unpad_inputs_field,
 )
 
 logger = logging.getLogger(__name__)
@@ -93,10 +94,7 @@ class ModelArguments:
     )
     model_size: str = field(default="mini", metadata={"help": f"new BERT: size preset, one of {list(BERT_PRESETS)}"})
     vocab_size: int = field(default=8000, metadata={"help": "new BERT: WordPiece vocabulary trained on the data"})
-    unpad_inputs: bool = field(
-        default=True, metadata={"help": "BERT: run the layers on the real tokens only, so padding costs nothing "
-                                        "(outputs at real tokens are unchanged)"}
-    )
+    unpad_inputs: bool = unpad_inputs_field()
 
 
 @dataclass

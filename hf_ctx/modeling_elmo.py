@@ -69,6 +69,20 @@ def elmo_input_mask(config: ElmoConfig, input_ids, attention_mask) -> torch.Tens
     return mask
 
 
+def check_word_ids(config: ElmoConfig, input_word_ids: torch.Tensor, mask: torch.Tensor) -> None:
+    """A `ValueError` unless `input_word_ids` has the word mask's shape (B, W) and, at the words, ids in the
+    vocabulary (one host sync, skipped while `torch.compile` traces)."""
+    if tuple(input_word_ids.shape) != tuple(mask.shape):
+        raise ValueError(f"input_word_ids has shape {tuple(input_word_ids.shape)}, expected (batch, words) = "
+                         f"{tuple(mask.shape)}")
+    if not torch.compiler.is_compiling() and mask.any():
+        words = input_word_ids[mask]
+        low, high = words.min().item(), words.max().item()
+        if low < 0 or high >= config.vocab_size:
+            raise ValueError(f"input_word_ids contains {low if low < 0 else high}, outside the word vocabulary "
+                             f"[0, vocab_size={config.vocab_size})")
+
+
 class ElmoPreTrainedModel(AutoMapMixin, PreTrainedModel):
     """Weight initialisation (bilm-tf's) and loading for ELMo models."""
 
@@ -315,15 +329,7 @@ class ElmoForBiLM(ElmoPreTrainedModel):
 
     def _targets(self, input_word_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """[<S>, w_1 ... w_n, </S>, padding] word ids: (B, W + 2)."""
-        if tuple(input_word_ids.shape) != tuple(mask.shape):
-            raise ValueError(f"input_word_ids has shape {tuple(input_word_ids.shape)}, expected (batch, words) = "
-                             f"{tuple(mask.shape)}")
-        if not torch.compiler.is_compiling() and mask.any():
-            words = input_word_ids[mask]
-            low, high = words.min().item(), words.max().item()
-            if low < 0 or high >= self.config.vocab_size:
-                raise ValueError(f"input_word_ids contains {low if low < 0 else high}, outside the word vocabulary "
-                                 f"[0, vocab_size={self.config.vocab_size})")
+        check_word_ids(self.config, input_word_ids, mask)
         batch, words = mask.shape
         tokens = input_word_ids.new_full((batch, words + 2), self.config.eos_token_id)
         tokens[:, 0] = self.config.bos_token_id
@@ -414,25 +420,15 @@ class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
                                return_dict=True).hidden_states
         features = self.scalar_mix(layers, mask)
         if self.word_embeddings is not None:
-            features = torch.cat([features, self.word_embeddings(self._checked_word_ids(input_word_ids, mask))], -1)
+            if input_word_ids is None:
+                raise ValueError("this model embeds words (task_word_embedding_size > 0): pass input_word_ids, which "
+                                 "an ElmoTokenizer with a word vocabulary returns")
+            check_word_ids(self.config, input_word_ids, mask)
+            features = torch.cat([features, self.word_embeddings(input_word_ids)], dim=-1)
         features = self.dropout(features)
         if self.task_encoder is not None:
             features = self.dropout(run_packed_rnn(self.task_encoder, features, mask.sum(dim=1)))
         return features, mask
-
-    def _checked_word_ids(self, input_word_ids: torch.Tensor | None, mask: torch.Tensor) -> torch.Tensor:
-        if input_word_ids is None:
-            raise ValueError("this model embeds words (task_word_embedding_size > 0): pass input_word_ids, which an "
-                             "ElmoTokenizer with a word vocabulary returns")
-        if tuple(input_word_ids.shape) != tuple(mask.shape):
-            raise ValueError(f"input_word_ids has shape {tuple(input_word_ids.shape)}, expected (batch, words) = "
-                             f"{tuple(mask.shape)}")
-        if not torch.compiler.is_compiling() and input_word_ids.numel():
-            low, high = input_word_ids.min().item(), input_word_ids.max().item()
-            if low < 0 or high >= self.config.vocab_size:
-                raise ValueError(f"input_word_ids contains {low if low < 0 else high}, outside the word vocabulary "
-                                 f"[0, {self.config.vocab_size})")
-        return input_word_ids
 
     def forward(
         self,

@@ -8,6 +8,7 @@ import json
 import logging
 import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import field
 from pathlib import Path
 
 import datasets
@@ -15,6 +16,12 @@ import transformers
 from transformers import Trainer, TrainingArguments
 
 from . import __version__
+
+
+def unpad_inputs_field():
+    """The examples' `--unpad_inputs` argument (BERT's `CtxBertConfig.unpad_inputs`, on by default)."""
+    return field(default=True, metadata={"help": "BERT: run the layers on the real tokens only, so padding costs "
+                                                 "nothing (outputs at real tokens are unchanged)"})
 
 
 def setup_logging(training_args: TrainingArguments, logger: logging.Logger) -> None:
