@@ -14,10 +14,14 @@ One process (CPU or GPU), or many with no change to the script:
 the seed, the epoch and each example, so N processes with per-device batch B/N train like one process with batch
 B, and `--resume_from_checkpoint` continues exactly.
 
-Text files hold one sentence or paragraph a line with a blank line between documents (`--document_boundary
-line` when each line is a document). Without `--tokenizer_name`, a WordPiece vocabulary of `--vocab_size` is
-trained on the training files first (by the main process; the others load it from `--output_dir`, which must
-then be on a shared filesystem). Evaluation reports MLM accuracy, MLM perplexity and NSP accuracy; the validation
+Text files (plain or gzip-compressed; several files or glob patterns, e.g. `--train_file 'wiki/wiki.train.*.txt.gz'`)
+hold one sentence or paragraph a line with a blank line between documents (`--document_boundary line` when each
+line is a document). Preparation runs as cached `datasets` passes (`--preprocessing_num_workers` processes,
+`--cache_dir`): a second run with the same files, tokenizer and settings reads the cache instead of tokenizing
+again. `--streaming` (with `--max_steps`, packed `--objective mlm`) reads the training text as it trains instead.
+Without `--tokenizer_name`, a WordPiece vocabulary of `--vocab_size` is trained on the training text first, or on
+`--tokenizer_train_samples` documents of it drawn with `--seed` (by the main process; the others load it from
+`--output_dir`, which must then be on a shared filesystem). Evaluation reports MLM accuracy, MLM perplexity and NSP accuracy; the validation
 set is masked once so that every evaluation scores the same tokens. The final model and tokenizer in
 `--output_dir` load with `AutoModelForPreTraining` / `AutoTokenizer` (after `import hf_ctx`); the model card
 (`README.md`) beside them reports the evaluation, and `--push_to_hub` (with `--hub_model_id`) publishes the
@@ -25,30 +29,30 @@ checkpoint and its card.
 """
 
 import logging
-import os
-import tempfile
 from dataclasses import dataclass, field
 
 import transformers
 from datasets import load_dataset
 from transformers import AutoModelForPreTraining, AutoTokenizer, HfArgumentParser, Trainer, TrainingArguments
 
-from hf_ctx import BERT_PRESETS, CtxBertConfig, CtxBertForPreTraining, train_wordpiece_tokenizer
+from hf_ctx import BERT_PRESETS, CtxBertConfig, CtxBertForPreTraining
 from hf_ctx.data.masking import DataCollatorForPretraining, MaskingEpochCallback, add_fixed_masks
 from hf_ctx.data.pretraining import (
-    DOCUMENT_BOUNDARIES,
     OBJECTIVES,
     build_pretraining_dataset,
     compute_pretraining_metrics,
-    load_text_documents,
     preprocess_pretraining_logits,
+    train_tokenizer_on_corpus,
 )
+from hf_ctx.data.text import DOCUMENT_BOUNDARIES, load_text_documents
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     first_examples,
     hold_out_validation,
     parse_config_overrides,
     setup_logging,
+    shuffled_stream,
+    streaming_field,
     train_and_evaluate,
     training_data_name,
     unpad_inputs_field,
@@ -75,6 +79,11 @@ class ModelArguments:
     )
     vocab_size: int = field(default=30522, metadata={"help": "vocabulary size of the tokenizer trained here"})
     lowercase: bool = field(default=True, metadata={"help": "lower-case (uncased BERT) the tokenizer trained here"})
+    tokenizer_train_samples: int | None = field(
+        default=None,
+        metadata={"help": "train the tokenizer on this many training documents drawn at random with --seed (default: "
+                          "all of them; needed with --streaming)"},
+    )
     sparse_prediction: bool = field(
         default=True, metadata={"help": "run the MLM decoder only on masked tokens (same loss, less compute)"}
     )
@@ -83,8 +92,13 @@ class ModelArguments:
 
 @dataclass
 class DataArguments:
-    train_file: list[str] | None = field(default=None, metadata={"help": "training text files"})
-    validation_file: list[str] | None = field(default=None, metadata={"help": "validation text files"})
+    train_file: list[str] | None = field(
+        default=None, metadata={"help": "training text files or glob patterns (plain or .gz), e.g. 'wiki/*.txt.gz'"}
+    )
+    validation_file: list[str] | None = field(
+        default=None, metadata={"help": "validation text files or glob patterns (plain or .gz)"}
+    )
+    streaming: bool = streaming_field()
     dataset_name: str | None = field(
         default=None, metadata={"help": "a `datasets` dataset (Hub name or local folder), one document a row"}
     )
@@ -115,24 +129,27 @@ class DataArguments:
     max_eval_samples: int | None = field(default=None, metadata={"help": "keep only the first N validation examples"})
 
 
-def load_documents(data_args: DataArguments, seed: int):
-    """(training documents, validation documents or None, text column), one document a row."""
+def load_documents(data_args: DataArguments, seed: int, num_proc: int | None = None):
+    """(training documents, validation documents or None, text column), one document a row. With --streaming the
+    training documents are a `datasets.IterableDataset` read as training goes; validation data stays cached."""
     if data_args.dataset_name is not None:
-        raw = load_dataset(data_args.dataset_name, data_args.dataset_config_name, cache_dir=data_args.cache_dir)
+        raw = load_dataset(data_args.dataset_name, data_args.dataset_config_name, cache_dir=data_args.cache_dir,
+                           streaming=data_args.streaming)
         train, validation, text_column = raw["train"], raw.get("validation"), data_args.text_column
     elif data_args.train_file:
-        def read(files):
-            return load_text_documents(files, data_args.document_boundary, data_args.cache_dir)
+        def read(files, streaming=False):
+            return load_text_documents(files, data_args.document_boundary, data_args.cache_dir, streaming, num_proc)
 
-        train, text_column = read(data_args.train_file), "text"
+        train, text_column = read(data_args.train_file, data_args.streaming), "text"
         validation = read(data_args.validation_file) if data_args.validation_file else None
     else:
         raise ValueError("give --train_file or --dataset_name")
-    train, validation = hold_out_validation(train, validation, data_args.validation_split_percentage, seed)
+    if not data_args.streaming:  # a stream has no rows to hold out: validation data must be given
+        train, validation = hold_out_validation(train, validation, data_args.validation_split_percentage, seed)
     return train, validation, text_column
 
 
-def load_or_train_tokenizer(model_args, data_args, training_args, train_documents, text_column):
+def load_or_train_tokenizer(model_args, training_args, train_documents, text_column):
     source = training_args.resume_from_checkpoint or model_args.tokenizer_name or model_args.model_name_or_path
     if source is not None:
         return AutoTokenizer.from_pretrained(source)
@@ -140,17 +157,14 @@ def load_or_train_tokenizer(model_args, data_args, training_args, train_document
     with training_args.main_process_first(desc="training the WordPiece tokenizer", local=False):
         if training_args.process_index != 0:
             return AutoTokenizer.from_pretrained(training_args.output_dir)
-        with tempfile.TemporaryDirectory() as tmp:
-            files = data_args.train_file
-            if files is None:  # a `datasets` dataset: write its text out for the tokenizer trainer
-                files = [os.path.join(tmp, "train.txt")]
-                with open(files[0], "w", encoding="utf-8") as f:
-                    for batch in train_documents.iter(batch_size=1000):
-                        f.writelines(f"{text}\n" for text in batch[text_column] if text)
-            logger.info(f"training a WordPiece tokenizer of {model_args.vocab_size} tokens on {files}")
-            tokenizer = train_wordpiece_tokenizer(
-                files, vocab_size=model_args.vocab_size, lowercase=model_args.lowercase
-            )
+        tokenizer = train_tokenizer_on_corpus(
+            train_documents,
+            model_args.tokenizer_train_samples,
+            seed=training_args.seed,
+            text_column=text_column,
+            vocab_size=model_args.vocab_size,
+            lowercase=model_args.lowercase,
+        )
         tokenizer.save_pretrained(training_args.output_dir)
         return tokenizer
 
@@ -192,12 +206,14 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     setup_logging(training_args, logger)
     transformers.set_seed(training_args.seed)
 
-    train_documents, validation_documents, text_column = load_documents(data_args, training_args.seed)
+    train_documents, validation_documents, text_column = load_documents(
+        data_args, training_args.seed, data_args.preprocessing_num_workers
+    )
     if training_args.do_eval and validation_documents is None:
         raise ValueError(
             "--do_eval needs validation data: --validation_file, a validation split or --validation_split_percentage"
         )
-    tokenizer = load_or_train_tokenizer(model_args, data_args, training_args, train_documents, text_column)
+    tokenizer = load_or_train_tokenizer(model_args, training_args, train_documents, text_column)
     model = build_model(model_args, tokenizer)
     tokenizer.model_max_length = model.config.max_position_embeddings
     if data_args.max_seq_length > model.config.max_position_embeddings:
@@ -229,6 +245,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         if training_args.do_train:
             train_dataset = build_pretraining_dataset(train_documents, **build)
             train_dataset = first_examples(train_dataset, data_args.max_train_samples)
+            if data_args.streaming:
+                train_dataset = shuffled_stream(train_dataset, training_args)
         if training_args.do_eval:
             eval_dataset = build_pretraining_dataset(validation_documents, **build)
             eval_dataset = first_examples(eval_dataset, data_args.max_eval_samples)

@@ -8,10 +8,14 @@
         '{"char_cnn": {"filters": [[1, 32], [2, 32], [3, 64], [4, 128]], "n_highway": 1}, "lstm": {"dim": 512, "projection_dim": 128}}'
     torchrun --nproc_per_node 4 examples/pretrain_elmo.py ...        # or accelerate launch: DDP, no change
 
-Data: text files (`--train_file`, `--validation_file`; one paragraph or sentence a line, words separated by spaces)
-or a `datasets` dataset (`--dataset_name`, text column `--text_column`). Lines are split into sentences of at most
-`--max_words` words (see `hf_ctx.data.bilm`). The word vocabulary the softmax predicts is built from the training
-sentences (`--vocab_min_count`, `--vocab_max_size`), unless `--tokenizer_name` or `--model_name_or_path` brings one.
+Data: text files (`--train_file`, `--validation_file`: plain or gzip-compressed, several files or glob patterns such
+as `'wiki/wiki.train.*.txt.gz'`; one paragraph or sentence a line, words separated by spaces) or a `datasets`
+dataset (`--dataset_name`, text column `--text_column`). Lines are split into sentences of at most `--max_words`
+words (see `hf_ctx.data.bilm`) in cached `datasets` passes (`--preprocessing_num_workers`, `--cache_dir`), so a
+second run reads the cache, word counts included. `--streaming` (with `--max_steps`) reads the training text as it
+trains instead; its vocabulary then takes one pass over the stream unless `--tokenizer_name` brings one. The word
+vocabulary the softmax predicts is built from the training sentences (`--vocab_min_count`, `--vocab_max_size`),
+unless `--tokenizer_name` or `--model_name_or_path` brings one.
 With a large vocabulary, `--num_sampled 8192` trains with the original's sampled softmax.
 
 Evaluation reports the forward, backward and average perplexity (`eval_forward_perplexity`,
@@ -43,6 +47,8 @@ from hf_ctx.training import (
     first_examples,
     hold_out_validation,
     setup_logging,
+    shuffled_stream,
+    streaming_field,
     train_and_evaluate,
     training_data_name,
 )
@@ -73,8 +79,13 @@ class ModelArguments:
 
 @dataclass
 class DataArguments:
-    train_file: list[str] | None = field(default=None, metadata={"help": "training text files"})
-    validation_file: list[str] | None = field(default=None, metadata={"help": "validation text files"})
+    train_file: list[str] | None = field(
+        default=None, metadata={"help": "training text files or glob patterns (plain or .gz), e.g. 'wiki/*.txt.gz'"}
+    )
+    validation_file: list[str] | None = field(
+        default=None, metadata={"help": "validation text files or glob patterns (plain or .gz)"}
+    )
+    streaming: bool = streaming_field()
     dataset_name: str | None = field(default=None, metadata={"help": "a `datasets` dataset (Hub name or folder)"})
     dataset_config_name: str | None = field(default=None, metadata={"help": "its configuration"})
     text_column: str = field(default="text", metadata={"help": "the dataset's text column"})
@@ -91,17 +102,22 @@ class DataArguments:
 
 
 def load_lines(data_args: DataArguments, seed: int):
-    """(training lines, validation lines or None), column `text_column`."""
+    """(training lines, validation lines or None), column `text_column`. With --streaming the training lines are a
+    `datasets.IterableDataset` read as training goes; validation data stays cached."""
     if data_args.dataset_name is not None:
-        raw = load_dataset(data_args.dataset_name, data_args.dataset_config_name, cache_dir=data_args.cache_dir)
+        raw = load_dataset(data_args.dataset_name, data_args.dataset_config_name, cache_dir=data_args.cache_dir,
+                           streaming=data_args.streaming)
         train, validation = raw["train"], raw.get("validation")
     elif data_args.train_file:
-        train = load_text_lines(data_args.train_file, data_args.cache_dir)
-        validation = load_text_lines(data_args.validation_file, data_args.cache_dir) if data_args.validation_file \
-            else None
+        num_proc = data_args.preprocessing_num_workers
+        train = load_text_lines(data_args.train_file, data_args.cache_dir, data_args.streaming, num_proc)
+        validation = load_text_lines(data_args.validation_file, data_args.cache_dir, num_proc=num_proc) \
+            if data_args.validation_file else None
         data_args.text_column = "text"
     else:
         raise ValueError("give --train_file or --dataset_name")
+    if data_args.streaming:  # a stream has no rows to hold out: validation data must be given
+        return train, validation
     return hold_out_validation(train, validation, data_args.validation_split_percentage, seed)
 
 
@@ -153,6 +169,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         eval_sentences = sentences(validation_lines, data_args, data_args.max_eval_samples) if training_args.do_eval \
             else None
     model, tokenizer = build_model_and_tokenizer(model_args, train_sentences)
+    if data_args.streaming and training_args.do_train:
+        train_sentences = shuffled_stream(train_sentences, training_args)
     logger.info(f"biLM: {model.num_parameters():,} parameters, {tokenizer.vocab_size:,} words, "
                 f"config {model.config.to_diff_dict()}")
 

@@ -64,9 +64,29 @@ def parse_config_overrides(overrides: str | None) -> dict:
     return parsed
 
 
-def first_examples(dataset: datasets.Dataset, n: int | None) -> datasets.Dataset:
+def first_examples(dataset: datasets.Dataset | datasets.IterableDataset, n: int | None):
     """The first `n` examples of `dataset` (all of them when `n` is None or larger): `--max_*_samples`."""
-    return dataset if n is None else dataset.select(range(min(n, len(dataset))))
+    if n is None:
+        return dataset
+    if isinstance(dataset, datasets.IterableDataset):
+        return dataset.take(n)
+    return dataset.select(range(min(n, len(dataset))))
+
+
+def streaming_field():
+    """The pretraining examples' `--streaming` argument."""
+    return field(default=False, metadata={"help": "read the training text as it trains (a `datasets` "
+                                                  "IterableDataset), for corpora larger than the disk cache; needs "
+                                                  "--max_steps"})
+
+
+def shuffled_stream(dataset: datasets.IterableDataset, training_args: TrainingArguments, buffer_size: int = 10_000):
+    """A streaming training set for `Trainer`: shuffled within a buffer of `buffer_size` examples, seeded by
+    `--seed` (the Trainer reseeds it every epoch). A stream has no length, so `--max_steps` must say how long to
+    train."""
+    if training_args.max_steps is None or training_args.max_steps <= 0:
+        raise ValueError("--streaming needs --max_steps: a streamed corpus has no length to count epochs in")
+    return dataset.shuffle(seed=training_args.seed, buffer_size=buffer_size)
 
 
 def hold_out_validation(

@@ -25,7 +25,8 @@ from transformers import AutoModelForPreTraining, AutoTokenizer
 
 from hf_ctx import CtxBertConfig, CtxBertForPreTraining, modeling_bert
 from hf_ctx.data.masking import DataCollatorForPretraining, add_fixed_masks
-from hf_ctx.data.pretraining import build_pretraining_dataset, load_text_documents
+from hf_ctx.data.pretraining import build_pretraining_dataset
+from hf_ctx.data.text import load_text_documents
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pretrain_bert.py"
 ACCELERATE_CONFIGS = EXAMPLE.parent / "accelerate"

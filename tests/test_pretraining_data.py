@@ -18,12 +18,12 @@ from hf_ctx.data.pretraining import (
     compute_pretraining_metrics,
     create_nsp_examples,
     create_packed_examples,
-    load_text_documents,
     preprocess_pretraining_logits,
     split_long_segments,
     tokenize_documents,
     truncate_pair,
 )
+from hf_ctx.data.text import load_text_documents
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 PAD, CLS, SEP = 0, 2, 3
@@ -283,7 +283,7 @@ def test_metrics_match_a_direct_computation():
 
 
 def test_split_sentences_gives_one_segment_a_sentence(tokenizer):
-    from hf_ctx.data.pretraining import sentence_words
+    from hf_ctx.data.text import sentence_words
 
     assert sentence_words("It rained. Did it? Yes! and then") == [["It", "rained."], ["Did", "it?"], ["Yes!"],
                                                                      ["and", "then"]]

@@ -1,7 +1,7 @@
 """Training data for the ELMo biLM: sentences of words from raw text, a word vocabulary, batches, and the
 perplexities `Trainer` reports.
 
-    load_text_lines(files)                   one row per non-blank line: {"text"}
+    load_text_lines(files)                   one row per non-blank line: {"text"} (plain or .gz files, globs)
     split_into_sentences(dataset, ...)       one row per sentence: {"words": [...]}, at most `max_words` words
     count_words(dataset) / build_vocabulary  the LM vocabulary: <S>, </S>, <UNK>, then words by frequency
     BiLMDataCollator(tokenizer)              batches of character ids, attention mask and word ids
@@ -13,23 +13,31 @@ streams text through windows of 20 steps with LSTM states carried across batches
 example, with `<S>` and `</S>` around it, which is how ELMo is then used.
 """
 
+import itertools
+import json
+import logging
 import math
+import os
 from collections import Counter
 from collections.abc import Iterable
 
 import torch
-from datasets import Dataset
+from datasets import Dataset, Features, IterableDataset, List, Value
 from tqdm.auto import tqdm
 from transformers import EvalPrediction
 
 from ..tokenization_elmo import BOS_TOKEN, EOS_TOKEN, UNK_TOKEN
-from .pretraining import load_text_documents, sentence_words
+from .text import load_text_documents, map_batches, sentence_words
+
+logger = logging.getLogger(__name__)
 
 
-def load_text_lines(files, cache_dir: str | None = None) -> Dataset:
-    """Raw text files -> a `Dataset` with one row per non-blank line, column "text" (UTF-8 checked, errors give
-    file and line)."""
-    return load_text_documents(files, document_boundary="line", cache_dir=cache_dir)
+def load_text_lines(files, cache_dir: str | None = None, streaming: bool = False,
+                    num_proc: int | None = None) -> Dataset | IterableDataset:
+    """Raw text files (plain or gzip-compressed; paths or glob patterns) -> a `Dataset` with one row per non-blank
+    line, column "text", or a streaming `IterableDataset` of the same rows (see `hf_ctx.data.text`)."""
+    return load_text_documents(files, document_boundary="line", cache_dir=cache_dir, streaming=streaming,
+                               num_proc=num_proc)
 
 
 def sentences_of(text: str, max_words: int, split_sentences: bool = True) -> list[list[str]]:
@@ -43,31 +51,53 @@ def _split_batch(batch, text_column, max_words, split_sentences):
     return {"words": [s for text in batch[text_column] if text for s in sentences_of(text, max_words, split_sentences)]}
 
 
-def split_into_sentences(dataset: Dataset, max_words: int = 50, text_column: str = "text",
-                         split_sentences: bool = True, num_proc: int | None = None) -> Dataset:
-    """One row per sentence: {"words": list of at most `max_words` words} (see the module docstring)."""
+def split_into_sentences(dataset: Dataset | IterableDataset, max_words: int = 50, text_column: str = "text",
+                         split_sentences: bool = True, num_proc: int | None = None) -> Dataset | IterableDataset:
+    """One row per sentence: {"words": list of at most `max_words` words} (see the module docstring). A streaming
+    dataset gives a streaming dataset of the same sentences in the same order."""
     if max_words < 1:
         raise ValueError(f"max_words must be at least 1, got {max_words}")
-    if text_column not in dataset.column_names:
+    if dataset.column_names is not None and text_column not in dataset.column_names:
         raise ValueError(f"the dataset has no column {text_column!r}; its columns are {dataset.column_names}")
-    return dataset.map(_split_batch, batched=True, remove_columns=dataset.column_names, num_proc=num_proc,
+    return map_batches(dataset, _split_batch, num_proc=num_proc, desc="splitting sentences",
                        fn_kwargs={"text_column": text_column, "max_words": max_words,
                                   "split_sentences": split_sentences},
-                       desc="splitting sentences")
+                       features=Features({"words": List(Value("string"))}))
 
 
-def count_words(sentences: Dataset | Iterable[list[str]]) -> Counter:
-    """How often each word occurs in a dataset of {"words"} rows (or any iterable of word lists)."""
+def count_words(sentences: Dataset | IterableDataset | Iterable[list[str]]) -> Counter:
+    """How often each word occurs in a dataset of {"words"} rows (or any iterable of word lists).
+
+    For a cached `Dataset`, the counts are saved beside its Arrow files, keyed by its fingerprint, so a second run
+    on the same sentences reads them instead of counting again.
+    """
+    cache_file = _word_counts_cache_file(sentences)
+    if cache_file is not None and os.path.isfile(cache_file):
+        logger.info(f"reading the word counts from the cache: {cache_file}")
+        with open(cache_file, encoding="utf-8") as f:
+            return Counter(json.load(f))
     counts = Counter()
-    if isinstance(sentences, Dataset):
-        for batch in tqdm(sentences.iter(batch_size=10_000), total=math.ceil(len(sentences) / 10_000),
-                          desc="counting words"):
-            for words in batch["words"]:
-                counts.update(words)
+    if isinstance(sentences, (Dataset, IterableDataset)):
+        total = math.ceil(len(sentences) / 10_000) if isinstance(sentences, Dataset) else None
+        for batch in tqdm(sentences.iter(batch_size=10_000), total=total, desc="counting words"):
+            counts.update(itertools.chain.from_iterable(batch["words"]))
     else:
         for words in sentences:
             counts.update(words)
+    if cache_file is not None:
+        # Written to a temporary name first so that an interrupted run leaves no partial file behind.
+        with open(cache_file + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(counts, f, ensure_ascii=False)
+        os.replace(cache_file + ".tmp", cache_file)
     return counts
+
+
+def _word_counts_cache_file(sentences) -> str | None:
+    """Where `count_words` caches the counts of a `Dataset` backed by Arrow cache files (None otherwise)."""
+    if not isinstance(sentences, Dataset) or not sentences.cache_files:
+        return None
+    directory = os.path.dirname(sentences.cache_files[0]["filename"])
+    return os.path.join(directory, f"word-counts-{sentences._fingerprint}.json")
 
 
 def build_vocabulary(counts: Counter, min_count: int = 1, max_size: int | None = None) -> list[str]:

@@ -22,6 +22,8 @@ from datasets import Dataset
 from torch.nn import functional as F
 from transformers import PreTrainedTokenizerBase, TrainerCallback
 
+from .text import map_fingerprint
+
 
 @dataclass
 class DataCollatorForPretraining:
@@ -196,6 +198,8 @@ def _fixed_masks_batch(batch, collator):
 def add_fixed_masks(dataset: Dataset, collator: DataCollatorForPretraining, num_proc: int | None = None) -> Dataset:
     """Mask every example once and store the masked `input_ids` and their `labels`, so that each evaluation scores
     the same positions (the collator pads such examples without masking them again)."""
+    fn_kwargs = {"collator": collator}
     return dataset.map(
-        _fixed_masks_batch, batched=True, num_proc=num_proc, fn_kwargs={"collator": collator}, desc="Masking"
+        _fixed_masks_batch, batched=True, num_proc=num_proc, fn_kwargs=fn_kwargs, desc="Masking",
+        new_fingerprint=map_fingerprint(dataset, _fixed_masks_batch, fn_kwargs),  # found again by a second run
     )

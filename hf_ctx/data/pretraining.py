@@ -1,9 +1,11 @@
 """BERT pretraining examples from raw text: document-aware sentence pairs (MLM + NSP) or packed sequences (MLM only).
 
 Each step is a cached `datasets` pass that writes Arrow files to disk, so a corpus larger than memory streams
-through; `num_proc` spreads the work over processes and each pass shows a progress bar.
+through and a second run with the same text and settings reads the cached files instead of tokenizing again;
+`num_proc` spreads the work over processes and each pass shows a progress bar. Corpora larger than the disk cache
+can stream instead (`load_text_documents(..., streaming=True)`): the packed MLM examples are then made on the fly.
 
-    load_text_documents(files)     one row per document: {"text": its lines joined by "\\n"}
+    load_text_documents(files)     one row per document: {"text": its lines joined by "\\n"} (in `.text`)
     tokenize_documents(documents)  {"segments": [[token ids of line 1], [line 2], ...]}
     create_nsp_examples(...)       {"input_ids", "token_type_ids", "next_sentence_label"}   BERT (Devlin et al., 2019)
     create_packed_examples(...)    {"input_ids", "token_type_ids"}                          RoBERTa FULL-SENTENCES
@@ -29,112 +31,27 @@ Input, and how bad input is handled:
 import logging
 import math
 import os
-from collections.abc import Callable, Iterator, Sequence
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow.compute as pc
 import torch
-from datasets import Dataset, Features, List, Value
-from datasets.exceptions import DatasetGenerationError
+from datasets import Dataset, Features, IterableDataset, List, Value
+from datasets.fingerprint import Hasher
 from torch.nn import functional as F
-from transformers import EvalPrediction, PreTrainedTokenizerBase
+from transformers import BertTokenizer, EvalPrediction, PreTrainedTokenizerBase
+
+from .text import load_text_documents, map_batches, sample_texts, sentence_words
 
 logger = logging.getLogger(__name__)
 
-DOCUMENT_BOUNDARIES = ("blank_line", "line")
 OBJECTIVES = ("mlm_nsp", "mlm")  # BERT's MLM + next-sentence prediction; RoBERTa-style packed MLM only
 NOT_NEXT_PROBABILITY = 0.5  # BERT: half the pairs take segment B from another document
-SENTENCE_END = (".", "!", "?")
-
-
-# --- Reading documents --------------------------------------------------------------------------------------
-
-
-def _read_text_documents(files: list[str], document_boundary: str, file_stamps) -> Iterator[dict]:
-    """Yield {"text": document} from text files, checking UTF-8 line by line. `file_stamps` only keys the cache."""
-    for path in files:
-        lines, lines_in_file, blank_lines = [], 0, 0
-        with open(path, "rb") as f:
-            for line_number, raw in enumerate(f, start=1):
-                try:
-                    line = raw.decode("utf-8").strip().lstrip("\ufeff")
-                except UnicodeDecodeError as err:
-                    raise ValueError(
-                        f"{path}:{line_number}: not valid UTF-8 ({err.reason} at byte {err.start} of the line); "
-                        "convert the file to UTF-8"
-                    ) from None
-                if not line:
-                    blank_lines += 1
-                    if lines:
-                        yield {"text": "\n".join(lines)}
-                        lines = []
-                    continue
-                lines_in_file += 1
-                if document_boundary == "line":
-                    yield {"text": line}
-                else:
-                    lines.append(line)
-        if lines:
-            yield {"text": "\n".join(lines)}
-        if lines_in_file == 0:
-            raise ValueError(f"{path} holds no text (empty or only blank lines)")
-        if document_boundary == "blank_line" and blank_lines == 0 and lines_in_file > 1:
-            logger.warning(
-                f"{path} has no blank line, so its {lines_in_file} lines form one document; if each line is a "
-                "document (e.g. one article a line), pass document_boundary='line'"
-            )
-
-
-def load_text_documents(
-    files: str | os.PathLike | Sequence[str | os.PathLike],
-    document_boundary: str = "blank_line",
-    cache_dir: str | None = None,
-) -> Dataset:
-    """Read raw text files into a `Dataset` of documents, column "text" (a document's lines joined by newlines).
-
-    Args:
-        files: text files, one sentence or paragraph a line.
-        document_boundary: "blank_line" (a blank line, or the end of a file, ends a document) or "line"
-            (every line is a document).
-        cache_dir: where `datasets` caches the Arrow file (default: its own cache). The cache is keyed by the
-            files' paths, sizes and modification times, so an edited file is read again.
-    """
-    if document_boundary not in DOCUMENT_BOUNDARIES:
-        raise ValueError(f"document_boundary must be one of {DOCUMENT_BOUNDARIES}, got {document_boundary!r}")
-    files = [os.fspath(files)] if isinstance(files, (str, os.PathLike)) else [os.fspath(f) for f in files]
-    if not files:
-        raise ValueError("no text files given")
-    for path in files:
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"text file not found: {path}")
-    file_stamps = [(os.path.getsize(p), os.stat(p).st_mtime_ns) for p in files]
-    try:
-        return Dataset.from_generator(
-            _read_text_documents,
-            features=Features({"text": Value("string")}),
-            gen_kwargs={"files": files, "document_boundary": document_boundary, "file_stamps": file_stamps},
-            cache_dir=cache_dir,
-        )
-    except DatasetGenerationError as err:
-        # datasets wraps errors raised while reading; surface ours (file and line) rather than its generic message.
-        if isinstance(err.__cause__, ValueError):
-            raise err.__cause__ from None
-        raise
 
 
 # --- Tokenizing ---------------------------------------------------------------------------------------------
-
-
-def sentence_words(line: str) -> list[list[str]]:
-    """The sentences of a line of whitespace-separated words, as word lists: a sentence ends after each word that
-    ends with `.`, `!` or `?` (a simple rule: abbreviations such as "Mr." end a sentence too)."""
-    sentences, current = [], []
-    for word in line.split():
-        current.append(word)
-        if word.endswith(SENTENCE_END):
-            sentences.append(current)
-            current = []
-    return sentences + [current] if current else sentences
 
 
 def _tokenize_batch(batch, tokenizer, text_column, split_sentences):
@@ -169,18 +86,17 @@ def tokenize_documents(
     paragraph a line gives BERT's sentence pairs sentence-sized segments. Documents with no tokens are dropped; a
     dataset left with no document is a `ValueError`.
     """
-    if text_column not in documents.column_names:
+    if documents.column_names is not None and text_column not in documents.column_names:
         raise ValueError(f"no column {text_column!r} in the dataset (columns: {documents.column_names})")
-    tokenized = documents.map(
+    tokenized = map_batches(
+        documents,
         _tokenize_batch,
-        batched=True,
         num_proc=num_proc,
-        remove_columns=documents.column_names,
         fn_kwargs={"tokenizer": tokenizer, "text_column": text_column, "split_sentences": split_sentences},
         features=Features({"segments": List(List(Value("int32")))}),
         desc="Tokenizing documents",
     )
-    if len(tokenized) == 0:
+    if isinstance(tokenized, Dataset) and len(tokenized) == 0:
         raise ValueError("the corpus holds no text: every document is empty")
     return tokenized
 
@@ -315,12 +231,11 @@ def create_nsp_examples(
             "line is a document, or pretrain with the MLM-only objective"
         )
     cls_id, sep_id = _special_ids(tokenizer)
-    examples = tokenized.map(
+    examples = map_batches(
+        tokenized,
         _nsp_examples_batch,
-        batched=True,
         with_indices=True,
         num_proc=num_proc,
-        remove_columns=tokenized.column_names,
         fn_kwargs={
             "documents": tokenized,
             "max_seq_length": max_seq_length,
@@ -385,11 +300,10 @@ def create_packed_examples(
     if max_seq_length < 3:
         raise ValueError(f"max_seq_length must be at least 3 for [CLS] x [SEP], got {max_seq_length}")
     cls_id, sep_id = _special_ids(tokenizer)
-    return tokenized.map(
+    return map_batches(
+        tokenized,
         _packed_examples_batch,
-        batched=True,
         num_proc=num_proc,
-        remove_columns=tokenized.column_names,
         fn_kwargs={"max_seq_length": max_seq_length, "cls_id": cls_id, "sep_id": sep_id},
         features=Features(
             {"input_ids": List(Value("int32")), "token_type_ids": List(Value("int8"))}
@@ -399,7 +313,7 @@ def create_packed_examples(
 
 
 def build_pretraining_dataset(
-    documents: Dataset | str | os.PathLike | Sequence[str | os.PathLike],
+    documents: Dataset | IterableDataset | str | os.PathLike | Sequence[str | os.PathLike],
     tokenizer: PreTrainedTokenizerBase,
     objective: str = "mlm_nsp",
     max_seq_length: int = 128,
@@ -413,6 +327,9 @@ def build_pretraining_dataset(
 ) -> Dataset:
     """Pretraining examples from text files or a `Dataset` of documents (one a row, in `text_column`).
 
+    A streaming `IterableDataset` of documents gives a streaming dataset of examples, the same ones in the same
+    order as the cached path would give (for the "mlm" objective; pairs for "mlm_nsp" need random access).
+
     Args:
         objective: "mlm_nsp" for BERT's sentence pairs with `next_sentence_label`, "mlm" for packed sequences.
         max_seq_length: longest example, special tokens included.
@@ -425,13 +342,70 @@ def build_pretraining_dataset(
     """
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
-    if not isinstance(documents, Dataset):
-        documents = load_text_documents(documents, document_boundary=document_boundary, cache_dir=cache_dir)
+    if not isinstance(documents, (Dataset, IterableDataset)):
+        documents = load_text_documents(documents, document_boundary=document_boundary, cache_dir=cache_dir,
+                                        num_proc=num_proc)
+    if isinstance(documents, IterableDataset) and objective == "mlm_nsp":
+        raise ValueError(
+            "next-sentence pairs draw NotNext segments from random documents of the whole corpus, which a streaming "
+            "dataset cannot reach: stream with the MLM-only objective ('mlm'), or prepare the corpus without "
+            "streaming"
+        )
     tokenized = tokenize_documents(documents, tokenizer, text_column=text_column, num_proc=num_proc,
                                    split_sentences=split_sentences)
     if objective == "mlm_nsp":
         return create_nsp_examples(tokenized, tokenizer, max_seq_length, short_seq_prob, seed, num_proc)
     return create_packed_examples(tokenized, tokenizer, max_seq_length, num_proc)
+
+
+# --- A WordPiece vocabulary from (a sample of) the corpus -------------------------------------------------------
+
+
+def train_tokenizer_on_corpus(
+    documents: Dataset | IterableDataset,
+    num_samples: int | None = None,
+    seed: int = 0,
+    text_column: str = "text",
+    **tokenizer_kwargs,
+):
+    """Train a WordPiece tokenizer (`hf_ctx.train_wordpiece_tokenizer`, which takes `tokenizer_kwargs`) on the
+    text of `num_samples` documents drawn with `seed` (all documents when None): `--tokenizer_train_samples`.
+
+    A few thousand Wikipedia articles (millions of words) give a vocabulary close to one trained on all of them, in
+    a fraction of the time. For a cached `Dataset`, the trained tokenizer is saved beside its Arrow files, keyed by
+    the documents' fingerprint and these arguments, and a second run loads it: it then tokenizes nothing again,
+    since the tokenized corpus is cached under the same tokenizer.
+    """
+    from ..tokenization_bert import train_wordpiece_tokenizer
+
+    cache = None
+    if isinstance(documents, Dataset) and documents.cache_files:
+        key = Hasher.hash([documents._fingerprint, num_samples, seed, text_column, sorted(tokenizer_kwargs.items())])
+        cache = os.path.join(os.path.dirname(documents.cache_files[0]["filename"]), f"wordpiece-{key}")
+        if os.path.isfile(os.path.join(cache, "tokenizer_config.json")):
+            logger.info(f"loading the WordPiece tokenizer trained on this corpus before: {cache}")
+            return BertTokenizer.from_pretrained(cache)
+    with tempfile.TemporaryDirectory() as tmp:
+        # The trainer reads files; the sample is written out once (documents' lines, blank lines dropped).
+        path = os.path.join(tmp, "tokenizer_sample.txt")
+        num_texts = 0
+        with open(path, "w", encoding="utf-8") as f:
+            for text in sample_texts(documents, num_samples, seed, text_column):
+                f.write(text + "\n")
+                num_texts += 1
+        if num_texts == 0:
+            raise ValueError("no text to train the tokenizer on: the sampled documents are empty")
+        logger.info(f"training a WordPiece tokenizer on {num_texts} documents ({os.path.getsize(path):,} bytes)")
+        tokenizer = train_wordpiece_tokenizer([path], **tokenizer_kwargs)
+    if cache is not None:
+        # Saved under a temporary name first, so that an interrupted run leaves no partial tokenizer behind.
+        partial = f"{cache}.{os.getpid()}.tmp"
+        tokenizer.save_pretrained(partial)
+        try:
+            os.replace(partial, cache)
+        except OSError:  # another process saved it first
+            shutil.rmtree(partial, ignore_errors=True)
+    return tokenizer
 
 
 # --- Evaluation: MLM accuracy and perplexity, NSP accuracy with the Trainer --------------------------------------
