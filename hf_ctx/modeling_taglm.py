@@ -23,7 +23,6 @@ emissions: their per-word argmax is the CRF's Viterbi decoding, so `Trainer`'s u
 what the CRF decodes.
 """
 
-import gzip
 import logging
 from pathlib import Path
 
@@ -249,52 +248,6 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
         output = TokenClassifierOutput(loss=loss, logits=logits,
                                        hidden_states=(tokens, first, second) if output_hidden_states else None)
         return output if return_dict else output.to_tuple()
-
-    def load_word_vectors(self, path: str | Path, vocabulary: dict[str, int]) -> int:
-        """Initialise word embeddings from a GloVe or word2vec text file (optionally .gz).
-
-        Each line is a word and its vector; a word2vec header line ("<count> <dim>") is skipped. A vocabulary
-        word takes the vector of the same word, else of its lower-cased form (GloVe is lower-cased); words
-        without either keep their random initialisation.
-
-        Args:
-            path: the vectors file; its dimension must equal `config.word_embedding_dim`.
-            vocabulary: word -> id of the tokenizer's word vocabulary.
-
-        Returns:
-            The number of vocabulary words that got a vector (also logged).
-        """
-        path = Path(path)
-        dim = self.config.word_embedding_dim
-        wanted = {}
-        for word, index in vocabulary.items():
-            if not 0 <= index < self.config.vocab_size:
-                raise ValueError(f"vocabulary id {index} of {word!r} is outside [0, vocab_size={self.config.vocab_size})")
-            wanted.setdefault(word, []).append((index, 0))  # exact match ranks before lower-case
-            wanted.setdefault(word.lower(), []).append((index, 1))
-        found = {}  # id -> (rank, vector)
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rt", encoding="utf-8", errors="replace") as f:
-            for line_number, line in enumerate(f, start=1):
-                fields = line.rstrip("\n").rstrip().split(" ")
-                if line_number == 1 and len(fields) == 2 and all(x.isdigit() for x in fields):
-                    continue
-                if len(fields) != dim + 1:
-                    raise ValueError(f"{path}:{line_number}: expected a word and {dim} numbers "
-                                     f"(config.word_embedding_dim), found {len(fields) - 1} numbers")
-                for index, rank in wanted.get(fields[0], ()):
-                    if index not in found or rank < found[index][0]:
-                        try:
-                            found[index] = (rank, [float(x) for x in fields[1:]])
-                        except ValueError:
-                            raise ValueError(f"{path}:{line_number}: not a number in the vector of {fields[0]!r}")
-        if found:
-            ids = torch.tensor(list(found), dtype=torch.long)
-            vectors = torch.tensor([v for _, v in found.values()], dtype=self.word_embeddings.weight.dtype)
-            with torch.no_grad():
-                self.word_embeddings.weight[ids.to(self.device)] = vectors.to(self.device)
-        logger.info("word vectors from %s for %d of %d vocabulary words", path, len(found), len(vocabulary))
-        return len(found)
 
 
 __all__ = ["TagLMForTokenClassification", "TagLMPreTrainedModel"]

