@@ -295,3 +295,19 @@ def test_split_sentences_gives_one_segment_a_sentence(tokenizer):
     # The same tokens in the same order, only cut at the sentence ends.
     assert [t for segment in split["segments"][0] for t in segment] == \
         [t for segment in whole["segments"][0] for t in segment]
+
+
+def test_random_documents_are_split_lazily_as_split_long_segments_does():
+    """NotNext segments come from Arrow rows converted piece by piece; they must equal the eager split."""
+    import pyarrow as pa
+
+    from hf_ctx.data.pretraining import _LazySplitSegments
+
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        segments = [rng.integers(0, 100, int(rng.integers(1, 30))).tolist() for _ in range(int(rng.integers(1, 8)))]
+        arrow = pa.array([segments], type=pa.list_(pa.list_(pa.int32())))[0].values
+        lazy, eager = _LazySplitSegments(arrow, 10, 5), split_long_segments(segments, 10, 5)
+        assert len(lazy) == len(eager)
+        for start in range(len(eager)):
+            assert list(lazy[start:]) == eager[start:]

@@ -181,13 +181,14 @@ def _nsp_examples_batch(batch, indices, documents, max_seq_length, short_seq_pro
         return split_long_segments(segments, max_num_tokens, piece_length)
 
     out = {"input_ids": [], "token_type_ids": [], "next_sentence_label": []}
+    arrow_documents = documents.with_format("arrow")
     for document_index, segments in zip(indices, batch["segments"]):
 
         def random_document(rng, document_index=document_index):
             # Uniform over the other documents; random access into the memory-mapped dataset.
             other = int(rng.integers(len(documents) - 1))
             other += other >= document_index
-            return split(documents[other]["segments"])
+            return _LazySplitSegments(arrow_documents[other]["segments"][0].values, max_num_tokens, piece_length)
 
         # One generator per document, seeded by its index: the output does not depend on batching or num_proc.
         rng = np.random.default_rng([seed, document_index])
@@ -198,6 +199,39 @@ def _nsp_examples_batch(batch, indices, documents, max_seq_length, short_seq_pro
             out["token_type_ids"].append([0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1))
             out["next_sentence_label"].append(int(is_random_next))
     return out
+
+
+class _LazySplitSegments:
+    """`split_long_segments(segments, max_length, piece_length)` of one document held as an Arrow list array,
+    converting to Python only the segments that are read: NotNext pairs read a few segments of a random
+    document, and converting whole documents (Wikipedia articles of thousands of tokens) made pair creation
+    the slowest step of preparing a corpus.
+
+    Supports `len()` (the number of pieces) and `[start:]`, which iterates over the pieces from `start` on.
+    """
+
+    def __init__(self, segments, max_length: int, piece_length: int):
+        self.segments = segments  # pyarrow ListArray: one list of token ids per segment
+        self.max_length, self.piece_length = max_length, piece_length
+        lengths = pc.list_value_length(segments).to_numpy(zero_copy_only=False)
+        self.pieces = np.where(lengths <= max_length, 1, -(-lengths // piece_length))  # ceil for long segments
+        self.first_piece = np.concatenate([[0], np.cumsum(self.pieces)])
+
+    def __len__(self) -> int:
+        return int(self.first_piece[-1])
+
+    def __getitem__(self, key: slice):
+        if not isinstance(key, slice) or key.stop is not None or key.step is not None:
+            raise TypeError("only [start:] slices are supported")
+        return self._pieces_from(key.start or 0)
+
+    def _pieces_from(self, start: int):
+        segment = int(np.searchsorted(self.first_piece, start, side="right")) - 1
+        skip = start - int(self.first_piece[segment])
+        for index in range(segment, len(self.pieces)):
+            pieces = split_long_segments([self.segments[index].as_py()], self.max_length, self.piece_length)
+            yield from pieces[skip:]
+            skip = 0
 
 
 def _special_ids(tokenizer):

@@ -1,0 +1,157 @@
+"""What the experiment scripts share: running the example scripts in-process, seed tables with baselines, and the
+plots (pretraining curves from `trainer_state.json`, ELMo scalar-mix weights from a task model's weights).
+
+Tables give each cell as mean (min–max) over seeds, with every seed's value beside it, so that a reader can check
+the claim "every seed of the pretrained model beats every seed of the control" directly.
+"""
+
+import importlib.util
+import json
+import math
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+EXAMPLES = Path(__file__).resolve().parents[1]
+
+
+def load_example(name: str):
+    """The module of `examples/<name>.py`, whose `main(argv)` runs it and returns its metrics."""
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_example(name: str, args: Sequence[str]) -> dict[str, float]:
+    print(f"\n$ python examples/{name}.py {' '.join(map(str, args))}", flush=True)
+    return load_example(name).main([str(a) for a in args])
+
+
+def mean_min_max(values: Sequence[float]) -> str:
+    """"0.812 (0.801–0.820)": the mean over seeds and its range."""
+    return f"{statistics.mean(values):.4f} ({min(values):.4f}–{max(values):.4f})"
+
+
+def verdict(pretrained: Sequence[float], control: Sequence[float]) -> str:
+    """Whether every seed of the pretrained model beats every seed of the control: the only gain claimed."""
+    if min(pretrained) > max(control):
+        return "gain (every seed above every control seed)"
+    if max(pretrained) < min(control):
+        return "loss (every seed below every control seed)"
+    return "no clear difference (the seeds overlap)"
+
+
+def markdown_table(title: str, metric: str, rows: dict[str, list[float]], seeds: Sequence[int],
+                   baseline: tuple[str, float], comparisons: Sequence[tuple[str, str]] = ()) -> str:
+    """A markdown table: one row per model (mean (min–max), then each seed), the majority-class baseline row,
+    then a line per (pretrained, control) comparison."""
+    header = f"| model | {metric}: mean (min–max) | " + " | ".join(f"seed {s}" for s in seeds) + " |"
+    lines = [f"### {title}", "", header, "|" + " --- |" * (len(seeds) + 2)]
+    for name, values in rows.items():
+        lines.append(f"| {name} | {mean_min_max(values)} | " + " | ".join(f"{v:.4f}" for v in values) + " |")
+    label, value = baseline
+    lines.append(f"| majority-class baseline ({label}) | {value:.4f} | " + " | ".join("–" for _ in seeds) + " |")
+    lines.append("")
+    for pretrained, control in comparisons:
+        lines.append(f"- {pretrained} vs {control}: {verdict(rows[pretrained], rows[control])}")
+    return "\n".join(lines) + "\n"
+
+
+# --- Majority-class baselines -------------------------------------------------------------------------------------
+
+
+def ner_majority_f1() -> tuple[str, float]:
+    """Tagging every word with the most frequent tag, "O", finds no entity: entity-level F1 0."""
+    return "every word O", 0.0
+
+
+def glue_majority_baseline(task_name: str, data_dir: str | Path) -> tuple[str, dict[str, float]]:
+    """The GLUE metrics of predicting the training set's most frequent label for every dev example."""
+    from hf_ctx.data.glue import glue_task, load_glue_files
+    from hf_ctx.metrics import load_metric
+
+    task = glue_task(task_name)
+    data = load_glue_files(task, data_dir, splits=["train", "validation"])
+    majority = Counter(data["train"]["label"]).most_common(1)[0][0]
+    references = data["validation"]["label"]
+    metrics = load_metric("glue", task.name).compute(predictions=[majority] * len(references), references=references)
+    return f"always {task.label_names[majority]!r}", {k: float(v) for k, v in metrics.items()}
+
+
+# --- Plots ----------------------------------------------------------------------------------------------------------
+
+
+def plot_pretraining_curves(run_dir: str | Path, png: str | Path, title: str) -> Path:
+    """Training loss and every evaluation metric logged in `run_dir/trainer_state.json`, against steps."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    history = json.loads((Path(run_dir) / "trainer_state.json").read_text())["log_history"]
+    series = {"train loss": [(e["step"], e["loss"]) for e in history if "loss" in e]}
+    for key in ("eval_loss", "eval_perplexity", "eval_mlm_perplexity", "eval_mlm_accuracy", "eval_nsp_accuracy"):
+        points = [(e["step"], e[key]) for e in history if key in e]
+        if points:
+            series[key] = points
+    figure, axes = plt.subplots(1, len(series), figsize=(4 * len(series), 3.2), squeeze=False)
+    for axis, (name, points) in zip(axes[0], series.items()):
+        steps, values = zip(*points)
+        axis.plot(steps, values, marker="o" if len(points) < 30 else None)
+        if "perplexity" in name and min(values) > 0 and max(values) / min(values) > 20:
+            axis.set_yscale("log")
+        axis.set_title(name)
+        axis.set_xlabel("step")
+    figure.suptitle(title)
+    figure.tight_layout()
+    figure.savefig(png, dpi=100)
+    plt.close(figure)
+    return Path(png)
+
+
+def scalar_mix_weights(model_dir: str | Path) -> list[float]:
+    """softmax of the scalar-mix parameters of an ELMo task model's checkpoint: the weight of each biLM layer."""
+    weights = load_file(str(Path(model_dir) / "model.safetensors"))
+    keys = [k for k in weights if k.endswith("scalar_mix.scalar_parameters")]
+    if len(keys) != 1:
+        raise ValueError(f"{model_dir}: expected one scalar mix in the checkpoint, found {keys}")
+    return torch.softmax(weights[keys[0]].float(), dim=0).tolist()
+
+
+def plot_scalar_mix(models: dict[str, str | Path], png: str | Path, title: str) -> Path:
+    """Grouped bars: for each task model (label -> checkpoint folder), the weight it gives each biLM layer."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    mixes = {label: scalar_mix_weights(path) for label, path in models.items()}
+    num_layers = len(next(iter(mixes.values())))
+    width = 0.8 / len(mixes)
+    figure, axis = plt.subplots(figsize=(max(4, 1.5 * num_layers + len(mixes) * 0.3), 3.2))
+    for i, (label, weights) in enumerate(mixes.items()):
+        axis.bar([layer + i * width for layer in range(num_layers)], weights, width, label=label)
+    axis.axhline(1 / num_layers, color="grey", linestyle=":", linewidth=1, label="uniform")
+    axis.set_xticks([layer + width * (len(mixes) - 1) / 2 for layer in range(num_layers)])
+    axis.set_xticklabels(["characters (0)"] + [f"LSTM {k}" for k in range(1, num_layers)])
+    axis.set_ylabel("softmax weight")
+    axis.set_title(title)
+    axis.legend(fontsize="small")
+    figure.tight_layout()
+    figure.savefig(png, dpi=100)
+    plt.close(figure)
+    return Path(png)
+
+
+def final_eval(run_dir: str | Path, key: str) -> float:
+    """The last logged value of `key` in a run's `trainer_state.json`, or its `eval_results.json`."""
+    path = Path(run_dir) / "eval_results.json"
+    value = json.loads(path.read_text()).get(key) if path.is_file() else None
+    if value is None or not math.isfinite(value):
+        raise ValueError(f"{run_dir}: no finite {key} in {path}")
+    return float(value)
