@@ -16,7 +16,12 @@ from transformers import AutoTokenizer
 
 from hf_ctx.data.bilm import count_words, load_text_lines, split_into_sentences
 from hf_ctx.data.pretraining import build_pretraining_dataset, train_tokenizer_on_corpus
-from hf_ctx.data.text import iter_text_file_lines, load_text_documents, resolve_text_files, sample_texts
+from hf_ctx.data.text import (
+    iter_text_file_lines,
+    load_text_documents,
+    resolve_text_files,
+    sample_texts,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 WORDS = "the a cat dog bird fish red green blue small big old runs sleeps eats sees near under house tree".split()

@@ -113,7 +113,7 @@ def main(argv=None):
     else:
         bert = Path(args.bert)
 
-    pretrained_name, control_name = "pretrained BERT", f"random init, same architecture (control)"
+    pretrained_name, control_name = "pretrained BERT", "random init, same architecture (control)"
     for task in args.tasks:
         name, metric = TASKS[task]
         if task == "conll":
