@@ -47,6 +47,9 @@ from .text import load_text_documents, map_batches, sample_texts, sentence_words
 
 logger = logging.getLogger(__name__)
 
+# Documents tokenized per batch: a batch's token-id lists are Python objects until written out, and 100 Wikipedia
+# articles (about 250k tokens) keep that small. The result does not depend on it.
+TOKENIZE_BATCH_SIZE = 100
 OBJECTIVES = ("mlm_nsp", "mlm")  # BERT's MLM + next-sentence prediction; RoBERTa-style packed MLM only
 NOT_NEXT_PROBABILITY = 0.5  # BERT: half the pairs take segment B from another document
 
@@ -92,6 +95,7 @@ def tokenize_documents(
         documents,
         _tokenize_batch,
         num_proc=num_proc,
+        batch_size=TOKENIZE_BATCH_SIZE,
         fn_kwargs={"tokenizer": tokenizer, "text_column": text_column, "split_sentences": split_sentences},
         features=Features({"segments": List(List(Value("int32")))}),
         desc="Tokenizing documents",

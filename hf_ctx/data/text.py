@@ -7,7 +7,8 @@ The one home of the text helpers that BERT's pretraining data (`hf_ctx.data.pret
     iter_text_file_lines(path)           (line number, stripped line) of one file, plain text or .gz
     load_text_documents(files)           a cached `datasets.Dataset` (or a streaming `IterableDataset`) of documents
     sample_texts(dataset, n, seed)       a seeded random sample of rows, e.g. to train a tokenizer on
-    map_batches(dataset, function)       a batched `map` that works alike on cached and streaming datasets
+    map_batches(dataset, function)       a batched `map` that works alike on cached and streaming datasets, with
+                                         a fingerprint that a second run finds again (`map_fingerprint`)
     sentence_words(line)                 a line's sentences, as word lists
 
 Bad input gets an error naming the file: a glob pattern that matches nothing or a missing file is a
@@ -18,6 +19,7 @@ text (an empty shard) are `ValueError`s.
 import dataclasses
 import glob
 import gzip
+import inspect
 import logging
 import os
 import zlib
@@ -222,7 +224,8 @@ def map_fingerprint(dataset: Dataset, function, fn_kwargs: dict, map_kwargs: dic
     the same input, function and arguments (pass it as `new_fingerprint`, so that the cached result is found)."""
     return Hasher.hash([
         dataset._fingerprint,
-        Hasher.hash(function),
+        # By its source: `datasets` hashes a module-level function by name, so an edited one would reuse stale files.
+        function.__module__, function.__qualname__, inspect.getsource(function),
         {name: _stable_hash(value) for name, value in sorted(fn_kwargs.items())},
         {name: _stable_hash(value) for name, value in sorted((map_kwargs or {}).items())},
     ])
