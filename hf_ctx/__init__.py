@@ -79,7 +79,8 @@ _AUTO_TOKENIZERS.append((ElmoConfig, ElmoTokenizer))
 
 # --- TagLM ------------------------------------------------------------------
 from .configuration_taglm import TagLMConfig
-from .crf import ConditionalRandomField, allowed_transitions
+from .crf import ConditionalRandomField
+from .tag_schemes import allowed_transitions
 from .modeling_taglm import TagLMForTokenClassification, TagLMPreTrainedModel
 from .word_tagging_pipeline import WordTokenClassificationPipeline
 

@@ -13,6 +13,8 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from .losses import IGNORE_INDEX
+
 ACTIVATIONS = {"relu": F.relu, "tanh": torch.tanh}
 
 
@@ -294,10 +296,6 @@ class ScalarMix(nn.Module):
             tensors = normalised
         mixed = self.gamma * sum(weight * tensor for weight, tensor in zip(weights, tensors))
         return mixed if keep is None else mixed * keep
-
-
-IGNORE_INDEX = -100
-
 
 class WordSoftmax(nn.Module):
     """A softmax over a word vocabulary: `logits = h W^T + b`, with a sampled softmax for training on large

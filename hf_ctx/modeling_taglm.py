@@ -37,11 +37,12 @@ from transformers.utils.generic import can_return_tuple
 
 from .configuration_elmo import ElmoConfig
 from .configuration_taglm import TagLMConfig
-from .crf import ConditionalRandomField, allowed_transitions
+from .crf import ConditionalRandomField
 from .layers import run_packed_rnn
 from .losses import IGNORE_INDEX, check_label_range
 from .modeling_elmo import ElmoModel, FrozenBiLMMixin, check_character_ids, check_word_ids
 from .remote_code import AutoMapMixin
+from .tag_schemes import allowed_transitions
 
 logger = logging.getLogger(__name__)
 

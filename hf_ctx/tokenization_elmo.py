@@ -16,6 +16,7 @@ import torch
 from transformers import BatchEncoding, PreTrainedTokenizer
 
 from .elmo_characters import BOS_TOKEN, EOS_TOKEN, word_to_char_ids
+from .losses import IGNORE_INDEX
 
 VOCAB_FILES_NAMES = {"vocab_file": "vocab.txt"}
 
@@ -293,7 +294,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
                                  "(max_characters_per_token)")
             if sentence:
                 padded["input_ids"][i, : len(sentence)] = sentence
-        for key, pad_value in {"attention_mask": 0, "input_word_ids": self.pad_token_id, "labels": -100}.items():
+        for key, pad_value in {"attention_mask": 0, "input_word_ids": self.pad_token_id, "labels": IGNORE_INDEX}.items():
             if key not in batch or not all(isinstance(row, list) for row in batch[key]):
                 continue  # absent, or one label per sentence
             padded[key] = np.full((len(lengths), target), pad_value, dtype=np.int64)

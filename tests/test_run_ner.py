@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from seqeval.metrics import f1_score
 
-from hf_ctx.data.conll import convert_tags, read_conll
+from hf_ctx.data.conll import read_conll
+from hf_ctx.tag_schemes import convert_tags
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
