@@ -48,9 +48,9 @@ from hf_ctx import (
     ElmoTokenizer,
     TagLMConfig,
     TagLMForTokenClassification,
+    tag_schemes,
     train_wordpiece_tokenizer,
 )
-from hf_ctx import tag_schemes
 from hf_ctx.data import conll
 from hf_ctx.data.bilm import build_vocabulary, count_words
 from hf_ctx.hub import finish_run

@@ -80,8 +80,8 @@ _AUTO_TOKENIZERS.append((ElmoConfig, ElmoTokenizer))
 # --- TagLM ------------------------------------------------------------------
 from .configuration_taglm import TagLMConfig
 from .crf import ConditionalRandomField
-from .tag_schemes import allowed_transitions
 from .modeling_taglm import TagLMForTokenClassification, TagLMPreTrainedModel
+from .tag_schemes import allowed_transitions
 from .word_tagging_pipeline import WordTokenClassificationPipeline
 
 _AUTO_CONFIGS.append(TagLMConfig)

@@ -26,9 +26,18 @@ from transformers.utils.generic import can_return_tuple
 
 from .configuration_elmo import ElmoConfig
 from .elmo_characters import sentence_boundary_char_ids
-from .layers import CharacterCNN, Highway, LstmCellWithProjection, ProjectedLstm, ScalarMix, WordSoftmax, run_packed_rnn
+from .layers import (
+    CharacterCNN,
+    Highway,
+    LstmCellWithProjection,
+    ProjectedLstm,
+    ScalarMix,
+    WordSoftmax,
+    run_packed_rnn,
+)
 from .losses import IGNORE_INDEX, classification_loss, sequence_classification_loss
 from .remote_code import AutoMapMixin
+
 
 def check_character_ids(input_ids, attention_mask, max_characters: int, n_characters: int) -> torch.Tensor:
     """Check ELMo-encoded words (the inputs of ELMo and TagLM) and return the word mask (B, W) as booleans.

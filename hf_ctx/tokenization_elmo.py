@@ -329,4 +329,4 @@ def _is_single_sentence(input_ids: list) -> bool:
     return bool(first) and isinstance(first[0], int)
 
 
-__all__ = ["ElmoTokenizer", "sentence_boundary_char_ids", "word_to_char_ids", "read_vocabulary_file"]
+__all__ = ["ElmoTokenizer", "read_vocabulary_file"]

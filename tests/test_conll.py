@@ -17,9 +17,9 @@ from hf_ctx.data.conll import (
     subword_counts,
     write_conll_predictions,
 )
-from hf_ctx.tag_schemes import convert_tags, detect_tag_scheme, sort_labels
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
 from hf_ctx.metrics import load_metric
+from hf_ctx.tag_schemes import convert_tags, detect_tag_scheme, sort_labels
 
 SAMPLE = """-DOCSTART- -X- -X- O
 

@@ -5,9 +5,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from seqeval.metrics import f1_score
-
 import torch
+from seqeval.metrics import f1_score
 from transformers import AutoModel, AutoModelForTokenClassification
 
 from hf_ctx import ElmoConfig, ElmoForBiLM, ElmoTokenizer
