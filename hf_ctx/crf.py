@@ -31,8 +31,9 @@ class ConditionalRandomField(nn.Module):
 
     Args:
         num_tags: number of tags T.
-        constraints: allowed (from_id, to_id) pairs as returned by `tag_schemes.allowed_transitions` (ids T and T + 1 are
-            the sentence start and end); every other transition scores `FORBIDDEN_SCORE`. `None` allows all.
+        constraints: allowed (from_id, to_id) pairs as returned by `tag_schemes.allowed_transitions` (ids T and
+            T + 1 are the sentence start and end); every other transition scores `FORBIDDEN_SCORE`. `None` allows
+            all.
         include_start_end_transitions: learn a score for the first and the last tag of a sentence.
     """
 
@@ -202,13 +203,17 @@ class ConditionalRandomField(nn.Module):
         mask = self._check(emissions, mask)
         with torch.autocast(device_type=emissions.device.type, enabled=False):
             emissions = emissions.float()
+            # alphas[:, i, j] (B, S, T): best score of words 0..i with tag j at i (its emission included).
             alphas, _, transitions, end = self._viterbi_forward(emissions, mask)
             # beta[:, i, j]: best score of the words after i given tag j at i, end transition included.
-            beta = end.expand(emissions.shape[0], -1)
+            beta = end.expand(emissions.shape[0], -1)  # (B, T): after the last word only the end transition
             betas = [beta]
             for i in range(emissions.shape[1] - 2, -1, -1):
-                step = (transitions + (emissions[:, i + 1] + beta).unsqueeze(1)).max(dim=2).values
+                # (T_from, T_to) + (B, 1, T_to) -> (B, T_from, T_to), maximised over the tag at word i + 1.
+                step = (transitions + (emissions[:, i + 1] + beta).unsqueeze(1)).max(dim=2).values  # (B, T)
+                # Word i + 1 is padding: word i is the sentence's last, so only the end transition follows it.
                 beta = torch.where(mask[:, i + 1 : i + 2], step, end)
                 betas.append(beta)
-            betas = torch.stack(betas[::-1], 1)
+            betas = torch.stack(betas[::-1], 1)  # (B, S, T), word 0 first
+            # Best score before word i, plus after it: the best whole sequence through tag j at word i.
             return (alphas + betas).masked_fill(~mask.unsqueeze(2), 0.0)

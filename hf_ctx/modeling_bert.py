@@ -175,20 +175,22 @@ class UnpaddedLayout:
 
     @classmethod
     def from_attention_mask(cls, attention_mask: torch.Tensor, padded_mask) -> "UnpaddedLayout":
-        keep = attention_mask.bool()
-        lengths = keep.sum(dim=1, dtype=torch.int32)
+        """The layout of `attention_mask` (B, T), 1 on real tokens; `padded_mask` is kept for the padded kernels."""
+        keep = attention_mask.bool()  # (B, T)
+        lengths = keep.sum(dim=1, dtype=torch.int32)  # (B,) real tokens per sequence
+        # (B + 1,): 0, then running totals, so sequence b is tokens cu_seqlens[b] .. cu_seqlens[b + 1] - 1.
         cu_seqlens = F.pad(torch.cumsum(lengths, dim=0, dtype=torch.int32), (1, 0))
-        indices = torch.nonzero(keep.flatten(), as_tuple=False).flatten()
+        indices = torch.nonzero(keep.flatten(), as_tuple=False).flatten()  # (N,) positions in the flat (B * T)
         return cls(indices, cu_seqlens, int(lengths.max()), keep.shape[0], keep.shape[1], padded_mask)
 
     def unpad(self, padded: torch.Tensor) -> torch.Tensor:
         """(B, T, ...) -> (N, ...)"""
-        return padded.flatten(0, 1)[self.indices]
+        return padded.flatten(0, 1)[self.indices]  # (B * T, ...) -> the N real rows
 
     def pad(self, tokens: torch.Tensor) -> torch.Tensor:
         """(N, ...) -> (B, T, ...), zeros at the padding."""
-        padded = tokens.new_zeros(self.batch * self.seq_length, *tokens.shape[1:])
-        padded = padded.index_copy(0, self.indices, tokens)
+        padded = tokens.new_zeros(self.batch * self.seq_length, *tokens.shape[1:])  # (B * T, ...)
+        padded = padded.index_copy(0, self.indices, tokens)  # the N real rows back in place
         return padded.view(self.batch, self.seq_length, *tokens.shape[1:])
 
 
