@@ -12,6 +12,17 @@ from torch.nn import functional as F
 IGNORE_INDEX = -100
 
 
+class BatchMeanLossMixin:
+    """Mixed into hf_ctx's `PreTrainedModel` classes, whose losses are means over each batch.
+
+    Their `forward` takes `**kwargs` (options for the base model), so `Trainer` would take them for models that
+    normalise the loss by its `num_items_in_batch` argument, and then skip dividing the loss by the
+    gradient-accumulation steps. Saying they do not keeps accumulated steps an average, as one larger batch.
+    """
+
+    accepts_loss_kwargs = False
+
+
 def check_label_range(labels: torch.Tensor, num_classes: int) -> None:
     """A `ValueError` unless every label is a class id in [0, num_classes) or `IGNORE_INDEX`.
 

@@ -38,7 +38,7 @@ from transformers.utils import ModelOutput
 from transformers.utils.generic import can_return_tuple
 
 from .configuration_bert import CtxBertConfig
-from .losses import IGNORE_INDEX, classification_loss, sequence_classification_loss
+from .losses import IGNORE_INDEX, BatchMeanLossMixin, classification_loss, sequence_classification_loss
 from .remote_code import AutoMapMixin
 
 
@@ -368,7 +368,7 @@ class CtxBertLMHead(nn.Module):
         return self.decoder(self.LayerNorm(self.activation(self.dense(hidden_states))))
 
 
-class CtxBertPreTrainedModel(AutoMapMixin, PreTrainedModel):
+class CtxBertPreTrainedModel(AutoMapMixin, BatchMeanLossMixin, PreTrainedModel):
     """Weight initialisation, attention-implementation support and loading for all CtxBert models."""
 
     config_class = CtxBertConfig
@@ -378,9 +378,6 @@ class CtxBertPreTrainedModel(AutoMapMixin, PreTrainedModel):
     _supports_flash_attn = True
     _supports_attention_backend = True
     _no_split_modules = ["CtxBertEmbeddings", "CtxBertLayer"]
-    # The heads take `**kwargs` for the base model's options, not for `Trainer`'s `num_items_in_batch`: their
-    # losses are means over each batch, so `Trainer` must scale them for gradient accumulation itself.
-    accepts_loss_kwargs = False
 
     @torch.no_grad()
     def _init_weights(self, module):

@@ -35,7 +35,7 @@ from .layers import (
     WordSoftmax,
     run_packed_rnn,
 )
-from .losses import IGNORE_INDEX, classification_loss, sequence_classification_loss
+from .losses import IGNORE_INDEX, BatchMeanLossMixin, classification_loss, sequence_classification_loss
 from .remote_code import AutoMapMixin
 
 
@@ -104,15 +104,12 @@ def check_word_ids(config, input_word_ids: torch.Tensor, mask: torch.Tensor) -> 
                              f"[0, vocab_size={config.vocab_size})")
 
 
-class ElmoPreTrainedModel(AutoMapMixin, PreTrainedModel):
+class ElmoPreTrainedModel(AutoMapMixin, BatchMeanLossMixin, PreTrainedModel):
     """Weight initialisation (bilm-tf's) and loading for ELMo models."""
 
     config_class = ElmoConfig
     base_model_prefix = "elmo"
     main_input_name = "input_ids"
-    # The models take `**kwargs` but not `Trainer`'s `num_items_in_batch`: their losses are means over each
-    # batch, so `Trainer` must scale them for gradient accumulation itself.
-    accepts_loss_kwargs = False
 
     @torch.no_grad()
     def _init_weights(self, module):

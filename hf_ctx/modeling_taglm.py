@@ -39,7 +39,7 @@ from .configuration_elmo import ElmoConfig
 from .configuration_taglm import TagLMConfig
 from .crf import ConditionalRandomField
 from .layers import run_packed_rnn
-from .losses import IGNORE_INDEX, check_label_range
+from .losses import IGNORE_INDEX, BatchMeanLossMixin, check_label_range
 from .modeling_elmo import ElmoModel, FrozenBiLMMixin, check_character_ids, check_word_ids
 from .remote_code import AutoMapMixin
 from .tag_schemes import allowed_transitions
@@ -78,15 +78,12 @@ class CharacterEncoder(nn.Module):
         return torch.cat([final[0], final[1]], dim=-1)
 
 
-class TagLMPreTrainedModel(AutoMapMixin, PreTrainedModel):
+class TagLMPreTrainedModel(AutoMapMixin, BatchMeanLossMixin, PreTrainedModel):
     """Weight initialisation and loading for TagLM models."""
 
     config_class = TagLMConfig
     base_model_prefix = "taglm"
     main_input_name = "input_ids"
-    # The model takes `**kwargs` but not `Trainer`'s `num_items_in_batch`: its loss is a mean over the batch, so
-    # `Trainer` must scale it for gradient accumulation itself.
-    accepts_loss_kwargs = False
 
     @torch.no_grad()
     def _init_weights(self, module):
