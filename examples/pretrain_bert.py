@@ -43,8 +43,10 @@ from hf_ctx.data.pretraining import (
     load_text_documents,
     preprocess_pretraining_logits,
 )
+from hf_ctx.errors import run_script
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
+    evaluation_data,
     first_examples,
     hold_out_validation,
     parse_config_overrides,
@@ -258,6 +260,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             dataset_name=training_data_name(data_args.dataset_name, data_args.train_file),
             dataset_id=data_args.dataset_name,
             dataset_config=data_args.dataset_config_name,
+            **evaluation_data(data_args.dataset_name, data_args.validation_file, data_args.train_file,
+                              validation_documents, data_args.validation_split_percentage),
             eval_metrics={"validation": eval_metrics} if eval_metrics else None,
             base_model=model_args.model_name_or_path,
             hyperparameters=card_hyperparameters(model_args, data_args, tokenizer),
@@ -266,4 +270,4 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

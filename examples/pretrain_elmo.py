@@ -38,8 +38,10 @@ from hf_ctx.data.bilm import (
     preprocess_bilm_logits,
     split_into_sentences,
 )
+from hf_ctx.errors import run_script
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
+    evaluation_data,
     first_examples,
     hold_out_validation,
     setup_logging,
@@ -175,6 +177,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if training_args.do_train:
         dataset_name = training_data_name(data_args.dataset_name, data_args.train_file)
         finish_run(trainer, "elmo", dataset_name=dataset_name, dataset_id=data_args.dataset_name,
+                   **evaluation_data(data_args.dataset_name, data_args.validation_file, data_args.train_file,
+                                     validation_lines, data_args.validation_split_percentage),
                    eval_metrics={"validation": eval_metrics} if eval_metrics else None,
                    hyperparameters={"vocab_min_count": model_args.vocab_min_count, "max_words": data_args.max_words,
                                     "num_sampled": model_args.num_sampled})
@@ -182,4 +186,4 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -16,6 +16,7 @@ import transformers
 from transformers import Trainer, TrainingArguments
 
 from . import __version__
+from .remote_code import shareable_name
 
 
 def unpad_inputs_field():
@@ -81,11 +82,37 @@ def hold_out_validation(
 
 
 def training_data_name(dataset_name: str | None, train_files: str | Iterable[str] | None) -> str:
-    """How a model card names the training data: the `datasets` dataset, else the training files' names."""
+    """How a model card names the training data: the `datasets` dataset, else the training files' names (never
+    their local paths)."""
     if dataset_name is not None:
-        return dataset_name
+        return shareable_name(dataset_name)  # a dataset saved to disk: its folder's name
     files = [train_files] if isinstance(train_files, str) else list(train_files or ())
     return ", ".join(Path(f).name for f in files)
+
+
+def evaluation_data(
+    dataset_name: str | None,
+    validation_files: str | Iterable[str] | None,
+    train_files: str | Iterable[str] | None = None,
+    validation: datasets.Dataset | None = None,
+    validation_split_percentage: float | None = None,
+) -> dict[str, str]:
+    """How a model card names the data a run was evaluated on: `finish_run`'s `eval_dataset_name` (and
+    `eval_dataset_id` for a split of a Hub dataset).
+
+    The validation files' names when there are some; else, when `validation` (the validation data as loaded) is
+    a part of the training data that `hold_out_validation` set aside, that part ("5% of corpus.txt held out from
+    training"); else the `datasets` dataset's own validation split. Empty when there is no evaluation data.
+    """
+    if validation_files:
+        return {"eval_dataset_name": training_data_name(None, validation_files)}
+    held_out = validation is not None and str(getattr(validation, "split", None)) != "validation"
+    if held_out:
+        source = training_data_name(dataset_name, train_files)
+        return {"eval_dataset_name": f"{validation_split_percentage:g}% of {source} held out from training"}
+    if dataset_name is not None:  # the card lists `eval_dataset_id` only when it is a Hub id
+        return {"eval_dataset_name": shareable_name(dataset_name), "eval_dataset_id": dataset_name}
+    return {}  # no evaluation data
 
 
 def record_metrics(trainer: Trainer, split: str, metrics: dict[str, float]) -> None:

@@ -115,7 +115,7 @@ def test_checkpoint_reloads_and_reported_metrics_are_right(single_run, corpus):
     assert metrics["eval_nsp_accuracy"] == pytest.approx(nsp_correct / len(examples), abs=1e-6)
 
 
-def test_model_card_reports_the_run(single_run):
+def test_model_card_reports_the_run(single_run, corpus):
     """finish_run wrote README.md: metadata huggingface_hub parses, the evaluation the run reported, the settings."""
     output_dir, metrics = single_run
     metadata = metadata_load(output_dir / "README.md")
@@ -133,6 +133,10 @@ def test_model_card_reports_the_run(single_run):
         (metric, round(metrics[f"eval_{metric}"], 4), "validation") for metric in reported}
     for metric, name in reported.items():
         assert f"| validation | {name} | {round(metrics[f'eval_{metric}'], 4)} |" in card.text
+    # The card names the evaluation files, not the training files, in its text and its model-index.
+    assert "Measured on valid.txt by the script" in card.text
+    assert {(r.dataset_name, r.dataset_type) for r in results} == {("valid.txt", "valid.txt")}
+    assert "## Training data\n\ntrain.txt" in card.text
     assert "Pretrained from scratch on train.txt" in card.text
     vocab_size = len(AutoTokenizer.from_pretrained(output_dir))
     for row in ["| model_size | tiny |", "| objective | mlm_nsp |", "| max_seq_length | 32 |",
@@ -245,3 +249,6 @@ def test_mlm_only_from_a_local_dataset_with_a_config_file(tmp_path):
     assert AutoTokenizer.from_pretrained(output_dir).model_max_length == 64
     card = " ".join((output_dir / "README.md").read_text().split())
     assert "masked language modelling only; the checkpoint's next-sentence head was not trained" in card
+    # A dataset saved to disk is named by its folder, never by its local path; evaluation on its validation split.
+    assert str(tmp_path) not in card and f"Measured on {data.name} (" not in card
+    assert f"Measured on {data.name} by the script" in card

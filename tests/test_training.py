@@ -3,7 +3,13 @@
 import pytest
 from datasets import Dataset
 
-from hf_ctx.training import first_examples, hold_out_validation, parse_config_overrides, training_data_name
+from hf_ctx.training import (
+    evaluation_data,
+    first_examples,
+    hold_out_validation,
+    parse_config_overrides,
+    training_data_name,
+)
 
 
 def test_config_overrides_are_read_as_json_where_they_parse():
@@ -42,3 +48,19 @@ def test_the_examples_train_with_fused_adamw(tmp_path):
     assert training_args.optim == "adamw_torch_fused"
     trainer = Trainer(model=nn.Linear(3, 2), args=training_args)
     assert trainer.create_optimizer().defaults["fused"] is True
+
+
+def test_evaluation_data_names_files_held_out_parts_and_hub_splits(tmp_path):
+    assert evaluation_data(None, ["/data/eng.testa"], ["/data/eng.train"]) == {"eval_dataset_name": "eng.testa"}
+    train = Dataset.from_dict({"text": [str(i) for i in range(20)]}, split="train")
+    _, held_out = hold_out_validation(train, None, 10, seed=0)
+    assert evaluation_data(None, None, ["/data/corpus.txt"], held_out, 10) == {
+        "eval_dataset_name": "10% of corpus.txt held out from training"}
+    assert evaluation_data("wikitext", None, None, held_out, 5) == {
+        "eval_dataset_name": "5% of wikitext held out from training"}
+    validation = Dataset.from_dict({"text": ["a"]}, split="validation")
+    assert evaluation_data("eriktks/conll2003", None, None, validation) == {
+        "eval_dataset_name": "eriktks/conll2003", "eval_dataset_id": "eriktks/conll2003"}
+    assert evaluation_data(str(tmp_path), None, None, validation)["eval_dataset_name"] == tmp_path.name
+    assert evaluation_data(None, None, ["train.txt"]) == {}
+    assert training_data_name(str(tmp_path), None) == tmp_path.name
