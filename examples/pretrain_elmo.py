@@ -155,8 +155,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         eval_sentences = sentences(validation_lines, data_args, data_args.max_eval_samples) if training_args.do_eval \
             else None
     model, tokenizer = build_model_and_tokenizer(model_args, train_sentences)
-    logger.info(f"biLM: {model.num_parameters():,} parameters, {tokenizer.vocab_size:,} words, "
-                f"config {model.config.to_diff_dict()}")
+    lstm = model.config.lstm
+    logger.info(f"biLM: {model.num_parameters():,} parameters, {tokenizer.vocab_size:,} words, {lstm['n_layers']} "
+                f"LSTM layers of {lstm['dim']} cells projected to {lstm['projection_dim']} (config.json has the rest)")
 
     # The examples keep their words (the collator encodes them), and the word ids are the labels.
     training_args.remove_unused_columns = False

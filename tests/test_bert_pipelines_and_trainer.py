@@ -70,6 +70,7 @@ def test_text_and_token_classification_pipelines(tokenizer, tmp_path):
     assert all(e["word"] in tokenizer.get_vocab() for e in entities)
 
 
+@pytest.mark.slow
 def test_trainer_fine_tunes_a_tiny_bert_on_a_synthetic_task(tokenizer, tmp_path):
     # Label 1 iff the sentence mentions an animal: learnable from the words alone.
     rng = np.random.default_rng(1)

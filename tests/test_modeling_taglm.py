@@ -114,6 +114,7 @@ def test_config_validation_names_the_field():
         TagLMForTokenClassification(tiny_config(id2label={0: "O", 1: "E-PER"}))
 
 
+@pytest.mark.slow
 def test_learns_a_tiny_tagging_task():
     torch.manual_seed(0)
     model = TagLMForTokenClassification(tiny_config(rnn_hidden_size=16))
@@ -286,3 +287,11 @@ def test_token_classification_pipeline_gives_the_crf_decoding(bilm_dir):
     (split_result,) = tagger(words, is_split_into_words=True)  # a batch of one, as transformers returns it
     assert [(e["word"], e["entity"]) for e in split_result] == [(e["word"], e["entity"]) for e in entities]
     assert split_result[1]["start"] == len("Anna ")  # offsets in the words joined by single spaces
+
+
+def test_plain_token_classification_pipeline_names_the_word_level_one(bilm_dir):
+    """transformers' own pipeline class needs sub-word tokens: a clear error instead of KeyError('special_tokens_mask')."""
+    model = TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS))).eval()
+    tagger = pipeline("token-classification", model=model, tokenizer=ElmoTokenizer.from_pretrained(bilm_dir))
+    with pytest.raises(ValueError, match=r"pipeline_class=hf_ctx\.WordTokenClassificationPipeline"):
+        tagger("Anna Smith lives in Zagreb")

@@ -182,6 +182,7 @@ def test_resume_from_checkpoint_continues_exactly(single_run, corpus, tmp_path):
     assert all(torch.equal(weights[name], expected[name]) for name in expected)
 
 
+@pytest.mark.slow
 def test_two_cpu_processes_train_like_one_with_the_same_global_batch(single_run, corpus, tmp_path):
     """torchrun, 2 processes (gloo) x batch 4 against 1 process x batch 8.
 
