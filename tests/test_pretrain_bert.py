@@ -253,3 +253,27 @@ def test_mlm_only_from_a_local_dataset_with_a_config_file(tmp_path):
     # A dataset saved to disk is named by its folder, never by its local path; evaluation on its validation split.
     assert str(tmp_path) not in card and f"Measured on {data.name} (" not in card
     assert f"Measured on {data.name} by the script" in card
+
+
+def test_few_is_next_pairs_are_a_warning(caplog):
+    """Documents of one segment make only NotNext pairs: below 40% IsNext (label 0) the run says so."""
+    from datasets import Dataset
+
+    example = load_example()
+    with caplog.at_level("WARNING"):
+        assert example.warn_if_few_is_next_pairs(Dataset.from_dict({"next_sentence_label": [0, 1, 1, 1]})) == 0.25
+    assert "only 25.0% of the 4 next-sentence training pairs are IsNext" in caplog.text
+    assert "--split_sentences" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        example.warn_if_few_is_next_pairs(Dataset.from_dict({"next_sentence_label": [0, 1, 0, 1, 1]}))
+    assert caplog.text == ""
+
+
+def test_one_document_without_blank_lines_suggests_document_boundary_line(tmp_path):
+    """Without a validation file, 5% of one document cannot be held out: the error says why and what to pass."""
+    (tmp_path / "articles.txt").write_text("".join(f"article {i} has words .\n" for i in range(40)))
+    with pytest.raises(ValueError, match=r"holds out 1 of the 1 training example\(s\), leaving none to train on.*"
+                                         r"without blank lines is one document.*--document_boundary line"):
+        load_example().main(["--train_file", str(tmp_path / "articles.txt"), "--do_train", "--vocab_size", "60",
+                             "--output_dir", str(tmp_path / "out"), "--use_cpu", "--report_to", "none"])
