@@ -81,7 +81,7 @@ _AUTO_TOKENIZERS.append((ElmoConfig, ElmoTokenizer))
 from .configuration_taglm import TagLMConfig
 from .crf import ConditionalRandomField, allowed_transitions
 from .modeling_taglm import TagLMForTokenClassification, TagLMPreTrainedModel
-from .word_tagging_pipeline import WordTokenClassificationPipeline
+from .word_tagging_pipeline import WordFeatureExtractionPipeline, WordTokenClassificationPipeline
 
 _AUTO_CONFIGS.append(TagLMConfig)
 _AUTO_MODELS.append((AutoModelForTokenClassification, TagLMForTokenClassification))
