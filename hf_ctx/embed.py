@@ -196,6 +196,9 @@ class ElmoEmbedder:
         self.fingerprint = weights_fingerprint(self.model)
         device = torch.device(device) if device is not None else torch.device(
             "cuda" if torch.cuda.is_available() else "cpu")
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"device {str(device)!r} asked for, but this machine (or this torch build) has no CUDA "
+                             "GPU; use --device cpu")
         self.model.to(device=device, dtype=dtype).eval()
         self.device, self.dtype = device, next(self.model.parameters()).dtype
         self.tokenizer = ElmoTokenizer(max_characters_per_token=self.model.config.max_characters_per_token)

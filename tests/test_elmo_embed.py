@@ -10,7 +10,6 @@ import torch
 from safetensors.torch import load_file
 from transformers import pipeline
 
-import hf_ctx.modeling_elmo as modeling_elmo
 from hf_ctx import (
     CtxBertConfig,
     CtxBertModel,
@@ -19,6 +18,7 @@ from hf_ctx import (
     ElmoModel,
     ElmoTokenizer,
     WordFeatureExtractionPipeline,
+    modeling_elmo,
 )
 from hf_ctx.cli import main
 from hf_ctx.embed import ElmoEmbedder, LayerOutput, read_sentences
@@ -267,6 +267,11 @@ def test_embed_refuses_models_that_are_not_elmo(tmp_path):
         ElmoEmbedder(tmp_path)
     with pytest.raises(FileNotFoundError, match="does not exist"):
         ElmoEmbedder(tmp_path / "no" / "such" / "model")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="no CUDA GPU"):
+            ElmoEmbedder(ElmoModel(tiny_elmo_config()), device="cuda")
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        ElmoEmbedder(ElmoModel(tiny_elmo_config()), dtype="float64")
     with pytest.raises(ValueError, match="3 layers"):
         LayerOutput(3, scalar_mix_weights=[0.5, 0.5])
     with pytest.raises(ValueError, match="output must be one of"):
