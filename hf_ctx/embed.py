@@ -269,6 +269,8 @@ class ElmoEmbedder:
         folder = os.path.dirname(os.path.abspath(output_path))
         if not os.path.isdir(folder):
             raise FileNotFoundError(f"the output folder {folder} does not exist")
+        if os.path.exists(output_path) and os.path.samefile(output_path, input_path):
+            raise ValueError(f"the output file {output_path} is the input file")
         resume = os.path.exists(output_path) and not overwrite
         try:
             file = h5py.File(output_path, "a" if resume else "w")
