@@ -14,7 +14,11 @@ Both ways run on each batch, one after the other, alternating which goes first, 
 other jobs slows both alike; the ratio of the summed times is the figure to read. `--sample_batches N` times N
 batches spread evenly over the sorted order instead of all of them (for the original size on a slow CPU).
 Weights are random (throughput does not depend on them). The largest difference between the two ways' vectors
-is printed too: it must stay below 1e-6.
+is printed with the largest vector value: float32 rounding (the CNN runs on batches of other shapes when
+the cache is built), about 1e-7 of the values.
+
+On a CPU shared with other jobs, `--threads 1` avoids OpenMP threads waiting on each other (elementwise
+kernels were 40x slower with 2 threads on 2 busy cores).
 """
 
 import argparse
@@ -83,7 +87,7 @@ def main():
         embedder.embed_batch(batches[-1], every_layer)  # warm-up
 
         seconds = {False: 0.0, True: 0.0}
-        largest_difference = 0.0
+        largest_difference = largest_value = 0.0
         for index, batch in enumerate(batches):
             results = {}
             for cached in ((False, True) if index % 2 == 0 else (True, False)):
@@ -94,10 +98,11 @@ def main():
                 seconds[cached] += time.perf_counter() - start
             largest_difference = max(largest_difference, max(
                 float(abs(a - b).max()) for a, b in zip(results[False], results[True])))
+            largest_value = max(largest_value, max(float(abs(a).max()) for a in results[False]))
         plain, cached = n_words / seconds[False], n_words / seconds[True]
         print(f"{size:>8}: without cache {plain:8.0f} words/s | with cache {cached:8.0f} words/s | "
               f"ratio {cached / plain:.2f}x | cache of {len(vocabulary)} words built in {build:.1f} s | "
-              f"largest difference {largest_difference:.1e}", flush=True)
+              f"largest difference {largest_difference:.1e} (largest |value| {largest_value:.1f})", flush=True)
 
 
 if __name__ == "__main__":
