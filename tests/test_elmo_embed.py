@@ -296,8 +296,11 @@ def test_cli_embed_with_vocab_file_and_overwrite(elmo_dir, text_file, tmp_path, 
     main(["embed", str(elmo_dir), str(text_file), str(output), "--top", "--overwrite", "--no_progress"])
     with h5py.File(output, "r") as f:
         assert f.attrs["output"] == "top" and f["0"].shape == (7, 16)
-    with pytest.raises(ValueError, match="--scalar_mix_weights must be comma-separated numbers"):
+    with pytest.raises(SystemExit) as exit_info:  # a user error: one line on stderr, status 1
         main(["embed", str(elmo_dir), str(text_file), str(output), "--scalar_mix_weights", "0.2;0.8"])
+    assert exit_info.value.code == 1
+    assert "--scalar_mix_weights must be comma-separated numbers such as 0.2,0.3,0.5, got '0.2;0.8'" in (
+        capsys.readouterr().err)
 
 
 # --- pipeline("feature-extraction") ---------------------------------------------------------------------------
