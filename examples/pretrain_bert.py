@@ -45,6 +45,7 @@ from hf_ctx.data.pretraining import (
 )
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
+    CONFIG_OVERRIDES_HELP,
     first_examples,
     hold_out_validation,
     parse_config_overrides,
@@ -65,7 +66,7 @@ class ModelArguments:
     config_name: str | None = field(default=None, metadata={"help": "a CtxBertConfig config.json, or its folder"})
     config_overrides: str | None = field(
         default=None,
-        metadata={"help": "comma-separated key=value config fields, e.g. hidden_dropout_prob=0,pre_layer_norm=true"},
+        metadata={"help": CONFIG_OVERRIDES_HELP + "; e.g. hidden_dropout_prob=0,pre_layer_norm=true"},
     )
     model_name_or_path: str | None = field(
         default=None, metadata={"help": "continue pretraining this checkpoint folder instead of starting from scratch"}

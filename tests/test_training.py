@@ -2,6 +2,7 @@
 
 import pytest
 from datasets import Dataset
+from transformers import BertConfig
 
 from hf_ctx.training import first_examples, hold_out_validation, parse_config_overrides, training_data_name
 
@@ -10,8 +11,34 @@ def test_config_overrides_are_read_as_json_where_they_parse():
     assert parse_config_overrides("a=1,b=True,c=gelu,d=0.5,e=null, f =false") == {
         "a": 1, "b": True, "c": "gelu", "d": 0.5, "e": None, "f": False}
     assert parse_config_overrides(None) == {} and parse_config_overrides("") == {}
-    with pytest.raises(ValueError, match="key=value, got 'dropout'"):
+    with pytest.raises(ValueError, match="key=value .*got 'dropout'"):
         parse_config_overrides("dropout")
+
+
+def test_config_overrides_take_json_or_key_value_pairs_alike():
+    """Every example script reads --config_overrides the same way; both spellings give the same fields."""
+    as_json = '{"lstm": {"dim": 512, "projection_dim": 128}, "char_cnn": {"filters": [[1, 32], [2, 32]]}, "dropout": 0.1}'
+    as_pairs = "lstm.dim=512,lstm.projection_dim=128,char_cnn.filters=[[1, 32], [2, 32]],dropout=0.1"
+    assert parse_config_overrides(as_json) == parse_config_overrides(as_pairs) == {
+        "lstm": {"dim": 512, "projection_dim": 128}, "char_cnn": {"filters": [[1, 32], [2, 32]]}, "dropout": 0.1}
+    assert parse_config_overrides('name="a,b",x=1') == {"name": "a,b", "x": 1}  # commas inside quotes stay
+    with pytest.raises(ValueError, match="not valid JSON"):
+        parse_config_overrides('{"lstm": {"dim": 512}')
+    with pytest.raises(ValueError, match="'lstm' is already given a value"):
+        parse_config_overrides("lstm=3,lstm.dim=512")
+
+
+def test_one_registry_names_the_model_families():
+    from hf_ctx import CtxBertConfig, ElmoConfig, TagLMConfig
+    from hf_ctx.families import MODEL_FAMILIES, model_family
+    from hf_ctx.model_card import build_model_card
+
+    assert tuple(MODEL_FAMILIES) == ("bert", "elmo", "taglm")
+    assert [model_family(c()) for c in (CtxBertConfig, ElmoConfig, TagLMConfig)] == ["bert", "elmo", "taglm"]
+    with pytest.raises(ValueError, match="'bert' is not an hf_ctx model type .*convert-bert"):
+        model_family(BertConfig())
+    with pytest.raises(ValueError, match=r"unknown model_family 'gpt'; choose one of \('bert', 'elmo', 'taglm'\)"):
+        build_model_card("gpt", None, model_id="m", dataset_name="d")
 
 
 def test_first_examples_and_held_out_validation():
