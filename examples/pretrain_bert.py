@@ -29,9 +29,8 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 
-import transformers
 from datasets import load_dataset
-from transformers import AutoModelForPreTraining, AutoTokenizer, HfArgumentParser, Trainer, TrainingArguments
+from transformers import AutoModelForPreTraining, AutoTokenizer, Trainer, TrainingArguments
 
 from hf_ctx import BERT_PRESETS, CtxBertConfig, CtxBertForPreTraining, train_wordpiece_tokenizer
 from hf_ctx.data.masking import DataCollatorForPretraining, MaskingEpochCallback, add_fixed_masks
@@ -48,8 +47,8 @@ from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
     first_examples,
     hold_out_validation,
+    parse_args_and_set_up,
     parse_config_overrides,
-    setup_logging,
     train_and_evaluate,
     training_data_name,
     unpad_inputs_field,
@@ -187,11 +186,9 @@ def card_hyperparameters(model_args: ModelArguments, data_args: DataArguments, t
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
-    model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
-
-    setup_logging(training_args, logger)
-    transformers.set_seed(training_args.seed)
+    model_args, data_args, training_args = parse_args_and_set_up(
+        (ModelArguments, DataArguments, TrainingArguments), argv, logger
+    )
 
     train_documents, validation_documents, text_column = load_documents(data_args, training_args.seed)
     if training_args.do_eval and validation_documents is None:

@@ -25,9 +25,8 @@ tokenizer and model card are written to `--output_dir`; `AutoModelForPreTraining
 import logging
 from dataclasses import dataclass, field
 
-import transformers
 from datasets import load_dataset
-from transformers import AutoModelForPreTraining, AutoTokenizer, HfArgumentParser, Trainer, TrainingArguments
+from transformers import AutoModelForPreTraining, AutoTokenizer, Trainer, TrainingArguments
 
 from hf_ctx import ELMO_PRESETS, ElmoConfig, ElmoForBiLM, ElmoTokenizer
 from hf_ctx.data.bilm import (
@@ -44,8 +43,8 @@ from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
     first_examples,
     hold_out_validation,
+    parse_args_and_set_up,
     parse_config_overrides,
-    setup_logging,
     train_and_evaluate,
     training_data_name,
 )
@@ -138,11 +137,9 @@ def build_model_and_tokenizer(model_args: ModelArguments, train_sentences):
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
-    model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
-
-    setup_logging(training_args, logger)
-    transformers.set_seed(training_args.seed)
+    model_args, data_args, training_args = parse_args_and_set_up(
+        (ModelArguments, DataArguments, TrainingArguments), argv, logger
+    )
 
     train_lines, validation_lines = load_lines(data_args, training_args.seed)
     if training_args.do_eval and validation_lines is None:

@@ -28,13 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import datasets
-import transformers
 from transformers import (
     AutoConfig,
     AutoModelForSequenceClassification,
     AutoTokenizer,
     DataCollatorWithPadding,
-    HfArgumentParser,
     Trainer,
     TrainingArguments,
 )
@@ -55,8 +53,8 @@ from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
     first_examples,
+    parse_args_and_set_up,
     parse_config_overrides,
-    setup_logging,
     train_and_evaluate,
     unpad_inputs_field,
 )
@@ -145,11 +143,9 @@ def build_model(model_args: ModelArguments, task, tokenizer):
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
-    model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
-
-    setup_logging(training_args, logger)
-    transformers.set_seed(training_args.seed)
+    model_args, data_args, training_args = parse_args_and_set_up(
+        (ModelArguments, DataArguments, TrainingArguments), argv, logger
+    )
 
     task = glue_task(data_args.task_name)
     raw = load_glue(task, data_args.data_dir, data_args.dataset_name, cache_dir=model_args.cache_dir)

@@ -28,14 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import datasets
-import transformers
 from transformers import (
     AutoConfig,
     AutoModelForTokenClassification,
     AutoTokenizer,
     DataCollatorForTokenClassification,
     DataCollatorWithPadding,
-    HfArgumentParser,
     Trainer,
     TrainingArguments,
 )
@@ -57,9 +55,9 @@ from hf_ctx.families import MODEL_FAMILIES, model_family
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
+    parse_args_and_set_up,
     parse_config_overrides,
     record_metrics,
-    setup_logging,
     train_and_evaluate,
     training_data_name,
     unpad_inputs_field,
@@ -245,11 +243,9 @@ def encode_splits(data, tokenizer, family: str, label2id: dict[str, int], max_se
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
-    model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
-
-    setup_logging(training_args, logger)
-    transformers.set_seed(training_args.seed)
+    model_args, data_args, training_args = parse_args_and_set_up(
+        (ModelArguments, DataArguments, TrainingArguments), argv, logger
+    )
 
     data = load_data(data_args, training_args)
     labels = labels_for(model_args, data)

@@ -1,5 +1,5 @@
-"""What the example scripts (`examples/*.py`) share, so that they stay thin: logging set-up, command-line config
-overrides, data helpers, and the train / evaluate steps with their metric files.
+"""What the example scripts (`examples/*.py`) share, so that they stay thin: parsing and set-up (logging, seed),
+command-line config overrides, data helpers, and the train / evaluate steps with their metric files.
 
 The run ends with `hf_ctx.hub.finish_run` (checkpoint, model card, `--push_to_hub`).
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import datasets
 import transformers
-from transformers import Trainer, TrainingArguments
+from transformers import HfArgumentParser, Trainer, TrainingArguments
 
 from . import __version__
 
@@ -43,6 +43,24 @@ def setup_logging(training_args: TrainingArguments, logger: logging.Logger) -> N
         f"hf_ctx {__version__}, process {training_args.process_index} of {training_args.world_size} "
         f"on {training_args.device}"
     )
+
+
+def parse_args_and_set_up(argument_classes: tuple, argv: list[str] | None, logger: logging.Logger) -> tuple:
+    """The start of every example script: parse the command line, set up logging, seed everything.
+
+    Args:
+        argument_classes: the script's argument dataclasses, `TrainingArguments` last.
+        argv: the arguments (`None`: `sys.argv`).
+        logger: the script's logger (see `setup_logging`).
+
+    Returns:
+        One instance per class, in order.
+    """
+    parsed = HfArgumentParser(argument_classes).parse_args_into_dataclasses(args=argv)
+    training_args = parsed[-1]
+    setup_logging(training_args, logger)
+    transformers.set_seed(training_args.seed)
+    return tuple(parsed)
 
 
 # What `--config_overrides` says in every example script (its help text).

@@ -56,3 +56,27 @@ def test_training_data_is_named_by_dataset_or_file_names():
     assert training_data_name("wikitext", ["/data/a.txt"]) == "wikitext"
     assert training_data_name(None, ["/data/a.txt", "b.txt"]) == "a.txt, b.txt"
     assert training_data_name(None, "/data/eng.train") == "eng.train"
+
+
+def test_parse_args_and_set_up_parses_logs_and_seeds(tmp_path):
+    import logging
+    from dataclasses import dataclass
+
+    import torch
+    from transformers import TrainingArguments
+
+    from hf_ctx.training import parse_args_and_set_up
+
+    @dataclass
+    class ScriptArguments:
+        size: int = 1
+
+    logger = logging.getLogger("an_example_script")
+    script_args, training_args = parse_args_and_set_up(
+        (ScriptArguments, TrainingArguments),
+        ["--size", "3", "--output_dir", str(tmp_path), "--seed", "7", "--report_to", "none"], logger)
+    assert script_args.size == 3 and training_args.seed == 7
+    assert logger.level == logging.INFO and logging.getLogger("hf_ctx").level == logging.INFO
+    drawn = torch.rand(3)
+    torch.manual_seed(7)
+    assert torch.equal(drawn, torch.rand(3))
