@@ -51,10 +51,12 @@ from hf_ctx import (
 )
 from hf_ctx.data import conll
 from hf_ctx.data.bilm import build_vocabulary, count_words
+from hf_ctx.errors import run_script
 from hf_ctx.families import MODEL_FAMILIES, model_family
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
+    evaluation_data,
     parse_args_and_set_up,
     parse_config_overrides,
     record_metrics,
@@ -288,10 +290,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if training_args.do_train:
         dataset_name = training_data_name(data_args.dataset_name, data_args.train_file)
         finish_run(trainer, family, dataset_name=dataset_name, dataset_id=data_args.dataset_name,
+                   **evaluation_data(data_args.dataset_name, data_args.validation_file),
                    eval_metrics={"validation": eval_metrics} if eval_metrics else None,
                    hyperparameters={"tag_scheme": data_args.tag_scheme})
     return metrics
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)
