@@ -32,9 +32,8 @@ import logging
 from dataclasses import dataclass, field
 
 import numpy as np
-import transformers
 from datasets import load_dataset
-from transformers import AutoModelForPreTraining, AutoTokenizer, HfArgumentParser, Trainer, TrainingArguments
+from transformers import AutoModelForPreTraining, AutoTokenizer, Trainer, TrainingArguments
 
 from hf_ctx import BERT_PRESETS, CtxBertConfig, CtxBertForPreTraining
 from hf_ctx.data.masking import DataCollatorForPretraining, MaskingEpochCallback, add_fixed_masks
@@ -49,11 +48,12 @@ from hf_ctx.data.text import DOCUMENT_BOUNDARIES, load_text_documents
 from hf_ctx.errors import run_script
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
+    CONFIG_OVERRIDES_HELP,
     evaluation_data,
     first_examples,
     hold_out_validation,
+    parse_args_and_set_up,
     parse_config_overrides,
-    setup_logging,
     shuffled_stream,
     streaming_field,
     train_and_evaluate,
@@ -72,7 +72,7 @@ class ModelArguments:
     config_name: str | None = field(default=None, metadata={"help": "a CtxBertConfig config.json, or its folder"})
     config_overrides: str | None = field(
         default=None,
-        metadata={"help": "comma-separated key=value config fields, e.g. hidden_dropout_prob=0,pre_layer_norm=true"},
+        metadata={"help": CONFIG_OVERRIDES_HELP + "; e.g. hidden_dropout_prob=0,pre_layer_norm=true"},
     )
     model_name_or_path: str | None = field(
         default=None, metadata={"help": "continue pretraining this checkpoint folder instead of starting from scratch"}
@@ -228,11 +228,9 @@ def warn_if_few_is_next_pairs(dataset) -> float:
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
-    model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
-
-    setup_logging(training_args, logger)
-    transformers.set_seed(training_args.seed)
+    model_args, data_args, training_args = parse_args_and_set_up(
+        (ModelArguments, DataArguments, TrainingArguments), argv, logger
+    )
 
     train_documents, validation_documents, text_column = load_documents(
         data_args, training_args.seed, data_args.preprocessing_num_workers

@@ -28,14 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import datasets
-import transformers
 from transformers import (
     AutoConfig,
     AutoModelForTokenClassification,
     AutoTokenizer,
     DataCollatorForTokenClassification,
     DataCollatorWithPadding,
-    HfArgumentParser,
     Trainer,
     TrainingArguments,
 )
@@ -55,12 +53,14 @@ from hf_ctx.data import conll
 from hf_ctx.data.bilm import build_vocabulary, count_words
 from hf_ctx.data.word_vectors import load_word_vectors
 from hf_ctx.errors import run_script
+from hf_ctx.families import MODEL_FAMILIES, model_family
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
+    CONFIG_OVERRIDES_HELP,
     evaluation_data,
+    parse_args_and_set_up,
     parse_config_overrides,
     record_metrics,
-    setup_logging,
     train_and_evaluate,
     training_data_name,
     unpad_inputs_field,
@@ -68,8 +68,7 @@ from hf_ctx.training import (
 
 logger = logging.getLogger(__name__)
 
-MODEL_TYPES = ("bert", "elmo", "taglm")
-FAMILIES = {"hf_ctx_bert": "bert", "hf_ctx_elmo": "elmo", "hf_ctx_taglm": "taglm"}
+MODEL_TYPES = tuple(MODEL_FAMILIES)
 
 
 @dataclass
@@ -87,7 +86,7 @@ class ModelArguments:
     tokenizer_name: str | None = field(default=None, metadata={"help": "a tokenizer folder, if not the model's"})
     config_overrides: str | None = field(
         default=None,
-        metadata={"help": "comma-separated key=value fields of a new model's config, e.g. rnn_type=lstm,dropout=0.3"},
+        metadata={"help": CONFIG_OVERRIDES_HELP},
     )
     word_vectors: str | None = field(
         default=None,
@@ -201,10 +200,7 @@ def build_tagger(model_args, data_args, labels: list[str], data, output_dir: str
     overrides = parse_config_overrides(model_args.config_overrides)
     if model_args.model_name_or_path is not None:
         config = AutoConfig.from_pretrained(model_args.model_name_or_path)
-        family = FAMILIES.get(config.model_type)
-        if family is None:
-            raise ValueError(f"{model_args.model_name_or_path} is a {config.model_type!r} checkpoint; run_ner takes "
-                             f"hf_ctx checkpoints ({sorted(FAMILIES)})")
+        family = model_family(config)
         tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
         model = AutoModelForTokenClassification.from_pretrained(
             model_args.model_name_or_path, num_labels=len(labels), **label_fields, **overrides)
@@ -252,11 +248,9 @@ def encode_splits(data, tokenizer, family: str, label2id: dict[str, int], max_se
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
-    model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
-
-    setup_logging(training_args, logger)
-    transformers.set_seed(training_args.seed)
+    model_args, data_args, training_args = parse_args_and_set_up(
+        (ModelArguments, DataArguments, TrainingArguments), argv, logger
+    )
 
     data = load_data(data_args, training_args)
     labels = labels_for(model_args, data)
