@@ -3,6 +3,10 @@
 import logging
 
 import pytest
+
+# Optional dependencies: where they are missing this module is skipped, not a collection error.
+pytest.importorskip("datasets")
+pytest.importorskip("evaluate")
 from datasets import ClassLabel, Dataset, Features, Sequence, Value
 from seqeval.metrics.sequence_labeling import get_entities
 

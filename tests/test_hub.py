@@ -6,6 +6,9 @@ file of the folder it is handed (the folder is temporary), so the test sees what
 
 import numpy as np
 import pytest
+
+# Optional dependencies: where they are missing this module is skipped, not a collection error.
+pytest.importorskip("datasets")
 import torch
 from datasets import Dataset
 from fake_hub import FakeHub, folder_files

@@ -1,6 +1,9 @@
 """hf_ctx.training, the helpers the example scripts share (the scripts' own tests run them end to end)."""
 
 import pytest
+
+# Optional dependencies: where they are missing this module is skipped, not a collection error.
+pytest.importorskip("datasets")
 from datasets import Dataset
 
 from hf_ctx.training import first_examples, hold_out_validation, parse_config_overrides, training_data_name
