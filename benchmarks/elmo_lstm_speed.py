@@ -70,13 +70,35 @@ def reference_stack(stack: ProjectedLstm, x, mask):
     return outputs
 
 
-def forward_backward(run, stack, x, mask, grad):
-    """One training-like pass; returns (outputs, input gradient, parameter gradients)."""
+def forward_backward(run, stack, x, mask, grad, keep=False):
+    """One training-like pass; returns (outputs, input gradient, parameter gradients).
+
+    With `keep`, the gradients are cloned: under CUDA graphs they live in the graph's memory pool, which the
+    next replay overwrites.
+    """
     x = x.detach().requires_grad_(True)
     stack.zero_grad(set_to_none=True)
     outputs = run(stack, x, mask)
     torch.autograd.backward(outputs, [grad] * len(outputs))
-    return outputs, x.grad, [p.grad for p in stack.parameters()]
+    gradients = [x.grad, *(p.grad for p in stack.parameters())]
+    if keep:
+        gradients = [g.clone() for g in gradients]
+    return outputs, gradients[0], gradients[1:]
+
+
+def compiled_runner(stack, mode):
+    """`run(stack, inputs, mask)` calling `torch.compile(stack, mode=mode)`.
+
+    Each call marks a new step for CUDA graphs (mode "reduce-overhead"), so a replay may reuse the memory of the
+    previous step's outputs, and the outputs are cloned so that they outlive the next replay.
+    """
+    compiled = torch.compile(stack, mode=mode, dynamic=False)
+
+    def run(stack, inputs, mask):
+        torch.compiler.cudagraph_mark_step_begin()
+        return [output.clone() for output in compiled(inputs, mask)]
+
+    return run
 
 
 def timed(run, stack, x, mask, grad, repeats, warmup, device):
@@ -138,19 +160,18 @@ def main():
     rows = []
     for clip in (args.clip, None):
         stack = ProjectedLstm(projection, cell, projection, args.layers, clip, clip).to(device).eval()
-        expected = forward_backward(reference, stack, x, mask, grad)
+        expected = forward_backward(reference, stack, x, mask, grad, keep=True)
         baseline = timed(reference, stack, x, mask, grad, repeats, 1, device)
         label = "clipped" if clip is not None else "no clipping"
         rows.append((f"reference, {label}", baseline, baseline, 0.0, 0.0))
         variants = [(f"hf_ctx {label}" + (" (fused LSTM kernel)" if clip is None else ""), ours)]
         if clip is not None and not args.no_compile:
             mode = "reduce-overhead" if gpu else None
-            compiled = torch.compile(stack, mode=mode, dynamic=False)
             variants.append((f"hf_ctx {label}, compiled" + (" + CUDA graphs" if gpu else ""),
-                             lambda stack, inputs, mask: [o.clone() for o in compiled(inputs, mask)]))
+                             compiled_runner(stack, mode)))
         for variant, run in variants:
             try:
-                got = forward_backward(run, stack, x, mask, grad)
+                got = forward_backward(run, stack, x, mask, grad, keep=True)
                 seconds = timed(run, stack, x, mask, grad, repeats, 3, device)
             except Exception as error:  # e.g. no compiler toolchain for torch.compile
                 print(f"{variant}: not measured ({type(error).__name__}: {str(error).splitlines()[0][:120]})")
