@@ -202,29 +202,38 @@ class ConditionalRandomField(nn.Module):
         has_words = lengths > 0
         return score + torch.where(has_words, start[tags[:, 0]] + end[last_tags], 0.0)
 
+    # The loops below run one step per word, so each op inside them is a kernel launch per word (what bounds
+    # the CRF on a GPU). They do only the recurrence there: slicing by time is one `unbind` beforehand, and
+    # instead of freezing finished rows step by step (a `where` per word), each row's value is read at its last
+    # word afterwards, in one `gather`. The arithmetic is the textbook recursion's, in the same order.
+
     def _log_partition(self, emissions, mask):
         """log Z by the forward algorithm: alpha[b, j] = log-sum-exp of all prefixes ending in tag j."""
         transitions, start, end = self._scores()
-        alpha = start + emissions[:, 0]  # (B, T)
-        for i in range(1, emissions.shape[1]):
+        words = emissions.unbind(1)  # S x (B, T)
+        alpha = start + words[0]  # (B, T)
+        alphas = [alpha]
+        for emitted in words[1:]:
             # (B, T_from, 1) + (T_from, T_to) + (B, 1, T_to), summed out over T_from.
-            step = torch.logsumexp(alpha.unsqueeze(2) + transitions + emissions[:, i].unsqueeze(1), dim=1)
-            alpha = torch.where(mask[:, i : i + 1], step, alpha)
-        log_z = torch.logsumexp(alpha + end, dim=1)
+            alpha = torch.logsumexp(alpha.unsqueeze(2) + transitions + emitted.unsqueeze(1), dim=1)
+            alphas.append(alpha)
+        log_z = torch.logsumexp(last_word_values(alphas, mask) + end, dim=1)
         return torch.where(mask[:, 0], log_z, 0.0)
 
     def _viterbi_forward(self, emissions, mask):
-        """Max-product forward pass: best prefix scores (B, S, T) and back-pointers (B, S, T)."""
+        """Max-product forward pass: best prefix scores and back-pointers, each a list of S (B, T) tensors
+        (position i: best score of a prefix ending at word i in each tag, and the tag at word i - 1 it comes
+        from; values after a row's last word are not meaningful)."""
         transitions, start, end = self._scores()
-        alpha = start + emissions[:, 0]
+        words = emissions.unbind(1)
+        alpha = start + words[0]
         alphas, backpointers = [alpha], [torch.zeros_like(alpha, dtype=torch.long)]
-        for i in range(1, emissions.shape[1]):
+        for emitted in words[1:]:
             best, best_from = (alpha.unsqueeze(2) + transitions).max(dim=1)
-            step = best + emissions[:, i]
-            alpha = torch.where(mask[:, i : i + 1], step, alpha)
+            alpha = best + emitted
             alphas.append(alpha)
             backpointers.append(best_from)
-        return torch.stack(alphas, 1), torch.stack(backpointers, 1), transitions, end
+        return alphas, backpointers, transitions, end
 
     def viterbi_decode(self, emissions: torch.Tensor, mask: torch.Tensor | None = None
                        ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -243,18 +252,19 @@ class ConditionalRandomField(nn.Module):
             alphas, backpointers, _, end = self._viterbi_forward(emissions.float(), mask)
             lengths = mask.sum(1)
             last = (lengths - 1).clamp(min=0)
-            final = alphas.gather(1, last.view(-1, 1, 1).expand(-1, 1, self.num_tags)).squeeze(1) + end
-            scores, tag = final.max(dim=1)
-            best = torch.full(mask.shape, PAD_TAG_ID, dtype=torch.long, device=emissions.device)
-            # Walk the back-pointers from each sentence's last word to its first.
+            scores, last_tag = (last_word_values(alphas, mask) + end).max(dim=1, keepdim=True)  # (B, 1) each
+            # Walk the back-pointers from each sentence's last word to its first: a row starts its walk at its
+            # last word (where `ends_here`); before that its tags are placeholders, masked below.
+            steps = torch.arange(mask.shape[1], device=mask.device)
+            ends_here = (steps[:, None] == last[None, :]).unsqueeze(2).unbind(0)  # S x (B, 1)
+            tag, tags = last_tag, [None] * mask.shape[1]
             for i in range(mask.shape[1] - 1, -1, -1):
-                inside = i <= last
-                best[:, i] = torch.where(inside, tag, best[:, i])
+                tag = torch.where(ends_here[i], last_tag, tag)
+                tags[i] = tag
                 if i > 0:
-                    previous = backpointers[:, i].gather(1, tag.unsqueeze(1)).squeeze(1)
-                    tag = torch.where(inside, previous, tag)
-            best = best.masked_fill(~mask, PAD_TAG_ID)
-            return best, torch.where(lengths > 0, scores, 0.0)
+                    tag = backpointers[i].gather(1, tag)
+            best = torch.cat(tags, dim=1).masked_fill(~mask, PAD_TAG_ID)
+            return best, torch.where(lengths > 0, scores.squeeze(1), 0.0)
 
     def max_marginals(self, emissions: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """For every word i and tag j, the score of the best whole sequence that puts tag j at word i.
@@ -274,11 +284,22 @@ class ConditionalRandomField(nn.Module):
             emissions = emissions.float()
             alphas, _, transitions, end = self._viterbi_forward(emissions, mask)
             # beta[:, i, j]: best score of the words after i given tag j at i, end transition included.
+            words = emissions.unbind(1)
+            # Where word i + 1 is padding, word i is its sentence's last (or padding itself): beta restarts at `end`.
+            has_next = mask[:, 1:].unsqueeze(2).unbind(1)  # (S - 1) x (B, 1)
             beta = end.expand(emissions.shape[0], -1)
             betas = [beta]
             for i in range(emissions.shape[1] - 2, -1, -1):
-                step = (transitions + (emissions[:, i + 1] + beta).unsqueeze(1)).max(dim=2).values
-                beta = torch.where(mask[:, i + 1 : i + 2], step, end)
+                step = (transitions + (words[i + 1] + beta).unsqueeze(1)).max(dim=2).values
+                beta = torch.where(has_next[i], step, end)
                 betas.append(beta)
             betas = torch.stack(betas[::-1], 1)
-            return (alphas + betas).masked_fill(~mask.unsqueeze(2), 0.0)
+            return (torch.stack(alphas, 1) + betas).masked_fill(~mask.unsqueeze(2), 0.0)
+
+
+def last_word_values(values: list[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
+    """Each row's value at its last word: `values` S x (B, T) per word, `mask` (B, S) a prefix mask -> (B, T).
+    A row without words reads word 0."""
+    last = (mask.sum(1) - 1).clamp(min=0)
+    stacked = torch.stack(values, dim=1)  # (B, S, T)
+    return stacked.gather(1, last.view(-1, 1, 1).expand(-1, 1, stacked.shape[2])).squeeze(1)
