@@ -118,7 +118,7 @@ def lstm_with_projection_scan(gates_x, weight_hh, weight_hr, cell_clip=None, pro
 
 def _scan_sigmoid_gates_first(gates_x, weight_hh, weight_hr, cell_clip, proj_clip):
     """`lstm_with_projection_scan` with the gates of `gates_x` and `weight_hh` in `sigmoid_gates_first` order."""
-    steps, directions, batch = gates_x.shape[:3]
+    directions, batch = gates_x.shape[1:3]
     cell_size, state_size = weight_hh.shape[1] // 4, weight_hh.shape[2]
     h = gates_x.new_zeros(directions, batch, state_size)
     c = gates_x.new_zeros(directions, batch, cell_size)
