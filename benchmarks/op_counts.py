@@ -9,7 +9,8 @@ forward + backward pass (no optimizer step: it is the same for both sides) and t
 - BERT pretraining (MLM + NSP) and fine-tuning (sequence classification, padded batches): hf_ctx against
   transformers' `BertForPreTraining` / `BertForSequenceClassification` on the same config and weights;
 - ELMo biLM training (`ElmoForBiLM`, clipped LSTM with projection, as ELMo is trained);
-- TagLM training (`TagLMForTokenClassification`: character CNN, two biGRUs, CRF loss and max-marginals).
+- TagLM training (`TagLMForTokenClassification`: character CNN, two biGRUs, CRF loss and max-marginals; on a
+  CPU the GRUs run one step at a time in ATen ops, on a GPU cuDNN runs each in one op), and the CRF alone.
 
 With `--baseline REV` (a git revision of this repository, e.g. `main` or a commit), the ELMo and TagLM rows are
 also measured with the LSTM layers (`hf_ctx/layers.py`) and the CRF (`hf_ctx/crf.py`) of that revision swapped
@@ -28,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 import transformers
@@ -145,6 +147,31 @@ def taglm_model():
                    "labels": torch.randint(0, len(labels), (batch, words), generator=generator)}
 
 
+class CrfStep(torch.nn.Module):
+    """What a TagLM training step asks of its CRF: the loss (forward algorithm) and the max-marginals."""
+
+    def __init__(self, crf):
+        super().__init__()
+        self.crf = crf
+
+    def forward(self, emissions, tags, mask):
+        loss = -self.crf(emissions, tags, mask).mean() + self.crf.max_marginals(emissions, mask).mean()
+        return SimpleNamespace(loss=loss)
+
+
+def crf_model():
+    labels = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-MISC", "I-MISC"]
+    model = CrfStep(crf_module.ConditionalRandomField(
+        len(labels), crf_module.allowed_transitions("BIO", dict(enumerate(labels)))))
+    generator = torch.Generator().manual_seed(0)
+    batch, words = 32, 30
+    lengths = torch.linspace(5, words, batch).long()
+    mask = torch.arange(words)[None] < lengths[:, None]
+    emissions = torch.randn(batch, words, len(labels), generator=generator).requires_grad_()
+    return model, {"emissions": emissions, "tags": torch.randint(0, len(labels), (batch, words), generator=generator),
+                   "mask": mask}
+
+
 def module_from_revision(revision: str, path: str, name: str):
     """Load `path` (a module that imports only torch) as it is at git `revision`."""
     source = subprocess.run(["git", "-C", str(REPOSITORY), "show", f"{revision}:{path}"], check=True,
@@ -188,7 +215,8 @@ def main():
                     module_from_revision(args.baseline, "hf_ctx/crf.py", "baseline_crf"))
     current = (layers_module, crf_module)
     for label, build in (("ELMo biLM 16x20 (LSTM 512/128, clipped)", elmo_model),
-                         ("TagLM 8x30 (CRF, 9 BIO tags)", taglm_model)):
+                         ("TagLM 8x30 (CRF, 9 BIO tags)", taglm_model),
+                         ("CRF alone 32x30 (loss + max-marginals)", crf_model)):
         model, batch = build()
         step = training_step(model, batch)
         step()

@@ -208,17 +208,9 @@ class ConditionalRandomField(nn.Module):
     # word afterwards, in one `gather`. The arithmetic is the textbook recursion's, in the same order.
 
     def _log_partition(self, emissions, mask):
-        """log Z by the forward algorithm: alpha[b, j] = log-sum-exp of all prefixes ending in tag j."""
+        """log Z (B,) by the forward algorithm, with its gradient from the forward-backward algorithm."""
         transitions, start, end = self._scores()
-        words = emissions.unbind(1)  # S x (B, T)
-        alpha = start + words[0]  # (B, T)
-        alphas = [alpha]
-        for emitted in words[1:]:
-            # (B, T_from, 1) + (T_from, T_to) + (B, 1, T_to), summed out over T_from.
-            alpha = torch.logsumexp(alpha.unsqueeze(2) + transitions + emitted.unsqueeze(1), dim=1)
-            alphas.append(alpha)
-        log_z = torch.logsumexp(last_word_values(alphas, mask) + end, dim=1)
-        return torch.where(mask[:, 0], log_z, 0.0)
+        return LogPartition.apply(emissions, transitions, start, end, mask)
 
     def _viterbi_forward(self, emissions, mask):
         """Max-product forward pass: best prefix scores and back-pointers, each a list of S (B, T) tensors
@@ -295,6 +287,62 @@ class ConditionalRandomField(nn.Module):
                 betas.append(beta)
             betas = torch.stack(betas[::-1], 1)
             return (torch.stack(alphas, 1) + betas).masked_fill(~mask.unsqueeze(2), 0.0)
+
+
+class LogPartition(torch.autograd.Function):
+    """log Z of a linear-chain CRF, 0 for rows without words: (emissions (B, S, T), transitions (T, T), start (T,),
+    end (T,), prefix mask (B, S)) -> (B,).
+
+    Forward: the forward algorithm, alpha[b, i, j] = log-sum-exp of the scores of all prefixes ending in tag j at
+    word i. Backward: the gradients of log Z are the tag marginals (emissions, start, end) and the transition
+    marginals (transitions), from alpha and the backward algorithm's beta[b, i, j] (log-sum-exp of the scores of
+    all continuations after tag j at word i), computed for all words at once. This replaces autograd's backward
+    through the per-word loop, which costs several ops per word (broadcast sums, accumulations) on top of the loop
+    the backward algorithm needs anyway.
+    """
+
+    @staticmethod
+    def forward(ctx, emissions, transitions, start, end, mask):
+        words = emissions.unbind(1)  # S x (B, T)
+        alpha = start + words[0]
+        alphas = [alpha]
+        for emitted in words[1:]:
+            # (B, T_from, 1) + (T_from, T_to) + (B, 1, T_to), summed out over T_from.
+            alpha = torch.logsumexp(alpha.unsqueeze(2) + transitions + emitted.unsqueeze(1), dim=1)
+            alphas.append(alpha)
+        log_z = torch.logsumexp(last_word_values(alphas, mask) + end, dim=1)
+        ctx.save_for_backward(emissions, transitions, end, mask, torch.stack(alphas, 1), log_z)
+        return torch.where(mask[:, 0], log_z, 0.0)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        emissions, transitions, end, mask, alphas, log_z = ctx.saved_tensors
+        words = emissions.unbind(1)
+        # Where word i + 1 is padding, word i is its sentence's last (or padding itself): beta restarts at `end`.
+        has_next = mask[:, 1:].unsqueeze(2).unbind(1)  # (S - 1) x (B, 1)
+        beta = end.expand(emissions.shape[0], -1)
+        betas = [beta]
+        for i in range(emissions.shape[1] - 2, -1, -1):
+            step = torch.logsumexp(transitions + (words[i + 1] + beta).unsqueeze(1), dim=2)
+            beta = torch.where(has_next[i], step, end)
+            betas.append(beta)
+        betas = torch.stack(betas[::-1], 1)  # (B, S, T)
+        grad = torch.where(mask[:, 0], grad, 0.0)
+        log_z = log_z.view(-1, 1, 1)
+        # Outside the mask alpha is not meaningful: -inf there gives probability 0 (a product with 0 could be NaN).
+        tag_marginals = (alphas + betas - log_z).masked_fill(~mask.unsqueeze(2), float("-inf")).exp()  # (B, S, T)
+        grad_emissions = grad.view(-1, 1, 1) * tag_marginals
+        grad_start = grad @ tag_marginals[:, 0]
+        lengths = mask.sum(1)
+        grad_end = grad @ tag_marginals.gather(1, (lengths - 1).clamp(min=0).view(-1, 1, 1).expand(
+            -1, 1, tag_marginals.shape[2])).squeeze(1)
+        # P(tag a at word i, tag b at word i + 1) for every pair of words inside the mask: (B, S - 1, T, T).
+        after = (emissions[:, 1:] + betas[:, 1:]).unsqueeze(2)  # (B, S - 1, 1, T_to)
+        pairs = alphas[:, :-1].unsqueeze(3) + transitions + after - log_z.unsqueeze(3)
+        pair_marginals = pairs.masked_fill(~mask[:, 1:, None, None], float("-inf")).exp()
+        grad_transitions = torch.einsum("b,bsij->ij", grad, pair_marginals)
+        return grad_emissions, grad_transitions, grad_start, grad_end, None
 
 
 def last_word_values(values: list[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
