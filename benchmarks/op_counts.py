@@ -155,8 +155,9 @@ class CrfStep(torch.nn.Module):
         self.crf = crf
 
     def forward(self, emissions, tags, mask):
-        loss = -self.crf(emissions, tags, mask).mean() + self.crf.max_marginals(emissions, mask).mean()
-        return SimpleNamespace(loss=loss)
+        # As TagLM does: the logits are the max-marginals, the loss is the CRF's alone.
+        return SimpleNamespace(loss=-self.crf(emissions, tags, mask).mean(),
+                               logits=self.crf.max_marginals(emissions, mask))
 
 
 def crf_model():

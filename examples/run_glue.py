@@ -52,6 +52,7 @@ from hf_ctx.data.glue import (
 )
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
+    apply_gpu_defaults,
     first_examples,
     parse_config_overrides,
     setup_logging,
@@ -105,6 +106,10 @@ class DataArguments:
     max_eval_samples: int | None = field(default=None, metadata={"help": "use only the first N examples of each dev set"})
     max_predict_samples: int | None = field(default=None, metadata={"help": "predict only the first N test examples"})
     preprocessing_num_workers: int | None = field(default=None, metadata={"help": "processes for tokenization"})
+    pad_to_multiple_of: int | None = field(
+        default=None, metadata={"help": "pad each batch to a multiple of this many tokens (default: 8 on a GPU or "
+                                        "in half precision, else none; 64 gives a compiled model fewer shapes)"}
+    )
 
 
 def eval_prefix(split: str) -> str:
@@ -148,6 +153,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     setup_logging(training_args, logger)
     transformers.set_seed(training_args.seed)
+    applied = apply_gpu_defaults(training_args, argv, group_by_length=True)
+    if applied:
+        logger.info(f"GPU defaults (give the options to override them): {applied}")
 
     task = glue_task(data_args.task_name)
     raw = load_glue(task, data_args.data_dir, data_args.dataset_name, cache_dir=model_args.cache_dir)
@@ -191,8 +199,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     with training_args.main_process_first(desc="tokenizing"):
         encode = encode_glue_for_words if family == "elmo" else encode_glue_for_subwords
         encoded = encode(raw, task, tokenizer, data_args.max_seq_length, num_proc=data_args.preprocessing_num_workers)
-    # Multiples of 8 use tensor cores under mixed precision.
-    collator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=8 if training_args.fp16 or training_args.bf16 else None)
+    # Multiples of 8 use tensor cores on a GPU; with length-grouped batches they also keep the shapes few.
+    pad_to = data_args.pad_to_multiple_of
+    if pad_to is None and (training_args.fp16 or training_args.bf16 or training_args.device.type == "cuda"):
+        pad_to = 8
+    collator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=pad_to)
     eval_sets = {split: encoded[split] for split in task.validation_splits if split in encoded}
     # Evaluations during training: one dev set is reported as eval_*, MNLI's two as eval_matched_* and
     # eval_mismatched_*, as the final evaluation below does.

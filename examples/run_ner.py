@@ -54,6 +54,7 @@ from hf_ctx.data import conll
 from hf_ctx.data.bilm import build_vocabulary, count_words
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
+    apply_gpu_defaults,
     parse_config_overrides,
     record_metrics,
     setup_logging,
@@ -258,6 +259,13 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     for split, dataset in data.items():
         conll.check_labels(dataset, label2id, split)
     model, tokenizer, family = build_tagger(model_args, data_args, labels, data, training_args.output_dir)
+    # On a GPU: length-grouped batches, and TagLM's small steps in batches of 32 instead of 8.
+    gpu_defaults = {"group_by_length": True}
+    if family == "taglm":
+        gpu_defaults.update(per_device_train_batch_size=32, per_device_eval_batch_size=32)
+    applied = apply_gpu_defaults(training_args, argv, **gpu_defaults)
+    if applied:
+        logger.info(f"GPU defaults (give the options to override them): {applied}")
     if family == "bert":
         model.config.unpad_inputs = model_args.unpad_inputs
     logger.info("%s tagger: %s parameters (%s trained), labels %s", family, f"{model.num_parameters():,}",

@@ -45,6 +45,33 @@ def setup_logging(training_args: TrainingArguments, logger: logging.Logger) -> N
     )
 
 
+def apply_gpu_defaults(training_args: TrainingArguments, argv: list[str] | None, **defaults) -> dict:
+    """On a CUDA device, set `TrainingArguments` fields to the examples' GPU defaults where the command line did
+    not set them; returns what was set. On a GPU small steps are bound by kernel launches, not arithmetic:
+
+    - `per_device_train_batch_size` / `per_device_eval_batch_size` larger than the CPU default of 8;
+    - `group_by_length=True` batches sentences of similar length together (`LengthGroupedSampler`; the
+      `train_sampling_strategy="group_by_length"` of newer transformers), so that little padding is computed
+      and a compiled model sees few shapes.
+
+    `argv` is what `HfArgumentParser` parsed (`None`: `sys.argv[1:]`).
+    """
+    if training_args.device.type != "cuda":
+        return {}
+    given = {arg.removeprefix("--").split("=", 1)[0] for arg in (sys.argv[1:] if argv is None else argv)
+             if arg.startswith("--")}
+    applied = {}
+    for name, value in defaults.items():
+        if name == "group_by_length" and hasattr(training_args, "train_sampling_strategy"):
+            if value and "train_sampling_strategy" not in given and "group_by_length" not in given:
+                training_args.train_sampling_strategy = applied["train_sampling_strategy"] = "group_by_length"
+            continue
+        if name not in given:
+            setattr(training_args, name, value)
+            applied[name] = value
+    return applied
+
+
 def parse_config_overrides(overrides: str | None) -> dict:
     """"a=1,b=true,c=gelu" -> {"a": 1, "b": True, "c": "gelu"} (values read as JSON where they parse).
 

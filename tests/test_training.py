@@ -45,3 +45,29 @@ def test_the_examples_train_with_fused_adamw(tmp_path):
     assert training_args.optim == "adamw_torch_fused"
     trainer = Trainer(model=nn.Linear(3, 2), args=training_args)
     assert trainer.create_optimizer().defaults["fused"] is True
+
+
+def test_gpu_defaults_apply_on_cuda_only_and_never_over_a_given_option():
+    from types import SimpleNamespace
+
+    import torch
+
+    from hf_ctx.training import apply_gpu_defaults
+
+    def arguments(device):
+        return SimpleNamespace(device=torch.device(device), per_device_train_batch_size=8,
+                               per_device_eval_batch_size=8, train_sampling_strategy="random")
+
+    cpu = arguments("cpu")
+    assert apply_gpu_defaults(cpu, [], per_device_train_batch_size=32, group_by_length=True) == {}
+    assert cpu.per_device_train_batch_size == 8 and cpu.train_sampling_strategy == "random"
+
+    gpu = arguments("cuda")
+    applied = apply_gpu_defaults(gpu, ["--per_device_train_batch_size=16", "--do_train"],
+                                 per_device_train_batch_size=32, per_device_eval_batch_size=32, group_by_length=True)
+    assert applied == {"per_device_eval_batch_size": 32, "train_sampling_strategy": "group_by_length"}
+    assert gpu.per_device_train_batch_size == 8  # the command line's value stays (the parser set it)
+    assert (gpu.per_device_eval_batch_size, gpu.train_sampling_strategy) == (32, "group_by_length")
+
+    chosen = arguments("cuda")
+    assert apply_gpu_defaults(chosen, ["--train_sampling_strategy", "random"], group_by_length=True) == {}
