@@ -63,10 +63,11 @@ def test_gpu_defaults_apply_on_cuda_only_and_never_over_a_given_option():
     assert cpu.per_device_train_batch_size == 8 and cpu.train_sampling_strategy == "random"
 
     gpu = arguments("cuda")
+    gpu.per_device_train_batch_size = 16  # as the parser sets it from the command line below
     applied = apply_gpu_defaults(gpu, ["--per_device_train_batch_size=16", "--do_train"],
                                  per_device_train_batch_size=32, per_device_eval_batch_size=32, group_by_length=True)
     assert applied == {"per_device_eval_batch_size": 32, "train_sampling_strategy": "group_by_length"}
-    assert gpu.per_device_train_batch_size == 8  # the command line's value stays (the parser set it)
+    assert gpu.per_device_train_batch_size == 16  # the command line's value stays
     assert (gpu.per_device_eval_batch_size, gpu.train_sampling_strategy) == (32, "group_by_length")
 
     chosen = arguments("cuda")
