@@ -17,6 +17,9 @@ also measured with the LSTM layers (`hf_ctx/layers.py`) and the CRF (`hf_ctx/crf
 into the same model objects (same weights, same batches), alternating with the current code, and the ratios
 printed. The swap needs those classes to have the same attributes in both revisions.
 
+Three counts per step: top-level ops (dispatched from Python or autograd: host time), kernels (innermost ops
+that are not views: about one GPU launch each) and all ATen ops.
+
     python benchmarks/op_counts.py
     OMP_NUM_THREADS=1 python benchmarks/op_counts.py --baseline main --repeats 5
 """
@@ -51,14 +54,25 @@ from hf_ctx.convert_bert import convert_bert_config, convert_bert_state_dict
 REPOSITORY = Path(__file__).resolve().parents[1]
 
 
-def count_ops(step) -> tuple[int, int]:
-    """(all ATen ops, top-level ATen ops) recorded while `step()` runs: top-level ones are those not called by
-    another ATen op (what Python dispatches); the total includes the ops they decompose into."""
+# ATen ops that only make a view (or do nothing) and so launch no kernel on a GPU.
+VIEW_OPS = {"aten::" + name for name in (
+    "view", "_unsafe_view", "reshape", "as_strided", "unsqueeze", "squeeze", "select", "slice", "narrow", "t",
+    "transpose", "permute", "expand", "detach", "alias", "unbind", "split", "split_with_sizes", "chunk", "lift_fresh",
+    "_reshape_alias", "numpy_T", "contiguous", "resolve_conj", "resolve_neg", "is_nonzero", "item",
+    "_local_scalar_dense", "empty", "empty_like", "empty_strided", "result_type", "to", "_to_copy_if_needed")}
+
+
+def count_ops(step) -> tuple[int, int, int]:
+    """ATen ops recorded while `step()` runs: (top-level, kernels, all). Top-level ops are those not called by
+    another ATen op (what Python and autograd dispatch: host time); kernels are the innermost ops that are not
+    views (about one GPU kernel launch each); all includes the ops in between."""
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         step()
     events = [e for e in prof.events() if e.name.startswith("aten::")]
     top = [e for e in events if e.cpu_parent is None or not e.cpu_parent.name.startswith("aten::")]
-    return len(events), len(top)
+    leaves = [e for e in events if e.name not in VIEW_OPS
+              and not any(child.name.startswith("aten::") for child in e.cpu_children)]
+    return len(top), len(leaves), len(events)
 
 
 def step_seconds(step, repeats: int) -> float:
@@ -237,19 +251,21 @@ def main():
         swap_classes(model, baseline, current)
         for name in (args.baseline, "current"):
             rows.append((f"{label}, {name}", *counts[name], statistics.median(seconds[name])))
-        ratios.append((label, counts[args.baseline][1] / counts["current"][1],
+        ratios.append((label, counts[args.baseline][0] / counts["current"][0],
+                       counts[args.baseline][1] / counts["current"][1],
                        statistics.median(seconds[args.baseline]) / statistics.median(seconds["current"])))
 
-    print(f"{'':58s} {'aten ops':>9s} {'top-level':>10s} {'ms/step':>9s}")
-    for label, total, top, secs in rows:
-        print(f"{label:58s} {total:9d} {top:10d} {1000 * secs:9.1f}")
+    print(f"{'':58s} {'top-level':>10s} {'kernels':>8s} {'all ops':>8s} {'ms/step':>9s}")
+    for label, top, kernels, total, secs in rows:
+        print(f"{label:58s} {top:10d} {kernels:8d} {total:8d} {1000 * secs:9.1f}")
     for index in range(0, len(rows) if not args.skip_bert else 0, 2):
         if rows[index][0].startswith("BERT"):
-            (_, ref_total, ref_top, ref_secs), (label, total, top, secs) = rows[index], rows[index + 1]
-            print(f"{label.rsplit(',', 1)[0]}: hf_ctx/transformers ops {total / ref_total:.2f} (top-level "
-                  f"{top / ref_top:.2f}), time {secs / ref_secs:.2f}")
-    for label, op_ratio, time_ratio in ratios:
-        print(f"{label}: {args.baseline}/current top-level ops {op_ratio:.2f}x, step time {time_ratio:.2f}x")
+            (_, ref_top, ref_kernels, _, ref_secs), (label, top, kernels, _, secs) = rows[index], rows[index + 1]
+            print(f"{label.rsplit(',', 1)[0]}: hf_ctx/transformers top-level ops {top / ref_top:.2f}, kernels "
+                  f"{kernels / ref_kernels:.2f}, time {secs / ref_secs:.2f}")
+    for label, top_ratio, kernel_ratio, time_ratio in ratios:
+        print(f"{label}: {args.baseline}/current top-level ops {top_ratio:.2f}x, kernels {kernel_ratio:.2f}x, "
+              f"step time {time_ratio:.2f}x")
 
 
 if __name__ == "__main__":

@@ -308,9 +308,9 @@ class LogPartition(torch.autograd.Function):
         alphas = [alpha]
         for emitted in words[1:]:
             # (B, T_from, 1) + (T_from, T_to) + (B, 1, T_to), summed out over T_from.
-            alpha = torch.logsumexp(alpha.unsqueeze(2) + transitions + emitted.unsqueeze(1), dim=1)
+            alpha = _logsumexp(alpha.unsqueeze(2) + transitions + emitted.unsqueeze(1), dim=1)
             alphas.append(alpha)
-        log_z = torch.logsumexp(last_word_values(alphas, mask) + end, dim=1)
+        log_z = _logsumexp(last_word_values(alphas, mask) + end, dim=1)
         ctx.save_for_backward(emissions, transitions, end, mask, torch.stack(alphas, 1), log_z)
         return torch.where(mask[:, 0], log_z, 0.0)
 
@@ -318,14 +318,14 @@ class LogPartition(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
         emissions, transitions, end, mask, alphas, log_z = ctx.saved_tensors
-        words = emissions.unbind(1)
+        # scores[:, i, a, b]: transition a -> b into word i + 1 plus its emission, for all words in one op.
+        scores = (transitions + emissions[:, 1:].unsqueeze(2)).unbind(1)  # (S - 1) x (B, T, T)
         # Where word i + 1 is padding, word i is its sentence's last (or padding itself): beta restarts at `end`.
         has_next = mask[:, 1:].unsqueeze(2).unbind(1)  # (S - 1) x (B, 1)
         beta = end.expand(emissions.shape[0], -1)
         betas = [beta]
         for i in range(emissions.shape[1] - 2, -1, -1):
-            step = torch.logsumexp(transitions + (words[i + 1] + beta).unsqueeze(1), dim=2)
-            beta = torch.where(has_next[i], step, end)
+            beta = torch.where(has_next[i], _logsumexp(scores[i] + beta.unsqueeze(1), dim=2), end)
             betas.append(beta)
         betas = torch.stack(betas[::-1], 1)  # (B, S, T)
         grad = torch.where(mask[:, 0], grad, 0.0)
@@ -343,6 +343,14 @@ class LogPartition(torch.autograd.Function):
         pair_marginals = pairs.masked_fill(~mask[:, 1:, None, None], float("-inf")).exp()
         grad_transitions = torch.einsum("b,bsij->ij", grad, pair_marginals)
         return grad_emissions, grad_transitions, grad_start, grad_end, None
+
+
+def _logsumexp(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """`torch.logsumexp(x, dim)` with the same arithmetic in fewer kernels, for use without autograd (inside
+    `LogPartition`): an all -inf slice still gives -inf (the max is clamped to the lowest float, not replaced by 0
+    after an extra comparison), and the last three ops are in place."""
+    top = x.amax(dim, keepdim=True).clamp_(min=torch.finfo(x.dtype).min)
+    return (x - top).exp_().sum(dim).log_().add_(top.squeeze(dim))
 
 
 def last_word_values(values: list[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
