@@ -48,6 +48,7 @@ from hf_ctx import (
     ElmoTokenizer,
     TagLMConfig,
     TagLMForTokenClassification,
+    tag_schemes,
     train_wordpiece_tokenizer,
 )
 from hf_ctx.data import conll
@@ -108,7 +109,7 @@ class DataArguments:
     num_columns: int | None = field(
         default=4, metadata={"help": "columns per CoNLL word line (4 for CoNLL-2003; 0 = from the first line)"}
     )
-    tag_scheme: str = field(default="IOB2", metadata={"help": f"tags used for training, one of {conll.TAG_SCHEMES}"})
+    tag_scheme: str = field(default="IOB2", metadata={"help": f"tags used for training, one of {tag_schemes.SCHEME_NAMES}"})
     max_seq_length: int | None = field(
         default=None,
         metadata={"help": "longest input: sub-tokens for BERT (default: the model's maximum), words for ELMo/TagLM "
@@ -150,7 +151,7 @@ def labels_for(model_args, data) -> list[str]:
             return names
     if "train" not in data:
         raise ValueError("without a trained tagger (--model_name_or_path), the labels come from --train_file")
-    return conll.sort_labels(tag for tags in data["train"]["ner_tags"] for tag in tags)
+    return tag_schemes.sort_labels(tag for tags in data["train"]["ner_tags"] for tag in tags)
 
 
 def _bert_tokenizer(model_args, data, output_dir: str):
@@ -210,7 +211,7 @@ def build_tagger(model_args, data_args, labels: list[str], data, output_dir: str
                                            pad_token_id=tokenizer.pad_token_id, **label_fields, **overrides)
         return CtxBertForTokenClassification(config), tokenizer, "bert"
     if model_args.model_type == "taglm":
-        overrides.setdefault("tag_scheme", conll.crf_scheme(data_args.tag_scheme))
+        overrides.setdefault("tag_scheme", data_args.tag_scheme)
         return (*_build_taglm(model_args, label_fields, overrides, data), "taglm")
     if model_args.model_type == "elmo":
         if model_args.bilm_name_or_path is None:

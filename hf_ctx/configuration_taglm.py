@@ -2,10 +2,11 @@
 
 from transformers import PreTrainedConfig
 
+from .elmo_characters import N_CHARACTERS, PADDING_CHARACTER_ID
+from .tag_schemes import SCHEME_NAMES
+
 CHAR_REPRESENTATIONS = ("cnn", "gru")
 RNN_TYPES = ("gru", "lstm")
-# Tag schemes the CRF can constrain (see `hf_ctx.crf.allowed_transitions`); None leaves transitions free.
-CRF_TAG_SCHEMES = ("BIO", "IOB2", "IOB1", "BIOES")
 
 
 class TagLMConfig(PreTrainedConfig):
@@ -58,9 +59,9 @@ class TagLMConfig(PreTrainedConfig):
         vocab_size=10000,
         word_embedding_dim=50,
         char_representation="cnn",
-        n_characters=262,
+        n_characters=N_CHARACTERS,
         max_characters_per_token=50,
-        char_padding_id=261,
+        char_padding_id=PADDING_CHARACTER_ID,
         char_embedding_dim=25,
         char_cnn_filters=30,
         char_cnn_width=3,
@@ -104,8 +105,8 @@ class TagLMConfig(PreTrainedConfig):
         bilm_layers = list(bilm_layers)
         if not bilm_layers or not all(isinstance(i, int) for i in bilm_layers):
             raise ValueError(f"bilm_layers must be a non-empty list of layer indices, got {bilm_layers!r}")
-        if tag_scheme is not None and tag_scheme not in CRF_TAG_SCHEMES:
-            raise ValueError(f"tag_scheme must be one of {CRF_TAG_SCHEMES} or None, got {tag_scheme!r}")
+        if tag_scheme is not None and tag_scheme not in SCHEME_NAMES:
+            raise ValueError(f"tag_scheme must be one of {SCHEME_NAMES} or None, got {tag_scheme!r}")
         if initializer_range <= 0:
             raise ValueError(f"initializer_range must be positive, got {initializer_range!r}")
 

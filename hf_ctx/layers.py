@@ -13,6 +13,8 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from .losses import IGNORE_INDEX
+
 ACTIVATIONS = {"relu": F.relu, "tanh": torch.tanh}
 
 
@@ -90,7 +92,7 @@ def lstm_projection_step(gates_x, h, c, weight_hh_t, weight_hr_t, cell_clip, pro
 
     Small on purpose, because it runs once per word and each op is a kernel launch on a GPU: one batched matmul
     for the recurrence, one sigmoid for the three gates, eight elementwise ops in all (a compiler fuses them
-    into one kernel), one batched matmul for the projection; about half the ops of the plain cell backwards too.
+    into one kernel), one batched matmul for the projection; and about half the plain cell's backward ops.
     """
     gates = torch.baddbmm(gates_x, h, weight_hh_t)
     cell_size = c.shape[-1]
@@ -238,12 +240,12 @@ def run_lstms_with_projection(cells: Sequence[LstmCellWithProjection], inputs: S
     weight_ih = sigmoid_gates_first(torch.stack([cell.weight_ih for cell in cells]), dim=1)  # (D, 4H, I)
     bias = sigmoid_gates_first(torch.stack([cell.bias for cell in cells]), dim=1)  # (D, 4H)
     # The input contributions of all steps in one matmul, laid out time-major so that each step reads one block.
-    time_major = x.transpose(1, 2).reshape(directions, steps * batch, input_size)
-    gates_x = torch.baddbmm(bias.unsqueeze(1), time_major, weight_ih.transpose(1, 2))
+    time_major = x.transpose(1, 2).reshape(directions, steps * batch, input_size)  # (D, T * B, I), step by step
+    gates_x = torch.baddbmm(bias.unsqueeze(1), time_major, weight_ih.transpose(1, 2))  # (D, T * B, 4H)
     gates_x = gates_x.view(directions, steps, batch, -1).transpose(0, 1).contiguous()  # (T, D, B, 4H)
-    weight_hh = sigmoid_gates_first(torch.stack([cell.weight_hh for cell in cells]), dim=1)
-    weight_hr = torch.stack([cell.weight_hr for cell in cells]) if first.weight_hr is not None else None
-    states = _scan_sigmoid_gates_first(gates_x, weight_hh, weight_hr, first.cell_clip, first.proj_clip)
+    weight_hh = sigmoid_gates_first(torch.stack([cell.weight_hh for cell in cells]), dim=1)  # (D, 4H, P)
+    weight_hr = torch.stack([cell.weight_hr for cell in cells]) if first.weight_hr is not None else None  # (D, P, H)
+    states = _scan_sigmoid_gates_first(gates_x, weight_hh, weight_hr, first.cell_clip, first.proj_clip)  # (T, D, B, P)
     return states.permute(1, 2, 0, 3).unbind(0)  # D x (B, T, P)
 
 
@@ -348,10 +350,6 @@ class ScalarMix(nn.Module):
             tensors = normalised
         mixed = self.gamma * sum(weight * tensor for weight, tensor in zip(weights, tensors))
         return mixed if keep is None else mixed * keep
-
-
-IGNORE_INDEX = -100
-
 
 class WordSoftmax(nn.Module):
     """A softmax over a word vocabulary: `logits = h W^T + b`, with a sampled softmax for training on large

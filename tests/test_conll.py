@@ -12,20 +12,18 @@ from seqeval.metrics.sequence_labeling import get_entities
 
 from hf_ctx.data.conll import (
     check_labels,
-    convert_tags,
-    detect_tag_scheme,
     encode_for_subwords,
     load_conll_dataset,
     load_hub_ner_dataset,
     merge_split_predictions,
     read_conll,
-    sort_labels,
     split_long_sentences,
     subword_counts,
     write_conll_predictions,
 )
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
 from hf_ctx.metrics import load_metric
+from hf_ctx.tag_schemes import convert_tags, detect_tag_scheme, sort_labels
 
 SAMPLE = """-DOCSTART- -X- -X- O
 
@@ -223,3 +221,18 @@ def test_seqeval_metric_rejects_mismatched_lengths():
     metric = load_metric("seqeval")
     with pytest.raises(ValueError, match="sentence 0 has 1 predicted tags but 2 gold tags"):
         metric.compute(predictions=[["O"]], references=[["O", "O"]])
+
+
+def test_every_module_takes_the_same_scheme_names():
+    """"BIO" and "IOB2" name one scheme in the data readers, the CRF constraints and TagLM's config alike."""
+    from hf_ctx import TagLMConfig
+    from hf_ctx.tag_schemes import SCHEME_NAMES, allowed_transitions
+
+    assert convert_tags(IOB2, "BIO", "BIOES") == BIOES and convert_tags(BIOES, "BIOES", "BIO") == IOB2
+    labels = dict(enumerate(["O", "B-PER", "I-PER"]))
+    assert allowed_transitions("BIO", labels) == allowed_transitions("IOB2", labels)
+    for name in SCHEME_NAMES:
+        assert TagLMConfig(tag_scheme=name).tag_scheme == name
+    for bad in (lambda: convert_tags(IOB2, "BILOU", "IOB2"), lambda: allowed_transitions("BILOU", labels)):
+        with pytest.raises(ValueError, match=r"unknown tag scheme 'BILOU'; expected one of \('BIO', 'IOB1'"):
+            bad()

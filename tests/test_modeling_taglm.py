@@ -84,9 +84,9 @@ def test_bad_inputs_raise_clear_errors():
     input_ids, mask, word_ids = batch(SENTENCES, VOCAB)
     with pytest.raises(ValueError, match=r"character ids of shape \(batch, words, 50\)"):
         model(input_ids=input_ids[:, :, :20], attention_mask=mask, input_word_ids=word_ids)
-    with pytest.raises(ValueError, match=r"input_word_ids contains 30, outside \[0, 30\)"):
+    with pytest.raises(ValueError, match=r"input_word_ids contains 30, outside the word vocabulary \[0, vocab_size=30\)"):
         model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids.masked_fill(word_ids == 2, 30))
-    with pytest.raises(ValueError, match=r"input_ids contains 262"):
+    with pytest.raises(ValueError, match=r"input_ids contains the character id 262"):
         model(input_ids=input_ids.masked_fill(input_ids == 259, 262), input_word_ids=word_ids)
     with pytest.raises(ValueError, match="needs input_word_ids"):
         model(input_ids=input_ids, attention_mask=mask)
@@ -95,7 +95,7 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ValueError, match="every word a tag"):
         model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids,
               labels=torch.full((3, 4), -100))
-    with pytest.raises(ValueError, match="prefix"):
+    with pytest.raises(ValueError, match="right padding"):
         model(input_ids=input_ids, attention_mask=torch.tensor([[0, 1, 1, 1]] * 3), input_word_ids=word_ids)
 
 

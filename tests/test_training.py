@@ -34,19 +34,6 @@ def test_training_data_is_named_by_dataset_or_file_names():
     assert training_data_name(None, "/data/eng.train") == "eng.train"
 
 
-def test_the_examples_train_with_fused_adamw(tmp_path):
-    """The examples keep `TrainingArguments`' default optimizer, PyTorch's fused AdamW (one kernel for the
-    update of all parameters), on CPU as on GPU."""
-    from torch import nn
-    from transformers import HfArgumentParser, Trainer, TrainingArguments
-
-    (training_args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses(
-        args=["--output_dir", str(tmp_path), "--report_to", "none"])
-    assert training_args.optim == "adamw_torch_fused"
-    trainer = Trainer(model=nn.Linear(3, 2), args=training_args)
-    assert trainer.create_optimizer().defaults["fused"] is True
-
-
 def test_gpu_defaults_apply_on_cuda_only_and_never_over_a_given_option():
     from types import SimpleNamespace
 
