@@ -39,7 +39,7 @@ if [ -f "$DATA/conll2003/eng.train" ]; then
     args=()
     [ "$batch" = 8 ] && args=(--per_device_train_batch_size 8)
     python examples/run_ner.py --model_type taglm --train_file "$DATA/conll2003/eng.train" --do_train \
-      --num_train_epochs 1 --save_strategy no --report_to none --output_dir "$OUT/taglm_$batch" "${args[@]}" \
+      --num_train_epochs 1 --save_strategy no --report_to none --output_dir "$OUT/taglm_$batch" ${args[@]+"${args[@]}"} \
       2>&1 | tail -5 | tee "$OUT/taglm_$batch.txt"
   done
 else
