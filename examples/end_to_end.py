@@ -34,6 +34,7 @@ import run_ner  # noqa: E402
 from hf_ctx import WordTokenClassificationPipeline  # noqa: E402
 from hf_ctx.data.conll import read_conll  # noqa: E402
 from hf_ctx.data.synthetic_ner import generate_ner_corpus  # noqa: E402
+from hf_ctx.errors import run_script  # noqa: E402
 
 # A biLM small enough to pretrain in about a minute on a CPU: no clipping, so torch's fused LSTM runs it.
 TINY_BILM = {
@@ -129,4 +130,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -53,9 +53,11 @@ from hf_ctx import (
 )
 from hf_ctx.data import conll
 from hf_ctx.data.bilm import build_vocabulary, count_words
+from hf_ctx.errors import run_script
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     apply_gpu_defaults,
+    evaluation_data,
     parse_config_overrides,
     record_metrics,
     setup_logging,
@@ -302,10 +304,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if training_args.do_train:
         dataset_name = training_data_name(data_args.dataset_name, data_args.train_file)
         finish_run(trainer, family, dataset_name=dataset_name, dataset_id=data_args.dataset_name,
+                   **evaluation_data(data_args.dataset_name, data_args.validation_file),
                    eval_metrics={"validation": eval_metrics} if eval_metrics else None,
                    hyperparameters={"tag_scheme": data_args.tag_scheme})
     return metrics
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

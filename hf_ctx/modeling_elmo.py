@@ -110,6 +110,9 @@ class ElmoPreTrainedModel(AutoMapMixin, BatchMeanLossMixin, PreTrainedModel):
     config_class = ElmoConfig
     base_model_prefix = "elmo"
     main_input_name = "input_ids"
+    # A biLM checkpoint (`ElmoForBiLM`) loaded as the encoder of a model without the language-model softmax: its
+    # softmax weights are expected to be left out, not worth a load report.
+    _keys_to_ignore_on_load_unexpected = [r"^(backward_)?softmax\."]
 
     @torch.no_grad()
     def _init_weights(self, module):

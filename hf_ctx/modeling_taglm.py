@@ -41,7 +41,7 @@ from .crf import ConditionalRandomField
 from .layers import run_packed_rnn
 from .losses import IGNORE_INDEX, BatchMeanLossMixin, check_label_range
 from .modeling_elmo import ElmoModel, FrozenBiLMMixin, check_character_ids, check_word_ids
-from .remote_code import AutoMapMixin
+from .remote_code import AutoMapMixin, shareable_name
 from .tag_schemes import allowed_transitions
 
 logger = logging.getLogger(__name__)
@@ -173,15 +173,18 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
         Args:
             bilm: an hf_ctx ELMo checkpoint folder (an `ElmoModel` or `ElmoForBiLM` checkpoint) or a loaded
                 `ElmoModel`.
-            config: the tagger's config; its `bilm_config` and `bilm_name_or_path` are filled in here.
+            config: the tagger's config; its `bilm_config` and `bilm_name_or_path` (the biLM's Hub id, or the
+                name of its folder) are filled in here.
         """
         name = str(bilm) if isinstance(bilm, (str, Path)) else getattr(bilm, "name_or_path", None)
         if isinstance(bilm, (str, Path)):
             bilm = ElmoModel.from_pretrained(bilm)
         if not isinstance(bilm, ElmoModel):
             raise ValueError(f"bilm must be an ElmoModel or a path to an ELMo checkpoint, got {type(bilm).__name__}")
-        config.bilm_config = bilm.config.to_dict()
-        config.bilm_name_or_path = name
+        # The tagger's config.json may be published: it names the biLM by its Hub id or folder name, never by a
+        # local path.
+        config.bilm_config = {**bilm.config.to_dict(), "_name_or_path": shareable_name(name) or ""}
+        config.bilm_name_or_path = shareable_name(name)
         model = cls(config)
         model.bilm.load_state_dict(bilm.state_dict())
         return model

@@ -177,6 +177,13 @@ class ElmoTokenizer(PreTrainedTokenizer):
             raise ValueError("ElmoTokenizer encodes single sentences; sentence pairs (text_pair) are not supported")
         if return_overflowing_tokens or return_offsets_mapping:
             raise ValueError("ElmoTokenizer returns neither overflowing tokens nor offsets")
+        if kwargs.get("return_special_tokens_mask"):
+            # What transformers' TokenClassificationPipeline asks for: it works on sub-word ids, not on words.
+            raise ValueError(
+                "ElmoTokenizer adds no special tokens and has no special_tokens_mask: transformers' "
+                "token-classification pipeline works on sub-word tokens. For ELMo and TagLM taggers, pass "
+                "pipeline_class=hf_ctx.WordTokenClassificationPipeline to pipeline(\"token-classification\", ...)"
+            )
         batched, sentences = self._as_batch(text, is_split_into_words)
         if getattr(truncation_strategy, "value", truncation_strategy) != "do_not_truncate" and max_length:
             sentences = [words[:max_length] for words in sentences]

@@ -98,6 +98,7 @@ def test_token_classification_pipeline_gives_the_models_per_token_tags(tokenizer
                                rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_trainer_fine_tunes_a_tiny_bert_on_a_synthetic_task(tokenizer, tmp_path):
     # Label 1 iff the sentence mentions an animal: learnable from the words alone.
     rng = np.random.default_rng(1)
