@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import transformers
 from datasets import load_dataset
-from transformers import AutoModelForPreTraining, AutoTokenizer, HfArgumentParser, Trainer, TrainingArguments
+from transformers import AutoModelForPreTraining, AutoTokenizer, HfArgumentParser, TrainingArguments
 
 from hf_ctx import BERT_PRESETS, CtxBertConfig, CtxBertForPreTraining, train_wordpiece_tokenizer
 from hf_ctx.data.masking import DataCollatorForPretraining, MaskingEpochCallback, add_fixed_masks
@@ -45,6 +45,7 @@ from hf_ctx.data.pretraining import (
 )
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
+    CtxTrainer,
     first_examples,
     hold_out_validation,
     parse_config_overrides,
@@ -237,7 +238,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if training_args.label_names is None:
         with_nsp = data_args.objective == "mlm_nsp"
         training_args.label_names = ["labels", "next_sentence_label"] if with_nsp else ["labels"]
-    trainer = Trainer(
+    trainer = CtxTrainer(
         model=model,
         args=training_args,
         train_dataset=train_dataset,

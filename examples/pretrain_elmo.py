@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import transformers
 from datasets import load_dataset
-from transformers import AutoModelForPreTraining, AutoTokenizer, HfArgumentParser, Trainer, TrainingArguments
+from transformers import AutoModelForPreTraining, AutoTokenizer, HfArgumentParser, TrainingArguments
 
 from hf_ctx import ELMO_PRESETS, ElmoConfig, ElmoForBiLM, ElmoTokenizer
 from hf_ctx.data.bilm import (
@@ -40,6 +40,7 @@ from hf_ctx.data.bilm import (
 )
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
+    CtxTrainer,
     first_examples,
     hold_out_validation,
     setup_logging,
@@ -160,7 +161,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     training_args.remove_unused_columns = False
     if training_args.label_names is None:
         training_args.label_names = ["input_word_ids"]
-    trainer = Trainer(
+    trainer = CtxTrainer(
         model=model,
         args=training_args,
         train_dataset=train_sentences if training_args.do_train else None,

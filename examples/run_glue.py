@@ -35,7 +35,6 @@ from transformers import (
     AutoTokenizer,
     DataCollatorWithPadding,
     HfArgumentParser,
-    Trainer,
     TrainingArguments,
 )
 
@@ -52,6 +51,7 @@ from hf_ctx.data.glue import (
 )
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
+    CtxTrainer,
     first_examples,
     parse_config_overrides,
     setup_logging,
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     eval_during_training = {eval_prefix(split).removeprefix("eval_"): data for split, data in eval_sets.items()}
     if "validation" in eval_sets:
         eval_during_training = eval_sets["validation"]
-    trainer = Trainer(
+    trainer = CtxTrainer(
         model=model,
         args=training_args,
         train_dataset=encoded["train"] if training_args.do_train else None,

@@ -36,7 +36,6 @@ from transformers import (
     DataCollatorForTokenClassification,
     DataCollatorWithPadding,
     HfArgumentParser,
-    Trainer,
     TrainingArguments,
 )
 
@@ -54,6 +53,7 @@ from hf_ctx.data import conll
 from hf_ctx.data.bilm import build_vocabulary, count_words
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
+    CtxTrainer,
     parse_config_overrides,
     record_metrics,
     setup_logging,
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     # ElmoTokenizer.pad pads word-level labels itself; BERT's sub-token labels need the token-classification collator.
     collator = DataCollatorForTokenClassification(tokenizer) if family == "bert" else DataCollatorWithPadding(tokenizer)
-    trainer = Trainer(
+    trainer = CtxTrainer(
         model=model,
         args=training_args,
         train_dataset=encoded.get("train"),
