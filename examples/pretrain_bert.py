@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import transformers
 from datasets import load_dataset
-from transformers import AutoModelForPreTraining, AutoTokenizer, HfArgumentParser, TrainingArguments
+from transformers import AutoModelForPreTraining, HfArgumentParser, TrainingArguments
 
 from hf_ctx import BERT_PRESETS, CtxBertConfig, CtxBertForPreTraining, train_wordpiece_tokenizer
 from hf_ctx.data.masking import DataCollatorForPretraining, MaskingEpochCallback, add_fixed_masks
@@ -43,12 +43,14 @@ from hf_ctx.data.pretraining import (
     load_text_documents,
     preprocess_pretraining_logits,
 )
+from hf_ctx.checks import check_path_arguments, load_tokenizer
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CtxTrainer,
     first_examples,
     hold_out_validation,
     parse_config_overrides,
+    resolve_resume_checkpoint,
     setup_logging,
     train_and_evaluate,
     training_data_name,
@@ -136,11 +138,11 @@ def load_documents(data_args: DataArguments, seed: int):
 def load_or_train_tokenizer(model_args, data_args, training_args, train_documents, text_column):
     source = training_args.resume_from_checkpoint or model_args.tokenizer_name or model_args.model_name_or_path
     if source is not None:
-        return AutoTokenizer.from_pretrained(source)
+        return load_tokenizer(source)
     # The main process trains the vocabulary and saves it; the others then load that one.
     with training_args.main_process_first(desc="training the WordPiece tokenizer", local=False):
         if training_args.process_index != 0:
-            return AutoTokenizer.from_pretrained(training_args.output_dir)
+            return load_tokenizer(training_args.output_dir)
         with tempfile.TemporaryDirectory() as tmp:
             files = data_args.train_file
             if files is None:  # a `datasets` dataset: write its text out for the tokenizer trainer
@@ -189,6 +191,11 @@ def card_hyperparameters(model_args: ModelArguments, data_args: DataArguments, t
 def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
     model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
+    check_path_arguments(model_args)
+    # The checkpoint ("latest": the latest complete one) is resolved now: its tokenizer is the run's.
+    training_args.resume_from_checkpoint = resolve_resume_checkpoint(
+        training_args.resume_from_checkpoint, training_args.output_dir
+    )
 
     setup_logging(training_args, logger)
     transformers.set_seed(training_args.seed)

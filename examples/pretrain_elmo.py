@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import transformers
 from datasets import load_dataset
-from transformers import AutoModelForPreTraining, AutoTokenizer, HfArgumentParser, TrainingArguments
+from transformers import AutoModelForPreTraining, HfArgumentParser, TrainingArguments
 
 from hf_ctx import ELMO_PRESETS, ElmoConfig, ElmoForBiLM, ElmoTokenizer
 from hf_ctx.data.bilm import (
@@ -38,6 +38,7 @@ from hf_ctx.data.bilm import (
     preprocess_bilm_logits,
     split_into_sentences,
 )
+from hf_ctx.checks import check_path_arguments, load_tokenizer
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CtxTrainer,
@@ -114,10 +115,10 @@ def sentences(lines, data_args: DataArguments, limit: int | None):
 
 def build_model_and_tokenizer(model_args: ModelArguments, train_sentences):
     if model_args.model_name_or_path is not None:
-        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
+        tokenizer = load_tokenizer(model_args.tokenizer_name or model_args.model_name_or_path)
         return AutoModelForPreTraining.from_pretrained(model_args.model_name_or_path), tokenizer
     if model_args.tokenizer_name is not None:
-        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name)
+        tokenizer = load_tokenizer(model_args.tokenizer_name)
     else:
         vocabulary = build_vocabulary(count_words(train_sentences), model_args.vocab_min_count,
                                       model_args.vocab_max_size)
@@ -141,6 +142,7 @@ def build_model_and_tokenizer(model_args: ModelArguments, train_sentences):
 def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
     model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
+    check_path_arguments(model_args)
 
     setup_logging(training_args, logger)
     transformers.set_seed(training_args.seed)

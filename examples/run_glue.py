@@ -32,7 +32,6 @@ import transformers
 from transformers import (
     AutoConfig,
     AutoModelForSequenceClassification,
-    AutoTokenizer,
     DataCollatorWithPadding,
     HfArgumentParser,
     TrainingArguments,
@@ -49,6 +48,7 @@ from hf_ctx.data.glue import (
     load_glue,
     write_glue_predictions,
 )
+from hf_ctx.checks import check_path_arguments, load_tokenizer
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CtxTrainer,
@@ -145,6 +145,7 @@ def build_model(model_args: ModelArguments, task, tokenizer):
 def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
     model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
+    check_path_arguments(model_args)
 
     setup_logging(training_args, logger)
     transformers.set_seed(training_args.seed)
@@ -160,7 +161,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     tokenizer_source = model_args.tokenizer_name or model_args.model_name_or_path
     if tokenizer_source is not None:
-        tokenizer = AutoTokenizer.from_pretrained(tokenizer_source, cache_dir=model_args.cache_dir)
+        tokenizer = load_tokenizer(tokenizer_source, cache_dir=model_args.cache_dir)
     elif model_args.model_type == "elmo":
         tokenizer = ElmoTokenizer()  # a classifier needs ELMo's character ids only
     else:

@@ -32,7 +32,6 @@ import transformers
 from transformers import (
     AutoConfig,
     AutoModelForTokenClassification,
-    AutoTokenizer,
     DataCollatorForTokenClassification,
     DataCollatorWithPadding,
     HfArgumentParser,
@@ -51,6 +50,7 @@ from hf_ctx import (
 )
 from hf_ctx.data import conll
 from hf_ctx.data.bilm import build_vocabulary, count_words
+from hf_ctx.checks import check_path_arguments, load_tokenizer
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CtxTrainer,
@@ -155,7 +155,7 @@ def labels_for(model_args, data) -> list[str]:
 def _bert_tokenizer(model_args, data, output_dir: str):
     """The tokenizer of --tokenizer_name, else a cased WordPiece vocabulary trained on the training words."""
     if model_args.tokenizer_name is not None:
-        return AutoTokenizer.from_pretrained(model_args.tokenizer_name)
+        return load_tokenizer(model_args.tokenizer_name)
     text = Path(output_dir) / "wordpiece_training_text.txt"
     text.parent.mkdir(parents=True, exist_ok=True)
     text.write_text("".join(" ".join(tokens) + "\n" for tokens in data["train"]["tokens"]), encoding="utf-8")
@@ -169,9 +169,9 @@ def _build_taglm(model_args, label_fields: dict, overrides: dict, data):
     """A new TagLM tagger: on --bilm_name_or_path (with its tokenizer), or without biLM states."""
     fields = {**label_fields, "bilm_layers": [int(i) for i in model_args.bilm_layers.split(",")], **overrides}
     if model_args.bilm_name_or_path is not None:
-        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.bilm_name_or_path)
+        tokenizer = load_tokenizer(model_args.tokenizer_name or model_args.bilm_name_or_path)
     elif model_args.tokenizer_name is not None:
-        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name)
+        tokenizer = load_tokenizer(model_args.tokenizer_name)
     else:
         counts = count_words(data["train"]["tokens"])
         tokenizer = ElmoTokenizer(vocab=build_vocabulary(counts, model_args.word_min_count))
@@ -199,7 +199,7 @@ def build_tagger(model_args, data_args, labels: list[str], data, output_dir: str
         if family is None:
             raise ValueError(f"{model_args.model_name_or_path} is a {config.model_type!r} checkpoint; run_ner takes "
                              f"hf_ctx checkpoints ({sorted(FAMILIES)})")
-        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
+        tokenizer = load_tokenizer(model_args.tokenizer_name or model_args.model_name_or_path)
         model = AutoModelForTokenClassification.from_pretrained(
             model_args.model_name_or_path, num_labels=len(labels), **label_fields, **overrides)
         return model, tokenizer, family
@@ -214,7 +214,7 @@ def build_tagger(model_args, data_args, labels: list[str], data, output_dir: str
     if model_args.model_type == "elmo":
         if model_args.bilm_name_or_path is None:
             raise ValueError("--model_type elmo needs --bilm_name_or_path, the pretrained hf_ctx biLM to tag with")
-        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.bilm_name_or_path)
+        tokenizer = load_tokenizer(model_args.tokenizer_name or model_args.bilm_name_or_path)
         model = AutoModelForTokenClassification.from_pretrained(model_args.bilm_name_or_path, **label_fields,
                                                                 **overrides)
         if not isinstance(model, ElmoForTokenClassification):
@@ -248,6 +248,7 @@ def encode_splits(data, tokenizer, family: str, label2id: dict[str, int], max_se
 def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
     model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
+    check_path_arguments(model_args)
 
     setup_logging(training_args, logger)
     transformers.set_seed(training_args.seed)

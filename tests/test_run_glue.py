@@ -16,7 +16,7 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
-from hf_ctx import CtxBertConfig, CtxBertForPreTraining, train_wordpiece_tokenizer
+from hf_ctx import CtxBertConfig, CtxBertForPreTraining, CtxBertForSequenceClassification, train_wordpiece_tokenizer
 from hf_ctx.data.glue import load_glue
 from hf_ctx.metrics import load_metric
 
@@ -305,3 +305,15 @@ def test_elmo_with_task_word_vectors_learns_with_its_biLM_frozen(setup, tmp_path
     assert after["word_embeddings.weight"].shape == (len(tokenizer.get_vocab()), 8)
     bilm = [name for name in before if name.startswith("elmo.")]
     assert len(bilm) > 10 and all(torch.equal(before[name], after[name]) for name in bilm)
+
+
+def test_a_checkpoint_without_tokenizer_files_or_a_missing_path_is_refused(setup, tmp_path):
+    """transformers 5 gives a 5-token BertTokenizer for a folder without tokenizer files: fine-tuning would read
+    every word as [UNK] and exit 0. The error names the files; a missing folder is said to be missing."""
+    root, _ = setup
+    CtxBertForSequenceClassification(CtxBertConfig.from_pretrained(root / "config")).save_pretrained(tmp_path / "bare")
+    with pytest.raises(ValueError, match=r"no vocabulary, only its 5 special tokens.*tokenizer\.json, vocab\.txt"):
+        run(setup, "cola", "CoLA", tmp_path / "out", "--model_name_or_path", str(tmp_path / "bare"), "--do_eval")
+    with pytest.raises(FileNotFoundError, match=r"--model_name_or_path: .*/no/such/folder does not exist"):
+        run(setup, "cola", "CoLA", tmp_path / "out", "--model_name_or_path", str(tmp_path / "no/such/folder"),
+            "--tokenizer_name", str(root / "tokenizer"), "--do_eval")

@@ -74,3 +74,12 @@ def test_cli_train_tokenizer(corpus_file, tmp_path, capsys):
     assert "WordPiece tokenizer" in capsys.readouterr().out
     tokenizer = AutoTokenizer.from_pretrained(tmp_path / "tok")
     assert tokenizer.tokenize("Quick fox") == ["quick", "fox"]
+
+
+def test_train_tokenizer_refuses_an_output_path_that_is_a_file(corpus_file, tmp_path):
+    """transformers' save_pretrained logs and writes nothing when given a file; the command said "wrote"."""
+    target = tmp_path / "a_file"
+    target.write_text("keep me")
+    with pytest.raises(ValueError, match="output folder .*a_file is a file"):
+        cli_main(["train-tokenizer", str(corpus_file), "--output_dir", str(target), "--vocab_size", "100"])
+    assert target.read_text() == "keep me"
