@@ -317,3 +317,11 @@ def test_a_checkpoint_without_tokenizer_files_or_a_missing_path_is_refused(setup
     with pytest.raises(FileNotFoundError, match=r"--model_name_or_path: .*/no/such/folder does not exist"):
         run(setup, "cola", "CoLA", tmp_path / "out", "--model_name_or_path", str(tmp_path / "no/such/folder"),
             "--tokenizer_name", str(root / "tokenizer"), "--do_eval")
+
+
+def test_config_overrides_are_checked(setup, tmp_path):
+    """--config_overrides reach the config through from_pretrained(path, **overrides): checked there too."""
+    with pytest.raises(ValueError, match=r"hidden_dropout_prob must be in \[0, 1\), got 1.5"):
+        run(setup, "cola", "CoLA", tmp_path, "--config_overrides", "hidden_dropout_prob=1.5", "--do_eval")
+    with pytest.raises(ValueError, match=r"hidden_size \(32\) must be divisible by num_attention_heads \(3\)"):
+        run(setup, "cola", "CoLA", tmp_path, "--config_overrides", "num_attention_heads=3", "--do_eval")
