@@ -43,7 +43,12 @@ from hf_ctx.data.pretraining import (
     load_text_documents,
     preprocess_pretraining_logits,
 )
-from hf_ctx.checks import check_path_arguments, load_tokenizer
+from hf_ctx.checks import (
+    check_conflicting_arguments,
+    check_path_arguments,
+    check_positive_arguments,
+    load_tokenizer,
+)
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CtxTrainer,
@@ -58,6 +63,12 @@ from hf_ctx.training import (
 )
 
 logger = logging.getLogger(__name__)
+# (argument, argument it makes the script ignore): refused together.
+IGNORED_TOGETHER = [
+    ("model_name_or_path", "config_name"),
+    ("model_name_or_path", "config_overrides"),
+    ("dataset_name", "train_file"),
+]
 
 
 @dataclass
@@ -192,6 +203,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
     model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
     check_path_arguments(model_args)
+    check_conflicting_arguments(IGNORED_TOGETHER, model_args, data_args)
+    check_positive_arguments(data_args)
     # The checkpoint ("latest": the latest complete one) is resolved now: its tokenizer is the run's.
     training_args.resume_from_checkpoint = resolve_resume_checkpoint(
         training_args.resume_from_checkpoint, training_args.output_dir

@@ -38,7 +38,12 @@ from hf_ctx.data.bilm import (
     preprocess_bilm_logits,
     split_into_sentences,
 )
-from hf_ctx.checks import check_path_arguments, load_tokenizer
+from hf_ctx.checks import (
+    check_conflicting_arguments,
+    check_path_arguments,
+    check_positive_arguments,
+    load_tokenizer,
+)
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CtxTrainer,
@@ -50,6 +55,11 @@ from hf_ctx.training import (
 )
 
 logger = logging.getLogger(__name__)
+# (argument, argument it makes the script ignore): refused together.
+IGNORED_TOGETHER = [
+    ("model_name_or_path", "config_overrides"),
+    ("dataset_name", "train_file"),
+]
 
 
 @dataclass
@@ -143,6 +153,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
     model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
     check_path_arguments(model_args)
+    check_conflicting_arguments(IGNORED_TOGETHER, model_args, data_args)
+    check_positive_arguments(data_args, names=("max_words",))
 
     setup_logging(training_args, logger)
     transformers.set_seed(training_args.seed)

@@ -48,7 +48,12 @@ from hf_ctx.data.glue import (
     load_glue,
     write_glue_predictions,
 )
-from hf_ctx.checks import check_path_arguments, load_tokenizer
+from hf_ctx.checks import (
+    check_conflicting_arguments,
+    check_path_arguments,
+    check_positive_arguments,
+    load_tokenizer,
+)
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CtxTrainer,
@@ -60,6 +65,11 @@ from hf_ctx.training import (
 )
 
 logger = logging.getLogger(__name__)
+# (argument, argument it makes the script ignore): refused together.
+IGNORED_TOGETHER = [
+    ("model_name_or_path", "config_name"),
+    ("model_name_or_path", "model_type"),
+]
 
 # --model_type -> (model_type of its configs, model-card family)
 MODEL_TYPES = {"bert": ("hf_ctx_bert", "bert"), "elmo": ("hf_ctx_elmo", "elmo")}
@@ -146,6 +156,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
     model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
     check_path_arguments(model_args)
+    check_conflicting_arguments(IGNORED_TOGETHER, model_args, data_args)
+    check_positive_arguments(data_args)
 
     setup_logging(training_args, logger)
     transformers.set_seed(training_args.seed)

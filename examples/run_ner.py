@@ -50,7 +50,12 @@ from hf_ctx import (
 )
 from hf_ctx.data import conll
 from hf_ctx.data.bilm import build_vocabulary, count_words
-from hf_ctx.checks import check_path_arguments, load_tokenizer
+from hf_ctx.checks import (
+    check_conflicting_arguments,
+    check_path_arguments,
+    check_positive_arguments,
+    load_tokenizer,
+)
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CtxTrainer,
@@ -63,6 +68,12 @@ from hf_ctx.training import (
 )
 
 logger = logging.getLogger(__name__)
+# (argument, argument it makes the script ignore): refused together.
+IGNORED_TOGETHER = [
+    ("model_name_or_path", "model_type"),
+    ("model_name_or_path", "bilm_name_or_path"),
+    ("dataset_name", "train_file"),
+]
 
 MODEL_TYPES = ("bert", "elmo", "taglm")
 FAMILIES = {"hf_ctx_bert": "bert", "hf_ctx_elmo": "elmo", "hf_ctx_taglm": "taglm"}
@@ -140,7 +151,7 @@ def load_data(data_args: DataArguments, training_args: TrainingArguments) -> dat
     })
 
 
-def labels_for(model_args, data) -> list[str]:
+def labels_for(model_args, data_args, data) -> list[str]:
     """The tagger's labels: a finished tagger's own, else those of the training data."""
     if model_args.model_name_or_path is not None:
         config = AutoConfig.from_pretrained(model_args.model_name_or_path)
@@ -149,7 +160,7 @@ def labels_for(model_args, data) -> list[str]:
             return names
     if "train" not in data:
         raise ValueError("without a trained tagger (--model_name_or_path), the labels come from --train_file")
-    return conll.sort_labels(tag for tags in data["train"]["ner_tags"] for tag in tags)
+    return conll.scheme_labels((tag for tags in data["train"]["ner_tags"] for tag in tags), data_args.tag_scheme)
 
 
 def _bert_tokenizer(model_args, data, output_dir: str):
@@ -249,12 +260,14 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
     model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
     check_path_arguments(model_args)
+    check_conflicting_arguments(IGNORED_TOGETHER, model_args, data_args)
+    check_positive_arguments(data_args)
 
     setup_logging(training_args, logger)
     transformers.set_seed(training_args.seed)
 
     data = load_data(data_args, training_args)
-    labels = labels_for(model_args, data)
+    labels = labels_for(model_args, data_args, data)
     label2id = {label: i for i, label in enumerate(labels)}
     for split, dataset in data.items():
         conll.check_labels(dataset, label2id, split)

@@ -80,3 +80,47 @@ def load_tokenizer(name_or_path: str | os.PathLike, **kwargs):
     without a real vocabulary (`check_tokenizer_vocabulary`)."""
     check_local_path(name_or_path, "tokenizer")
     return check_tokenizer_vocabulary(AutoTokenizer.from_pretrained(name_or_path, **kwargs), name_or_path)
+
+
+def utf8_lines(f, path: str | os.PathLike):
+    """The lines of the open text file `f`; bytes that are not UTF-8 are a ValueError naming `path:line`."""
+    try:
+        yield from f
+    except UnicodeDecodeError as error:
+        raise invalid_utf8_error(path, error) from None
+
+
+def invalid_utf8_error(path: str | os.PathLike, error: UnicodeDecodeError) -> ValueError:
+    """A ValueError naming the file and the line of the first bytes that are not UTF-8 (`error` is what
+    decoding raised, which knows neither)."""
+    with open(path, "rb") as f:
+        for line_number, line in enumerate(f, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as line_error:
+                return ValueError(f"{os.fspath(path)}:{line_number}: not valid UTF-8 ({line_error.reason} at byte "
+                                  f"{line_error.start} of the line); save the file as UTF-8")
+    return ValueError(f"{os.fspath(path)}: not valid UTF-8 ({error}); save the file as UTF-8")
+
+
+def check_positive_arguments(*argument_groups, names=("max_seq_length",)) -> None:
+    """Refuse 0 or a negative value for the examples' size arguments `names` (0 would silently mean "the
+    model's limit" or give empty examples)."""
+    for group in argument_groups:
+        for name in names:
+            value = getattr(group, name, None)
+            if value is not None and value <= 0:
+                raise ValueError(f"--{name} must be a positive number, got {value}")
+
+
+def check_conflicting_arguments(pairs, *argument_groups) -> None:
+    """Refuse two arguments given together when the first makes the script ignore the second (e.g.
+    `--model_name_or_path` loads a finished config, so `--config_name` would be silently unused). `pairs`:
+    (argument, argument it overrides) names of the examples' argument dataclasses, both defaulting to None."""
+    given = {}
+    for group in argument_groups:
+        given.update({name: value for name, value in vars(group).items() if value is not None})
+    for first, second in pairs:
+        if first in given and second in given:
+            raise ValueError(f"--{first} and --{second} cannot be used together: with --{first} the run ignores "
+                             f"--{second}; give one of them")

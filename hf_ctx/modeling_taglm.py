@@ -190,6 +190,8 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
                 f"input_ids must be character ids of shape (batch, words, {self.config.max_characters_per_token}) "
                 f"as ElmoTokenizer returns them, got {shape}"
             )
+        if input_ids.shape[0] == 0:
+            raise ValueError("input_ids hold no sentences (batch size 0)")
         words = tuple(input_ids.shape[:2])
         if input_word_ids is None:
             raise ValueError("TagLM needs input_word_ids (batch, words): use an ElmoTokenizer with a word vocabulary")

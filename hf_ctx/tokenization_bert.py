@@ -11,6 +11,8 @@ from collections.abc import Iterable, Iterator
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from transformers import BertTokenizer
 
+from .checks import utf8_lines
+
 # BERT's special tokens; [PAD] first so that pad_token_id = 0 as CtxBertConfig expects.
 SPECIAL_TOKENS = {
     "pad_token": "[PAD]",
@@ -28,15 +30,13 @@ def iter_text_lines(files: Iterable[str | os.PathLike]) -> Iterator[str]:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"text file not found: {path}")
         found_text = False
-        with open(path, encoding="utf-8") as f:
-            try:
-                for line in f:
-                    line = line.strip()
-                    if line:
-                        found_text = True
-                        yield line
-            except UnicodeDecodeError as err:
-                raise ValueError(f"{path} is not valid UTF-8 ({err})") from err
+        # utf-8-sig: a byte-order mark is not text.
+        with open(path, encoding="utf-8-sig") as f:
+            for line in utf8_lines(f, path):
+                line = line.strip()
+                if line:
+                    found_text = True
+                    yield line
         if not found_text:
             raise ValueError(f"{path} holds no text (empty or only blank lines)")
 

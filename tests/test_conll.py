@@ -219,3 +219,30 @@ def test_seqeval_metric_rejects_mismatched_lengths():
     metric = load_metric("seqeval")
     with pytest.raises(ValueError, match="sentence 0 has 1 predicted tags but 2 gold tags"):
         metric.compute(predictions=[["O"]], references=[["O", "O"]])
+
+
+def test_a_dev_set_may_use_a_prefix_the_training_data_lacks():
+    """Training saw only I-LOC (IOB1 style), the dev set has B-LOC: the labels hold every prefix of the scheme
+    for each type seen, so the dev set is read; an unseen type is still an error."""
+    from datasets import Dataset
+
+    from hf_ctx.data.conll import check_labels, scheme_labels
+
+    labels = scheme_labels(["O", "I-LOC", "B-PER", "I-PER"], "IOB2")
+    assert labels == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
+    assert scheme_labels(["S-LOC"], "BIOES") == ["O", "B-LOC", "I-LOC", "E-LOC", "S-LOC"]
+    label2id = {label: i for i, label in enumerate(labels)}
+    check_labels(Dataset.from_dict({"ner_tags": [["B-LOC", "I-LOC", "O"]]}), label2id, "validation")
+    with pytest.raises(ValueError, match="label 'B-ORG'"):
+        check_labels(Dataset.from_dict({"ner_tags": [["B-ORG"]]}), label2id, "validation")
+
+
+def test_invalid_utf8_names_file_and_line_and_a_byte_order_mark_is_not_a_word(tmp_path):
+    from hf_ctx.data.conll import read_conll
+
+    path = tmp_path / "train.txt"
+    path.write_bytes("EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\n".encode() + b"Caf\xe9 NNP B-NP B-LOC\n")
+    with pytest.raises(ValueError, match=rf"{path}:4: not valid UTF-8"):
+        read_conll(path)
+    path.write_bytes("\ufeffEU NNP B-NP B-ORG\n".encode())
+    assert read_conll(path)[0]["tokens"] == ["EU"]

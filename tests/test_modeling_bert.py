@@ -561,3 +561,36 @@ def test_varlen_flash_attention_matches_padded_sdpa_on_gpu(dtype):
         varlen = unpadded(input_ids, attention_mask, token_type_ids).last_hidden_state
     real = attention_mask.bool()
     torch.testing.assert_close(varlen[real], reference[real], atol=2e-2, rtol=2e-2)
+
+
+# --- bad or unusual input (reliability issue) ----------------------------------------------------------------
+
+def test_an_empty_batch_and_a_mask_that_is_not_0_1_are_refused():
+    model = CtxBertModel(tiny_config()).eval()
+    with pytest.raises(ValueError, match=r"the batch is empty \(shape \(0, 5\)\)"):
+        model(torch.zeros(0, 5, dtype=torch.long))
+    input_ids, attention_mask, _ = padded_batch()
+    additive = torch.zeros(attention_mask.shape).masked_fill(attention_mask == 0, float("-inf"))
+    with pytest.raises(ValueError, match="attention_mask must hold 1 for real tokens and 0 for padding; it has 12 "):
+        model(input_ids, attention_mask=additive)
+    with torch.no_grad():  # 0/1 in any dtype reads as the integer mask
+        expected = model(input_ids, attention_mask=attention_mask).last_hidden_state
+        for mask in (attention_mask.float(), attention_mask.bool()):
+            torch.testing.assert_close(model(input_ids, attention_mask=mask).last_hidden_state, expected)
+
+
+def test_the_pooler_reads_the_first_real_token_on_both_paths_with_left_padding():
+    """Left padding: position 0 is padding, where the padded path has a meaningless state and the unpadded
+    path zeros; both pool the first real token ([CLS]) now, so they agree."""
+    model = CtxBertModel(tiny_config()).eval()
+    input_ids, attention_mask, _ = padded_batch()
+    left_mask = attention_mask.flip(1)
+    outputs = {}
+    for unpad in (False, True):
+        model.config.unpad_inputs = unpad
+        with torch.no_grad():
+            outputs[unpad] = model(input_ids, attention_mask=left_mask)
+    torch.testing.assert_close(outputs[True].pooler_output, outputs[False].pooler_output, atol=1e-5, rtol=1e-5)
+    first_real = torch.tensor([0, 4, 8])  # rows with 11, 7 and 3 real tokens, right-aligned
+    hidden = outputs[False].last_hidden_state[torch.arange(3), first_real]
+    torch.testing.assert_close(outputs[False].pooler_output, torch.tanh(model.pooler.dense(hidden)))

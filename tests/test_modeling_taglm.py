@@ -280,3 +280,9 @@ def test_token_classification_pipeline_gives_the_crf_decoding(bilm_dir):
     (split_result,) = tagger(words, is_split_into_words=True)  # a batch of one, as transformers returns it
     assert [(e["word"], e["entity"]) for e in split_result] == [(e["word"], e["entity"]) for e in entities]
     assert split_result[1]["start"] == len("Anna ")  # offsets in the words joined by single spaces
+
+
+def test_an_empty_batch_is_refused():
+    model = TagLMForTokenClassification(tiny_config())
+    with pytest.raises(ValueError, match=r"batch size 0"):
+        model(input_ids=torch.zeros(0, 3, 50, dtype=torch.long), input_word_ids=torch.zeros(0, 3, dtype=torch.long))

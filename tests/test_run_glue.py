@@ -325,3 +325,13 @@ def test_config_overrides_are_checked(setup, tmp_path):
         run(setup, "cola", "CoLA", tmp_path, "--config_overrides", "hidden_dropout_prob=1.5", "--do_eval")
     with pytest.raises(ValueError, match=r"hidden_size \(32\) must be divisible by num_attention_heads \(3\)"):
         run(setup, "cola", "CoLA", tmp_path, "--config_overrides", "num_attention_heads=3", "--do_eval")
+
+
+def test_arguments_that_would_be_ignored_or_meaningless_are_refused(setup, tmp_path):
+    root, _ = setup
+    with pytest.raises(ValueError, match="--max_seq_length must be a positive number, got 0"):
+        run(setup, "cola", "CoLA", tmp_path, "--max_seq_length", "0", "--do_eval")
+    # --model_name_or_path brings its own config: --config_name was silently unused.
+    with pytest.raises(ValueError, match="--model_name_or_path and --config_name cannot be used together"):
+        run(setup, "cola", "CoLA", tmp_path, "--model_name_or_path", str(root / "config"), "--config_name",
+            str(root / "config"), "--do_eval")

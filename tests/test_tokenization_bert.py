@@ -62,7 +62,7 @@ def test_bad_inputs(tmp_path, corpus_file):
     with pytest.raises(ValueError, match="blank.txt holds no text"):
         train_wordpiece_tokenizer([tmp_path / "blank.txt"])
     (tmp_path / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
-    with pytest.raises(ValueError, match="latin1.txt is not valid UTF-8"):
+    with pytest.raises(ValueError, match=r"latin1.txt:\d+: not valid UTF-8"):
         train_wordpiece_tokenizer([tmp_path / "latin1.txt"])
     with pytest.raises(ValueError, match="vocab_size"):
         train_wordpiece_tokenizer([corpus_file], vocab_size=3)
@@ -116,3 +116,10 @@ def test_training_is_deterministic_and_learns_what_the_wordpiece_trainer_learns(
     # Every token but those a tie decided: the last merges, of the smallest count.
     assert len(set(ours) & set(reference.get_vocab())) >= 270
     assert {t for t in reference.get_vocab() if len(t.removeprefix("##")) == 1} <= set(ours)  # the alphabet
+
+
+def test_a_byte_order_mark_is_not_a_training_word(tmp_path):
+    path = tmp_path / "bom.txt"
+    path.write_text("\ufeff" + "\n".join(CORPUS), encoding="utf-8")
+    tokenizer = train_wordpiece_tokenizer([path], vocab_size=200, min_frequency=1)
+    assert not any("\ufeff" in token for token in tokenizer.get_vocab())

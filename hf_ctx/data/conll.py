@@ -21,6 +21,8 @@ from pathlib import Path
 
 from datasets import ClassLabel, Dataset, DatasetDict, Sequence
 
+from ..checks import utf8_lines
+
 logger = logging.getLogger(__name__)
 
 TAG_SCHEMES = ("IOB1", "IOB2", "BIOES")
@@ -68,8 +70,9 @@ def read_conll(path: str | Path, num_columns: int | None = 4) -> list[dict]:
             sentences.append(sentence)
         current = []
 
-    with path.open(encoding="utf-8") as f:
-        for line_number, line in enumerate(f, start=1):
+    # utf-8-sig: a byte-order mark is not part of the first word.
+    with path.open(encoding="utf-8-sig") as f:
+        for line_number, line in enumerate(utf8_lines(f, path), start=1):
             fields = line.split()
             if not fields:
                 flush()
@@ -178,6 +181,22 @@ def convert_tags(tags: list[str], source: str, target: str) -> list[str]:
 def crf_scheme(tag_scheme: str) -> str:
     """The `hf_ctx.crf.allowed_transitions` name of a tag scheme ("IOB2" is called "BIO" there)."""
     return "BIO" if tag_scheme == "IOB2" else tag_scheme
+
+
+# The prefixes each scheme writes entity tags with.
+SCHEME_PREFIXES = {"IOB1": ("B", "I"), "IOB2": ("B", "I"), "BIOES": ("B", "I", "E", "S")}
+
+
+def scheme_labels(tags, scheme: str) -> list[str]:
+    """'O' and every label `scheme` has for each entity type among `tags`, in `sort_labels` order.
+
+    The labels of a tagger trained on `tags`: a dev or test set may use a prefix the training data never does
+    for a type (training saw only `I-LOC`, the dev set has `B-LOC`), and is then still read.
+    """
+    if scheme not in SCHEME_PREFIXES:
+        raise ValueError(f"unknown tag scheme {scheme!r}; expected one of {TAG_SCHEMES}")
+    types = {entity for entity in (split_tag(tag)[1] for tag in tags) if entity}
+    return sort_labels(["O", *(f"{prefix}-{entity}" for entity in types for prefix in SCHEME_PREFIXES[scheme])])
 
 
 def sort_labels(labels) -> list[str]:
