@@ -34,6 +34,7 @@ import run_ner  # noqa: E402
 from hf_ctx import WordTokenClassificationPipeline  # noqa: E402
 from hf_ctx.data.conll import read_conll  # noqa: E402
 from hf_ctx.data.synthetic_ner import generate_ner_corpus  # noqa: E402
+from hf_ctx.errors import run_script  # noqa: E402
 
 # A biLM small enough to pretrain in about a minute on a CPU: no clipping, so torch's fused LSTM runs it.
 TINY_BILM = {
@@ -54,6 +55,9 @@ class EndToEndArguments:
         default=None, metadata={"help": "raw text for the biLM, besides the training sentences (default: generated)"}
     )
     num_train_sentences: int = field(default=1500, metadata={"help": "generated data: tagged training sentences"})
+    num_eval_sentences: int = field(
+        default=300, metadata={"help": "generated data: tagged sentences in each of validation and test"}
+    )
     num_raw_sentences: int = field(default=6000, metadata={"help": "generated data: raw sentences for the biLM"})
     bilm_config: str = field(default=json.dumps(TINY_BILM), metadata={"help": "JSON ElmoConfig overrides of the biLM"})
     bilm_epochs: float = field(default=3.0, metadata={"help": "biLM pretraining epochs"})
@@ -74,6 +78,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     if args.train_file is None:
         data = generate_ner_corpus(out / "data", num_train=args.num_train_sentences,
+                                   num_validation=args.num_eval_sentences, num_test=args.num_eval_sentences,
                                    num_raw=args.num_raw_sentences, seed=args.seed)
         train, validation, test, raw = data["train"], data["validation"], data["test"], [data["raw"]]
         print(f"[1/4] generated a NER corpus in {out / 'data'}")
@@ -83,7 +88,7 @@ def main(argv: list[str] | None = None) -> dict:
         train, validation, test, raw = args.train_file, args.validation_file, args.test_file, args.raw_text_file or []
         print(f"[1/4] data: {train}, {validation}" + (f", {test}" if test else ""))
 
-    # The biLM reads raw text: the given text plus the words of the training sentences, one sentence a line.
+    # The biLM reads raw text: the given text plus the words of the training sentences, one sentence per line.
     training_text = out / "bilm_training_text.txt"
     training_text.parent.mkdir(parents=True, exist_ok=True)
     training_text.write_text("".join(" ".join(s["tokens"]) + "\n" for s in read_conll(train)), encoding="utf-8")
@@ -125,4 +130,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -29,6 +29,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 
+import numpy as np
 import transformers
 from datasets import load_dataset
 from transformers import AutoModelForPreTraining, HfArgumentParser, TrainingArguments
@@ -49,9 +50,11 @@ from hf_ctx.checks import (
     check_positive_arguments,
     load_tokenizer,
 )
+from hf_ctx.errors import run_script
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CtxTrainer,
+    evaluation_data,
     first_examples,
     hold_out_validation,
     parse_config_overrides,
@@ -87,7 +90,7 @@ class ModelArguments:
     tokenizer_name: str | None = field(
         default=None, metadata={"help": "a tokenizer folder; by default one is trained on the training text"}
     )
-    vocab_size: int = field(default=30522, metadata={"help": "vocabulary size of the tokenizer trained here"})
+    vocab_size: int = field(default=8000, metadata={"help": "vocabulary size of the tokenizer trained here"})
     lowercase: bool = field(default=True, metadata={"help": "lower-case (uncased BERT) the tokenizer trained here"})
     sparse_prediction: bool = field(
         default=True, metadata={"help": "run the MLM decoder only on masked tokens (same loss, less compute)"}
@@ -142,7 +145,10 @@ def load_documents(data_args: DataArguments, seed: int):
         validation = read(data_args.validation_file) if data_args.validation_file else None
     else:
         raise ValueError("give --train_file or --dataset_name")
-    train, validation = hold_out_validation(train, validation, data_args.validation_split_percentage, seed)
+    one_document = (". A text file without blank lines is one document: if each line is a document, pass "
+                    "--document_boundary line" if data_args.document_boundary == "blank_line" else "")
+    train, validation = hold_out_validation(train, validation, data_args.validation_split_percentage, seed,
+                                            hint=one_document)
     return train, validation, text_column
 
 
@@ -199,6 +205,28 @@ def card_hyperparameters(model_args: ModelArguments, data_args: DataArguments, t
     return settings
 
 
+# BERT makes half of its NSP pairs IsNext; well below that, NSP accuracy mostly measures the majority class.
+MIN_IS_NEXT_SHARE = 0.4
+
+
+def warn_if_few_is_next_pairs(dataset) -> float:
+    """Warn when fewer than `MIN_IS_NEXT_SHARE` of the NSP pairs are IsNext (label 0); returns the share.
+
+    A document of one segment (one line, or one paragraph) only makes NotNext pairs: raw text with a paragraph a
+    line, or corpora of one-sentence documents, give mostly NotNext.
+    """
+    labels = np.asarray(dataset.with_format("numpy")["next_sentence_label"])
+    share = float((labels == 0).mean()) if len(labels) else 1.0
+    if share < MIN_IS_NEXT_SHARE:
+        logger.warning(
+            f"only {share:.1%} of the {len(labels):,} next-sentence training pairs are IsNext (BERT's recipe makes "
+            f"half): most documents have one segment, so the NSP accuracy will mostly show the majority class. "
+            f"For text with a paragraph a line, --split_sentences cuts it into sentence segments; for one-sentence "
+            f"documents, --objective mlm"
+        )
+    return share
+
+
 def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
     model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
@@ -226,7 +254,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             f"--max_seq_length {data_args.max_seq_length} exceeds the model's max_position_embeddings "
             f"({model.config.max_position_embeddings})"
         )
-    logger.info(f"model: {model.num_parameters():,} parameters, config {model.config.to_diff_dict()}")
+    config = model.config
+    logger.info(f"model: {model.num_parameters():,} parameters, {config.num_hidden_layers} layers of "
+                f"{config.hidden_size} (config.json has the rest)")
 
     collator = DataCollatorForPretraining(
         tokenizer,
@@ -250,6 +280,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         if training_args.do_train:
             train_dataset = build_pretraining_dataset(train_documents, **build)
             train_dataset = first_examples(train_dataset, data_args.max_train_samples)
+            if data_args.objective == "mlm_nsp":
+                warn_if_few_is_next_pairs(train_dataset)
         if training_args.do_eval:
             eval_dataset = build_pretraining_dataset(validation_documents, **build)
             eval_dataset = first_examples(eval_dataset, data_args.max_eval_samples)
@@ -279,6 +311,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             dataset_name=training_data_name(data_args.dataset_name, data_args.train_file),
             dataset_id=data_args.dataset_name,
             dataset_config=data_args.dataset_config_name,
+            **evaluation_data(data_args.dataset_name, data_args.validation_file, data_args.train_file,
+                              validation_documents, data_args.validation_split_percentage),
             eval_metrics={"validation": eval_metrics} if eval_metrics else None,
             base_model=model_args.model_name_or_path,
             hyperparameters=card_hyperparameters(model_args, data_args, tokenizer),
@@ -287,4 +321,4 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

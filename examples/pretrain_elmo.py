@@ -44,9 +44,11 @@ from hf_ctx.checks import (
     check_positive_arguments,
     load_tokenizer,
 )
+from hf_ctx.errors import run_script
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CtxTrainer,
+    evaluation_data,
     first_examples,
     hold_out_validation,
     setup_logging,
@@ -168,8 +170,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         eval_sentences = sentences(validation_lines, data_args, data_args.max_eval_samples) if training_args.do_eval \
             else None
     model, tokenizer = build_model_and_tokenizer(model_args, train_sentences)
-    logger.info(f"biLM: {model.num_parameters():,} parameters, {tokenizer.vocab_size:,} words, "
-                f"config {model.config.to_diff_dict()}")
+    lstm = model.config.lstm
+    logger.info(f"biLM: {model.num_parameters():,} parameters, {tokenizer.vocab_size:,} words, {lstm['n_layers']} "
+                f"LSTM layers of {lstm['dim']} cells projected to {lstm['projection_dim']} (config.json has the rest)")
 
     # The examples keep their words (the collator encodes them), and the word ids are the labels.
     training_args.remove_unused_columns = False
@@ -190,6 +193,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if training_args.do_train:
         dataset_name = training_data_name(data_args.dataset_name, data_args.train_file)
         finish_run(trainer, "elmo", dataset_name=dataset_name, dataset_id=data_args.dataset_name,
+                   **evaluation_data(data_args.dataset_name, data_args.validation_file, data_args.train_file,
+                                     validation_lines, data_args.validation_split_percentage),
                    eval_metrics={"validation": eval_metrics} if eval_metrics else None,
                    hyperparameters={"vocab_min_count": model_args.vocab_min_count, "max_words": data_args.max_words,
                                     "num_sampled": model_args.num_sampled})
@@ -197,4 +202,4 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

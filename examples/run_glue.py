@@ -54,6 +54,7 @@ from hf_ctx.checks import (
     check_positive_arguments,
     load_tokenizer,
 )
+from hf_ctx.errors import run_script
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CtxTrainer,
@@ -247,6 +248,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             dataset_config=task.name,
             training_data=f"the {task.folder} training set" + (f" (first {len(encoded['train']):,} examples)"
                                                              if data_args.max_train_samples else ""),
+            # Evaluated on the task's dev set: its files (--data_dir) or the Hub dataset's validation split(s).
+            eval_dataset_name=(f"GLUE {task.folder} " + ", ".join(task.split_files[s] for s in task.validation_splits)
+                               if data_args.data_dir else data_args.dataset_name),
+            eval_dataset_id=None if data_args.data_dir else data_args.dataset_name,
             eval_metrics={"validation": finite} if finite else None,
             base_model=model_args.model_name_or_path,
             hyperparameters={"max_seq_length": data_args.max_seq_length},
@@ -255,4 +260,4 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

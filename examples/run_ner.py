@@ -46,6 +46,7 @@ from hf_ctx import (
     ElmoTokenizer,
     TagLMConfig,
     TagLMForTokenClassification,
+    tag_schemes,
     train_wordpiece_tokenizer,
 )
 from hf_ctx.data import conll
@@ -56,9 +57,11 @@ from hf_ctx.checks import (
     check_positive_arguments,
     load_tokenizer,
 )
+from hf_ctx.errors import run_script
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CtxTrainer,
+    evaluation_data,
     parse_config_overrides,
     record_metrics,
     setup_logging,
@@ -118,7 +121,7 @@ class DataArguments:
     num_columns: int | None = field(
         default=4, metadata={"help": "columns per CoNLL word line (4 for CoNLL-2003; 0 = from the first line)"}
     )
-    tag_scheme: str = field(default="IOB2", metadata={"help": f"tags used for training, one of {conll.TAG_SCHEMES}"})
+    tag_scheme: str = field(default="IOB2", metadata={"help": f"tags used for training, one of {tag_schemes.SCHEME_NAMES}"})
     max_seq_length: int | None = field(
         default=None,
         metadata={"help": "longest input: sub-tokens for BERT (default: the model's maximum), words for ELMo/TagLM "
@@ -160,7 +163,7 @@ def labels_for(model_args, data_args, data) -> list[str]:
             return names
     if "train" not in data:
         raise ValueError("without a trained tagger (--model_name_or_path), the labels come from --train_file")
-    return conll.scheme_labels((tag for tags in data["train"]["ner_tags"] for tag in tags), data_args.tag_scheme)
+    return tag_schemes.scheme_labels((tag for tags in data["train"]["ner_tags"] for tag in tags), data_args.tag_scheme)
 
 
 def _bert_tokenizer(model_args, data, output_dir: str):
@@ -220,7 +223,7 @@ def build_tagger(model_args, data_args, labels: list[str], data, output_dir: str
                                            pad_token_id=tokenizer.pad_token_id, **label_fields, **overrides)
         return CtxBertForTokenClassification(config), tokenizer, "bert"
     if model_args.model_type == "taglm":
-        overrides.setdefault("tag_scheme", conll.crf_scheme(data_args.tag_scheme))
+        overrides.setdefault("tag_scheme", data_args.tag_scheme)
         return (*_build_taglm(model_args, label_fields, overrides, data), "taglm")
     if model_args.model_type == "elmo":
         if model_args.bilm_name_or_path is None:
@@ -307,10 +310,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if training_args.do_train:
         dataset_name = training_data_name(data_args.dataset_name, data_args.train_file)
         finish_run(trainer, family, dataset_name=dataset_name, dataset_id=data_args.dataset_name,
+                   **evaluation_data(data_args.dataset_name, data_args.validation_file),
                    eval_metrics={"validation": eval_metrics} if eval_metrics else None,
                    hyperparameters={"tag_scheme": data_args.tag_scheme})
     return metrics
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -79,8 +79,9 @@ _AUTO_TOKENIZERS.append((ElmoConfig, ElmoTokenizer))
 
 # --- TagLM ------------------------------------------------------------------
 from .configuration_taglm import TagLMConfig
-from .crf import ConditionalRandomField, allowed_transitions
+from .crf import ConditionalRandomField
 from .modeling_taglm import TagLMForTokenClassification, TagLMPreTrainedModel
+from .tag_schemes import allowed_transitions
 from .word_tagging_pipeline import WordTokenClassificationPipeline
 
 _AUTO_CONFIGS.append(TagLMConfig)

@@ -1,7 +1,21 @@
-"""The ``hf-ctx`` console script: one subcommand per task, each a thin wrapper over a library function."""
+"""The `hf-ctx` console script: one subcommand per task, each a thin wrapper over a library function.
+
+Only the standard library is imported here: a subcommand imports what it needs when it runs, and the console
+script's entry point (`hf_ctx_cli.py`, outside the package) loads this file without running `hf_ctx/__init__.py`
+(which imports torch and transformers to register hf_ctx's models), so that `--help`, `--version` and argument
+errors answer at once.
+"""
 
 import argparse
+import ast
 import sys
+import warnings
+from pathlib import Path
+
+DESCRIPTION = """\
+hf_ctx command line: train a BERT WordPiece tokenizer, and convert transformers BERT and published ELMo
+checkpoints into hf_ctx checkpoints. Errors in the input print one line (error: ...) and exit with status 1;
+--debug, or HF_CTX_DEBUG=1 in the environment, shows the traceback instead."""
 
 
 def _add_convert_bert(subparsers):
@@ -21,13 +35,24 @@ def _add_convert_bert(subparsers):
 
 
 def _add_train_tokenizer(subparsers):
-    p = subparsers.add_parser("train-tokenizer", help="train a WordPiece tokenizer from raw text files")
+    p = subparsers.add_parser(
+        "train-tokenizer", help="train a WordPiece tokenizer from raw text files",
+        description="Train a BERT WordPiece tokenizer (transformers' BertTokenizer) from raw text files and save it "
+                    "with save_pretrained.",
+    )
     p.add_argument("files", nargs="+", help="raw text files, one sentence or paragraph a line")
-    p.add_argument("--output_dir", required=True)
-    p.add_argument("--vocab_size", type=int, default=30522)
-    p.add_argument("--min_frequency", type=int, default=2)
-    p.add_argument("--cased", action="store_true", help="keep case (default: lower-case and strip accents)")
-    p.add_argument("--model_max_length", type=int, default=512)
+    p.add_argument("--output_dir", required=True, help="where to save the tokenizer files")
+    p.add_argument("--vocab_size", type=int, default=8000,
+                   help="vocabulary size, special tokens included (the corpus' whole alphabet is kept, so the "
+                        "result may be a little larger; default %(default)s)")
+    p.add_argument("--min_frequency", type=int, default=2, help="least number of occurrences of a merged piece (default %(default)s)")
+    p.add_argument("--lowercase", dest="lowercase", action="store_true", default=True,
+                   help="lower-case the text and strip accents (uncased BERT; the default)")
+    p.add_argument("--no_lowercase", dest="lowercase", action="store_false", help="keep case and accents (cased BERT)")
+    p.add_argument("--cased", dest="lowercase", action=_DeprecatedCased, nargs=0, help=argparse.SUPPRESS)
+    p.add_argument("--model_max_length", type=int, default=512,
+                   help="longest input, in tokens, the tokenizer allows: the model's max_position_embeddings "
+                        "(default %(default)s)")
 
     def run(args):
         from .checks import check_output_dir
@@ -38,7 +63,7 @@ def _add_train_tokenizer(subparsers):
             args.files,
             vocab_size=args.vocab_size,
             min_frequency=args.min_frequency,
-            lowercase=not args.cased,
+            lowercase=args.lowercase,
             model_max_length=args.model_max_length,
         )
         tokenizer.save_pretrained(args.output_dir)
@@ -63,18 +88,48 @@ def _add_convert_elmo(subparsers):
     p.set_defaults(func=run)
 
 
+class _DeprecatedCased(argparse.Action):
+    """`--cased`, the old spelling of `--no_lowercase`: still accepted, with a warning."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        warnings.warn("--cased is deprecated; use --no_lowercase (the spelling of examples/pretrain_bert.py)",
+                      FutureWarning, stacklevel=2)
+        setattr(namespace, self.dest, False)
+
+
 # Each model adds its subcommands here.
 _SUBCOMMANDS = [_add_convert_bert, _add_train_tokenizer]
 _SUBCOMMANDS.append(_add_convert_elmo)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="hf-ctx", description=__doc__)
-    subparsers = parser.add_subparsers(dest="command", required=True)
+def package_version() -> str:
+    """hf_ctx's `__version__`, read from `__init__.py` without importing the package (as setuptools reads it)."""
+    tree = ast.parse(Path(__file__).with_name("__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__version__" for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise RuntimeError("hf_ctx/__init__.py defines no __version__")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hf-ctx", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"hf_ctx {package_version()}")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in _SUBCOMMANDS:
         add(subparsers)
-    args = parser.parse_args(argv)
-    return args.func(args)
+    for subparser in subparsers.choices.values():  # `hf-ctx COMMAND ... --debug` works too
+        subparser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                               help="show the full traceback of an error")
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    from .errors import user_errors_as_messages
+
+    with user_errors_as_messages(args.debug):
+        return args.func(args)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from .configuration_checks import (
     positive_number,
     probability,
 )
+from .elmo_characters import N_CHARACTERS
 
 # The `char_cnn` and `lstm` sections of bilm-tf's options.json, with the values of the original model.
 DEFAULT_CHAR_CNN = {
@@ -41,9 +42,6 @@ ELMO_PRESETS = {
 }
 
 ACTIVATIONS = ("relu", "tanh")
-# ELMo's character ids: 256 byte values and 5 markers (begin/end of sentence, begin/end of word, padding), all
-# shifted by one so that 0 means "no word here".
-N_CHARACTERS = 262
 
 
 def _merge(defaults: dict, given: dict | None, section: str) -> dict:

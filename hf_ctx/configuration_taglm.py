@@ -3,11 +3,11 @@
 from transformers import PreTrainedConfig
 
 from .configuration_checks import CheckedConfig, one_of, optional, positive_int, positive_number, probability
+from .elmo_characters import N_CHARACTERS, PADDING_CHARACTER_ID
+from .tag_schemes import SCHEME_NAMES
 
 CHAR_REPRESENTATIONS = ("cnn", "gru")
 RNN_TYPES = ("gru", "lstm")
-# Tag schemes the CRF can constrain (see `hf_ctx.crf.allowed_transitions`); None leaves transitions free.
-CRF_TAG_SCHEMES = ("BIO", "IOB2", "IOB1", "BIOES")
 
 
 def _check_bilm_config(name: str, value) -> None:
@@ -71,9 +71,9 @@ class TagLMConfig(CheckedConfig, PreTrainedConfig):
         vocab_size=10000,
         word_embedding_dim=50,
         char_representation="cnn",
-        n_characters=262,
+        n_characters=N_CHARACTERS,
         max_characters_per_token=50,
-        char_padding_id=261,
+        char_padding_id=PADDING_CHARACTER_ID,
         char_embedding_dim=25,
         char_cnn_filters=30,
         char_cnn_width=3,
@@ -122,7 +122,7 @@ class TagLMConfig(CheckedConfig, PreTrainedConfig):
         "dropout": probability,
         "bilm_config": _check_bilm_config,
         "bilm_layers": _check_bilm_layers,
-        "tag_scheme": optional(one_of(CRF_TAG_SCHEMES), "every transition allowed"),
+        "tag_scheme": optional(one_of(SCHEME_NAMES), "every transition allowed"),
         "initializer_range": positive_number,
     }
 

@@ -126,6 +126,33 @@ def bilm_tf_state_dict(config: ElmoConfig, weights_hdf5) -> dict[str, torch.Tens
     return {name: torch.from_numpy(np.ascontiguousarray(value)) for name, value in state.items()}
 
 
+# Every HDF5 file starts with this signature (at byte 0, or at 512, 1024, ... after a user block).
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+def _file_kind(path) -> str:
+    """"hdf5", "json" (text starting with `{`) or "other", from the first bytes of `path`."""
+    with open(path, "rb") as f:
+        head = f.read(2048)
+    if any(head[offset:offset + 8] == _HDF5_SIGNATURE for offset in (0, 512, 1024)):
+        return "hdf5"
+    return "json" if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{") else "other"
+
+
+def _check_argument_order(options_json, weights_hdf5) -> None:
+    """Name the files the arguments got when the options and the weights are swapped or of the wrong kind."""
+    options_kind, weights_kind = _file_kind(options_json), _file_kind(weights_hdf5)
+    if options_kind == "hdf5" and weights_kind == "json":
+        raise ValueError(f"the arguments are swapped: the options file (OPTIONS_JSON, first) must be the JSON file "
+                         f"{weights_hdf5}, and the weights (WEIGHTS_HDF5, second) the HDF5 file {options_json}")
+    if options_kind == "hdf5":
+        raise ValueError(f"OPTIONS_JSON (the first argument) must be bilm-tf's options.json, but {options_json} is "
+                         f"an HDF5 file (the weights?)")
+    if weights_kind != "hdf5":
+        raise ValueError(f"WEIGHTS_HDF5 (the second argument) must be bilm-tf's weights.hdf5, but {weights_hdf5} is "
+                         f"not an HDF5 file" + (" (it is JSON: the options?)" if weights_kind == "json" else ""))
+
+
 def convert_elmo_checkpoint(options_json, weights_hdf5, output_dir, vocab_file=None) -> ElmoModel:
     """Write the ELMo of `options_json` + `weights_hdf5` as an hf_ctx checkpoint in `output_dir`.
 
@@ -134,6 +161,7 @@ def convert_elmo_checkpoint(options_json, weights_hdf5, output_dir, vocab_file=N
     for further pretraining with `ElmoForBiLM`, whose softmax the published files do not contain). Returns the
     converted model. Its vectors are the original's for a batch started from zero LSTM states.
     """
+    _check_argument_order(options_json, weights_hdf5)
     check_output_dir(output_dir)
     with open(options_json, encoding="utf-8") as f:
         try:

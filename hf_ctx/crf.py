@@ -7,9 +7,10 @@ The CRF scores a tag sequence y_1..y_n for emissions e (B, S, T) as
     start[y_1] + sum_i e[i, y_i] + sum_i transitions[y_i, y_{i+1}] + end[y_n]
 
 and the log-likelihood of the gold sequence is its score minus log Z, the log-sum-exp over all sequences
-(forward algorithm). Transitions that a tagging scheme forbids (e.g. `O -> I-PER` in BIO) get a fixed penalty
-of -10000 instead of -inf, as AllenNLP does: it keeps the log-likelihood finite (no NaN gradients) if a gold
-sequence breaks the scheme, while no decoded sequence ever uses such a transition in practice.
+(forward algorithm). Transitions that a tagging scheme forbids (e.g. `O -> I-PER` in BIO; see
+`tag_schemes.allowed_transitions`) get a fixed penalty of -10000 instead of -inf, as AllenNLP does. The finite
+penalty keeps the log-likelihood finite (no NaN gradients) if a gold sequence breaks the scheme, while no decoded
+sequence ever uses such a transition in practice.
 
 Masks are (B, S) booleans that are True on a prefix of each row (the words of the sentence, padding after).
 A row with no word has log-likelihood 0 and decodes to no tag. Everything runs in float32, also inside
@@ -19,81 +20,10 @@ A row with no word has log-likelihood 0 and decodes to no tag. Everything runs i
 import torch
 from torch import nn
 
-# Tag-scheme names accepted by `allowed_transitions`; "IOB2" is another name for "BIO".
-TAG_SCHEMES = ("BIO", "IOB2", "IOB1", "BIOES")
+from .losses import IGNORE_INDEX
 
 # Score given to a forbidden transition (see the module docstring for why it is finite).
 FORBIDDEN_SCORE = -10000.0
-
-# Tag ids outside the mask in decoded sequences: the index PyTorch losses and `Trainer` ignore.
-PAD_TAG_ID = -100
-
-
-def _split_label(label: str) -> tuple[str, str]:
-    """'B-PER' -> ('B', 'PER'); 'O' -> ('O', '')."""
-    if label == "O":
-        return "O", ""
-    prefix, sep, entity = label.partition("-")
-    if not sep or len(prefix) != 1 or not entity:
-        raise ValueError(f"label {label!r} is neither 'O' nor of the form '<prefix>-<type>' (e.g. 'B-PER')")
-    return prefix, entity
-
-
-def _is_transition_allowed(scheme: str, from_prefix: str, from_entity: str, to_prefix: str, to_entity: str) -> bool:
-    """Whether `from -> to` may occur in `scheme`; START and END are the sentence boundaries."""
-    same = from_entity == to_entity
-    if scheme in ("BIO", "IOB2"):
-        if from_prefix == "START":
-            return to_prefix in ("O", "B")
-        if to_prefix == "END":
-            return from_prefix in ("O", "B", "I")
-        # I-x continues an entity of type x; O and B-y may follow anything.
-        return to_prefix in ("O", "B") or (to_prefix == "I" and from_prefix in ("B", "I") and same)
-    if scheme == "IOB1":
-        if from_prefix == "START":
-            # B-x only separates two adjacent entities of the same type, so it never starts a sentence.
-            return to_prefix in ("O", "I")
-        if to_prefix == "END":
-            return from_prefix in ("O", "B", "I")
-        return to_prefix in ("O", "I") or (to_prefix == "B" and from_prefix in ("B", "I") and same)
-    if scheme == "BIOES":
-        if from_prefix == "START":
-            return to_prefix in ("O", "B", "S")
-        if to_prefix == "END":
-            return from_prefix in ("O", "E", "S")
-        if to_prefix in ("O", "B", "S"):
-            return from_prefix in ("O", "E", "S")
-        # I-x and E-x continue an open entity of type x.
-        return from_prefix in ("B", "I") and same
-    raise ValueError(f"unknown tag scheme {scheme!r}; expected one of {TAG_SCHEMES}")
-
-
-def allowed_transitions(scheme: str, id2label: dict[int, str]) -> list[tuple[int, int]]:
-    """The (from_id, to_id) pairs that `scheme` allows between the labels of `id2label`.
-
-    Id `T` (= len(id2label)) stands for the start of the sentence and `T + 1` for its end, so the result also
-    says which tags may begin and end a sentence. Labels are 'O' or '<prefix>-<type>'; the prefixes must belong
-    to the scheme (B/I for BIO and IOB1, B/I/E/S for BIOES).
-    """
-    if scheme not in TAG_SCHEMES:
-        raise ValueError(f"unknown tag scheme {scheme!r}; expected one of {TAG_SCHEMES}")
-    prefixes = {"BIO": "BIO", "IOB2": "BIO", "IOB1": "BIO", "BIOES": "BIOES"}[scheme]
-    num_tags = len(id2label)
-    parts = {}
-    for tag_id, label in id2label.items():
-        prefix, entity = _split_label(label)
-        if prefix not in prefixes:
-            raise ValueError(f"label {label!r} (id {tag_id}) has prefix {prefix!r}, which {scheme} does not use")
-        parts[int(tag_id)] = (prefix, entity)
-    parts[num_tags] = ("START", "")
-    parts[num_tags + 1] = ("END", "")
-    return [
-        (i, j)
-        for i, (from_prefix, from_entity) in parts.items()
-        if from_prefix != "END"
-        for j, (to_prefix, to_entity) in parts.items()
-        if to_prefix != "START" and _is_transition_allowed(scheme, from_prefix, from_entity, to_prefix, to_entity)
-    ]
 
 
 class ConditionalRandomField(nn.Module):
@@ -101,8 +31,9 @@ class ConditionalRandomField(nn.Module):
 
     Args:
         num_tags: number of tags T.
-        constraints: allowed (from_id, to_id) pairs as returned by `allowed_transitions` (ids T and T + 1 are
-            the sentence start and end); every other transition scores `FORBIDDEN_SCORE`. `None` allows all.
+        constraints: allowed (from_id, to_id) pairs as returned by `tag_schemes.allowed_transitions` (ids T and
+            T + 1 are the sentence start and end); every other transition scores `FORBIDDEN_SCORE`. `None` allows
+            all.
         include_start_end_transitions: learn a score for the first and the last tag of a sentence.
     """
 
@@ -235,7 +166,7 @@ class ConditionalRandomField(nn.Module):
             mask: (B, S) True on the words of each sentence; all True when `None`.
 
         Returns:
-            tags: (B, S) long, the best sequence; `PAD_TAG_ID` (-100) outside the mask.
+            tags: (B, S) long, the best sequence; `IGNORE_INDEX` (-100) outside the mask.
             scores: (B,) float32 score of that sequence (0 for a sentence without words).
         """
         mask = self._check(emissions, mask)
@@ -245,7 +176,7 @@ class ConditionalRandomField(nn.Module):
             last = (lengths - 1).clamp(min=0)
             final = alphas.gather(1, last.view(-1, 1, 1).expand(-1, 1, self.num_tags)).squeeze(1) + end
             scores, tag = final.max(dim=1)
-            best = torch.full(mask.shape, PAD_TAG_ID, dtype=torch.long, device=emissions.device)
+            best = torch.full(mask.shape, IGNORE_INDEX, dtype=torch.long, device=emissions.device)
             # Walk the back-pointers from each sentence's last word to its first.
             for i in range(mask.shape[1] - 1, -1, -1):
                 inside = i <= last
@@ -253,7 +184,7 @@ class ConditionalRandomField(nn.Module):
                 if i > 0:
                     previous = backpointers[:, i].gather(1, tag.unsqueeze(1)).squeeze(1)
                     tag = torch.where(inside, previous, tag)
-            best = best.masked_fill(~mask, PAD_TAG_ID)
+            best = best.masked_fill(~mask, IGNORE_INDEX)
             return best, torch.where(lengths > 0, scores, 0.0)
 
     def max_marginals(self, emissions: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -272,13 +203,17 @@ class ConditionalRandomField(nn.Module):
         mask = self._check(emissions, mask)
         with torch.autocast(device_type=emissions.device.type, enabled=False):
             emissions = emissions.float()
+            # alphas[:, i, j] (B, S, T): best score of words 0..i with tag j at i (its emission included).
             alphas, _, transitions, end = self._viterbi_forward(emissions, mask)
             # beta[:, i, j]: best score of the words after i given tag j at i, end transition included.
-            beta = end.expand(emissions.shape[0], -1)
+            beta = end.expand(emissions.shape[0], -1)  # (B, T): after the last word only the end transition
             betas = [beta]
             for i in range(emissions.shape[1] - 2, -1, -1):
-                step = (transitions + (emissions[:, i + 1] + beta).unsqueeze(1)).max(dim=2).values
+                # (T_from, T_to) + (B, 1, T_to) -> (B, T_from, T_to), maximised over the tag at word i + 1.
+                step = (transitions + (emissions[:, i + 1] + beta).unsqueeze(1)).max(dim=2).values  # (B, T)
+                # Word i + 1 is padding: word i is the sentence's last, so only the end transition follows it.
                 beta = torch.where(mask[:, i + 1 : i + 2], step, end)
                 betas.append(beta)
-            betas = torch.stack(betas[::-1], 1)
+            betas = torch.stack(betas[::-1], 1)  # (B, S, T), word 0 first
+            # Best score before word i, plus after it: the best whole sequence through tag j at word i.
             return (alphas + betas).masked_fill(~mask.unsqueeze(2), 0.0)

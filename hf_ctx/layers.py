@@ -13,6 +13,8 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from .losses import IGNORE_INDEX
+
 ACTIVATIONS = {"relu": F.relu, "tanh": torch.tanh}
 
 
@@ -184,12 +186,12 @@ def run_lstms_with_projection(cells: Sequence[LstmCellWithProjection], inputs: S
     weight_ih = torch.stack([cell.weight_ih for cell in cells])  # (D, 4H, I)
     bias = torch.stack([cell.bias for cell in cells])  # (D, 4H)
     # The input contributions of all steps in one matmul, laid out time-major so that each step reads one block.
-    time_major = x.transpose(1, 2).reshape(directions, steps * batch, input_size)
-    gates_x = torch.baddbmm(bias.unsqueeze(1), time_major, weight_ih.transpose(1, 2))
+    time_major = x.transpose(1, 2).reshape(directions, steps * batch, input_size)  # (D, T * B, I), step by step
+    gates_x = torch.baddbmm(bias.unsqueeze(1), time_major, weight_ih.transpose(1, 2))  # (D, T * B, 4H)
     gates_x = gates_x.view(directions, steps, batch, -1).transpose(0, 1).contiguous()  # (T, D, B, 4H)
-    weight_hh = torch.stack([cell.weight_hh for cell in cells])
-    weight_hr = torch.stack([cell.weight_hr for cell in cells]) if first.weight_hr is not None else None
-    states = lstm_with_projection_scan(gates_x, weight_hh, weight_hr, first.cell_clip, first.proj_clip)
+    weight_hh = torch.stack([cell.weight_hh for cell in cells])  # (D, 4H, P)
+    weight_hr = torch.stack([cell.weight_hr for cell in cells]) if first.weight_hr is not None else None  # (D, P, H)
+    states = lstm_with_projection_scan(gates_x, weight_hh, weight_hr, first.cell_clip, first.proj_clip)  # (T, D, B, P)
     return states.permute(1, 2, 0, 3).unbind(0)  # D x (B, T, P)
 
 
@@ -294,10 +296,6 @@ class ScalarMix(nn.Module):
             tensors = normalised
         mixed = self.gamma * sum(weight * tensor for weight, tensor in zip(weights, tensors))
         return mixed if keep is None else mixed * keep
-
-
-IGNORE_INDEX = -100
-
 
 class WordSoftmax(nn.Module):
     """A softmax over a word vocabulary: `logits = h W^T + b`, with a sampled softmax for training on large

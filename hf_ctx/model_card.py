@@ -19,7 +19,7 @@ from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers.modelcard import TASK_TAG_TO_NAME_MAPPING, make_markdown_table
 
 from . import __version__
-from .remote_code import registered_auto_class
+from .remote_code import registered_auto_class, shareable_name
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +113,8 @@ def build_model_card(
     dataset_id: str | None = None,
     dataset_config: str | None = None,
     training_data: str | None = None,
+    eval_dataset_name: str | None = None,
+    eval_dataset_id: str | None = None,
     num_train_examples: int | None = None,
     num_eval_examples: int | None = None,
     eval_metrics: dict[str, dict[str, float]] | None = None,
@@ -137,12 +139,18 @@ def build_model_card(
         dataset_config: dataset configuration, e.g. the GLUE task `"sst2"`.
         training_data: which part of the data was used, as a phrase: `"the SST-2 training set (first 1,000
             examples)"`.
+        eval_dataset_name: what `eval_metrics` were measured on, e.g. the validation file `"eng.testa"` or
+            `"5% of corpus.txt held out from training"`; by default `dataset_name` (another split of the training
+            dataset, named by the keys of `eval_metrics`).
+        eval_dataset_id: Hub dataset id of the evaluation data (its configuration is `dataset_config`); by default
+            `dataset_id` when `eval_dataset_name` is left out, else none.
         num_train_examples, num_eval_examples: dataset sizes.
         eval_metrics: `{split: Trainer.evaluate() output}`, e.g. `{"validation": metrics}`.
         hyperparameters: name -> value table of the training settings.
         training_log: rows (dicts) of intermediate evaluation results, as `transformers.modelcard.parse_log_history`
             returns them.
-        base_model: the checkpoint training started from; listed in the metadata when it is a Hub id.
+        base_model: the checkpoint training started from; listed in the metadata when it is a Hub id. A local path
+            is shown as its folder's name only.
         pipeline_tag: Hub pipeline tag; by default derived from the model class.
         task_name: human task name for the model-index; by default that of the pipeline tag.
         language, license, tags: metadata.
@@ -155,6 +163,12 @@ def build_model_card(
     model_class = type(model).__name__
     if not _is_hub_id(dataset_id):  # a local folder: the text names the data, the metadata cannot
         dataset_id = None
+    if eval_dataset_name is None:  # evaluated on another split of the training data
+        eval_dataset_name, eval_dataset_id = dataset_name, dataset_id
+    elif not _is_hub_id(eval_dataset_id):
+        eval_dataset_id = None
+    base_model_id = base_model if _is_hub_id(base_model) else None
+    base_model = shareable_name(base_model)  # no local paths in a card that may be published
     if pipeline_tag is None:
         pipeline_tag = next((tag for end, tag in _PIPELINE_TAGS.items() if model_class.endswith(end)), None)
     if task_name is None:
@@ -163,19 +177,20 @@ def build_model_card(
         eval_metrics or {},
         task_type=pipeline_tag or model_family,
         task_name=task_name,
-        dataset_type=dataset_id or dataset_name,
-        dataset_name=dataset_name,
-        dataset_config=dataset_config,
+        dataset_type=eval_dataset_id or eval_dataset_name,
+        dataset_name=eval_dataset_name,
+        dataset_config=dataset_config if eval_dataset_id else None,
     )
+    hub_datasets = [d for d in dict.fromkeys([dataset_id, eval_dataset_id]) if d]
     card_data = ModelCardData(
         language=language,
         license=license,
         library_name="transformers",
         pipeline_tag=pipeline_tag,
         tags=["hf_ctx", model_family, *tags],
-        datasets=[dataset_id] if dataset_id else None,
+        datasets=hub_datasets or None,
         metrics=sorted({r.metric_type for r in eval_results}) or None,
-        base_model=base_model if _is_hub_id(base_model) else None,
+        base_model=base_model_id,
         model_name=model_id,
         eval_results=eval_results or None,
     )
@@ -199,6 +214,8 @@ def build_model_card(
         dataset_id=dataset_id,
         dataset_config=dataset_config,
         training_data=training_data,
+        eval_dataset_name=eval_dataset_name,
+        eval_dataset_id=eval_dataset_id,
         num_train_examples=num_train_examples,
         num_eval_examples=num_eval_examples,
         hyperparameters=hyperparameters or {},

@@ -35,8 +35,10 @@ from transformers.modeling_outputs import (
 )
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.utils import ModelOutput
+from transformers.utils.generic import can_return_tuple
 
 from .configuration_bert import CtxBertConfig
+from .losses import IGNORE_INDEX, BatchMeanLossMixin, classification_loss, sequence_classification_loss
 from .remote_code import AutoMapMixin
 
 
@@ -185,20 +187,22 @@ class UnpaddedLayout:
 
     @classmethod
     def from_attention_mask(cls, attention_mask: torch.Tensor, padded_mask) -> "UnpaddedLayout":
-        keep = attention_mask.bool()
-        lengths = keep.sum(dim=1, dtype=torch.int32)
+        """The layout of `attention_mask` (B, T), 1 on real tokens; `padded_mask` is kept for the padded kernels."""
+        keep = attention_mask.bool()  # (B, T)
+        lengths = keep.sum(dim=1, dtype=torch.int32)  # (B,) real tokens per sequence
+        # (B + 1,): 0, then running totals, so sequence b is tokens cu_seqlens[b] .. cu_seqlens[b + 1] - 1.
         cu_seqlens = F.pad(torch.cumsum(lengths, dim=0, dtype=torch.int32), (1, 0))
-        indices = torch.nonzero(keep.flatten(), as_tuple=False).flatten()
+        indices = torch.nonzero(keep.flatten(), as_tuple=False).flatten()  # (N,) positions in the flat (B * T)
         return cls(indices, cu_seqlens, int(lengths.max()), keep.shape[0], keep.shape[1], padded_mask)
 
     def unpad(self, padded: torch.Tensor) -> torch.Tensor:
         """(B, T, ...) -> (N, ...)"""
-        return padded.flatten(0, 1)[self.indices]
+        return padded.flatten(0, 1)[self.indices]  # (B * T, ...) -> the N real rows
 
     def pad(self, tokens: torch.Tensor) -> torch.Tensor:
         """(N, ...) -> (B, T, ...), zeros at the padding."""
-        padded = tokens.new_zeros(self.batch * self.seq_length, *tokens.shape[1:])
-        padded = padded.index_copy(0, self.indices, tokens)
+        padded = tokens.new_zeros(self.batch * self.seq_length, *tokens.shape[1:])  # (B * T, ...)
+        padded = padded.index_copy(0, self.indices, tokens)  # the N real rows back in place
         return padded.view(self.batch, self.seq_length, *tokens.shape[1:])
 
 
@@ -386,7 +390,7 @@ class CtxBertLMHead(nn.Module):
         return self.decoder(self.LayerNorm(self.activation(self.dense(hidden_states))))
 
 
-class CtxBertPreTrainedModel(AutoMapMixin, PreTrainedModel):
+class CtxBertPreTrainedModel(AutoMapMixin, BatchMeanLossMixin, PreTrainedModel):
     """Weight initialisation, attention-implementation support and loading for all CtxBert models."""
 
     config_class = CtxBertConfig
@@ -427,10 +431,6 @@ class CtxBertForPreTrainingOutput(ModelOutput):
     attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
-def _finish(output: ModelOutput, return_dict: bool):
-    return output if return_dict else output.to_tuple()
-
-
 class CtxBertModel(CtxBertPreTrainedModel):
     """The bare encoder: embeddings, Transformer layers and (optionally) the pooler.
 
@@ -452,6 +452,7 @@ class CtxBertModel(CtxBertPreTrainedModel):
     def set_input_embeddings(self, value):
         self.embeddings.word_embeddings = value
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -461,7 +462,6 @@ class CtxBertModel(CtxBertPreTrainedModel):
         inputs_embeds: torch.FloatTensor | None = None,
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
     ) -> BaseModelOutputWithPooling | tuple:
         r"""
         Args:
@@ -472,7 +472,7 @@ class CtxBertModel(CtxBertPreTrainedModel):
             inputs_embeds (`torch.FloatTensor` of shape `(B, T, H)`, *optional*): instead of `input_ids`.
             output_attentions (`bool`, *optional*): also return every layer's attention probabilities.
             output_hidden_states (`bool`, *optional*): also return the embeddings and every layer's output.
-            return_dict (`bool`, *optional*): return a `ModelOutput` (default) or a tuple.
+            return_dict (`bool`, *optional*): return a `ModelOutput` (default) or a tuple (`can_return_tuple`).
 
         Returns:
             `BaseModelOutputWithPooling` with `last_hidden_state` (B, T, H) and `pooler_output` (B, H).
@@ -481,7 +481,6 @@ class CtxBertModel(CtxBertPreTrainedModel):
         output_hidden_states = (
             self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
         )
-        return_dict = self.config.return_dict if return_dict is None else return_dict
         validate_bert_inputs(self.config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds)
 
         embeddings = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)
@@ -495,36 +494,23 @@ class CtxBertModel(CtxBertPreTrainedModel):
         if (self.config.unpad_inputs and attention_mask is not None and not output_attentions
                 and not torch.compiler.is_compiling() and not attention_mask.bool().all()):
             layout = UnpaddedLayout.from_attention_mask(attention_mask, mask)
+        # The encoder collects the hidden states itself: on the unpadded path it pads each one back to (B, T, H).
         encoded = self.encoder(
             embeddings, mask, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
             layout=layout,
         )
         sequence_output = encoded.last_hidden_state
-        output = BaseModelOutputWithPooling(
+        return BaseModelOutputWithPooling(
             last_hidden_state=sequence_output,
             pooler_output=self.pooler(sequence_output, attention_mask) if self.pooler is not None else None,
             hidden_states=encoded.hidden_states,
             attentions=encoded.attentions,
         )
-        return _finish(output, return_dict)
-
-
-def _base_outputs(model, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
-                  output_attentions, output_hidden_states):
-    return model.bert(
-        input_ids=input_ids,
-        attention_mask=attention_mask,
-        token_type_ids=token_type_ids,
-        position_ids=position_ids,
-        inputs_embeds=inputs_embeds,
-        output_attentions=output_attentions,
-        output_hidden_states=output_hidden_states,
-        return_dict=True,
-    )
 
 
 def masked_lm_logits_and_loss(lm_head, sequence_output, labels, config):
-    """MLM logits and, when `labels` (B, T) are given, the cross-entropy over positions whose label is not -100.
+    """MLM logits and, when `labels` (B, T) are given, the cross-entropy over the positions whose label is not
+    `IGNORE_INDEX` (-100).
 
     With `config.sparse_prediction` and labels, only the labelled positions go through the head (see
     `CtxBertConfig`): logits (N, V) for the N labelled tokens; otherwise logits (B, T, V).
@@ -532,17 +518,23 @@ def masked_lm_logits_and_loss(lm_head, sequence_output, labels, config):
     if labels is None:
         return lm_head(sequence_output), None
     if config.sparse_prediction:
-        labelled = labels.reshape(-1) != -100
+        labelled = labels.reshape(-1) != IGNORE_INDEX
         logits = lm_head(sequence_output.reshape(-1, sequence_output.shape[-1])[labelled])
         labels = labels.reshape(-1)[labelled]
     else:
         logits = lm_head(sequence_output)
-    loss = F.cross_entropy(logits.reshape(-1, config.vocab_size).float(), labels.reshape(-1))
+    loss = F.cross_entropy(logits.reshape(-1, config.vocab_size).float(), labels.reshape(-1),
+                           ignore_index=IGNORE_INDEX)
     return logits, loss
 
 
 def _classifier_dropout(config):
     return nn.Dropout(config.hidden_dropout_prob if config.classifier_dropout is None else config.classifier_dropout)
+
+
+# The heads below take the inputs of `CtxBertModel.forward` by keyword and pass `output_attentions`,
+# `output_hidden_states` on through `**kwargs`; `can_return_tuple` turns their output into a tuple when
+# `return_dict=False` (or `config.return_dict` is False).
 
 
 class CtxBertForPreTraining(CtxBertPreTrainedModel):
@@ -567,6 +559,7 @@ class CtxBertForPreTraining(CtxBertPreTrainedModel):
     def set_output_embeddings(self, new_embeddings):
         self.cls.predictions.decoder = new_embeddings
 
+    @can_return_tuple
     def forward(
         self,
         input_ids=None,
@@ -576,9 +569,7 @@ class CtxBertForPreTraining(CtxBertPreTrainedModel):
         inputs_embeds=None,
         labels: torch.LongTensor | None = None,
         next_sentence_label: torch.LongTensor | None = None,
-        output_attentions=None,
-        output_hidden_states=None,
-        return_dict=None,
+        **kwargs,
     ) -> CtxBertForPreTrainingOutput | tuple:
         r"""
         Args:
@@ -586,24 +577,22 @@ class CtxBertForPreTraining(CtxBertPreTrainedModel):
             next_sentence_label (`torch.LongTensor` of shape `(B,)`, *optional*): 0 if B follows A, 1 if B is random.
             Other arguments: see [`CtxBertModel.forward`].
         """
-        return_dict = self.config.return_dict if return_dict is None else return_dict
-        outputs = _base_outputs(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
-                                output_attentions, output_hidden_states)
+        outputs = self.bert(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                            position_ids=position_ids, inputs_embeds=inputs_embeds, return_dict=True, **kwargs)
         prediction_logits, loss = masked_lm_logits_and_loss(
             self.cls.predictions, outputs.last_hidden_state, labels, self.config
         )
         seq_relationship_logits = self.cls.seq_relationship(outputs.pooler_output)
         if next_sentence_label is not None:
-            nsp_loss = F.cross_entropy(seq_relationship_logits.float(), next_sentence_label.view(-1))
+            nsp_loss = classification_loss(seq_relationship_logits, next_sentence_label, 2)
             loss = nsp_loss if loss is None else loss + nsp_loss
-        output = CtxBertForPreTrainingOutput(
+        return CtxBertForPreTrainingOutput(
             loss=loss,
             prediction_logits=prediction_logits,
             seq_relationship_logits=seq_relationship_logits,
             hidden_states=outputs.hidden_states,
             attentions=outputs.attentions,
         )
-        return _finish(output, return_dict)
 
 
 class CtxBertForMaskedLM(CtxBertPreTrainedModel):
@@ -624,18 +613,16 @@ class CtxBertForMaskedLM(CtxBertPreTrainedModel):
     def set_output_embeddings(self, new_embeddings):
         self.cls.predictions.decoder = new_embeddings
 
+    @can_return_tuple
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
-                inputs_embeds=None, labels=None, output_attentions=None, output_hidden_states=None,
-                return_dict=None) -> MaskedLMOutput | tuple:
+                inputs_embeds=None, labels=None, **kwargs) -> MaskedLMOutput | tuple:
         r"""`labels` (B, T): original ids at masked positions, -100 elsewhere. Returns `logits` (B, T, V), or (N, V)
         for the N labelled tokens with `config.sparse_prediction`."""
-        return_dict = self.config.return_dict if return_dict is None else return_dict
-        outputs = _base_outputs(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
-                                output_attentions, output_hidden_states)
+        outputs = self.bert(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                            position_ids=position_ids, inputs_embeds=inputs_embeds, return_dict=True, **kwargs)
         logits, loss = masked_lm_logits_and_loss(self.cls.predictions, outputs.last_hidden_state, labels, self.config)
-        output = MaskedLMOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states,
-                                attentions=outputs.attentions)
-        return _finish(output, return_dict)
+        return MaskedLMOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states,
+                              attentions=outputs.attentions)
 
 
 class CtxBertForNextSentencePrediction(CtxBertPreTrainedModel):
@@ -648,45 +635,15 @@ class CtxBertForNextSentencePrediction(CtxBertPreTrainedModel):
         self.cls.seq_relationship = nn.Linear(config.hidden_size, 2)
         self.post_init()
 
+    @can_return_tuple
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
-                inputs_embeds=None, labels=None, output_attentions=None, output_hidden_states=None,
-                return_dict=None) -> NextSentencePredictorOutput | tuple:
-        return_dict = self.config.return_dict if return_dict is None else return_dict
-        outputs = _base_outputs(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
-                                output_attentions, output_hidden_states)
+                inputs_embeds=None, labels=None, **kwargs) -> NextSentencePredictorOutput | tuple:
+        outputs = self.bert(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                            position_ids=position_ids, inputs_embeds=inputs_embeds, return_dict=True, **kwargs)
         logits = self.cls.seq_relationship(outputs.pooler_output)
-        loss = F.cross_entropy(logits.float(), labels.view(-1)) if labels is not None else None
-        output = NextSentencePredictorOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states,
-                                             attentions=outputs.attentions)
-        return _finish(output, return_dict)
-
-
-def sequence_classification_loss(config, logits, labels):
-    """Regression (MSE), single-label (cross-entropy) or multi-label (BCE) loss, chosen by `config.problem_type`.
-
-    As in transformers, an unset problem type is inferred once from the labels and stored in the config.
-    """
-    if config.problem_type is None:
-        if config.num_labels == 1:
-            config.problem_type = "regression"
-        elif labels.dtype in (torch.long, torch.int):
-            config.problem_type = "single_label_classification"
-        else:
-            config.problem_type = "multi_label_classification"
-    if config.problem_type == "regression":
-        if config.num_labels == 1:
-            return F.mse_loss(logits.squeeze(-1).float(), labels.squeeze(-1).float())
-        return F.mse_loss(logits.float(), labels.float())
-    if config.problem_type == "single_label_classification":
-        labels = labels.view(-1)
-        if not torch.compiler.is_compiling():  # the check's data-dependent indexing would break the graph
-            valid = labels[labels != -100]
-            if valid.numel():
-                low, high = torch.stack([valid.min(), valid.max()]).tolist()
-                if low < 0 or high >= config.num_labels:
-                    raise ValueError(f"label {low if low < 0 else high} outside [0, num_labels={config.num_labels})")
-        return F.cross_entropy(logits.view(-1, config.num_labels).float(), labels)
-    return F.binary_cross_entropy_with_logits(logits.float(), labels.float())
+        loss = classification_loss(logits, labels, 2) if labels is not None else None
+        return NextSentencePredictorOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states,
+                                           attentions=outputs.attentions)
 
 
 class CtxBertForSequenceClassification(CtxBertPreTrainedModel):
@@ -700,18 +657,17 @@ class CtxBertForSequenceClassification(CtxBertPreTrainedModel):
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
+    @can_return_tuple
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
-                inputs_embeds=None, labels=None, output_attentions=None, output_hidden_states=None,
-                return_dict=None) -> SequenceClassifierOutput | tuple:
-        r"""`labels`: (B,) class ids, (B,) or (B, num_labels) floats for regression, (B, num_labels) multi-hot."""
-        return_dict = self.config.return_dict if return_dict is None else return_dict
-        outputs = _base_outputs(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
-                                output_attentions, output_hidden_states)
+                inputs_embeds=None, labels=None, **kwargs) -> SequenceClassifierOutput | tuple:
+        r"""`labels`: (B,) class ids (-100: no loss), (B,) floats for regression or (B, num_labels) floats for
+        multi-output regression, (B, num_labels) multi-hot for multi-label; see `sequence_classification_loss`."""
+        outputs = self.bert(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                            position_ids=position_ids, inputs_embeds=inputs_embeds, return_dict=True, **kwargs)
         logits = self.classifier(self.dropout(outputs.pooler_output))
         loss = sequence_classification_loss(self.config, logits, labels) if labels is not None else None
-        output = SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states,
-                                          attentions=outputs.attentions)
-        return _finish(output, return_dict)
+        return SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states,
+                                        attentions=outputs.attentions)
 
 
 class CtxBertForTokenClassification(CtxBertPreTrainedModel):
@@ -725,19 +681,15 @@ class CtxBertForTokenClassification(CtxBertPreTrainedModel):
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
+    @can_return_tuple
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
-                inputs_embeds=None, labels=None, output_attentions=None, output_hidden_states=None,
-                return_dict=None) -> TokenClassifierOutput | tuple:
-        return_dict = self.config.return_dict if return_dict is None else return_dict
-        outputs = _base_outputs(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
-                                output_attentions, output_hidden_states)
+                inputs_embeds=None, labels=None, **kwargs) -> TokenClassifierOutput | tuple:
+        outputs = self.bert(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                            position_ids=position_ids, inputs_embeds=inputs_embeds, return_dict=True, **kwargs)
         logits = self.classifier(self.dropout(outputs.last_hidden_state))
-        loss = None
-        if labels is not None:
-            loss = F.cross_entropy(logits.view(-1, self.num_labels).float(), labels.view(-1))
-        output = TokenClassifierOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states,
-                                       attentions=outputs.attentions)
-        return _finish(output, return_dict)
+        loss = classification_loss(logits, labels, self.num_labels) if labels is not None else None
+        return TokenClassifierOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states,
+                                     attentions=outputs.attentions)
 
 
 class CtxBertForQuestionAnswering(CtxBertPreTrainedModel):
@@ -749,14 +701,14 @@ class CtxBertForQuestionAnswering(CtxBertPreTrainedModel):
         self.qa_outputs = nn.Linear(config.hidden_size, 2)
         self.post_init()
 
+    @can_return_tuple
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
-                inputs_embeds=None, start_positions=None, end_positions=None, output_attentions=None,
-                output_hidden_states=None, return_dict=None) -> QuestionAnsweringModelOutput | tuple:
+                inputs_embeds=None, start_positions=None, end_positions=None,
+                **kwargs) -> QuestionAnsweringModelOutput | tuple:
         r"""`start_positions`/`end_positions` (B,): answer span token indices; positions past the end are ignored.
         Returns `start_logits` and `end_logits`, each (B, T)."""
-        return_dict = self.config.return_dict if return_dict is None else return_dict
-        outputs = _base_outputs(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
-                                output_attentions, output_hidden_states)
+        outputs = self.bert(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                            position_ids=position_ids, inputs_embeds=inputs_embeds, return_dict=True, **kwargs)
         start_logits, end_logits = self.qa_outputs(outputs.last_hidden_state).float().unbind(-1)
         loss = None
         if start_positions is not None and end_positions is not None:
@@ -766,9 +718,8 @@ class CtxBertForQuestionAnswering(CtxBertPreTrainedModel):
             end_positions = end_positions.view(-1).clamp(0, ignored)
             loss = (F.cross_entropy(start_logits, start_positions, ignore_index=ignored)
                     + F.cross_entropy(end_logits, end_positions, ignore_index=ignored)) / 2
-        output = QuestionAnsweringModelOutput(loss=loss, start_logits=start_logits, end_logits=end_logits,
-                                              hidden_states=outputs.hidden_states, attentions=outputs.attentions)
-        return _finish(output, return_dict)
+        return QuestionAnsweringModelOutput(loss=loss, start_logits=start_logits, end_logits=end_logits,
+                                            hidden_states=outputs.hidden_states, attentions=outputs.attentions)
 
 
 class CtxBertForMultipleChoice(CtxBertPreTrainedModel):
@@ -781,25 +732,24 @@ class CtxBertForMultipleChoice(CtxBertPreTrainedModel):
         self.classifier = nn.Linear(config.hidden_size, 1)
         self.post_init()
 
+    @can_return_tuple
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
-                inputs_embeds=None, labels=None, output_attentions=None, output_hidden_states=None,
-                return_dict=None) -> MultipleChoiceModelOutput | tuple:
-        return_dict = self.config.return_dict if return_dict is None else return_dict
+                inputs_embeds=None, labels=None, **kwargs) -> MultipleChoiceModelOutput | tuple:
         reference = input_ids if input_ids is not None else inputs_embeds
         if reference is None or reference.dim() < 3:
             raise ValueError("multiple-choice inputs must have shape (batch, choices, tokens)")
         num_choices = reference.shape[1]
 
-        def flat(t):
+        def flat(t):  # (B, C, T, ...) -> (B * C, T, ...): every choice is one sequence for the encoder
             return None if t is None else t.reshape(-1, *t.shape[2:])
 
-        outputs = _base_outputs(self, flat(input_ids), flat(attention_mask), flat(token_type_ids),
-                                flat(position_ids), flat(inputs_embeds), output_attentions, output_hidden_states)
+        outputs = self.bert(flat(input_ids), attention_mask=flat(attention_mask), token_type_ids=flat(token_type_ids),
+                            position_ids=flat(position_ids), inputs_embeds=flat(inputs_embeds), return_dict=True,
+                            **kwargs)
         logits = self.classifier(self.dropout(outputs.pooler_output)).view(-1, num_choices)
-        loss = F.cross_entropy(logits.float(), labels.view(-1)) if labels is not None else None
-        output = MultipleChoiceModelOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states,
-                                           attentions=outputs.attentions)
-        return _finish(output, return_dict)
+        loss = classification_loss(logits, labels, num_choices) if labels is not None else None
+        return MultipleChoiceModelOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states,
+                                         attentions=outputs.attentions)
 
 
 __all__ = [

@@ -22,27 +22,40 @@ from transformers import PreTrainedModel
 from transformers import initialization as init
 from transformers.modeling_outputs import BaseModelOutput, SequenceClassifierOutput, TokenClassifierOutput
 from transformers.utils import ModelOutput
+from transformers.utils.generic import can_return_tuple
 
 from .configuration_elmo import ElmoConfig
-from .layers import CharacterCNN, Highway, LstmCellWithProjection, ProjectedLstm, ScalarMix, WordSoftmax, run_packed_rnn
+from .elmo_characters import sentence_boundary_char_ids
+from .layers import (
+    CharacterCNN,
+    Highway,
+    LstmCellWithProjection,
+    ProjectedLstm,
+    ScalarMix,
+    WordSoftmax,
+    run_packed_rnn,
+)
+from .losses import IGNORE_INDEX, BatchMeanLossMixin, classification_loss, sequence_classification_loss
 from .remote_code import AutoMapMixin
-from .tokenization_elmo import sentence_boundary_char_ids
-
-IGNORE_INDEX = -100
 
 
-def elmo_input_mask(config: ElmoConfig, input_ids, attention_mask) -> torch.Tensor:
-    """Check ELMo's inputs and return the word mask (B, W) as booleans.
+def check_character_ids(input_ids, attention_mask, max_characters: int, n_characters: int) -> torch.Tensor:
+    """Check ELMo-encoded words (the inputs of ELMo and TagLM) and return the word mask (B, W) as booleans.
+
+    Args:
+        input_ids: (B, W, max_characters) character ids, as `ElmoTokenizer` returns them.
+        attention_mask: (B, W) 1 on words, 0 on padding (words first), or None: words are the rows of
+            `input_ids` that are not all 0.
+        max_characters, n_characters: the model's width and character-id range.
 
     Bad input is a `ValueError` before any kernel runs (an out-of-range id would otherwise be a device-side
     assert on CUDA). The value checks cost one host sync and are skipped while `torch.compile` traces the model.
     """
-    width = config.max_characters_per_token
     if input_ids is None:
         raise ValueError("input_ids (character ids from ElmoTokenizer) are required")
-    if input_ids.dim() != 3 or input_ids.shape[-1] != width:
-        raise ValueError(f"input_ids must be character ids of shape (batch, words, {width}) as ElmoTokenizer returns "
-                         f"them, got {tuple(input_ids.shape)}")
+    if input_ids.dim() != 3 or input_ids.shape[-1] != max_characters:
+        raise ValueError(f"input_ids must be character ids of shape (batch, words, {max_characters}) as "
+                         f"ElmoTokenizer returns them, got {tuple(input_ids.shape)}")
     if input_ids.dtype.is_floating_point:
         raise ValueError(f"input_ids must be integer character ids, got dtype {input_ids.dtype}")
     if input_ids.shape[0] == 0:
@@ -56,7 +69,6 @@ def elmo_input_mask(config: ElmoConfig, input_ids, attention_mask) -> torch.Tens
     if torch.compiler.is_compiling() or input_ids.numel() == 0:
         return mask
     low, high = torch.stack([input_ids.min(), input_ids.max()]).tolist()
-    n_characters = config.char_cnn["n_characters"]
     if low < 0 or high >= n_characters:
         raise ValueError(f"input_ids contains the character id {low if low < 0 else high}, outside "
                          f"[0, {n_characters})")
@@ -69,9 +81,18 @@ def elmo_input_mask(config: ElmoConfig, input_ids, attention_mask) -> torch.Tens
     return mask
 
 
-def check_word_ids(config: ElmoConfig, input_word_ids: torch.Tensor, mask: torch.Tensor) -> None:
-    """A `ValueError` unless `input_word_ids` has the word mask's shape (B, W) and, at the words, ids in the
-    vocabulary (one host sync, skipped while `torch.compile` traces)."""
+def elmo_input_mask(config: ElmoConfig, input_ids, attention_mask) -> torch.Tensor:
+    """`check_character_ids` with an ELMo config's width and character range: the word mask (B, W)."""
+    return check_character_ids(input_ids, attention_mask, config.max_characters_per_token,
+                               config.char_cnn["n_characters"])
+
+
+def check_word_ids(config, input_word_ids: torch.Tensor, mask: torch.Tensor) -> None:
+    """A `ValueError` unless `input_word_ids` has the word mask's shape (B, W) and, at the words, ids in
+    `[0, config.vocab_size)`. It costs one host sync and is skipped while `torch.compile` traces.
+
+    `config` is an ELMo or a TagLM config: both have `vocab_size`, the size of the tokenizer's word vocabulary.
+    """
     if tuple(input_word_ids.shape) != tuple(mask.shape):
         raise ValueError(f"input_word_ids has shape {tuple(input_word_ids.shape)}, expected (batch, words) = "
                          f"{tuple(mask.shape)}")
@@ -83,12 +104,15 @@ def check_word_ids(config: ElmoConfig, input_word_ids: torch.Tensor, mask: torch
                              f"[0, vocab_size={config.vocab_size})")
 
 
-class ElmoPreTrainedModel(AutoMapMixin, PreTrainedModel):
+class ElmoPreTrainedModel(AutoMapMixin, BatchMeanLossMixin, PreTrainedModel):
     """Weight initialisation (bilm-tf's) and loading for ELMo models."""
 
     config_class = ElmoConfig
     base_model_prefix = "elmo"
     main_input_name = "input_ids"
+    # A biLM checkpoint (`ElmoForBiLM`) loaded as the encoder of a model without the language-model softmax: its
+    # softmax weights are expected to be left out, not worth a load report.
+    _keys_to_ignore_on_load_unexpected = [r"^(backward_)?softmax\."]
 
     @torch.no_grad()
     def _init_weights(self, module):
@@ -213,25 +237,27 @@ class ElmoModel(ElmoPreTrainedModel):
         layers = [torch.cat([tokens, tokens], dim=-1)] + self.encoder(tokens, mask_with_boundaries)
         return layers, mask_with_boundaries
 
+    def word_layers(self, layers: list[torch.Tensor], mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """`bilm_layers`' L + 1 layers (B, W + 2, 2P) -> the words' vectors, (B, W, 2P) each, zero at padding."""
+        keep = mask.unsqueeze(-1)
+        # Drop <S> (position 0) and the tail; </S> sits inside the tail of shorter sentences, hence the mask.
+        return tuple(layer[:, 1:-1] * keep.to(layer.dtype) for layer in layers)
+
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
         output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
         **kwargs,
     ) -> BaseModelOutput | tuple:
         output_hidden_states = (self.config.output_hidden_states if output_hidden_states is None
                                 else output_hidden_states)
-        return_dict = self.config.return_dict if return_dict is None else return_dict
         mask = elmo_input_mask(self.config, input_ids, attention_mask)
         layers, _ = self.bilm_layers(input_ids, mask)
-        keep = mask.unsqueeze(-1)
-        # Drop <S> (position 0) and the tail; </S> sits inside the tail of shorter sentences, hence the mask.
-        hidden_states = tuple(layer[:, 1:-1] * keep.to(layer.dtype) for layer in layers)
-        output = BaseModelOutput(last_hidden_state=hidden_states[-1],
-                                 hidden_states=hidden_states if output_hidden_states else None)
-        return output if return_dict else output.to_tuple()
+        hidden_states = self.word_layers(layers, mask)
+        return BaseModelOutput(last_hidden_state=hidden_states[-1],
+                               hidden_states=hidden_states if output_hidden_states else None)
 
 
 @dataclass
@@ -282,6 +308,7 @@ class ElmoForBiLM(ElmoPreTrainedModel):
                                  else WordSoftmax(config.projection_dim, config.vocab_size, config.num_sampled))
         self.post_init()
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
@@ -289,12 +316,10 @@ class ElmoForBiLM(ElmoPreTrainedModel):
         input_word_ids: torch.Tensor | None = None,
         output_hidden_states: bool | None = None,
         return_logits: bool | None = None,
-        return_dict: bool | None = None,
         **kwargs,
     ) -> ElmoForBiLMOutput | tuple:
         output_hidden_states = (self.config.output_hidden_states if output_hidden_states is None
                                 else output_hidden_states)
-        return_dict = self.config.return_dict if return_dict is None else return_dict
         return_logits = input_word_ids is None if return_logits is None else return_logits
         mask = elmo_input_mask(self.config, input_ids, attention_mask)
         layers, mask_with_boundaries = self.elmo.bilm_layers(input_ids, mask)
@@ -318,14 +343,9 @@ class ElmoForBiLM(ElmoPreTrainedModel):
             forward_logits = self.softmax(forward_states) * predicted.unsqueeze(-1)
             backward_logits = backward_softmax(backward_states) * predicted.unsqueeze(-1)
 
-        hidden_states = None
-        if output_hidden_states:
-            keep = mask.unsqueeze(-1)
-            hidden_states = tuple(layer[:, 1:-1] * keep.to(layer.dtype) for layer in layers)
-        output = ElmoForBiLMOutput(loss=loss, forward_loss=forward_loss, backward_loss=backward_loss,
-                                   forward_logits=forward_logits, backward_logits=backward_logits,
-                                   hidden_states=hidden_states)
-        return output if return_dict else output.to_tuple()
+        return ElmoForBiLMOutput(loss=loss, forward_loss=forward_loss, backward_loss=backward_loss,
+                                 forward_logits=forward_logits, backward_logits=backward_logits,
+                                 hidden_states=self.elmo.word_layers(layers, mask) if output_hidden_states else None)
 
     def _targets(self, input_word_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """[<S>, w_1 ... w_n, </S>, padding] word ids: (B, W + 2)."""
@@ -424,12 +444,14 @@ class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
                 raise ValueError("this model embeds words (task_word_embedding_size > 0): pass input_word_ids, which "
                                  "an ElmoTokenizer with a word vocabulary returns")
             check_word_ids(self.config, input_word_ids, mask)
-            features = torch.cat([features, self.word_embeddings(input_word_ids)], dim=-1)
+            # Padding words may hold any id: only the words' ids were checked.
+            features = torch.cat([features, self.word_embeddings(input_word_ids.masked_fill(~mask, 0))], dim=-1)
         features = self.dropout(features)
         if self.task_encoder is not None:
             features = self.dropout(run_packed_rnn(self.task_encoder, features, mask.sum(dim=1)))
         return features, mask
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
@@ -437,18 +459,14 @@ class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
         input_word_ids: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
         output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
         **kwargs,
     ) -> ModelOutput | tuple:
         """The task's `output_class` with `logits`, `loss` when `labels` are given, and the word features as
         `hidden_states` with `output_hidden_states`; see the task model for the shapes. `input_word_ids` (B, W):
         word ids from the tokenizer, used with `config.task_word_embedding_size` only."""
-        return_dict = self.config.return_dict if return_dict is None else return_dict
         features, mask = self.word_features(input_ids, attention_mask, input_word_ids)
         logits, loss = self._logits_and_loss(features, mask, labels)
-        output = self.output_class(loss=loss, logits=logits,
-                                   hidden_states=(features,) if output_hidden_states else None)
-        return output if return_dict else output.to_tuple()
+        return self.output_class(loss=loss, logits=logits, hidden_states=(features,) if output_hidden_states else None)
 
     def _logits_and_loss(
         self, features: torch.Tensor, mask: torch.Tensor, labels: torch.Tensor | None
@@ -461,8 +479,9 @@ class ElmoForSequenceClassification(ElmoTaskModel):
     """ELMo for sentence classification or regression: the task features of the words, max- and mean-pooled over
     the sentence, then a linear classifier.
 
-    Inputs: `input_ids`, `attention_mask` as for [`ElmoModel`]; `labels` (B,): class ids, or floats for
-    regression (`num_labels == 1`), or (B, num_labels) multi-hot floats for multi-label problems.
+    Inputs: `input_ids`, `attention_mask` as for [`ElmoModel`]; `labels` as for BERT's sequence classification
+    (see `losses.sequence_classification_loss`): (B,) class ids (-100: no loss), (B,) or (B, num_labels) floats
+    for regression, or (B, num_labels) multi-hot floats for multi-label problems.
     Output: `SequenceClassifierOutput` with `logits` (B, num_labels).
     """
 
@@ -478,26 +497,8 @@ class ElmoForSequenceClassification(ElmoTaskModel):
         largest = features.masked_fill(~keep, torch.finfo(features.dtype).min).amax(dim=1)
         largest = torch.where(keep.any(dim=1), largest, torch.zeros_like(largest))  # an empty sentence pools to 0
         logits = self.classifier(torch.cat([largest, mean], dim=-1))
-        loss = self.classification_loss(logits, labels) if labels is not None else None
+        loss = sequence_classification_loss(self.config, logits, labels) if labels is not None else None
         return logits, loss
-
-    def classification_loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """Regression, single-label or multi-label loss, chosen by `config.problem_type` as in transformers."""
-        if self.config.problem_type is None:
-            if self.num_labels == 1:
-                self.config.problem_type = "regression"
-            elif labels.dtype in (torch.long, torch.int):
-                self.config.problem_type = "single_label_classification"
-            else:
-                self.config.problem_type = "multi_label_classification"
-        if self.config.problem_type == "regression":
-            return nn.functional.mse_loss(logits.squeeze(-1), labels.to(logits.dtype).view(-1))
-        if self.config.problem_type == "single_label_classification":
-            if not torch.compiler.is_compiling() and labels.numel() and (
-                    labels.min() < 0 or labels.max() >= self.num_labels):
-                raise ValueError(f"labels must be class ids in [0, num_labels={self.num_labels})")
-            return nn.functional.cross_entropy(logits.view(-1, self.num_labels), labels.view(-1))
-        return nn.functional.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
 
 
 class ElmoForTokenClassification(ElmoTaskModel):
@@ -520,13 +521,7 @@ class ElmoForTokenClassification(ElmoTaskModel):
             if tuple(labels.shape) != tuple(mask.shape):
                 raise ValueError(f"labels has shape {tuple(labels.shape)}, expected (batch, words) = "
                                  f"{tuple(mask.shape)}")
-            labels = labels.masked_fill(~mask, IGNORE_INDEX)
-            used = labels[labels != IGNORE_INDEX]
-            if not torch.compiler.is_compiling() and used.numel() and (used.min() < 0 or used.max() >= self.num_labels):
-                raise ValueError(f"labels must be tag ids in [0, num_labels={self.num_labels}) or -100")
-            loss = nn.functional.cross_entropy(logits.reshape(-1, self.num_labels), labels.reshape(-1),
-                                               ignore_index=IGNORE_INDEX, reduction="sum")
-            loss = loss / (labels != IGNORE_INDEX).sum().clamp(min=1)
+            loss = classification_loss(logits, labels.masked_fill(~mask, IGNORE_INDEX), self.num_labels)
         return logits, loss
 
 

@@ -33,13 +33,16 @@ from torch.nn.utils.rnn import pack_padded_sequence
 from transformers import PreTrainedModel
 from transformers import initialization as init
 from transformers.modeling_outputs import TokenClassifierOutput
+from transformers.utils.generic import can_return_tuple
 
 from .configuration_elmo import ElmoConfig
 from .configuration_taglm import TagLMConfig
-from .crf import ConditionalRandomField, allowed_transitions
+from .crf import ConditionalRandomField
 from .layers import run_packed_rnn
-from .modeling_elmo import ElmoModel, FrozenBiLMMixin
-from .remote_code import AutoMapMixin
+from .losses import IGNORE_INDEX, BatchMeanLossMixin, check_label_range
+from .modeling_elmo import ElmoModel, FrozenBiLMMixin, check_character_ids, check_word_ids
+from .remote_code import AutoMapMixin, shareable_name
+from .tag_schemes import allowed_transitions
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +78,7 @@ class CharacterEncoder(nn.Module):
         return torch.cat([final[0], final[1]], dim=-1)
 
 
-class TagLMPreTrainedModel(AutoMapMixin, PreTrainedModel):
+class TagLMPreTrainedModel(AutoMapMixin, BatchMeanLossMixin, PreTrainedModel):
     """Weight initialisation and loading for TagLM models."""
 
     config_class = TagLMConfig
@@ -170,43 +173,40 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
         Args:
             bilm: an hf_ctx ELMo checkpoint folder (an `ElmoModel` or `ElmoForBiLM` checkpoint) or a loaded
                 `ElmoModel`.
-            config: the tagger's config; its `bilm_config` and `bilm_name_or_path` are filled in here.
+            config: the tagger's config; its `bilm_config` and `bilm_name_or_path` (the biLM's Hub id, or the
+                name of its folder) are filled in here.
         """
         name = str(bilm) if isinstance(bilm, (str, Path)) else getattr(bilm, "name_or_path", None)
         if isinstance(bilm, (str, Path)):
             bilm = ElmoModel.from_pretrained(bilm)
         if not isinstance(bilm, ElmoModel):
             raise ValueError(f"bilm must be an ElmoModel or a path to an ELMo checkpoint, got {type(bilm).__name__}")
-        config.bilm_config = bilm.config.to_dict()
-        config.bilm_name_or_path = name
+        # The tagger's config.json may be published: it names the biLM by its Hub id or folder name, never by a
+        # local path.
+        config.bilm_config = {**bilm.config.to_dict(), "_name_or_path": shareable_name(name) or ""}
+        config.bilm_name_or_path = shareable_name(name)
         model = cls(config)
         model.bilm.load_state_dict(bilm.state_dict())
         return model
 
-    def _validate(self, input_ids, attention_mask, input_word_ids, labels):
-        if input_ids is None or input_ids.dim() != 3 or input_ids.shape[-1] != self.config.max_characters_per_token:
-            shape = None if input_ids is None else tuple(input_ids.shape)
-            raise ValueError(
-                f"input_ids must be character ids of shape (batch, words, {self.config.max_characters_per_token}) "
-                f"as ElmoTokenizer returns them, got {shape}"
-            )
-        if input_ids.shape[0] == 0:
-            raise ValueError("input_ids hold no sentences (batch size 0)")
-        words = tuple(input_ids.shape[:2])
+    def _validate(self, input_ids, attention_mask, input_word_ids, labels) -> torch.Tensor:
+        """ELMo's input checks (TagLM reads the same encoding) plus the word ids and labels; the word mask (B, W)."""
+        config = self.config
+        mask = check_character_ids(input_ids, attention_mask, config.max_characters_per_token, config.n_characters)
         if input_word_ids is None:
             raise ValueError("TagLM needs input_word_ids (batch, words): use an ElmoTokenizer with a word vocabulary")
-        for name, tensor in [("attention_mask", attention_mask), ("input_word_ids", input_word_ids),
-                             ("labels", labels)]:
-            if tensor is not None and tuple(tensor.shape) != words:
-                raise ValueError(f"{name} has shape {tuple(tensor.shape)}, expected (batch, words) = {words}")
-        if input_ids.numel() == 0:
-            return
-        for name, tensor, limit in [("input_ids", input_ids, self.config.n_characters),
-                                    ("input_word_ids", input_word_ids, self.config.vocab_size)]:
-            low, high = tensor.min().item(), tensor.max().item()
-            if low < 0 or high >= limit:
-                raise ValueError(f"{name} contains {low if low < 0 else high}, outside [0, {limit})")
+        check_word_ids(config, input_word_ids, mask)
+        if labels is not None:
+            if tuple(labels.shape) != tuple(mask.shape):
+                raise ValueError(f"labels has shape {tuple(labels.shape)}, expected (batch, words) = "
+                                 f"{tuple(mask.shape)}")
+            if not torch.compiler.is_compiling() and (labels[mask] < 0).any():
+                raise ValueError(f"labels must give every word a tag id; found a negative label (e.g. {IGNORE_INDEX}) "
+                                 "on a word the attention mask covers")
+            check_label_range(labels[mask], config.num_labels)
+        return mask
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
@@ -214,16 +214,11 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
         input_word_ids: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
         output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
         **kwargs,
     ) -> TokenClassifierOutput | tuple:
-        return_dict = self.config.return_dict if return_dict is None else return_dict
         output_hidden_states = (self.config.output_hidden_states if output_hidden_states is None
                                 else output_hidden_states)
-        self._validate(input_ids, attention_mask, input_word_ids, labels)
-        if attention_mask is None:
-            attention_mask = (input_ids != 0).any(-1)
-        mask = attention_mask.bool()
+        mask = self._validate(input_ids, attention_mask, input_word_ids, labels)
         lengths = mask.sum(1)
 
         # Characters are encoded for real words only: padding words can be most of a batch.
@@ -231,26 +226,20 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
         chars = chars.to(self.word_embeddings.weight.dtype)
         if mask.any():
             chars[mask] = self.char_encoder(input_ids[mask]).to(chars.dtype)
-        tokens = torch.cat([self.word_embeddings(input_word_ids), chars], dim=-1)
+        # Padding words may hold any id: only the words' ids were checked.
+        tokens = torch.cat([self.word_embeddings(input_word_ids.masked_fill(~mask, 0)), chars], dim=-1)
         first = run_packed_rnn(self.first_rnn, self.dropout(tokens), lengths)
         if self.bilm is not None:
             with torch.no_grad():
-                states = self.bilm(input_ids=input_ids, attention_mask=attention_mask,
-                                   output_hidden_states=True).hidden_states
+                states = self.bilm(input_ids=input_ids, attention_mask=mask, output_hidden_states=True).hidden_states
             first = torch.cat([first, *(states[i].to(first.dtype) for i in self.config.bilm_layers)], dim=-1)
         second = run_packed_rnn(self.second_rnn, self.dropout(first), lengths)
         emissions = self.classifier(self.dropout(second))
 
-        loss = None
-        if labels is not None:
-            if (labels[mask] < 0).any():
-                raise ValueError("labels must give every word a tag id; found a negative label (e.g. -100) on a "
-                                 "word the attention mask covers")
-            loss = -self.crf(emissions, labels, mask).mean()
+        loss = -self.crf(emissions, labels, mask).mean() if labels is not None else None
         logits = self.crf.max_marginals(emissions, mask)
-        output = TokenClassifierOutput(loss=loss, logits=logits,
-                                       hidden_states=(tokens, first, second) if output_hidden_states else None)
-        return output if return_dict else output.to_tuple()
+        return TokenClassifierOutput(loss=loss, logits=logits,
+                                     hidden_states=(tokens, first, second) if output_hidden_states else None)
 
     def load_word_vectors(self, path: str | Path, vocabulary: dict[str, int]) -> int:
         """Initialise word embeddings from a GloVe or word2vec text file (optionally .gz).

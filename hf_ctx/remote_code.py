@@ -14,6 +14,20 @@ and [`AutoMapMixin`], mixed into the family's `PreTrainedModel` base class, name
 This module travels with the checkpoints of every model that imports it: it imports only the standard library.
 """
 
+import os
+
+
+def shareable_name(name_or_path) -> str | None:
+    """How a checkpoint may name another one it came from (a config's `bilm_name_or_path`, a card's base model)
+    without publishing the local file system: a Hub id (`user/name`) as it is, a local path as its folder's name.
+    """
+    if name_or_path is None:
+        return None
+    name = os.fspath(name_or_path).rstrip("/\\")
+    is_local = os.path.isabs(name) or os.path.exists(name) or name.startswith((".", "~")) or name.count("/") > 1
+    return os.path.basename(name) if is_local else name
+
+
 # model_type -> {Auto class name: "<module file>.<Class>"} of every model class registered for that config.
 _FAMILY_AUTO_MAPS: dict[str, dict[str, str]] = {}
 

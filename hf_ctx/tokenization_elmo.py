@@ -1,57 +1,26 @@
 """ELMo's tokenizer: whitespace-separated words to character ids exactly as the original ELMo encodes them, plus
 word ids from an optional word vocabulary (the language model's targets).
 
-A word becomes `max_characters_per_token` (50) ids: begin-of-word, its UTF-8 bytes (cut to 48 bytes, possibly in
-the middle of a character, as bilm-tf and AllenNLP do), end-of-word, then padding; every id is shifted by one so
-that 0 means "no word" (padding words of a batch). The words `<S>` and `</S>` get the sentence-boundary encodings.
-The tokenizer adds no sentence boundaries: the model adds `<S>`/`</S>` itself.
+Each word becomes `max_characters_per_token` (50) character ids; `elmo_characters` describes the encoding.
+The tokenizer adds no sentence boundaries: the model adds `<S>` and `</S>` itself.
 
-The word vocabulary file is bilm-tf's `vocab.txt`: one word a line, in id order, holding `<S>`, `</S>` and
-`<UNK>`; bilm-tf's vocabularies, sorted by decreasing frequency, load as they are.
+The word vocabulary file is bilm-tf's `vocab.txt`: one word per line, in id order, holding `<S>`, `</S>` and
+`<UNK>`. bilm-tf's vocabularies are sorted by decreasing frequency and load as they are.
 """
 
 import os
 from collections.abc import Iterable
-from functools import lru_cache
 
 import numpy as np
 import torch
 from transformers import BatchEncoding, PreTrainedTokenizer
 
+from .elmo_characters import BOS_TOKEN, EOS_TOKEN, word_to_char_ids
+from .losses import IGNORE_INDEX
+
 VOCAB_FILES_NAMES = {"vocab_file": "vocab.txt"}
 
-# Character ids before the +1 shift (bilm-tf's UnicodeCharsVocabulary): 0-255 are UTF-8 bytes.
-BEGIN_OF_SENTENCE = 256
-END_OF_SENTENCE = 257
-BEGIN_OF_WORD = 258
-END_OF_WORD = 259
-PADDING_CHARACTER = 260
-BOS_TOKEN = "<S>"
-EOS_TOKEN = "</S>"
 UNK_TOKEN = "<UNK>"
-
-
-def _marked(character_ids: list[int], max_characters: int) -> tuple[int, ...]:
-    """Begin-of-word, `character_ids`, end-of-word, padding to `max_characters`, all shifted by one."""
-    ids = [BEGIN_OF_WORD, *character_ids, END_OF_WORD]
-    ids += [PADDING_CHARACTER] * (max_characters - len(ids))
-    return tuple(i + 1 for i in ids)
-
-
-def sentence_boundary_char_ids(max_characters: int = 50) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The character ids of `<S>` and `</S>`: ((max_characters,), (max_characters,))."""
-    return _marked([BEGIN_OF_SENTENCE], max_characters), _marked([END_OF_SENTENCE], max_characters)
-
-
-@lru_cache(maxsize=2**17)
-def word_to_char_ids(word: str, max_characters: int = 50) -> tuple[int, ...]:
-    """ELMo's `max_characters` character ids of one word (bytes beyond `max_characters - 2` are dropped)."""
-    if word == BOS_TOKEN:
-        return sentence_boundary_char_ids(max_characters)[0]
-    if word == EOS_TOKEN:
-        return sentence_boundary_char_ids(max_characters)[1]
-    # "ignore" drops what UTF-8 cannot encode (lone surrogates), as the original does.
-    return _marked(list(word.encode("utf-8", "ignore")[: max_characters - 2]), max_characters)
 
 
 def read_vocabulary_file(path: str | os.PathLike) -> list[str]:
@@ -63,7 +32,7 @@ def read_vocabulary_file(path: str | os.PathLike) -> list[str]:
             if word == "!!!MAXTERMID":
                 continue
             if not word or len(word.split()) != 1:
-                raise ValueError(f"{path}:{line_number}: expected one word a line, got {line.rstrip(chr(10))!r}")
+                raise ValueError(f"{path}:{line_number}: expected one word per line, got {line.rstrip(chr(10))!r}")
             words.append(word)
     return words
 
@@ -84,7 +53,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
     `truncation=True, max_length=N` keeps a sentence's first N words. Padding is always on the right.
 
     Args:
-        vocab_file (`str`, *optional*): a word vocabulary file (one word a line, in id order, with `<S>`, `</S>`
+        vocab_file (`str`, *optional*): a word vocabulary file (one word per line, in id order, with `<S>`, `</S>`
             and `<UNK>`), e.g. bilm-tf's vocab.txt.
         vocab (`list[str]`, *optional*): the same words as a list, instead of a file (see
             [`hf_ctx.data.bilm.build_vocabulary`]).
@@ -208,6 +177,13 @@ class ElmoTokenizer(PreTrainedTokenizer):
             raise ValueError("ElmoTokenizer encodes single sentences; sentence pairs (text_pair) are not supported")
         if return_overflowing_tokens or return_offsets_mapping:
             raise ValueError("ElmoTokenizer returns neither overflowing tokens nor offsets")
+        if kwargs.get("return_special_tokens_mask"):
+            # What transformers' TokenClassificationPipeline asks for: it works on sub-word ids, not on words.
+            raise ValueError(
+                "ElmoTokenizer adds no special tokens and has no special_tokens_mask: transformers' "
+                "token-classification pipeline works on sub-word tokens. For ELMo and TagLM taggers, pass "
+                "pipeline_class=hf_ctx.WordTokenClassificationPipeline to pipeline(\"token-classification\", ...)"
+            )
         batched, sentences = self._as_batch(text, is_split_into_words)
         if getattr(truncation_strategy, "value", truncation_strategy) != "do_not_truncate" and max_length:
             sentences = [words[:max_length] for words in sentences]
@@ -325,7 +301,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
                                  "(max_characters_per_token)")
             if sentence:
                 padded["input_ids"][i, : len(sentence)] = sentence
-        for key, pad_value in {"attention_mask": 0, "input_word_ids": self.pad_token_id, "labels": -100}.items():
+        for key, pad_value in {"attention_mask": 0, "input_word_ids": self.pad_token_id, "labels": IGNORE_INDEX}.items():
             if key not in batch or not all(isinstance(row, list) for row in batch[key]):
                 continue  # absent, or one label per sentence
             padded[key] = np.full((len(lengths), target), pad_value, dtype=np.int64)
@@ -360,4 +336,4 @@ def _is_single_sentence(input_ids: list) -> bool:
     return bool(first) and isinstance(first[0], int)
 
 
-__all__ = ["ElmoTokenizer", "sentence_boundary_char_ids", "word_to_char_ids", "read_vocabulary_file"]
+__all__ = ["ElmoTokenizer", "read_vocabulary_file"]

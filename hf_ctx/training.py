@@ -6,10 +6,12 @@ The run ends with `hf_ctx.hub.finish_run` (checkpoint, model card, `--push_to_hu
 
 import json
 import logging
+import math
 import os
 import re
 import sys
 import tempfile
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import field
 from pathlib import Path
@@ -22,6 +24,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy
 from transformers.utils.hub import PushInProgress
 
 from . import __version__
+from .remote_code import shareable_name
 
 logger = logging.getLogger(__name__)
 
@@ -39,21 +42,37 @@ def unpad_inputs_field():
                                                  "nothing (outputs at real tokens are unchanged)"})
 
 
-def setup_logging(training_args: TrainingArguments, logger: logging.Logger) -> None:
-    """Send log records to stdout, then log hf_ctx's version and which process this is with `logger`.
+# Warnings a user of the examples can do nothing about, by their message. PyTorch's CPU build tries oneDNN for every
+# LSTM and falls back to its own kernel for ELMo's LSTMs with projections, which is the kernel wanted anyway.
+_UNACTIONABLE_WARNINGS = [(UserWarning, r"LSTM with projections is not supported with oneDNN")]
 
-    `logger` (the script's), hf_ctx and transformers log at INFO on the processes that should log
-    (`training_args.should_log`: the main one, unless `--log_on_each_node` and friends say otherwise) and at
-    WARNING on the others; `datasets` logs at WARNING.
+
+def setup_logging(training_args: TrainingArguments, logger: logging.Logger) -> None:
+    """Set up what an example script prints: log records to stdout, warnings worth reading, a short header.
+
+    `logger` (the script's) and hf_ctx log at INFO on the processes that should log (`training_args.should_log`:
+    the main one, unless `--log_on_each_node` and friends say otherwise) and at WARNING on the others;
+    `--log_level` / `--log_level_replica` set another level. transformers and `datasets` keep their own default
+    (WARNING), so the Trainer prints its progress bar and metrics but not its INFO chatter (every config it
+    loads, every file it saves), unless `--log_level info` asks for it. Without an accelerator,
+    `dataloader_pin_memory` is turned off: pinned memory only serves copies to a GPU, and the DataLoader warns
+    about it on every run. Then `logger` says which hf_ctx version and process this is.
     """
     logging.basicConfig(
         format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=[logging.StreamHandler(sys.stdout)]
     )
-    log_level = logging.INFO if training_args.should_log else logging.WARNING
+    default_level = logging.INFO if training_args.should_log else logging.WARNING
+    library_level = training_args.get_process_log_level()  # transformers' current level unless --log_level says
+    asked = training_args.log_level if training_args.should_log else training_args.log_level_replica
+    own_level = default_level if asked == "passive" else library_level
     for name in (logger.name, "hf_ctx"):
-        logging.getLogger(name).setLevel(log_level)
-    datasets.utils.logging.set_verbosity_warning()  # its INFO lines would repeat through the root handler
-    transformers.utils.logging.set_verbosity(log_level)
+        logging.getLogger(name).setLevel(own_level)
+    datasets.utils.logging.set_verbosity(logging.WARNING if asked == "passive" else library_level)
+    transformers.utils.logging.set_verbosity(library_level)
+    for category, message in _UNACTIONABLE_WARNINGS:
+        warnings.filterwarnings("ignore", message=message, category=category)
+    if training_args.device.type == "cpu":
+        training_args.dataloader_pin_memory = False
     logger.info(
         f"hf_ctx {__version__}, process {training_args.process_index} of {training_args.world_size} "
         f"on {training_args.device}"
@@ -85,22 +104,73 @@ def first_examples(dataset: datasets.Dataset, n: int | None) -> datasets.Dataset
 
 
 def hold_out_validation(
-    train: datasets.Dataset, validation: datasets.Dataset | None, percentage: float, seed: int
+    train: datasets.Dataset, validation: datasets.Dataset | None, percentage: float, seed: int, hint: str = ""
 ) -> tuple[datasets.Dataset, datasets.Dataset | None]:
     """(train, validation), where data without a validation split gets one: `percentage` % of `train`, drawn
-    with `seed` (`--validation_split_percentage`; 0 leaves the data without one)."""
+    with `seed` (`--validation_split_percentage`; 0 leaves the data without one).
+
+    Too few examples to hold some out and still train on some is a `ValueError`, with `hint` (what may be wrong
+    with the data) added to the message.
+    """
     if validation is None and percentage > 0:
+        held_out = math.ceil(len(train) * percentage / 100)
+        if len(train) - held_out < 1:
+            raise ValueError(
+                f"--validation_split_percentage {percentage:g} holds out {held_out} of the {len(train)} training "
+                f"example(s), leaving none to train on; give --validation_file, or more training data{hint}"
+            )
         split = train.train_test_split(test_size=percentage / 100, seed=seed)
         train, validation = split["train"], split["test"]
     return train, validation
 
 
 def training_data_name(dataset_name: str | None, train_files: str | Iterable[str] | None) -> str:
-    """How a model card names the training data: the `datasets` dataset, else the training files' names."""
+    """How a model card names the training data: the `datasets` dataset, else the training files' names (never
+    their local paths)."""
     if dataset_name is not None:
-        return dataset_name
+        return shareable_name(dataset_name)  # a dataset saved to disk: its folder's name
     files = [train_files] if isinstance(train_files, str) else list(train_files or ())
     return ", ".join(Path(f).name for f in files)
+
+
+def evaluation_data(
+    dataset_name: str | None,
+    validation_files: str | Iterable[str] | None,
+    train_files: str | Iterable[str] | None = None,
+    validation: datasets.Dataset | None = None,
+    validation_split_percentage: float | None = None,
+) -> dict[str, str]:
+    """How a model card names the data a run was evaluated on: `finish_run`'s `eval_dataset_name` (and
+    `eval_dataset_id` for a split of a Hub dataset).
+
+    The validation files' names when there are some; else, when `validation` (the validation data as loaded) is
+    a part of the training data that `hold_out_validation` set aside, that part ("5% of corpus.txt held out from
+    training"); else the `datasets` dataset's own validation split. Empty when there is no evaluation data.
+    """
+    if validation_files:
+        return {"eval_dataset_name": training_data_name(None, validation_files)}
+    held_out = validation is not None and str(getattr(validation, "split", None)) != "validation"
+    if held_out:
+        source = training_data_name(dataset_name, train_files)
+        return {"eval_dataset_name": f"{validation_split_percentage:g}% of {source} held out from training"}
+    if dataset_name is not None:  # the card lists `eval_dataset_id` only when it is a Hub id
+        return {"eval_dataset_name": shareable_name(dataset_name), "eval_dataset_id": dataset_name}
+    return {}  # no evaluation data
+
+
+def match_special_tokens(model, tokenizer) -> None:
+    """Give `model`'s config (and generation config) the pad, bos and eos ids of `tokenizer`.
+
+    `Trainer.train` does the same, with a warning ("The tokenizer has new PAD/BOS/EOS tokens ...") that a user of
+    the examples cannot act on: the scripts build model and tokenizer together, and the tokenizer's ids are the
+    right ones.
+    """
+    configs = [model.config, getattr(model, "generation_config", None)]
+    for name in ("pad_token_id", "bos_token_id", "eos_token_id"):
+        value = getattr(tokenizer, name, None)
+        for config in filter(None, configs):
+            if value is not None and getattr(config, name, None) != value:
+                setattr(config, name, value)
 
 
 def record_metrics(trainer: Trainer, split: str, metrics: dict[str, float]) -> None:
@@ -124,6 +194,7 @@ def train_and_evaluate(
     args = trainer.args
     metrics, eval_metrics = {}, {}
     if args.do_train:
+        match_special_tokens(trainer.model, trainer.processing_class)
         result = trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
         metrics.update(result.metrics)
         record_metrics(trainer, "train", result.metrics)

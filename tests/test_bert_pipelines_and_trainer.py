@@ -36,14 +36,19 @@ def save(model, tokenizer, path):
     return str(path)
 
 
-def test_fill_mask_pipeline(tokenizer, tmp_path):
-    path = save(CtxBertForMaskedLM(tiny(tokenizer)).eval(), tokenizer, tmp_path)
-    fill = pipeline("fill-mask", model=path)
+def test_fill_mask_pipeline_gives_the_models_top_predictions(tokenizer, tmp_path):
+    model = CtxBertForMaskedLM(tiny(tokenizer)).eval()
+    fill = pipeline("fill-mask", model=save(model, tokenizer, tmp_path))
     predictions = fill("red cat [MASK] fast", top_k=3)
-    assert len(predictions) == 3
-    assert all(p["token_str"] in tokenizer.get_vocab() for p in predictions)
-    scores = [p["score"] for p in predictions]
-    assert scores == sorted(scores, reverse=True) and 0 < sum(scores) <= 1
+
+    encoded = tokenizer("red cat [MASK] fast", return_tensors="pt")
+    position = encoded["input_ids"][0].tolist().index(tokenizer.mask_token_id)
+    with torch.no_grad():
+        probabilities = model(**encoded).logits[0, position].softmax(-1)
+    scores, ids = probabilities.topk(3)
+    assert [p["token"] for p in predictions] == ids.tolist()
+    np.testing.assert_allclose([p["score"] for p in predictions], scores.numpy(), rtol=1e-5)
+    assert [p["token_str"] for p in predictions] == [tokenizer.decode([i]) for i in ids.tolist()]
 
 
 def test_feature_extraction_pipeline_returns_the_model_states(tokenizer, tmp_path):
@@ -56,20 +61,41 @@ def test_feature_extraction_pipeline_returns_the_model_states(tokenizer, tmp_pat
     np.testing.assert_allclose(features, expected, atol=1e-5)
 
 
-def test_text_and_token_classification_pipelines(tokenizer, tmp_path):
-    labels = {0: "NEG", 1: "POS"}
-    sequence = CtxBertForSequenceClassification(tiny(tokenizer, id2label=labels, label2id={v: k for k, v in labels.items()}))
-    result = pipeline("text-classification", model=save(sequence, tokenizer, tmp_path / "seq"))("green dog runs")
-    assert result[0]["label"] in {"NEG", "POS"} and 0.5 <= result[0]["score"] <= 1
+def test_text_classification_pipeline_gives_the_models_softmax(tokenizer, tmp_path):
+    labels = {0: "NEG", 1: "POS", 2: "MIXED"}
+    model = CtxBertForSequenceClassification(tiny(tokenizer, id2label=labels, label2id={v: k for k, v in labels.items()}))
+    model.eval()
+    classify = pipeline("text-classification", model=save(model, tokenizer, tmp_path), top_k=None)
+    (result,) = classify(["green dog runs"])  # a batch of one: every label's score
+    with torch.no_grad():
+        probabilities = model(**tokenizer("green dog runs", return_tensors="pt")).logits[0].softmax(-1)
+    expected = sorted(((labels[i], p) for i, p in enumerate(probabilities.tolist())), key=lambda x: -x[1])
+    assert [r["label"] for r in result] == [label for label, _ in expected]
+    np.testing.assert_allclose([r["score"] for r in result], [p for _, p in expected], rtol=1e-5)
 
+
+def test_token_classification_pipeline_gives_the_models_per_token_tags(tokenizer, tmp_path):
     tags = {0: "O", 1: "B-ANIMAL", 2: "I-ANIMAL"}
-    token = CtxBertForTokenClassification(tiny(tokenizer, id2label=tags, label2id={v: k for k, v in tags.items()}))
-    entities = pipeline("token-classification", model=save(token, tokenizer, tmp_path / "tok"),
-                        aggregation_strategy="none")("green dog runs fast")
-    assert all(e["entity"] in {"B-ANIMAL", "I-ANIMAL"} for e in entities)
-    assert all(e["word"] in tokenizer.get_vocab() for e in entities)
+    model = CtxBertForTokenClassification(tiny(tokenizer, id2label=tags, label2id={v: k for k, v in tags.items()}))
+    model.eval()
+    tagger = pipeline("token-classification", model=save(model, tokenizer, tmp_path), aggregation_strategy="none",
+                      ignore_labels=[])
+    sentence = "green dog runs fast"
+    entities = tagger(sentence)
+
+    encoded = tokenizer(sentence, return_tensors="pt")
+    with torch.no_grad():
+        probabilities = model(**encoded).logits[0].softmax(-1)
+    tokens = encoded["input_ids"][0].tolist()
+    real = [i for i, token in enumerate(tokens) if token not in tokenizer.all_special_ids]  # no [CLS], [SEP]
+    assert [e["index"] for e in entities] == real
+    assert [e["word"] for e in entities] == tokenizer.convert_ids_to_tokens([tokens[i] for i in real])
+    assert [e["entity"] for e in entities] == [tags[int(probabilities[i].argmax())] for i in real]
+    np.testing.assert_allclose([e["score"] for e in entities], [float(probabilities[i].max()) for i in real],
+                               rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_trainer_fine_tunes_a_tiny_bert_on_a_synthetic_task(tokenizer, tmp_path):
     # Label 1 iff the sentence mentions an animal: learnable from the words alone.
     rng = np.random.default_rng(1)

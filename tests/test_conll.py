@@ -8,20 +8,18 @@ from seqeval.metrics.sequence_labeling import get_entities
 
 from hf_ctx.data.conll import (
     check_labels,
-    convert_tags,
-    detect_tag_scheme,
     encode_for_subwords,
     load_conll_dataset,
     load_hub_ner_dataset,
     merge_split_predictions,
     read_conll,
-    sort_labels,
     split_long_sentences,
     subword_counts,
     write_conll_predictions,
 )
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
 from hf_ctx.metrics import load_metric
+from hf_ctx.tag_schemes import convert_tags, detect_tag_scheme, sort_labels
 
 SAMPLE = """-DOCSTART- -X- -X- O
 
@@ -221,12 +219,28 @@ def test_seqeval_metric_rejects_mismatched_lengths():
         metric.compute(predictions=[["O"]], references=[["O", "O"]])
 
 
+def test_every_module_takes_the_same_scheme_names():
+    """"BIO" and "IOB2" name one scheme in the data readers, the CRF constraints and TagLM's config alike."""
+    from hf_ctx import TagLMConfig
+    from hf_ctx.tag_schemes import SCHEME_NAMES, allowed_transitions
+
+    assert convert_tags(IOB2, "BIO", "BIOES") == BIOES and convert_tags(BIOES, "BIOES", "BIO") == IOB2
+    labels = dict(enumerate(["O", "B-PER", "I-PER"]))
+    assert allowed_transitions("BIO", labels) == allowed_transitions("IOB2", labels)
+    for name in SCHEME_NAMES:
+        assert TagLMConfig(tag_scheme=name).tag_scheme == name
+    for bad in (lambda: convert_tags(IOB2, "BILOU", "IOB2"), lambda: allowed_transitions("BILOU", labels)):
+        with pytest.raises(ValueError, match=r"unknown tag scheme 'BILOU'; expected one of \('BIO', 'IOB1'"):
+            bad()
+
+
 def test_a_dev_set_may_use_a_prefix_the_training_data_lacks():
     """Training saw only I-LOC (IOB1 style), the dev set has B-LOC: the labels hold every prefix of the scheme
     for each type seen, so the dev set is read; an unseen type is still an error."""
     from datasets import Dataset
 
-    from hf_ctx.data.conll import check_labels, scheme_labels
+    from hf_ctx.data.conll import check_labels
+    from hf_ctx.tag_schemes import scheme_labels
 
     labels = scheme_labels(["O", "I-LOC", "B-PER", "I-PER"], "IOB2")
     assert labels == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]

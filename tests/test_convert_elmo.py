@@ -194,3 +194,21 @@ def test_files_that_do_not_fit_are_clear_errors(tmp_path):
     (tmp_path / "options.json").write_text("{not json")
     with pytest.raises(ValueError, match="not a JSON options file"):
         convert_elmo_checkpoint(tmp_path / "options.json", tmp_path / "weights.hdf5", tmp_path / "out")
+
+
+def test_swapped_or_wrong_files_say_which_argument_is_which(tmp_path):
+    options = options_for(True)
+    (tmp_path / "options.json").write_text(json.dumps(options))
+    write_weights(tmp_path / "weights.hdf5", options, np.random.default_rng(3))
+    (tmp_path / "notes.txt").write_text("not an hdf5 file")
+    options, weights, out = tmp_path / "options.json", tmp_path / "weights.hdf5", tmp_path / "out"
+    with pytest.raises(ValueError, match=rf"swapped: .*OPTIONS_JSON, first\) must be the JSON file {options}.*"
+                                         rf"WEIGHTS_HDF5, second\) the HDF5 file {weights}"):
+        convert_elmo_checkpoint(weights, options, out)
+    with pytest.raises(ValueError, match=rf"OPTIONS_JSON .* but {weights} is an HDF5 file"):
+        convert_elmo_checkpoint(weights, weights, out)
+    with pytest.raises(ValueError, match=rf"WEIGHTS_HDF5 .* but {tmp_path / 'notes.txt'} is not an HDF5 file$"):
+        convert_elmo_checkpoint(options, tmp_path / "notes.txt", out)
+    with pytest.raises(ValueError, match=r"not an HDF5 file \(it is JSON: the options\?\)"):
+        convert_elmo_checkpoint(options, options, out)
+    assert not out.exists()

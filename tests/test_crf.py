@@ -5,7 +5,9 @@ import itertools
 import pytest
 import torch
 
-from hf_ctx.crf import FORBIDDEN_SCORE, PAD_TAG_ID, ConditionalRandomField, allowed_transitions
+from hf_ctx.crf import FORBIDDEN_SCORE, ConditionalRandomField
+from hf_ctx.losses import IGNORE_INDEX
+from hf_ctx.tag_schemes import allowed_transitions
 
 BIO_LABELS = {0: "O", 1: "B-PER", 2: "I-PER", 3: "B-LOC", 4: "I-LOC"}
 
@@ -57,7 +59,7 @@ def test_log_likelihood_and_viterbi_match_brute_force(include_start_end, constra
     emissions = torch.randn(len(lengths), 4, 5) * 2
     mask = prefix_mask(lengths, 4)
     tags = torch.randint(0, 5, (len(lengths), 4))
-    tags[~mask] = PAD_TAG_ID
+    tags[~mask] = IGNORE_INDEX
 
     log_likelihood = crf(emissions, tags, mask)
     best_tags, best_scores = crf.viterbi_decode(emissions, mask)
@@ -67,7 +69,7 @@ def test_log_likelihood_and_viterbi_match_brute_force(include_start_end, constra
         gold = sequence_score(crf, emissions[b], tags[b, :n].tolist())
         assert log_likelihood[b].item() == pytest.approx(gold - log_z, rel=1e-6, abs=1e-3)
         assert best_tags[b, :n].tolist() == best
-        assert (best_tags[b, n:] == PAD_TAG_ID).all()
+        assert (best_tags[b, n:] == IGNORE_INDEX).all()
         assert best_scores[b].item() == pytest.approx(best_score, abs=1e-3)
         # Max-marginals: argmax is the Viterbi path; each word's maximum is the Viterbi score; entry (i, j)
         # is the best score among the sequences with tag j at word i.
@@ -114,7 +116,7 @@ def test_empty_rows_and_float32_under_autocast():
     ll = crf(emissions, torch.zeros(2, 3, dtype=torch.long), mask)
     assert ll[1].item() == 0.0 and torch.isfinite(ll).all()
     tags, scores = crf.viterbi_decode(emissions, mask)
-    assert (tags[1] == PAD_TAG_ID).all() and scores[1].item() == 0.0
+    assert (tags[1] == IGNORE_INDEX).all() and scores[1].item() == 0.0
     with torch.autocast("cpu", dtype=torch.bfloat16):
         ll_autocast = crf(emissions.bfloat16(), torch.zeros(2, 3, dtype=torch.long), mask)
     assert ll_autocast.dtype == torch.float32

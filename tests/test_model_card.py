@@ -116,11 +116,38 @@ def test_run_facts_reach_the_card(tmp_path):
     assert "starting from `me/bert-mini-wiki`" in text
 
 
-def test_local_base_model_is_named_in_text_but_not_in_metadata(tmp_path):
+def test_local_base_model_is_named_by_its_folder_in_text_but_not_in_metadata(tmp_path):
     model, _ = bert_token_classifier(tmp_path)
     card = build_model_card("bert", model, model_id="me/tiny", **{**NER_FACTS, "base_model": str(tmp_path)})
     assert card.data.base_model is None
-    assert f"`{tmp_path}`" in card.text
+    assert f"`{tmp_path.name}`" in card.text and str(tmp_path) not in str(card)
+
+
+def test_card_names_the_evaluation_files_and_the_training_files(tmp_path):
+    """A run trained on eng.train and evaluated on eng.testa says so, in the text and in the model-index."""
+    model, _ = taglm(tmp_path)
+    facts = {**NER_FACTS, "dataset_name": "eng.train", "dataset_id": None, "training_data": None}
+    card = build_model_card("taglm", model, model_id="me/tagger", eval_dataset_name="eng.testa", **facts)
+    assert "Measured on eng.testa by the script that trained the model." in card.text
+    assert "## Training data\n\neng.train." in card.text and "Measured on eng.train" not in card.text
+    assert {(r.dataset_name, r.dataset_type, r.dataset_config, r.dataset_split) for r in card.data.eval_results} == {
+        ("eng.testa", "eng.testa", None, "validation")}
+    assert card.data.datasets is None
+
+
+def test_card_names_the_hub_dataset_configuration_and_split(tmp_path):
+    model, _ = bert_token_classifier(tmp_path)
+    facts = {**NER_FACTS, "dataset_name": "GLUE SST-2", "dataset_id": "nyu-mll/glue", "dataset_config": "sst2"}
+    card = build_model_card("bert", model, model_id="me/sst2", **facts)  # evaluated on a split of the same dataset
+    assert ("Measured on GLUE SST-2 ([`nyu-mll/glue`](https://huggingface.co/datasets/nyu-mll/glue), configuration "
+            "`sst2`, split validation) by the script") in card.text
+    assert {(r.dataset_name, r.dataset_type, r.dataset_config, r.dataset_split) for r in card.data.eval_results} == {
+        ("GLUE SST-2", "nyu-mll/glue", "sst2", "validation")}
+    # Trained on a Hub dataset, evaluated on local files: both named, only the Hub one in `datasets`.
+    card = build_model_card("bert", model, model_id="me/sst2", eval_dataset_name="GLUE SST-2 dev.tsv", **facts)
+    assert "Measured on GLUE SST-2 dev.tsv by the script" in card.text
+    assert {(r.dataset_type, r.dataset_config) for r in card.data.eval_results} == {("GLUE SST-2 dev.tsv", None)}
+    assert card.data.datasets == ["nyu-mll/glue"]
 
 
 def test_unknown_family_is_refused(tmp_path):

@@ -539,12 +539,45 @@ def test_unpadded_path_handles_full_and_empty_rows():
     torch.testing.assert_close(out.last_hidden_state[[0, 2]][real], expected.last_hidden_state[real])
 
 
-def test_set_attn_implementation_switches_the_kernel():
-    model = CtxBertModel(tiny_config())
-    model.set_attn_implementation("eager")
-    assert model.encoder.layer[0].attention.config._attn_implementation == "eager"
-    model.set_attn_implementation("sdpa")
-    assert model.encoder.layer[0].attention.config._attn_implementation == "sdpa"
+def test_set_attn_implementation_switches_the_kernel(monkeypatch):
+    """The kernel that runs is the one asked for: spies stand in for the eager function and for the sdpa entry of
+    transformers' attention-function registry, and count the calls per layer."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    import hf_ctx.modeling_bert as modeling_bert
+
+    calls = []
+
+    def spy(name, kernel):
+        def counted(*args, **kwargs):
+            calls.append(name)
+            return kernel(*args, **kwargs)
+        return counted
+
+    monkeypatch.setattr(modeling_bert, "eager_attention_forward", spy("eager", modeling_bert.eager_attention_forward))
+    sdpa = ALL_ATTENTION_FUNCTIONS["sdpa"]
+    ALL_ATTENTION_FUNCTIONS["sdpa"] = spy("sdpa", sdpa)  # the registry instance's own entry, removed below
+    try:
+        config = tiny_config()
+        model = CtxBertModel(config).eval()
+        input_ids, attention_mask, _ = padded_batch()
+        outputs = {}
+        for implementation in ("eager", "sdpa", "eager"):
+            calls.clear()
+            model.set_attn_implementation(implementation)
+            with torch.no_grad():
+                outputs[implementation] = model(input_ids, attention_mask).last_hidden_state
+            assert calls == [implementation] * config.num_hidden_layers
+        torch.testing.assert_close(outputs["sdpa"], outputs["eager"], atol=1e-5, rtol=1e-5)
+        # Asking for the attention probabilities runs the eager kernel, the only one that computes them.
+        model.set_attn_implementation("sdpa")
+        calls.clear()
+        with torch.no_grad():
+            model(input_ids, attention_mask, output_attentions=True)
+        assert calls == ["eager"] * config.num_hidden_layers
+    finally:
+        del ALL_ATTENTION_FUNCTIONS["sdpa"]
+    assert ALL_ATTENTION_FUNCTIONS["sdpa"] is sdpa
 
 
 @pytest.mark.gpu

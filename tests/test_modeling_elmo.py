@@ -6,8 +6,10 @@ import math
 
 import pytest
 import torch
+import transformers
 from torch.nn import functional as F
 from transformers import AutoModel, AutoModelForPreTraining, AutoModelForTokenClassification
+from transformers.testing_utils import CaptureLogger
 
 import hf_ctx  # noqa: F401  (registers the Auto classes)
 from hf_ctx import (
@@ -224,7 +226,10 @@ def test_auto_classes_round_trip(tmp_path, tokenizer, batch):
     reloaded = AutoModelForPreTraining.from_pretrained(tmp_path)
     assert isinstance(reloaded, ElmoForBiLM)
     torch.testing.assert_close(reloaded(**batch).loss, model(**batch).loss)
-    bilm = AutoModel.from_pretrained(tmp_path)
+    # The biLM's softmax is expected to stay behind when the encoder is loaded: no load report about it.
+    with CaptureLogger(transformers.utils.logging.get_logger("transformers")) as captured:
+        bilm = AutoModel.from_pretrained(tmp_path)
+    assert "LOAD REPORT" not in captured.out and "softmax" not in captured.out
     assert isinstance(bilm, ElmoModel)
     torch.testing.assert_close(bilm(**batch).last_hidden_state, model.elmo(**batch).last_hidden_state)
     tagger = AutoModelForTokenClassification.from_pretrained(tmp_path, num_labels=3)
@@ -233,6 +238,15 @@ def test_auto_classes_round_trip(tmp_path, tokenizer, batch):
     # Loading makes parameters trainable; the task model's biLM must come back frozen.
     assert not any(p.requires_grad for p in tagger.elmo.parameters())
     assert all(p.requires_grad for p in tagger.classifier.parameters())
+
+
+def test_other_unexpected_weights_are_still_reported(tmp_path):
+    model = ElmoForBiLM(tiny_config())
+    model.register_buffer("stray", torch.zeros(2))  # a key no ELMo model has
+    model.save_pretrained(tmp_path)
+    with CaptureLogger(transformers.utils.logging.get_logger("transformers")) as captured:
+        ElmoModel.from_pretrained(tmp_path)
+    assert "LOAD REPORT" in captured.out and "stray" in captured.out and "softmax" not in captured.out
 
 
 def test_task_models_keep_the_bilm_frozen_and_train_the_rest(batch):

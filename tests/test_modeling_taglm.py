@@ -1,5 +1,7 @@
 """TagLM: shapes and masking, the CRF loss and decoding it exposes, bad input, learning, saving, word vectors."""
 
+import json
+
 import pytest
 import torch
 from transformers import AutoModelForTokenClassification
@@ -84,9 +86,9 @@ def test_bad_inputs_raise_clear_errors():
     input_ids, mask, word_ids = batch(SENTENCES, VOCAB)
     with pytest.raises(ValueError, match=r"character ids of shape \(batch, words, 50\)"):
         model(input_ids=input_ids[:, :, :20], attention_mask=mask, input_word_ids=word_ids)
-    with pytest.raises(ValueError, match=r"input_word_ids contains 30, outside \[0, 30\)"):
+    with pytest.raises(ValueError, match=r"input_word_ids contains 30, outside the word vocabulary \[0, vocab_size=30\)"):
         model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids.masked_fill(word_ids == 2, 30))
-    with pytest.raises(ValueError, match=r"input_ids contains 262"):
+    with pytest.raises(ValueError, match=r"input_ids contains the character id 262"):
         model(input_ids=input_ids.masked_fill(input_ids == 259, 262), input_word_ids=word_ids)
     with pytest.raises(ValueError, match="needs input_word_ids"):
         model(input_ids=input_ids, attention_mask=mask)
@@ -95,7 +97,7 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ValueError, match="every word a tag"):
         model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids,
               labels=torch.full((3, 4), -100))
-    with pytest.raises(ValueError, match="prefix"):
+    with pytest.raises(ValueError, match="right padding"):
         model(input_ids=input_ids, attention_mask=torch.tensor([[0, 1, 1, 1]] * 3), input_word_ids=word_ids)
 
 
@@ -112,6 +114,7 @@ def test_config_validation_names_the_field():
         TagLMForTokenClassification(tiny_config(id2label={0: "O", 1: "E-PER"}))
 
 
+@pytest.mark.slow
 def test_learns_a_tiny_tagging_task():
     torch.manual_seed(0)
     model = TagLMForTokenClassification(tiny_config(rnn_hidden_size=16))
@@ -199,7 +202,7 @@ LABEL_IDS = torch.tensor([[1, 0, 0, 3], [1, 2, 0, -100], [3, -100, -100, -100]])
 def test_bilm_states_are_concatenated_after_the_first_rnn(bilm_dir, bilm_layers):
     bilm = ElmoModel.from_pretrained(bilm_dir).eval()
     model = TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS), bilm_layers=bilm_layers))
-    assert model.config.bilm_name_or_path == str(bilm_dir)
+    assert model.config.bilm_name_or_path == bilm_dir.name  # the folder, not the local path
     assert all(torch.equal(a, b) for a, b in zip(model.bilm.state_dict().values(), bilm.state_dict().values()))
     inputs = encode(ElmoTokenizer.from_pretrained(bilm_dir), SENTENCES)
     hidden = model.eval()(**inputs, output_hidden_states=True).hidden_states
@@ -243,6 +246,10 @@ def test_checkpoint_holds_the_bilm_and_reloads_through_auto_classes(bilm_dir, tm
     out = tmp_path / "taglm"
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
+    # config.json names the biLM by its folder, never by its local path (the folder may be published).
+    saved_config = (out / "config.json").read_text()
+    assert model.config.bilm_name_or_path == "bilm" and str(bilm_dir) not in saved_config
+    assert json.loads(saved_config)["bilm_config"]["_name_or_path"] == "bilm"
     shutil.rmtree(bilm_dir)  # the tagger's folder is complete without the biLM's
     reloaded = AutoModelForTokenClassification.from_pretrained(out).eval()
     reloaded_tokenizer = AutoTokenizer.from_pretrained(out)
@@ -280,6 +287,14 @@ def test_token_classification_pipeline_gives_the_crf_decoding(bilm_dir):
     (split_result,) = tagger(words, is_split_into_words=True)  # a batch of one, as transformers returns it
     assert [(e["word"], e["entity"]) for e in split_result] == [(e["word"], e["entity"]) for e in entities]
     assert split_result[1]["start"] == len("Anna ")  # offsets in the words joined by single spaces
+
+
+def test_plain_token_classification_pipeline_names_the_word_level_one(bilm_dir):
+    """transformers' own pipeline class needs sub-word tokens: a clear error instead of KeyError('special_tokens_mask')."""
+    model = TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS))).eval()
+    tagger = pipeline("token-classification", model=model, tokenizer=ElmoTokenizer.from_pretrained(bilm_dir))
+    with pytest.raises(ValueError, match=r"pipeline_class=hf_ctx\.WordTokenClassificationPipeline"):
+        tagger("Anna Smith lives in Zagreb")
 
 
 def test_an_empty_batch_is_refused():

@@ -115,7 +115,7 @@ def test_checkpoint_reloads_and_reported_metrics_are_right(single_run, corpus):
     assert metrics["eval_nsp_accuracy"] == pytest.approx(nsp_correct / len(examples), abs=1e-6)
 
 
-def test_model_card_reports_the_run(single_run):
+def test_model_card_reports_the_run(single_run, corpus):
     """finish_run wrote README.md: metadata huggingface_hub parses, the evaluation the run reported, the settings."""
     output_dir, metrics = single_run
     metadata = metadata_load(output_dir / "README.md")
@@ -133,6 +133,10 @@ def test_model_card_reports_the_run(single_run):
         (metric, round(metrics[f"eval_{metric}"], 4), "validation") for metric in reported}
     for metric, name in reported.items():
         assert f"| validation | {name} | {round(metrics[f'eval_{metric}'], 4)} |" in card.text
+    # The card names the evaluation files, not the training files, in its text and its model-index.
+    assert "Measured on valid.txt by the script" in card.text
+    assert {(r.dataset_name, r.dataset_type) for r in results} == {("valid.txt", "valid.txt")}
+    assert "## Training data\n\ntrain.txt" in card.text
     assert "Pretrained from scratch on train.txt" in card.text
     vocab_size = len(AutoTokenizer.from_pretrained(output_dir))
     for row in ["| model_size | tiny |", "| objective | mlm_nsp |", "| max_seq_length | 32 |",
@@ -178,6 +182,7 @@ def test_resume_from_checkpoint_continues_exactly(single_run, corpus, tmp_path):
     assert all(torch.equal(weights[name], expected[name]) for name in expected)
 
 
+@pytest.mark.slow
 def test_two_cpu_processes_train_like_one_with_the_same_global_batch(single_run, corpus, tmp_path):
     """torchrun, 2 processes (gloo) x batch 4 against 1 process x batch 8.
 
@@ -245,3 +250,30 @@ def test_mlm_only_from_a_local_dataset_with_a_config_file(tmp_path):
     assert AutoTokenizer.from_pretrained(output_dir).model_max_length == 64
     card = " ".join((output_dir / "README.md").read_text().split())
     assert "masked language modelling only; the checkpoint's next-sentence head was not trained" in card
+    # A dataset saved to disk is named by its folder, never by its local path; evaluation on its validation split.
+    assert str(tmp_path) not in card and f"Measured on {data.name} (" not in card
+    assert f"Measured on {data.name} by the script" in card
+
+
+def test_few_is_next_pairs_are_a_warning(caplog):
+    """Documents of one segment make only NotNext pairs: below 40% IsNext (label 0) the run says so."""
+    from datasets import Dataset
+
+    example = load_example()
+    with caplog.at_level("WARNING"):
+        assert example.warn_if_few_is_next_pairs(Dataset.from_dict({"next_sentence_label": [0, 1, 1, 1]})) == 0.25
+    assert "only 25.0% of the 4 next-sentence training pairs are IsNext" in caplog.text
+    assert "--split_sentences" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        example.warn_if_few_is_next_pairs(Dataset.from_dict({"next_sentence_label": [0, 1, 0, 1, 1]}))
+    assert caplog.text == ""
+
+
+def test_one_document_without_blank_lines_suggests_document_boundary_line(tmp_path):
+    """Without a validation file, 5% of one document cannot be held out: the error says why and what to pass."""
+    (tmp_path / "articles.txt").write_text("".join(f"article {i} has words .\n" for i in range(40)))
+    with pytest.raises(ValueError, match=r"holds out 1 of the 1 training example\(s\), leaving none to train on.*"
+                                         r"without blank lines is one document.*--document_boundary line"):
+        load_example().main(["--train_file", str(tmp_path / "articles.txt"), "--do_train", "--vocab_size", "60",
+                             "--output_dir", str(tmp_path / "out"), "--use_cpu", "--report_to", "none"])

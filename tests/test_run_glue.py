@@ -145,6 +145,7 @@ def read_submission(path: Path) -> tuple[list[int], list[str]]:
     return [int(index) for index, _ in rows], [prediction for _, prediction in rows]
 
 
+@pytest.mark.slow
 def test_cola_is_learned_from_the_label_column_and_predicted(setup, tmp_path):
     metrics = run(setup, "cola", "CoLA", tmp_path, "--do_train", "--do_eval", "--do_predict",
                   "--num_train_epochs", "8", "--learning_rate", "3e-3", "--warmup_steps", "5")
@@ -165,6 +166,7 @@ def test_cola_is_learned_from_the_label_column_and_predicted(setup, tmp_path):
     assert (tmp_path / "README.md").read_text().count("GLUE CoLA") >= 1
 
 
+@pytest.mark.slow
 def test_mnli_reports_both_dev_sets_and_writes_both_test_files(setup, tmp_path):
     metrics = run(setup, "mnli", "MNLI", tmp_path, "--do_train", "--do_eval", "--do_predict", "--max_steps", "3")
     glue = load_glue("mnli", setup[0] / "glue_data")
@@ -235,6 +237,7 @@ def elmo_checkpoint(folder: Path, **config) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_elmo_learns_cola_and_reports_the_saved_models_metric(setup, tmp_path):
     from hf_ctx.data.glue import split_words
 
@@ -284,6 +287,7 @@ def test_elmo_from_random_weights_and_its_tokenizer_check(setup, tmp_path):
             "--tokenizer_name", str(root / "tokenizer"), "--do_eval")
 
 
+@pytest.mark.slow
 def test_elmo_with_task_word_vectors_learns_with_its_biLM_frozen(setup, tmp_path):
     """The paper's recipe: ELMo beside the task's own (trainable) word vectors. Where a frozen random biLM alone
     hardly tells "good" from "bad", the word vectors learn it; the biLM stays as it was."""

@@ -5,10 +5,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from seqeval.metrics import f1_score
+from transformers import AutoModel, AutoModelForTokenClassification
 
-from hf_ctx.data.conll import convert_tags, read_conll
+from hf_ctx import ElmoConfig, ElmoForBiLM, ElmoTokenizer
+from hf_ctx.data.conll import read_conll
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
+from hf_ctx.tag_schemes import convert_tags
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import run_ner  # noqa: E402
@@ -49,6 +53,48 @@ def test_bert_train_evaluate_predict_with_long_sentences_split(corpus, tmp_path,
     check_prediction_file(out / "predictions_test.txt", corpus["test"], metrics["predict_f1"])
     config = json.loads((out / "config.json").read_text())
     assert config["model_type"] == "hf_ctx_bert" and config["unpad_inputs"] is True
+    card = (out / "README.md").read_text()
+    assert f"Measured on {corpus['validation'].name} by the script" in card
+    assert f"## Training data\n\n{corpus['train'].name}" in card and str(corpus["train"].parent) not in card
+
+
+@pytest.fixture(scope="module")
+def bilm(corpus, tmp_path_factory):
+    """A tiny (untrained) hf_ctx biLM checkpoint whose tokenizer knows the training words."""
+    words = sorted({word for sentence in read_conll(corpus["train"]) for word in sentence["tokens"]})
+    tokenizer = ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", *words])
+    config = ElmoConfig(char_cnn={"filters": [[1, 4], [2, 8]], "embedding": {"dim": 4}, "n_highway": 1},
+                        lstm={"dim": 16, "projection_dim": 8, "n_layers": 1}, vocab_size=len(tokenizer.get_vocab()))
+    path = tmp_path_factory.mktemp("bilm")
+    ElmoForBiLM(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.mark.parametrize("model_type,overrides,model_class", [
+    ("taglm", "word_embedding_dim=8,rnn_hidden_size=8,char_cnn_filters=8", "TagLMForTokenClassification"),
+    ("elmo", "task_hidden_size=8", "ElmoForTokenClassification"),
+])
+def test_word_level_taggers_train_on_a_frozen_bilm_evaluate_and_predict(corpus, bilm, tmp_path, model_type,
+                                                                        overrides, model_class):
+    out = tmp_path / model_type
+    metrics = run_ner.main([
+        "--model_type", model_type, "--bilm_name_or_path", str(bilm), "--config_overrides", overrides,
+        "--train_file", str(corpus["train"]), "--validation_file", str(corpus["validation"]),
+        "--test_file", str(corpus["test"]), "--do_train", "--do_eval", "--do_predict",
+        "--num_train_epochs", "1", "--learning_rate", "1e-2", "--output_dir", str(out), *COMMON,
+    ])
+    for key in ("eval_f1", "eval_precision", "eval_recall", "predict_f1"):
+        assert 0.0 <= metrics[key] <= 1.0
+    check_prediction_file(out / "predictions_test.txt", corpus["test"], metrics["predict_f1"])
+    # The saved tagger reloads through the Auto class, with the overrides, and holds the biLM unchanged.
+    tagger = AutoModelForTokenClassification.from_pretrained(out)
+    assert type(tagger).__name__ == model_class
+    name, value = overrides.split(",")[0].split("=")
+    assert getattr(tagger.config, name) == int(value)
+    frozen = (tagger.bilm if model_type == "taglm" else tagger.elmo).state_dict()
+    for key, tensor in AutoModel.from_pretrained(bilm).state_dict().items():
+        assert torch.equal(frozen[key], tensor), key
 
 
 def test_unseen_label_at_evaluation_is_an_error(corpus, tmp_path):

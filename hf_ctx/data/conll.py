@@ -1,10 +1,11 @@
-"""CoNLL-2003 named-entity data: reading the column files, tag schemes, and encoding for word and subword models.
+"""CoNLL-2003 named-entity data: reading the column files, and encoding for word and subword models.
 
-The CoNLL-2003 release has one word a line with four space-separated columns (word, POS tag, chunk tag, NER
+The CoNLL-2003 release has one word per line with four space-separated columns (word, POS tag, chunk tag, NER
 tag), blank lines between sentences and `-DOCSTART- -X- -X- O` lines between documents. Its NER tags are IOB1
-(`I-ORG` may start an entity; `B-` only separates two adjacent entities of the same type), while the Hub copy
-and most tools use IOB2 (every entity starts with `B-`). `read_conll` detects which one a file uses and
-`load_conll_dataset` converts every split to one scheme (IOB2 unless asked otherwise).
+(`I-ORG` may start an entity; `B-` only separates two adjacent entities of the same type). The Hub copy and most
+tools use IOB2 (every entity starts with `B-`). `read_conll_file_with_scheme` detects which one a file uses, and
+`load_conll_dataset` converts every split to one scheme (IOB2 unless asked otherwise); the schemes themselves
+live in `hf_ctx.tag_schemes`.
 
 Two encodings:
 - subword models (BERT): `encode_for_subwords` labels the first sub-token of each word and gives -100 to the
@@ -22,14 +23,14 @@ from pathlib import Path
 from datasets import ClassLabel, Dataset, DatasetDict, Sequence
 
 from ..checks import utf8_lines
+from ..losses import IGNORE_INDEX
+from ..tag_schemes import canonical_scheme, convert_tags, detect_tag_scheme, split_tag
 
 logger = logging.getLogger(__name__)
 
-TAG_SCHEMES = ("IOB1", "IOB2", "BIOES")
 # Column names for a file's columns, in CoNLL-2003 order; the NER tag is always the last column.
 CONLL2003_COLUMNS = ("tokens", "pos_tags", "chunk_tags", "ner_tags")
 DOCSTART = "-DOCSTART-"
-IGNORE_INDEX = -100  # label of positions the loss and the metric skip
 
 
 # --- reading ------------------------------------------------------------------------------------------
@@ -109,107 +110,6 @@ def read_conll_file_with_scheme(path: str | Path, num_columns: int | None = 4) -
     return sentences, scheme
 
 
-# --- tag schemes --------------------------------------------------------------------------------------
-
-
-def split_tag(tag: str) -> tuple[str, str]:
-    """'B-PER' -> ('B', 'PER'); 'O' -> ('O', ''). Raises ValueError for anything else."""
-    if tag == "O":
-        return "O", ""
-    prefix, sep, entity = tag.partition("-")
-    if not sep or prefix not in ("B", "I", "E", "S") or not entity:
-        raise ValueError(f"NER tag {tag!r} is neither 'O' nor '<B|I|E|S>-<type>'")
-    return prefix, entity
-
-
-def detect_tag_scheme(tag_sequences) -> str:
-    """'BIOES' if E-/S- tags occur, 'IOB1' if some entity starts with I-, else 'IOB2'."""
-    prefixes, inside_starts = set(), False
-    for tags in tag_sequences:
-        previous = "O"
-        for tag in tags:
-            prefix, entity = split_tag(tag)
-            prefixes.add(prefix)
-            if prefix == "I" and previous not in (f"B-{entity}", f"I-{entity}"):
-                inside_starts = True
-            previous = tag
-    if prefixes & {"E", "S"}:
-        return "BIOES"
-    return "IOB1" if inside_starts else "IOB2"
-
-
-def _to_iob2(tags: list[str], scheme: str) -> list[str]:
-    out, previous = [], "O"
-    for tag in tags:
-        prefix, entity = split_tag(tag)
-        if scheme == "IOB1" and prefix == "I" and previous not in (f"B-{entity}", f"I-{entity}"):
-            tag = f"B-{entity}"
-        elif scheme == "BIOES" and prefix in ("S", "E"):
-            tag = f"{'B' if prefix == 'S' else 'I'}-{entity}"
-        out.append(tag)
-        previous = tag
-    return out
-
-
-def _from_iob2(tags: list[str], scheme: str) -> list[str]:
-    out = []
-    for i, tag in enumerate(tags):
-        prefix, entity = split_tag(tag)
-        previous = tags[i - 1] if i > 0 else "O"
-        following = tags[i + 1] if i + 1 < len(tags) else "O"
-        continues = following == f"I-{entity}"
-        if scheme == "IOB1" and prefix == "B" and previous not in (f"B-{entity}", f"I-{entity}"):
-            tag = f"I-{entity}"
-        elif scheme == "BIOES" and prefix == "B" and not continues:
-            tag = f"S-{entity}"
-        elif scheme == "BIOES" and prefix == "I" and not continues:
-            tag = f"E-{entity}"
-        out.append(tag)
-    return out
-
-
-def convert_tags(tags: list[str], source: str, target: str) -> list[str]:
-    """Convert one sentence's tags between the IOB1, IOB2 and BIOES schemes (entities stay the same)."""
-    for scheme in (source, target):
-        if scheme not in TAG_SCHEMES:
-            raise ValueError(f"unknown tag scheme {scheme!r}; expected one of {TAG_SCHEMES}")
-    if source == target:
-        return list(tags)
-    return _from_iob2(_to_iob2(tags, source), target)
-
-
-def crf_scheme(tag_scheme: str) -> str:
-    """The `hf_ctx.crf.allowed_transitions` name of a tag scheme ("IOB2" is called "BIO" there)."""
-    return "BIO" if tag_scheme == "IOB2" else tag_scheme
-
-
-# The prefixes each scheme writes entity tags with.
-SCHEME_PREFIXES = {"IOB1": ("B", "I"), "IOB2": ("B", "I"), "BIOES": ("B", "I", "E", "S")}
-
-
-def scheme_labels(tags, scheme: str) -> list[str]:
-    """'O' and every label `scheme` has for each entity type among `tags`, in `sort_labels` order.
-
-    The labels of a tagger trained on `tags`: a dev or test set may use a prefix the training data never does
-    for a type (training saw only `I-LOC`, the dev set has `B-LOC`), and is then still read.
-    """
-    if scheme not in SCHEME_PREFIXES:
-        raise ValueError(f"unknown tag scheme {scheme!r}; expected one of {TAG_SCHEMES}")
-    types = {entity for entity in (split_tag(tag)[1] for tag in tags) if entity}
-    return sort_labels(["O", *(f"{prefix}-{entity}" for entity in types for prefix in SCHEME_PREFIXES[scheme])])
-
-
-def sort_labels(labels) -> list[str]:
-    """'O' first, then by entity type, then by prefix (B, I, E, S): a stable order for label ids."""
-    order = {"O": 0, "B": 1, "I": 2, "E": 3, "S": 4}
-
-    def key(tag):
-        prefix, entity = split_tag(tag)
-        return (prefix != "O", entity, order[prefix])
-
-    return sorted(set(labels), key=key)
-
-
 # --- datasets -----------------------------------------------------------------------------------------
 
 
@@ -219,11 +119,12 @@ def load_conll_dataset(data_files: dict[str, str | Path], tag_scheme: str = "IOB
 
     Args:
         data_files: split name -> path, e.g. {"train": "eng.train", "validation": "eng.testa"}.
-        tag_scheme: the scheme every split is converted to ("IOB1", "IOB2" or "BIOES").
+        tag_scheme: the scheme every split is converted to ("IOB1", "IOB2" (or "BIO") or "BIOES").
         num_columns: see `read_conll`.
 
     Each split keeps the file's columns, "line" (where each sentence starts) and "file".
     """
+    tag_scheme = canonical_scheme(tag_scheme)
     splits = {}
     for split, path in data_files.items():
         sentences, scheme = read_conll_file_with_scheme(path, num_columns)
@@ -243,6 +144,7 @@ def load_hub_ner_dataset(dataset_name: str, dataset_config_name: str | None = No
     """A Hub (or local `datasets`) NER dataset with "tokens" and "ner_tags", with string tags in `tag_scheme`."""
     from datasets import load_dataset
 
+    tag_scheme = canonical_scheme(tag_scheme)
     raw = load_dataset(dataset_name, dataset_config_name, cache_dir=cache_dir)
     splits = {}
     for split, dataset in raw.items():

@@ -22,6 +22,8 @@ from datasets import Dataset
 from torch.nn import functional as F
 from transformers import PreTrainedTokenizerBase, TrainerCallback
 
+from ..losses import IGNORE_INDEX
+
 
 @dataclass
 class DataCollatorForPretraining:
@@ -99,7 +101,7 @@ class DataCollatorForPretraining:
         return batch
 
     def _pad_labels(self, labels, length):
-        padded = torch.full((len(labels), length), -100, dtype=torch.long)
+        padded = torch.full((len(labels), length), IGNORE_INDEX, dtype=torch.long)
         for row, row_labels in enumerate(labels):
             if self.tokenizer.padding_side == "left":
                 padded[row, length - len(row_labels) :] = torch.as_tensor(row_labels)
@@ -145,7 +147,7 @@ class DataCollatorForPretraining:
         masked = input_ids.clone()
         masked[to_mask] = self.tokenizer.mask_token_id
         masked[to_random] = self._replacement_ids[random_index[to_random]]
-        labels = torch.where(chosen, input_ids, torch.full_like(input_ids, -100))
+        labels = torch.where(chosen, input_ids, torch.full_like(input_ids, IGNORE_INDEX))
         return masked, labels
 
     def _uniform_draws(self, input_ids, real):

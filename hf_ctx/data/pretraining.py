@@ -39,6 +39,8 @@ from datasets.exceptions import DatasetGenerationError
 from torch.nn import functional as F
 from transformers import EvalPrediction, PreTrainedTokenizerBase
 
+from ..losses import IGNORE_INDEX
+
 logger = logging.getLogger(__name__)
 
 DOCUMENT_BOUNDARIES = ("blank_line", "line")
@@ -452,10 +454,10 @@ def preprocess_pretraining_logits(logits, labels):
     """
     prediction_logits, seq_relationship_logits = logits[0], logits[1]
     mlm_labels = labels[0] if isinstance(labels, (tuple, list)) else labels
-    labelled = mlm_labels != -100
+    labelled = mlm_labels != IGNORE_INDEX
     if prediction_logits.dim() == 3:
         prediction_logits = prediction_logits[labelled]  # sparse logits are already these rows, in this order
-    predictions = torch.full_like(mlm_labels, -100)
+    predictions = torch.full_like(mlm_labels, IGNORE_INDEX)
     predictions[labelled] = prediction_logits.argmax(-1)
     token_nll = F.cross_entropy(prediction_logits.float(), mlm_labels[labelled], reduction="none")
     rows = labelled.nonzero()[:, 0]
@@ -469,7 +471,7 @@ def compute_pretraining_metrics(eval_prediction: EvalPrediction) -> dict[str, fl
     predictions, nll, seq_relationship_logits = eval_prediction.predictions
     label_ids = eval_prediction.label_ids
     mlm_labels, nsp_labels = label_ids if isinstance(label_ids, (tuple, list)) else (label_ids, None)
-    labelled = mlm_labels != -100
+    labelled = mlm_labels != IGNORE_INDEX
     num_labelled = int(labelled.sum())
     if num_labelled == 0:
         raise ValueError("no masked token in the evaluation set, so MLM metrics are undefined")

@@ -9,12 +9,14 @@ miscellaneous names. Two properties make it a fair miniature of the TagLM settin
   and only their context decides.
 
 Same seed, same files: `generate_ner_corpus(out_dir)` writes train.txt, validation.txt, test.txt (4 columns)
-and raw.txt (one sentence a line). Run it as `python -m hf_ctx.data.synthetic_ner OUT_DIR`.
+and raw.txt (one sentence per line). Run it as `python -m hf_ctx.data.synthetic_ner OUT_DIR`.
 """
 
 import argparse
 import random
 from pathlib import Path
+
+from ..tag_schemes import TAG_SCHEMES, convert_tags
 
 FIRST_NAMES = [
     "John", "Mary", "Peter", "Anna", "David", "Maria", "Michael", "Elena", "Thomas", "Sofia", "Paul", "Laura",
@@ -129,16 +131,6 @@ def _sentence(rng, names) -> tuple[list[str], list[str]]:
     return words, tags
 
 
-def _iob1(tags: list[str]) -> list[str]:
-    """IOB2 -> IOB1: B- stays only where an entity directly follows one of the same type."""
-    out = []
-    for i, tag in enumerate(tags):
-        if tag.startswith("B-") and not (i > 0 and tags[i - 1][2:] == tag[2:]):
-            tag = "I-" + tag[2:]
-        out.append(tag)
-    return out
-
-
 def _pos_and_chunk(words, tags):
     pos = [POS.get(w, "CD" if w.isdigit() else "NNP" if t != "O" or w[0].isupper() else "NN")
            for w, t in zip(words, tags)]
@@ -151,7 +143,7 @@ def _write_tagged(path: Path, sentences, scheme: str):
     with path.open("w", encoding="utf-8") as f:
         f.write("-DOCSTART- -X- -X- O\n\n")
         for words, tags in sentences:
-            tags = _iob1(tags) if scheme == "IOB1" else tags
+            tags = convert_tags(tags, "IOB2", scheme)
             pos, chunk = _pos_and_chunk(words, tags)
             for row in zip(words, pos, chunk, tags):
                 f.write(" ".join(row) + "\n")
@@ -167,10 +159,10 @@ def generate_ner_corpus(output_dir: str | Path, num_train: int = 1500, num_valid
         num_train / num_validation / num_test: tagged sentences per split.
         num_raw: untagged sentences (all names, seen and held out) for language-model pretraining.
         seed: the same seed writes the same files.
-        scheme: tags of the tagged files, "IOB1" (as CoNLL-2003 is released) or "IOB2".
+        scheme: tags of the tagged files: "IOB1" (as CoNLL-2003 is released), "IOB2" or "BIOES".
     """
-    if scheme not in ("IOB1", "IOB2"):
-        raise ValueError(f"scheme must be 'IOB1' or 'IOB2', got {scheme!r}")
+    if scheme not in TAG_SCHEMES:
+        raise ValueError(f"scheme must be one of {TAG_SCHEMES}, got {scheme!r}")
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
@@ -200,7 +192,7 @@ def main(argv=None):
     parser.add_argument("--num_test", type=int, default=300)
     parser.add_argument("--num_raw", type=int, default=6000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--scheme", default="IOB1", choices=["IOB1", "IOB2"])
+    parser.add_argument("--scheme", default="IOB1", choices=TAG_SCHEMES)
     args = parser.parse_args(argv)
     paths = generate_ner_corpus(args.output_dir, args.num_train, args.num_validation, args.num_test,
                                 args.num_raw, args.seed, args.scheme)

@@ -1,0 +1,134 @@
+"""The `hf-ctx` command and the example scripts, as a person at a terminal meets them: help and version without
+importing torch, options with help text, and user errors as one line (`error: ...`, exit status 1) with
+`--debug` / `HF_CTX_DEBUG=1` for the traceback."""
+
+import ast
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+import hf_ctx
+from hf_ctx import cli
+from hf_ctx.errors import run_script
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+
+
+def run_python(args: list[str]) -> subprocess.CompletedProcess:
+    """`python ARGS` in the repository root with this checkout's hf_ctx, without HF_CTX_DEBUG."""
+    environment = {key: value for key, value in os.environ.items() if key != "HF_CTX_DEBUG"}
+    environment["PYTHONPATH"] = str(ROOT)
+    return subprocess.run([sys.executable, *args], cwd=ROOT, env=environment, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_help_version_and_argument_errors_answer_without_importing_torch():
+    """What makes `hf-ctx --help` instant: the entry point never imports torch, transformers or hf_ctx's __init__."""
+    code = """
+import sys, hf_ctx_cli
+for argv in (["--help"], ["--version"], ["train-tokenizer", "--help"], ["convert-elmo"]):
+    try:
+        hf_ctx_cli.main(argv)
+    except SystemExit as exit:
+        print("EXIT", exit.code)
+print("IMPORTED", sorted(m for m in ("torch", "transformers", "hf_ctx") if m in sys.modules))
+"""
+    result = run_python(["-c", code])
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "IMPORTED []" in out
+    assert out.count("EXIT 0") == 3 and "EXIT 2" in out  # help, version, help; the missing arguments
+    assert f"hf_ctx {hf_ctx.__version__}\n" in out
+    assert "usage: hf-ctx" in out and "``" not in out
+    assert "the following arguments are required: options_json, weights_hdf5, output_dir" in result.stderr
+
+
+def test_train_tokenizer_options_have_help_and_defaults(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["train-tokenizer", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    for option, default in [("--vocab_size", "default 8000"), ("--min_frequency", "default 2"),
+                            ("--model_max_length", "default 512"), ("--lowercase", "the default")]:
+        assert option in help_text and default in help_text
+    assert "--no_lowercase keep case" in help_text
+    args = cli.build_parser().parse_args(["train-tokenizer", "a.txt", "--output_dir", "out"])
+    assert (args.vocab_size, args.min_frequency, args.lowercase, args.model_max_length) == (8000, 2, True, 512)
+    assert cli.build_parser().parse_args(["train-tokenizer", "a.txt", "--output_dir", "o", "--no_lowercase"]).lowercase is False
+
+
+def test_cased_is_a_deprecated_alias_of_no_lowercase():
+    with pytest.warns(FutureWarning, match="--cased is deprecated; use --no_lowercase"):
+        args = cli.build_parser().parse_args(["train-tokenizer", "a.txt", "--output_dir", "o", "--cased"])
+    assert args.lowercase is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cli.build_parser().parse_args(["train-tokenizer", "a.txt", "--output_dir", "o"]).lowercase is True
+
+
+def test_user_error_is_one_line_and_exit_status_1(tmp_path):
+    """Through the installed entry point's module, in a fresh process, as a person runs it."""
+    missing = tmp_path / "missing.txt"
+    result = run_python(["hf_ctx_cli.py", "train-tokenizer", str(missing), "--output_dir", str(tmp_path / "tok")])
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [f"error: text file not found: {missing}"]
+    assert not (tmp_path / "tok").exists()
+
+
+def test_debug_flag_or_environment_shows_the_traceback(tmp_path, monkeypatch, capsys):
+    missing = str(tmp_path / "missing.txt")
+    monkeypatch.delenv("HF_CTX_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as exit:
+        cli.main(["train-tokenizer", missing, "--output_dir", str(tmp_path / "tok")])
+    assert exit.value.code == 1 and capsys.readouterr().err == f"error: text file not found: {missing}\n"
+    for argv in (["--debug", "train-tokenizer", missing], ["train-tokenizer", missing, "--debug"]):
+        with pytest.raises(FileNotFoundError, match="text file not found"):
+            cli.main([*argv, "--output_dir", str(tmp_path / "tok")])
+    monkeypatch.setenv("HF_CTX_DEBUG", "1")
+    with pytest.raises(FileNotFoundError):
+        cli.main(["train-tokenizer", missing, "--output_dir", str(tmp_path / "tok")])
+
+
+def test_bugs_keep_their_traceback(monkeypatch):
+    """Only expected user errors become one line; anything else (a bug) is raised as it is."""
+    def broken(argv):
+        raise KeyError("a bug")
+
+    monkeypatch.delenv("HF_CTX_DEBUG", raising=False)
+    with pytest.raises(KeyError):
+        run_script(broken, [])
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
+def test_every_example_runs_its_main_through_run_script(script):
+    tree = ast.parse(script.read_text())
+    guard = [node for node in tree.body if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)]
+    assert len(guard) == 1 and ast.unparse(guard[0].body[0]) == "run_script(main)"
+
+
+def test_example_user_error_is_one_line(tmp_path):
+    """A script run from the shell: one line on stderr and status 1."""
+    argv = ["examples/end_to_end.py", "--train_file", str(tmp_path / "train.txt"), "--output_dir", str(tmp_path)]
+    result = run_python(argv)
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == ["error: --train_file needs --validation_file (the tagger's F1 is measured on it)"]
+
+
+def test_run_script_strips_debug_and_then_shows_the_traceback(monkeypatch, capsys):
+    seen = []
+
+    def main(argv):
+        seen.append(argv)
+        raise ValueError("--train_file needs --validation_file")
+
+    monkeypatch.delenv("HF_CTX_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as exit:
+        run_script(main, ["--output_dir", "x"])
+    assert exit.value.code == 1 and capsys.readouterr().err == "error: --train_file needs --validation_file\n"
+    with pytest.raises(ValueError, match="needs --validation_file"):
+        run_script(main, ["--output_dir", "x", "--debug"])
+    assert seen == [["--output_dir", "x"], ["--output_dir", "x"]]  # the script's parser never sees --debug

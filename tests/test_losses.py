@@ -1,0 +1,142 @@
+"""One sequence-classification loss for every head (hf_ctx.losses), checked against torch's losses computed
+here by hand, and the same behaviour in BERT's and ELMo's heads (they used to disagree: ELMo failed on
+multi-output regression and on -100 labels)."""
+
+import pytest
+import torch
+from datasets import Dataset
+from torch.nn import functional as F
+from transformers import Trainer, TrainingArguments
+
+from hf_ctx import (
+    CtxBertConfig,
+    CtxBertForSequenceClassification,
+    ElmoConfig,
+    ElmoForSequenceClassification,
+    ElmoTokenizer,
+    TagLMConfig,
+    TagLMForTokenClassification,
+)
+from hf_ctx.losses import IGNORE_INDEX, classification_loss, sequence_classification_loss
+
+VOCAB = ["<S>", "</S>", "<UNK>", "the", "cat", "sat", "on", "mat", "a", "dog"]
+SENTENCES = ["the cat sat on the mat", "a dog", "the dog sat", "a cat on a mat"]
+
+
+class Config:  # the two fields the loss reads
+    def __init__(self, num_labels, problem_type=None):
+        self.num_labels, self.problem_type = num_labels, problem_type
+
+
+def bert(num_labels):
+    config = CtxBertConfig(vocab_size=20, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                           intermediate_size=32, num_labels=num_labels, hidden_dropout_prob=0.0,
+                           attention_probs_dropout_prob=0.0)
+    model = CtxBertForSequenceClassification(config).eval()
+    inputs = {"input_ids": torch.randint(1, 20, (4, 6)), "attention_mask": torch.ones(4, 6, dtype=torch.long)}
+    return model, inputs
+
+
+def elmo(num_labels):
+    config = ElmoConfig(char_cnn={"filters": [[1, 4], [2, 4]], "embedding": {"dim": 4}, "n_highway": 1},
+                        lstm={"dim": 8, "projection_dim": 4, "n_layers": 1}, vocab_size=len(VOCAB), dropout=0.0,
+                        task_hidden_size=0, classifier_dropout=0.0, num_labels=num_labels)
+    model = ElmoForSequenceClassification(config).eval()
+    inputs = ElmoTokenizer(vocab=VOCAB)(SENTENCES, padding=True, return_tensors="pt")
+    return model, dict(inputs)
+
+
+CASES = {
+    # name: (num_labels, labels, problem type inferred, loss from the logits)
+    "regression": (1, torch.tensor([0.5, -1.0, 2.0, 0.0]), "regression",
+                   lambda logits, labels: F.mse_loss(logits[:, 0], labels)),
+    "multi-output regression": (
+        3, torch.tensor([[0.5, -1.0, 2.0], [0.0, 1.0, 1.0], [2.0, 2.0, 0.0], [1.0, 0.0, -1.0]]),
+        "regression", lambda logits, labels: F.mse_loss(logits, labels)),
+    "single label": (3, torch.tensor([0, 2, 1, 2]), "single_label_classification",
+                     lambda logits, labels: F.cross_entropy(logits, labels)),
+    "single label with -100": (3, torch.tensor([0, -100, 1, -100]), "single_label_classification",
+                               lambda logits, labels: F.cross_entropy(logits[[0, 2]], labels[[0, 2]])),
+    "multi-label": (3, torch.tensor([[1.0, 0.0, 1.0], [0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 1.0]]),
+                    "multi_label_classification",
+                    lambda logits, labels: F.binary_cross_entropy_with_logits(logits, labels)),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("build", [bert, elmo], ids=["bert", "elmo"])
+def test_bert_and_elmo_heads_compute_the_same_loss(build, case):
+    num_labels, labels, problem_type, reference = CASES[case]
+    if case == "multi-output regression":  # not inferable from the labels: regression needs saying
+        model, inputs = build(num_labels)
+        model.config.problem_type = "regression"
+    else:
+        model, inputs = build(num_labels)
+    with torch.no_grad():
+        out = model(**inputs, labels=labels)
+    assert model.config.problem_type == problem_type
+    torch.testing.assert_close(out.loss, reference(out.logits, labels))
+
+
+@pytest.mark.parametrize("build", [bert, elmo], ids=["bert", "elmo"])
+def test_bad_labels_are_the_same_clear_error_in_both_heads(build):
+    model, inputs = build(3)
+    with pytest.raises(ValueError, match=r"label 3 is outside \[0, num_labels=3\)"):
+        model(**inputs, labels=torch.tensor([0, 3, 1, 2]))
+    model.config.problem_type = "regression"
+    with pytest.raises(ValueError, match=r"regression labels must have shape \(4, num_labels=3\)"):
+        model(**inputs, labels=torch.zeros(4))
+
+
+def test_sequence_classification_loss_edge_cases():
+    logits = torch.randn(2, 3)
+    # Every label ignored: no loss rather than NaN.
+    assert classification_loss(logits, torch.tensor([IGNORE_INDEX, IGNORE_INDEX]), 3).item() == 0.0
+    # Half precision logits give a float32 loss.
+    loss = sequence_classification_loss(Config(3), logits.half(), torch.tensor([0, 2]))
+    assert loss.dtype == torch.float32
+    torch.testing.assert_close(loss, F.cross_entropy(logits.half().float(), torch.tensor([0, 2])))
+    with pytest.raises(ValueError, match="problem_type must be"):
+        sequence_classification_loss(Config(3, "ranking"), logits, torch.tensor([0, 2]))
+    with pytest.raises(ValueError, match=r"multi-label classification labels must have shape \(2, num_labels=3\)"):
+        sequence_classification_loss(Config(3, "multi_label_classification"), logits, torch.ones(2, 2))
+
+
+def taglm():
+    labels = ["O", "B-PER", "I-PER"]
+    config = TagLMConfig(vocab_size=len(VOCAB), word_embedding_dim=4, char_embedding_dim=4, char_cnn_filters=4,
+                         rnn_hidden_size=4, dropout=0.0, id2label=dict(enumerate(labels)))
+    return TagLMForTokenClassification(config), torch.tensor([[0, 1, 2, 0, 0, 0]] * 4)
+
+
+@pytest.mark.parametrize("build", [lambda: bert(2), lambda: elmo(2), taglm], ids=["bert", "elmo", "taglm"])
+def test_gradient_accumulation_averages_the_micro_batches(build, tmp_path):
+    """Two micro-batches of 2 accumulated make the same update as one batch of 4.
+
+    The heads take `**kwargs`, so `Trainer` would pass them `num_items_in_batch` and skip dividing the loss by
+    the accumulation steps, unless the model says it does not use it (`accepts_loss_kwargs = False`)."""
+    if build is taglm:
+        model, labels = taglm()
+        encoded = ElmoTokenizer(vocab=VOCAB)(SENTENCES, padding=True)
+        rows = [{**{k: encoded[k][i] for k in encoded}, "labels": labels[i].tolist()} for i in range(4)]
+    else:
+        model, inputs = build()
+        rows = [{**{k: v[i].tolist() for k, v in inputs.items()}, "labels": i % 2} for i in range(4)]
+    initial = {k: v.clone() for k, v in model.state_dict().items()}
+
+    def one_step(batch_size, accumulation):
+        model.load_state_dict(initial)
+        args = TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=batch_size,
+                                 gradient_accumulation_steps=accumulation, max_steps=1, learning_rate=0.5,
+                                 optim="sgd", lr_scheduler_type="constant", report_to=[], save_strategy="no",
+                                 use_cpu=True, disable_tqdm=True, seed=0)
+        trainer = Trainer(model=model, args=args, train_dataset=Dataset.from_list(rows))
+        assert trainer.model_accepts_loss_kwargs is False
+        trainer.train()
+        return {k: v.clone() for k, v in model.state_dict().items()}
+
+    accumulated, whole = one_step(2, 2), one_step(4, 1)
+    changed = [k for k in initial if not torch.equal(initial[k], whole[k])]
+    assert changed
+    for key in changed:
+        torch.testing.assert_close(accumulated[key], whole[key], atol=1e-6, rtol=1e-5, msg=key)
