@@ -35,6 +35,12 @@ from datasets import load_dataset
 from transformers import AutoModelForPreTraining, HfArgumentParser, TrainingArguments
 
 from hf_ctx import BERT_PRESETS, CtxBertConfig, CtxBertForPreTraining, train_wordpiece_tokenizer
+from hf_ctx.checks import (
+    check_conflicting_arguments,
+    check_path_arguments,
+    check_positive_arguments,
+    load_tokenizer,
+)
 from hf_ctx.data.masking import DataCollatorForPretraining, MaskingEpochCallback, add_fixed_masks
 from hf_ctx.data.pretraining import (
     DOCUMENT_BOUNDARIES,
@@ -43,12 +49,6 @@ from hf_ctx.data.pretraining import (
     compute_pretraining_metrics,
     load_text_documents,
     preprocess_pretraining_logits,
-)
-from hf_ctx.checks import (
-    check_conflicting_arguments,
-    check_path_arguments,
-    check_positive_arguments,
-    load_tokenizer,
 )
 from hf_ctx.errors import run_script
 from hf_ctx.hub import finish_run

@@ -29,6 +29,12 @@ from datasets import load_dataset
 from transformers import AutoModelForPreTraining, HfArgumentParser, TrainingArguments
 
 from hf_ctx import ELMO_PRESETS, ElmoConfig, ElmoForBiLM, ElmoTokenizer
+from hf_ctx.checks import (
+    check_conflicting_arguments,
+    check_path_arguments,
+    check_positive_arguments,
+    load_tokenizer,
+)
 from hf_ctx.data.bilm import (
     BiLMDataCollator,
     build_vocabulary,
@@ -37,12 +43,6 @@ from hf_ctx.data.bilm import (
     load_text_lines,
     preprocess_bilm_logits,
     split_into_sentences,
-)
-from hf_ctx.checks import (
-    check_conflicting_arguments,
-    check_path_arguments,
-    check_positive_arguments,
-    load_tokenizer,
 )
 from hf_ctx.errors import run_script
 from hf_ctx.hub import finish_run

@@ -38,6 +38,12 @@ from transformers import (
 )
 
 from hf_ctx import BERT_PRESETS, ELMO_PRESETS, CtxBertConfig, ElmoConfig, ElmoTokenizer
+from hf_ctx.checks import (
+    check_conflicting_arguments,
+    check_path_arguments,
+    check_positive_arguments,
+    load_tokenizer,
+)
 from hf_ctx.data.glue import (
     GLUE_TASKS,
     HUB_DATASET,
@@ -47,12 +53,6 @@ from hf_ctx.data.glue import (
     glue_task,
     load_glue,
     write_glue_predictions,
-)
-from hf_ctx.checks import (
-    check_conflicting_arguments,
-    check_path_arguments,
-    check_positive_arguments,
-    load_tokenizer,
 )
 from hf_ctx.errors import run_script
 from hf_ctx.hub import finish_run

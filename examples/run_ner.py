@@ -49,14 +49,14 @@ from hf_ctx import (
     tag_schemes,
     train_wordpiece_tokenizer,
 )
-from hf_ctx.data import conll
-from hf_ctx.data.bilm import build_vocabulary, count_words
 from hf_ctx.checks import (
     check_conflicting_arguments,
     check_path_arguments,
     check_positive_arguments,
     load_tokenizer,
 )
+from hf_ctx.data import conll
+from hf_ctx.data.bilm import build_vocabulary, count_words
 from hf_ctx.errors import run_script
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (

@@ -255,7 +255,7 @@ def test_invalid_utf8_names_file_and_line_and_a_byte_order_mark_is_not_a_word(tm
     from hf_ctx.data.conll import read_conll
 
     path = tmp_path / "train.txt"
-    path.write_bytes("EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\n".encode() + b"Caf\xe9 NNP B-NP B-LOC\n")
+    path.write_bytes(b"EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\n" + b"Caf\xe9 NNP B-NP B-LOC\n")
     with pytest.raises(ValueError, match=rf"{path}:4: not valid UTF-8"):
         read_conll(path)
     path.write_bytes("\ufeffEU NNP B-NP B-ORG\n".encode())

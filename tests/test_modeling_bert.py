@@ -206,7 +206,7 @@ def test_convert_refuses_to_write_over_its_source_or_into_a_file(tmp_path):
     _source_with_tokenizer(tmp_path / "src")
     before = {p.name: p.read_bytes() for p in (tmp_path / "src").iterdir()}
     with pytest.raises(ValueError, match="is the source folder"):
-        hf_ctx.cli.main(["convert-bert", str(tmp_path / "src"), str(tmp_path / "src" / ".")])
+        hf_ctx.cli.main(["convert-bert", str(tmp_path / "src"), str(tmp_path / "src" / "."), "--debug"])
     assert {p.name: p.read_bytes() for p in (tmp_path / "src").iterdir()} == before
     (tmp_path / "a_file").write_text("")
     with pytest.raises(ValueError, match="is a file"):

@@ -152,9 +152,8 @@ def test_resuming_from_an_incomplete_checkpoint_names_the_missing_file(checkpoin
 
 
 def test_resuming_from_the_latest_checkpoint_skips_an_incomplete_one(checkpoints, tmp_path, caplog):
-    import shutil
-
     import dataclasses
+    import shutil
     from pathlib import Path
     from unittest import mock
 
