@@ -30,9 +30,8 @@ import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
-import transformers
 from datasets import load_dataset
-from transformers import AutoModelForPreTraining, HfArgumentParser, TrainingArguments
+from transformers import AutoModelForPreTraining, TrainingArguments
 
 from hf_ctx import BERT_PRESETS, CtxBertConfig, CtxBertForPreTraining, train_wordpiece_tokenizer
 from hf_ctx.checks import (
@@ -53,13 +52,14 @@ from hf_ctx.data.pretraining import (
 from hf_ctx.errors import run_script
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
+    CONFIG_OVERRIDES_HELP,
     CtxTrainer,
     evaluation_data,
     first_examples,
     hold_out_validation,
+    parse_args_and_set_up,
     parse_config_overrides,
     resolve_resume_checkpoint,
-    setup_logging,
     train_and_evaluate,
     training_data_name,
     unpad_inputs_field,
@@ -82,7 +82,7 @@ class ModelArguments:
     config_name: str | None = field(default=None, metadata={"help": "a CtxBertConfig config.json, or its folder"})
     config_overrides: str | None = field(
         default=None,
-        metadata={"help": "comma-separated key=value config fields, e.g. hidden_dropout_prob=0,pre_layer_norm=true"},
+        metadata={"help": CONFIG_OVERRIDES_HELP + "; e.g. hidden_dropout_prob=0,pre_layer_norm=true"},
     )
     model_name_or_path: str | None = field(
         default=None, metadata={"help": "continue pretraining this checkpoint folder instead of starting from scratch"}
@@ -228,8 +228,9 @@ def warn_if_few_is_next_pairs(dataset) -> float:
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
-    model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
+    model_args, data_args, training_args = parse_args_and_set_up(
+        (ModelArguments, DataArguments, TrainingArguments), argv, logger
+    )
     check_path_arguments(model_args)
     check_conflicting_arguments(IGNORED_TOGETHER, model_args, data_args)
     check_positive_arguments(data_args)
@@ -237,9 +238,6 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     training_args.resume_from_checkpoint = resolve_resume_checkpoint(
         training_args.resume_from_checkpoint, training_args.output_dir
     )
-
-    setup_logging(training_args, logger)
-    transformers.set_seed(training_args.seed)
 
     train_documents, validation_documents, text_column = load_documents(data_args, training_args.seed)
     if training_args.do_eval and validation_documents is None:

@@ -28,13 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import datasets
-import transformers
 from transformers import (
     AutoConfig,
     AutoModelForTokenClassification,
     DataCollatorForTokenClassification,
     DataCollatorWithPadding,
-    HfArgumentParser,
     TrainingArguments,
 )
 
@@ -58,13 +56,15 @@ from hf_ctx.checks import (
 from hf_ctx.data import conll
 from hf_ctx.data.bilm import build_vocabulary, count_words
 from hf_ctx.errors import run_script
+from hf_ctx.families import MODEL_FAMILIES, model_family
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
+    CONFIG_OVERRIDES_HELP,
     CtxTrainer,
     evaluation_data,
+    parse_args_and_set_up,
     parse_config_overrides,
     record_metrics,
-    setup_logging,
     train_and_evaluate,
     training_data_name,
     unpad_inputs_field,
@@ -78,8 +78,7 @@ IGNORED_TOGETHER = [
     ("dataset_name", "train_file"),
 ]
 
-MODEL_TYPES = ("bert", "elmo", "taglm")
-FAMILIES = {"hf_ctx_bert": "bert", "hf_ctx_elmo": "elmo", "hf_ctx_taglm": "taglm"}
+MODEL_TYPES = tuple(MODEL_FAMILIES)
 
 
 @dataclass
@@ -97,7 +96,7 @@ class ModelArguments:
     tokenizer_name: str | None = field(default=None, metadata={"help": "a tokenizer folder, if not the model's"})
     config_overrides: str | None = field(
         default=None,
-        metadata={"help": "comma-separated key=value fields of a new model's config, e.g. rnn_type=lstm,dropout=0.3"},
+        metadata={"help": CONFIG_OVERRIDES_HELP},
     )
     word_vectors: str | None = field(
         default=None, metadata={"help": "TagLM: GloVe/word2vec text file to initialise the word embeddings"}
@@ -209,10 +208,7 @@ def build_tagger(model_args, data_args, labels: list[str], data, output_dir: str
     overrides = parse_config_overrides(model_args.config_overrides)
     if model_args.model_name_or_path is not None:
         config = AutoConfig.from_pretrained(model_args.model_name_or_path)
-        family = FAMILIES.get(config.model_type)
-        if family is None:
-            raise ValueError(f"{model_args.model_name_or_path} is a {config.model_type!r} checkpoint; run_ner takes "
-                             f"hf_ctx checkpoints ({sorted(FAMILIES)})")
+        family = model_family(config)
         tokenizer = load_tokenizer(model_args.tokenizer_name or model_args.model_name_or_path)
         model = AutoModelForTokenClassification.from_pretrained(
             model_args.model_name_or_path, num_labels=len(labels), **label_fields, **overrides)
@@ -260,14 +256,12 @@ def encode_splits(data, tokenizer, family: str, label2id: dict[str, int], max_se
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
-    model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
+    model_args, data_args, training_args = parse_args_and_set_up(
+        (ModelArguments, DataArguments, TrainingArguments), argv, logger
+    )
     check_path_arguments(model_args)
     check_conflicting_arguments(IGNORED_TOGETHER, model_args, data_args)
     check_positive_arguments(data_args)
-
-    setup_logging(training_args, logger)
-    transformers.set_seed(training_args.seed)
 
     data = load_data(data_args, training_args)
     labels = labels_for(model_args, data_args, data)

@@ -1,5 +1,5 @@
-"""What the example scripts (`examples/*.py`) share, so that they stay thin: logging set-up, command-line config
-overrides, data helpers, and the train / evaluate steps with their metric files.
+"""What the example scripts (`examples/*.py`) share, so that they stay thin: parsing and set-up (logging, seed),
+command-line config overrides, data helpers, and the train / evaluate steps with their metric files.
 
 The run ends with `hf_ctx.hub.finish_run` (checkpoint, model card, `--push_to_hub`).
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 import datasets
 import transformers
 from huggingface_hub import HfApi
-from transformers import Trainer, TrainingArguments
+from transformers import HfArgumentParser, Trainer, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy
 from transformers.utils.hub import PushInProgress
 
@@ -79,22 +79,86 @@ def setup_logging(training_args: TrainingArguments, logger: logging.Logger) -> N
     )
 
 
-def parse_config_overrides(overrides: str | None) -> dict:
-    """"a=1,b=true,c=gelu" -> {"a": 1, "b": True, "c": "gelu"} (values read as JSON where they parse).
+def parse_args_and_set_up(argument_classes: tuple, argv: list[str] | None, logger: logging.Logger) -> tuple:
+    """The start of every example script: parse the command line, set up logging, seed everything.
 
-    The format of `--config_overrides` in `examples/pretrain_bert.py` and `examples/run_ner.py`; `None` or ""
-    gives {}.
+    Args:
+        argument_classes: the script's argument dataclasses, `TrainingArguments` last.
+        argv: the arguments (`None`: `sys.argv`).
+        logger: the script's logger (see `setup_logging`).
+
+    Returns:
+        One instance per class, in order.
     """
+    parsed = HfArgumentParser(argument_classes).parse_args_into_dataclasses(args=argv)
+    training_args = parsed[-1]
+    setup_logging(training_args, logger)
+    transformers.set_seed(training_args.seed)
+    return tuple(parsed)
+
+
+# What `--config_overrides` says in every example script (its help text).
+CONFIG_OVERRIDES_HELP = (
+    "config fields of a new model: a JSON object ('{\"lstm\": {\"dim\": 512}, \"dropout\": 0.1}') or "
+    "comma-separated key=value pairs, values read as JSON where they parse and a dotted key for a nested field "
+    "(lstm.dim=512,dropout=0.1)"
+)
+
+
+def _split_top_level(text: str) -> list[str]:
+    """Split at the commas that are not inside brackets or quotes: "a=[1,2],b=3" -> ["a=[1,2]", "b=3"]."""
+    items, depth, quote, start = [], 0, None, 0
+    for i, char in enumerate(text):
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "\"'":
+            quote = char
+        elif char in "[{(":
+            depth += 1
+        elif char in "]})":
+            depth -= 1
+        elif char == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    return [item for item in items if item.strip()]
+
+
+def parse_config_overrides(overrides: str | None) -> dict:
+    """The value of `--config_overrides`, the same syntax in every example script, as a dict of config fields.
+
+    Two spellings:
+    - a JSON object: '{"lstm": {"dim": 512}, "dropout": 0.1}';
+    - comma-separated key=value pairs: "lstm.dim=512,dropout=0.1,hidden_act=gelu". Values are read as JSON where
+      they parse (numbers, true/false/null, lists such as [[1,32],[2,32]]), else kept as strings. A dotted key
+      sets a field inside a dict-valued field (ELMo's `char_cnn` and `lstm`).
+    `None` or "" gives {}.
+    """
+    text = (overrides or "").strip()
+    if text.startswith("{"):
+        try:
+            return json.loads(text)  # text starting with "{" is an object or no JSON at all
+        except json.JSONDecodeError as error:
+            raise ValueError(f"--config_overrides is not valid JSON ({error}): {text!r}") from None
     parsed = {}
-    for item in filter(None, (overrides or "").split(",")):
+    for item in _split_top_level(text):
         key, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"--config_overrides entries are key=value, got {item!r}")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--config_overrides entries are key=value (or give a JSON object), got {item!r}")
+        value = value.strip()
         try:
             # JSON spells booleans in lower case; "True" on a command line means the same.
-            parsed[key.strip()] = json.loads(value.lower() if value.lower() in ("true", "false") else value)
+            value = json.loads(value.lower() if value.lower() in ("true", "false") else value)
         except json.JSONDecodeError:
-            parsed[key.strip()] = value
+            pass
+        *parents, name = key.split(".")
+        target = parsed
+        for parent in parents:
+            target = target.setdefault(parent, {})
+            if not isinstance(target, dict):
+                raise ValueError(f"--config_overrides sets {key!r}, but {parent!r} is already given a value")
+        target[name] = value
     return parsed
 
 
