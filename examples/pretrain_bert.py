@@ -30,11 +30,16 @@ import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
-import transformers
 from datasets import load_dataset
-from transformers import AutoModelForPreTraining, AutoTokenizer, HfArgumentParser, Trainer, TrainingArguments
+from transformers import AutoModelForPreTraining, TrainingArguments
 
 from hf_ctx import BERT_PRESETS, CtxBertConfig, CtxBertForPreTraining, train_wordpiece_tokenizer
+from hf_ctx.checks import (
+    check_conflicting_arguments,
+    check_path_arguments,
+    check_positive_arguments,
+    load_tokenizer,
+)
 from hf_ctx.data.masking import DataCollatorForPretraining, MaskingEpochCallback, add_fixed_masks
 from hf_ctx.data.pretraining import (
     DOCUMENT_BOUNDARIES,
@@ -47,17 +52,26 @@ from hf_ctx.data.pretraining import (
 from hf_ctx.errors import run_script
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
+    CONFIG_OVERRIDES_HELP,
+    CtxTrainer,
     evaluation_data,
     first_examples,
     hold_out_validation,
+    parse_args_and_set_up,
     parse_config_overrides,
-    setup_logging,
+    resolve_resume_checkpoint,
     train_and_evaluate,
     training_data_name,
     unpad_inputs_field,
 )
 
 logger = logging.getLogger(__name__)
+# (argument, argument it makes the script ignore): refused together.
+IGNORED_TOGETHER = [
+    ("model_name_or_path", "config_name"),
+    ("model_name_or_path", "config_overrides"),
+    ("dataset_name", "train_file"),
+]
 
 
 @dataclass
@@ -68,7 +82,7 @@ class ModelArguments:
     config_name: str | None = field(default=None, metadata={"help": "a CtxBertConfig config.json, or its folder"})
     config_overrides: str | None = field(
         default=None,
-        metadata={"help": "comma-separated key=value config fields, e.g. hidden_dropout_prob=0,pre_layer_norm=true"},
+        metadata={"help": CONFIG_OVERRIDES_HELP + "; e.g. hidden_dropout_prob=0,pre_layer_norm=true"},
     )
     model_name_or_path: str | None = field(
         default=None, metadata={"help": "continue pretraining this checkpoint folder instead of starting from scratch"}
@@ -141,11 +155,11 @@ def load_documents(data_args: DataArguments, seed: int):
 def load_or_train_tokenizer(model_args, data_args, training_args, train_documents, text_column):
     source = training_args.resume_from_checkpoint or model_args.tokenizer_name or model_args.model_name_or_path
     if source is not None:
-        return AutoTokenizer.from_pretrained(source)
+        return load_tokenizer(source)
     # The main process trains the vocabulary and saves it; the others then load that one.
     with training_args.main_process_first(desc="training the WordPiece tokenizer", local=False):
         if training_args.process_index != 0:
-            return AutoTokenizer.from_pretrained(training_args.output_dir)
+            return load_tokenizer(training_args.output_dir)
         with tempfile.TemporaryDirectory() as tmp:
             files = data_args.train_file
             if files is None:  # a `datasets` dataset: write its text out for the tokenizer trainer
@@ -214,11 +228,16 @@ def warn_if_few_is_next_pairs(dataset) -> float:
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
-    model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
-
-    setup_logging(training_args, logger)
-    transformers.set_seed(training_args.seed)
+    model_args, data_args, training_args = parse_args_and_set_up(
+        (ModelArguments, DataArguments, TrainingArguments), argv, logger
+    )
+    check_path_arguments(model_args)
+    check_conflicting_arguments(IGNORED_TOGETHER, model_args, data_args)
+    check_positive_arguments(data_args)
+    # The checkpoint ("latest": the latest complete one) is resolved now: its tokenizer is the run's.
+    training_args.resume_from_checkpoint = resolve_resume_checkpoint(
+        training_args.resume_from_checkpoint, training_args.output_dir
+    )
 
     train_documents, validation_documents, text_column = load_documents(data_args, training_args.seed)
     if training_args.do_eval and validation_documents is None:
@@ -269,7 +288,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if training_args.label_names is None:
         with_nsp = data_args.objective == "mlm_nsp"
         training_args.label_names = ["labels", "next_sentence_label"] if with_nsp else ["labels"]
-    trainer = Trainer(
+    trainer = CtxTrainer(
         model=model,
         args=training_args,
         train_dataset=train_dataset,

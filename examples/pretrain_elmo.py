@@ -6,9 +6,11 @@
     # a smaller model, e.g. for a CPU
     python examples/pretrain_elmo.py ... --config_overrides \\
         '{"char_cnn": {"filters": [[1, 32], [2, 32], [3, 64], [4, 128]], "n_highway": 1}, "lstm": {"dim": 512, "projection_dim": 128}}'
+    # the same as key=value pairs (dotted keys for the fields inside char_cnn and lstm)
+    python examples/pretrain_elmo.py ... --config_overrides lstm.dim=512,lstm.projection_dim=128,char_cnn.n_highway=1
     torchrun --nproc_per_node 4 examples/pretrain_elmo.py ...        # or accelerate launch: DDP, no change
 
-Data: text files (`--train_file`, `--validation_file`; one paragraph or sentence a line, words separated by spaces)
+Data: text files (`--train_file`, `--validation_file`; one paragraph or sentence per line, words separated by spaces)
 or a `datasets` dataset (`--dataset_name`, text column `--text_column`). Lines are split into sentences of at most
 `--max_words` words (see `hf_ctx.data.bilm`). The word vocabulary the softmax predicts is built from the training
 sentences (`--vocab_min_count`, `--vocab_max_size`), unless `--tokenizer_name` or `--model_name_or_path` brings one.
@@ -20,15 +22,19 @@ tokenizer and model card are written to `--output_dir`; `AutoModelForPreTraining
 `AutoModel` the biLM alone (after `import hf_ctx`).
 """
 
-import json
 import logging
 from dataclasses import dataclass, field
 
-import transformers
 from datasets import load_dataset
-from transformers import AutoModelForPreTraining, AutoTokenizer, HfArgumentParser, Trainer, TrainingArguments
+from transformers import AutoModelForPreTraining, TrainingArguments
 
 from hf_ctx import ELMO_PRESETS, ElmoConfig, ElmoForBiLM, ElmoTokenizer
+from hf_ctx.checks import (
+    check_conflicting_arguments,
+    check_path_arguments,
+    check_positive_arguments,
+    load_tokenizer,
+)
 from hf_ctx.data.bilm import (
     BiLMDataCollator,
     build_vocabulary,
@@ -41,15 +47,23 @@ from hf_ctx.data.bilm import (
 from hf_ctx.errors import run_script
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
+    CONFIG_OVERRIDES_HELP,
+    CtxTrainer,
     evaluation_data,
     first_examples,
     hold_out_validation,
-    setup_logging,
+    parse_args_and_set_up,
+    parse_config_overrides,
     train_and_evaluate,
     training_data_name,
 )
 
 logger = logging.getLogger(__name__)
+# (argument, argument it makes the script ignore): refused together.
+IGNORED_TOGETHER = [
+    ("model_name_or_path", "config_overrides"),
+    ("dataset_name", "train_file"),
+]
 
 
 @dataclass
@@ -57,8 +71,7 @@ class ModelArguments:
     model_size: str = field(default="small", metadata={"help": f"size preset, one of {list(ELMO_PRESETS)}"})
     config_overrides: str | None = field(
         default=None,
-        metadata={"help": 'JSON object of ElmoConfig fields; char_cnn/lstm are merged key by key, e.g. '
-                          '\'{"lstm": {"dim": 512, "projection_dim": 128}, "dropout": 0.1}\''},
+        metadata={"help": CONFIG_OVERRIDES_HELP + "; char_cnn and lstm are merged key by key into the preset's"},
     )
     model_name_or_path: str | None = field(
         default=None, metadata={"help": "continue pretraining this ELMo checkpoint (with its tokenizer)"}
@@ -115,17 +128,15 @@ def sentences(lines, data_args: DataArguments, limit: int | None):
 
 def build_model_and_tokenizer(model_args: ModelArguments, train_sentences):
     if model_args.model_name_or_path is not None:
-        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
+        tokenizer = load_tokenizer(model_args.tokenizer_name or model_args.model_name_or_path)
         return AutoModelForPreTraining.from_pretrained(model_args.model_name_or_path), tokenizer
     if model_args.tokenizer_name is not None:
-        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name)
+        tokenizer = load_tokenizer(model_args.tokenizer_name)
     else:
         vocabulary = build_vocabulary(count_words(train_sentences), model_args.vocab_min_count,
                                       model_args.vocab_max_size)
         tokenizer = ElmoTokenizer(vocab=vocabulary)
-    overrides = json.loads(model_args.config_overrides) if model_args.config_overrides else {}
-    if not isinstance(overrides, dict):
-        raise ValueError(f"--config_overrides must be a JSON object, got {model_args.config_overrides!r}")
+    overrides = parse_config_overrides(model_args.config_overrides)
     overrides.setdefault("char_cnn", {}).setdefault("max_characters_per_token", tokenizer.max_characters_per_token)
     config = ElmoConfig.from_preset(
         model_args.model_size,
@@ -140,11 +151,12 @@ def build_model_and_tokenizer(model_args: ModelArguments, train_sentences):
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
-    model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
-
-    setup_logging(training_args, logger)
-    transformers.set_seed(training_args.seed)
+    model_args, data_args, training_args = parse_args_and_set_up(
+        (ModelArguments, DataArguments, TrainingArguments), argv, logger
+    )
+    check_path_arguments(model_args)
+    check_conflicting_arguments(IGNORED_TOGETHER, model_args, data_args)
+    check_positive_arguments(data_args, names=("max_words",))
 
     train_lines, validation_lines = load_lines(data_args, training_args.seed)
     if training_args.do_eval and validation_lines is None:
@@ -163,7 +175,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     training_args.remove_unused_columns = False
     if training_args.label_names is None:
         training_args.label_names = ["input_word_ids"]
-    trainer = Trainer(
+    trainer = CtxTrainer(
         model=model,
         args=training_args,
         train_dataset=train_sentences if training_args.do_train else None,

@@ -28,18 +28,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import datasets
-import transformers
 from transformers import (
     AutoConfig,
     AutoModelForSequenceClassification,
-    AutoTokenizer,
     DataCollatorWithPadding,
-    HfArgumentParser,
-    Trainer,
     TrainingArguments,
 )
 
 from hf_ctx import BERT_PRESETS, ELMO_PRESETS, CtxBertConfig, ElmoConfig, ElmoTokenizer
+from hf_ctx.checks import (
+    check_conflicting_arguments,
+    check_path_arguments,
+    check_positive_arguments,
+    load_tokenizer,
+)
 from hf_ctx.data.glue import (
     GLUE_TASKS,
     HUB_DATASET,
@@ -51,21 +53,29 @@ from hf_ctx.data.glue import (
     write_glue_predictions,
 )
 from hf_ctx.errors import run_script
+from hf_ctx.families import MODEL_FAMILIES, model_family
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
+    CONFIG_OVERRIDES_HELP,
+    CtxTrainer,
     apply_gpu_defaults,
     first_examples,
+    parse_args_and_set_up,
     parse_config_overrides,
-    setup_logging,
     train_and_evaluate,
     unpad_inputs_field,
 )
 
 logger = logging.getLogger(__name__)
+# (argument, argument it makes the script ignore): refused together.
+IGNORED_TOGETHER = [
+    ("model_name_or_path", "config_name"),
+    ("model_name_or_path", "model_type"),
+]
 
-# --model_type -> (model_type of its configs, model-card family)
-MODEL_TYPES = {"bert": ("hf_ctx_bert", "bert"), "elmo": ("hf_ctx_elmo", "elmo")}
+# The model families with a sequence-classification head (--model_type), and their size presets.
 PRESETS = {"bert": BERT_PRESETS, "elmo": ELMO_PRESETS}
+MODEL_TYPES = tuple(PRESETS)
 
 
 @dataclass
@@ -84,7 +94,7 @@ class ModelArguments:
     tokenizer_name: str | None = field(default=None, metadata={"help": "tokenizer folder (default: the checkpoint's)"})
     config_overrides: str | None = field(
         default=None,
-        metadata={"help": "comma-separated key=value config fields, e.g. classifier_dropout=0.2 or, for ELMo, "
+        metadata={"help": CONFIG_OVERRIDES_HELP + "; e.g. classifier_dropout=0.2 or, for ELMo, "
                           "task_word_embedding_size=256"},
     )
     cache_dir: str | None = field(default=None, metadata={"help": "where Hub downloads are cached"})
@@ -142,18 +152,19 @@ def build_model(model_args: ModelArguments, task, tokenizer):
             config = ElmoConfig.from_preset(model_args.config_name, **fields)
     else:
         config = AutoConfig.from_pretrained(model_args.config_name, cache_dir=model_args.cache_dir, **fields)
-    expected = MODEL_TYPES[model_args.model_type][0]
+    expected = MODEL_FAMILIES[model_args.model_type].model_type
     if config.model_type != expected:
         raise ValueError(f"--config_name {model_args.config_name} is a {config.model_type!r} config, not {expected!r}")
     return AutoModelForSequenceClassification.from_config(config)
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
-    model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
-
-    setup_logging(training_args, logger)
-    transformers.set_seed(training_args.seed)
+    model_args, data_args, training_args = parse_args_and_set_up(
+        (ModelArguments, DataArguments, TrainingArguments), argv, logger
+    )
+    check_path_arguments(model_args)
+    check_conflicting_arguments(IGNORED_TOGETHER, model_args, data_args)
+    check_positive_arguments(data_args)
     applied = apply_gpu_defaults(training_args, argv, group_by_length=True)
     if applied:
         logger.info(f"GPU defaults (give the options to override them): {applied}")
@@ -169,16 +180,13 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     tokenizer_source = model_args.tokenizer_name or model_args.model_name_or_path
     if tokenizer_source is not None:
-        tokenizer = AutoTokenizer.from_pretrained(tokenizer_source, cache_dir=model_args.cache_dir)
+        tokenizer = load_tokenizer(tokenizer_source, cache_dir=model_args.cache_dir)
     elif model_args.model_type == "elmo":
         tokenizer = ElmoTokenizer()  # a classifier needs ELMo's character ids only
     else:
         raise ValueError("give --tokenizer_name (or a --model_name_or_path that holds a tokenizer)")
     model = build_model(model_args, task, tokenizer)
-    family = next((f for t, f in MODEL_TYPES.values() if t == model.config.model_type), None)
-    if family is None:
-        raise ValueError(f"{model.config.model_type!r} is not an hf_ctx model (a transformers BERT converts with "
-                         "`hf-ctx convert-bert`)")
+    family = model_family(model.config)
     if family == "bert":
         model.config.unpad_inputs = model_args.unpad_inputs
     if family == "bert" and data_args.max_seq_length > model.config.max_position_embeddings:
@@ -211,7 +219,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     eval_during_training = {eval_prefix(split).removeprefix("eval_"): data for split, data in eval_sets.items()}
     if "validation" in eval_sets:
         eval_during_training = eval_sets["validation"]
-    trainer = Trainer(
+    trainer = CtxTrainer(
         model=model,
         args=training_args,
         train_dataset=encoded["train"] if training_args.do_train else None,

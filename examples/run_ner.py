@@ -28,15 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import datasets
-import transformers
 from transformers import (
     AutoConfig,
     AutoModelForTokenClassification,
-    AutoTokenizer,
     DataCollatorForTokenClassification,
     DataCollatorWithPadding,
-    HfArgumentParser,
-    Trainer,
     TrainingArguments,
 )
 
@@ -51,25 +47,39 @@ from hf_ctx import (
     tag_schemes,
     train_wordpiece_tokenizer,
 )
+from hf_ctx.checks import (
+    check_conflicting_arguments,
+    check_path_arguments,
+    check_positive_arguments,
+    load_tokenizer,
+)
 from hf_ctx.data import conll
 from hf_ctx.data.bilm import build_vocabulary, count_words
 from hf_ctx.errors import run_script
+from hf_ctx.families import MODEL_FAMILIES, model_family
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
+    CONFIG_OVERRIDES_HELP,
+    CtxTrainer,
     apply_gpu_defaults,
     evaluation_data,
+    parse_args_and_set_up,
     parse_config_overrides,
     record_metrics,
-    setup_logging,
     train_and_evaluate,
     training_data_name,
     unpad_inputs_field,
 )
 
 logger = logging.getLogger(__name__)
+# (argument, argument it makes the script ignore): refused together.
+IGNORED_TOGETHER = [
+    ("model_name_or_path", "model_type"),
+    ("model_name_or_path", "bilm_name_or_path"),
+    ("dataset_name", "train_file"),
+]
 
-MODEL_TYPES = ("bert", "elmo", "taglm")
-FAMILIES = {"hf_ctx_bert": "bert", "hf_ctx_elmo": "elmo", "hf_ctx_taglm": "taglm"}
+MODEL_TYPES = tuple(MODEL_FAMILIES)
 
 
 @dataclass
@@ -87,7 +97,7 @@ class ModelArguments:
     tokenizer_name: str | None = field(default=None, metadata={"help": "a tokenizer folder, if not the model's"})
     config_overrides: str | None = field(
         default=None,
-        metadata={"help": "comma-separated key=value fields of a new model's config, e.g. rnn_type=lstm,dropout=0.3"},
+        metadata={"help": CONFIG_OVERRIDES_HELP},
     )
     word_vectors: str | None = field(
         default=None, metadata={"help": "TagLM: GloVe/word2vec text file to initialise the word embeddings"}
@@ -144,7 +154,7 @@ def load_data(data_args: DataArguments, training_args: TrainingArguments) -> dat
     })
 
 
-def labels_for(model_args, data) -> list[str]:
+def labels_for(model_args, data_args, data) -> list[str]:
     """The tagger's labels: a finished tagger's own, else those of the training data."""
     if model_args.model_name_or_path is not None:
         config = AutoConfig.from_pretrained(model_args.model_name_or_path)
@@ -153,13 +163,13 @@ def labels_for(model_args, data) -> list[str]:
             return names
     if "train" not in data:
         raise ValueError("without a trained tagger (--model_name_or_path), the labels come from --train_file")
-    return tag_schemes.sort_labels(tag for tags in data["train"]["ner_tags"] for tag in tags)
+    return tag_schemes.scheme_labels((tag for tags in data["train"]["ner_tags"] for tag in tags), data_args.tag_scheme)
 
 
 def _bert_tokenizer(model_args, data, output_dir: str):
     """The tokenizer of --tokenizer_name, else a cased WordPiece vocabulary trained on the training words."""
     if model_args.tokenizer_name is not None:
-        return AutoTokenizer.from_pretrained(model_args.tokenizer_name)
+        return load_tokenizer(model_args.tokenizer_name)
     text = Path(output_dir) / "wordpiece_training_text.txt"
     text.parent.mkdir(parents=True, exist_ok=True)
     text.write_text("".join(" ".join(tokens) + "\n" for tokens in data["train"]["tokens"]), encoding="utf-8")
@@ -173,9 +183,9 @@ def _build_taglm(model_args, label_fields: dict, overrides: dict, data):
     """A new TagLM tagger: on --bilm_name_or_path (with its tokenizer), or without biLM states."""
     fields = {**label_fields, "bilm_layers": [int(i) for i in model_args.bilm_layers.split(",")], **overrides}
     if model_args.bilm_name_or_path is not None:
-        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.bilm_name_or_path)
+        tokenizer = load_tokenizer(model_args.tokenizer_name or model_args.bilm_name_or_path)
     elif model_args.tokenizer_name is not None:
-        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name)
+        tokenizer = load_tokenizer(model_args.tokenizer_name)
     else:
         counts = count_words(data["train"]["tokens"])
         tokenizer = ElmoTokenizer(vocab=build_vocabulary(counts, model_args.word_min_count))
@@ -199,11 +209,8 @@ def build_tagger(model_args, data_args, labels: list[str], data, output_dir: str
     overrides = parse_config_overrides(model_args.config_overrides)
     if model_args.model_name_or_path is not None:
         config = AutoConfig.from_pretrained(model_args.model_name_or_path)
-        family = FAMILIES.get(config.model_type)
-        if family is None:
-            raise ValueError(f"{model_args.model_name_or_path} is a {config.model_type!r} checkpoint; run_ner takes "
-                             f"hf_ctx checkpoints ({sorted(FAMILIES)})")
-        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
+        family = model_family(config)
+        tokenizer = load_tokenizer(model_args.tokenizer_name or model_args.model_name_or_path)
         model = AutoModelForTokenClassification.from_pretrained(
             model_args.model_name_or_path, num_labels=len(labels), **label_fields, **overrides)
         return model, tokenizer, family
@@ -218,7 +225,7 @@ def build_tagger(model_args, data_args, labels: list[str], data, output_dir: str
     if model_args.model_type == "elmo":
         if model_args.bilm_name_or_path is None:
             raise ValueError("--model_type elmo needs --bilm_name_or_path, the pretrained hf_ctx biLM to tag with")
-        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.bilm_name_or_path)
+        tokenizer = load_tokenizer(model_args.tokenizer_name or model_args.bilm_name_or_path)
         model = AutoModelForTokenClassification.from_pretrained(model_args.bilm_name_or_path, **label_fields,
                                                                 **overrides)
         if not isinstance(model, ElmoForTokenClassification):
@@ -250,14 +257,15 @@ def encode_splits(data, tokenizer, family: str, label2id: dict[str, int], max_se
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
-    model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=argv)
-
-    setup_logging(training_args, logger)
-    transformers.set_seed(training_args.seed)
+    model_args, data_args, training_args = parse_args_and_set_up(
+        (ModelArguments, DataArguments, TrainingArguments), argv, logger
+    )
+    check_path_arguments(model_args)
+    check_conflicting_arguments(IGNORED_TOGETHER, model_args, data_args)
+    check_positive_arguments(data_args)
 
     data = load_data(data_args, training_args)
-    labels = labels_for(model_args, data)
+    labels = labels_for(model_args, data_args, data)
     label2id = {label: i for i, label in enumerate(labels)}
     for split, dataset in data.items():
         conll.check_labels(dataset, label2id, split)
@@ -277,7 +285,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     # ElmoTokenizer.pad pads word-level labels itself; BERT's sub-token labels need the token-classification collator.
     collator = DataCollatorForTokenClassification(tokenizer) if family == "bert" else DataCollatorWithPadding(tokenizer)
-    trainer = Trainer(
+    trainer = CtxTrainer(
         model=model,
         args=training_args,
         train_dataset=encoded.get("train"),

@@ -82,7 +82,7 @@ from .configuration_taglm import TagLMConfig
 from .crf import ConditionalRandomField
 from .modeling_taglm import TagLMForTokenClassification, TagLMPreTrainedModel
 from .tag_schemes import allowed_transitions
-from .word_tagging_pipeline import WordTokenClassificationPipeline
+from .word_tagging_pipeline import WordFeatureExtractionPipeline, WordTokenClassificationPipeline
 
 _AUTO_CONFIGS.append(TagLMConfig)
 _AUTO_MODELS.append((AutoModelForTokenClassification, TagLMForTokenClassification))

@@ -22,11 +22,13 @@ def _add_convert_bert(subparsers):
     p = subparsers.add_parser("convert-bert", help="convert a transformers BERT checkpoint folder to hf_ctx")
     p.add_argument("src_dir", help="folder with config.json, weights and tokenizer files of a transformers BERT")
     p.add_argument("out_dir", help="where to write the hf_ctx checkpoint")
+    p.add_argument("--weights_only", action="store_true",
+                   help="convert the model alone (the source has no tokenizer files); a tokenizer in out_dir stays")
 
     def run(args):
         from .convert_bert import convert_bert_checkpoint
 
-        convert_bert_checkpoint(args.src_dir, args.out_dir)
+        convert_bert_checkpoint(args.src_dir, args.out_dir, weights_only=args.weights_only)
         print(f"wrote hf_ctx checkpoint to {args.out_dir}")
 
     p.set_defaults(func=run)
@@ -53,8 +55,10 @@ def _add_train_tokenizer(subparsers):
                         "(default %(default)s)")
 
     def run(args):
+        from .checks import check_output_dir
         from .tokenization_bert import train_wordpiece_tokenizer
 
+        check_output_dir(args.output_dir)
         tokenizer = train_wordpiece_tokenizer(
             args.files,
             vocab_size=args.vocab_size,
@@ -84,6 +88,50 @@ def _add_convert_elmo(subparsers):
     p.set_defaults(func=run)
 
 
+def _add_embed(subparsers):
+    p = subparsers.add_parser(
+        "embed", help="write the ELMo vectors of a text file (one sentence a line) to HDF5, as AllenNLP's elmo command",
+        description="Write the ELMo vectors of every line of INPUT_FILE (one whitespace-tokenised sentence a line) "
+                    "to OUTPUT_FILE in AllenNLP's layout: a dataset per line index (\"0\", \"1\", ...) of shape "
+                    "(layers, words, 2P) with --all, (words, 2P) otherwise, and a sentence_to_index JSON dataset. "
+                    "An existing OUTPUT_FILE is extended (lines already there are skipped) unless --overwrite.")
+    p.add_argument("model", help="an ELMo checkpoint folder (hf-ctx convert-elmo, pretrain_elmo.py)")
+    p.add_argument("input_file", help="text file, one whitespace-tokenised sentence a line, no empty lines")
+    p.add_argument("output_file", help="the HDF5 file to write (or to extend)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--all", dest="output", action="store_const", const="all",
+                       help="every layer: (layers, words, 2P) per sentence (the default)")
+    which.add_argument("--top", dest="output", action="store_const", const="top", help="the top biLSTM layer")
+    which.add_argument("--average", dest="output", action="store_const", const="average",
+                       help="the average of the layers")
+    which.add_argument("--scalar_mix_weights", metavar="W0,W1,W2",
+                       help="the layers summed with these weights (one per layer, used as given)")
+    p.add_argument("--batch_size", type=int, default=64, help="sentences per batch (sorted by length first)")
+    p.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: the GPU when there is one)")
+    p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"],
+                   help="the dtype the model computes in (vectors are written as float32)")
+    p.add_argument("--vocab_file", help="words (one a line, e.g. bilm-tf's vocab.txt) whose token layer is "
+                                        "computed once and looked up: faster, same vectors")
+    p.add_argument("--overwrite", action="store_true", help="replace OUTPUT_FILE instead of extending it")
+    p.add_argument("--no_progress", action="store_true", help="no progress bar")
+    p.set_defaults(output="all")
+
+    def run(args):
+        from .embed import ElmoEmbedder, parse_scalar_mix_weights
+
+        weights = parse_scalar_mix_weights(args.scalar_mix_weights) if args.scalar_mix_weights else None
+        embedder = ElmoEmbedder(args.model, device=args.device, dtype=args.dtype)
+        if args.vocab_file:
+            print(f"cached the token layer of {embedder.cache_vocabulary(args.vocab_file)} words", file=sys.stderr)
+        done = embedder.embed_file(args.input_file, args.output_file, output=args.output, scalar_mix_weights=weights,
+                                   batch_size=args.batch_size, overwrite=args.overwrite,
+                                   progress=not args.no_progress)
+        print(f"wrote {done['embedded']} sentences ({done['words']} words) to {args.output_file}"
+              + (f"; {done['kept']} were already there" if done["kept"] else ""))
+
+    p.set_defaults(func=run)
+
+
 class _DeprecatedCased(argparse.Action):
     """`--cased`, the old spelling of `--no_lowercase`: still accepted, with a warning."""
 
@@ -95,7 +143,7 @@ class _DeprecatedCased(argparse.Action):
 
 # Each model adds its subcommands here.
 _SUBCOMMANDS = [_add_convert_bert, _add_train_tokenizer]
-_SUBCOMMANDS.append(_add_convert_elmo)
+_SUBCOMMANDS += [_add_convert_elmo, _add_embed]
 
 
 def package_version() -> str:

@@ -19,11 +19,11 @@ from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers.modelcard import TASK_TAG_TO_NAME_MAPPING, make_markdown_table
 
 from . import __version__
+from .families import MODEL_FAMILIES
 from .remote_code import registered_auto_class, shareable_name
 
 logger = logging.getLogger(__name__)
 
-MODEL_FAMILIES = ("bert", "elmo", "taglm")
 
 # Hub pipeline tag of a model class, by the end of its name.
 _PIPELINE_TAGS = {
@@ -159,7 +159,7 @@ def build_model_card(
         a `huggingface_hub.ModelCard` (`.save(path)` writes it, `.data` holds the parsed metadata).
     """
     if model_family not in MODEL_FAMILIES:
-        raise ValueError(f"unknown model_family {model_family!r}; choose one of {MODEL_FAMILIES}")
+        raise ValueError(f"unknown model_family {model_family!r}; choose one of {tuple(MODEL_FAMILIES)}")
     model_class = type(model).__name__
     if not _is_hub_id(dataset_id):  # a local folder: the text names the data, the metadata cannot
         dataset_id = None

@@ -62,6 +62,8 @@ def validate_bert_inputs(config, input_ids, attention_mask, token_type_ids, posi
                 f"inputs_embeds must have shape (batch, tokens, {config.hidden_size}), got {tuple(inputs_embeds.shape)}"
             )
         shape = tuple(inputs_embeds.shape[:2])
+    if 0 in shape:
+        raise ValueError(f"the batch is empty (shape {shape}); pass at least one sequence of at least one token")
     if shape[1] > config.max_position_embeddings:
         raise ValueError(
             f"sequence length {shape[1]} is longer than the model allows (max_position_embeddings="
@@ -74,16 +76,26 @@ def validate_bert_inputs(config, input_ids, attention_mask, token_type_ids, posi
         raise ValueError(f"position_ids has shape {tuple(position_ids.shape)}; expected (..., {shape[1]})")
     if torch.compiler.is_compiling():
         return
-    # One host sync for all range checks.
+    # One host sync for all range checks. The attention mask holds 1 (or True) for real tokens and 0 for
+    # padding; a mask of other values, e.g. an additive 0 / -inf mask, would be read inverted, so it is refused
+    # (as 0 / 1: its count of other values must be 0).
     checks = [(name, t, limit) for name, t, limit in [
         ("input_ids", input_ids, config.vocab_size),
         ("token_type_ids", token_type_ids, config.type_vocab_size),
         ("position_ids", position_ids, config.max_position_embeddings),
     ] if t is not None and t.numel() > 0]
+    if attention_mask is not None and attention_mask.dtype != torch.bool:
+        not_binary = ((attention_mask != 0) & (attention_mask != 1)).sum()
+        checks.append(("attention_mask values other than 0 and 1", not_binary, 1))
     if not checks:
         return
-    bounds = torch.stack([torch.stack([t.min(), t.max()]) for _, t, _ in checks]).tolist()
+    bounds = torch.stack([torch.stack([t.min(), t.max()]).long() for _, t, _ in checks]).tolist()
     for (name, _, limit), (low, high) in zip(checks, bounds):
+        if name.startswith("attention_mask") and high > 0:
+            raise ValueError(
+                f"attention_mask must hold 1 for real tokens and 0 for padding; it has {high} other values (an "
+                "additive 0 / -inf mask? pass (mask == 0) instead)"
+            )
         if low < 0 or high >= limit:
             bad = low if low < 0 else high
             raise ValueError(f"{name} contains {bad}, outside [0, {limit}) (the model's {name} range)")
@@ -357,14 +369,24 @@ class CtxBertEncoder(nn.Module):
 
 
 class CtxBertPooler(nn.Module):
-    """tanh(Linear(h_[CLS])): the sentence vector used by NSP and sequence classification. (B, T, H) -> (B, H)."""
+    """tanh(Linear(h_[CLS])): the sentence vector used by NSP and sequence classification. (B, T, H) -> (B, H).
+
+    [CLS] is each sequence's first real token: with left padding (`attention_mask` starting with 0) that is not
+    position 0, where the padded path has a meaningless state and the unpadded path zeros. (transformers' BERT
+    reads position 0 even there.)
+    """
 
     def __init__(self, config: CtxBertConfig):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
 
-    def forward(self, hidden_states):
-        return torch.tanh(self.dense(hidden_states[:, 0]))
+    def forward(self, hidden_states, attention_mask=None):
+        if attention_mask is None:
+            first = hidden_states[:, 0]
+        else:
+            first_real = attention_mask.int().argmax(dim=1)  # (B,): the first 1 (0 for a row without one)
+            first = hidden_states[torch.arange(hidden_states.shape[0], device=hidden_states.device), first_real]
+        return torch.tanh(self.dense(first))
 
 
 class CtxBertLMHead(nn.Module):
@@ -493,7 +515,7 @@ class CtxBertModel(CtxBertPreTrainedModel):
         sequence_output = encoded.last_hidden_state
         return BaseModelOutputWithPooling(
             last_hidden_state=sequence_output,
-            pooler_output=self.pooler(sequence_output) if self.pooler is not None else None,
+            pooler_output=self.pooler(sequence_output, attention_mask) if self.pooler is not None else None,
             hidden_states=encoded.hidden_states,
             attentions=encoded.attentions,
         )

@@ -25,7 +25,7 @@ from transformers.utils import ModelOutput
 from transformers.utils.generic import can_return_tuple
 
 from .configuration_elmo import ElmoConfig
-from .elmo_characters import sentence_boundary_char_ids
+from .elmo_characters import BOS_TOKEN, EOS_TOKEN, sentence_boundary_char_ids, word_to_char_ids
 from .layers import (
     CharacterCNN,
     Highway,
@@ -37,6 +37,24 @@ from .layers import (
 )
 from .losses import IGNORE_INDEX, BatchMeanLossMixin, classification_loss, sequence_classification_loss
 from .remote_code import AutoMapMixin
+
+# Two polynomial hashes of a word's character ids, modulo primes below 2**31, make one 62-bit key per word for the
+# token-embedding cache. Every product and sum stays below 2**47, so int64 never overflows. A key only proposes a
+# cache row: the row's character ids are compared in full before it is used, so a collision costs a CNN run,
+# never a wrong vector.
+_KEY_PRIMES = (2_147_483_647, 2_147_483_629)
+_KEY_BASES = (263, 269)
+
+
+def char_ids_key(char_ids: torch.Tensor) -> torch.Tensor:
+    """A 62-bit int64 key of each word's character ids: (..., C) -> (...)."""
+    width = char_ids.shape[-1]
+    ids = char_ids.long()
+    key = torch.zeros(ids.shape[:-1], dtype=torch.long, device=ids.device)
+    for prime, base in zip(_KEY_PRIMES, _KEY_BASES):
+        powers = torch.tensor([pow(base, width - 1 - j, prime) for j in range(width)], device=ids.device)
+        key = key * (2**31) + (ids * powers).sum(dim=-1) % prime
+    return key
 
 
 def check_character_ids(input_ids, attention_mask, max_characters: int, n_characters: int) -> torch.Tensor:
@@ -212,11 +230,92 @@ class ElmoModel(ElmoPreTrainedModel):
             dropout=config.dropout,
         )
         self.register_buffer("boundary_char_ids", self.boundary_char_ids_table(), persistent=False)
+        # The token-embedding cache (see `cache_token_embeddings`): derived from the weights, never saved.
+        self.register_buffer("token_cache_keys", None, persistent=False)  # (V,) sorted `char_ids_key`s
+        self.register_buffer("token_cache_char_ids", None, persistent=False)  # (V, C) int16, in key order
+        self.register_buffer("token_cache_embeddings", None, persistent=False)  # (V, P)
+        self._token_cache_weights = None  # `_char_cnn_state()` when the embeddings were computed
         self.post_init()
 
     def boundary_char_ids_table(self) -> torch.Tensor:
         """The character ids of <S> and </S>: (2, C)."""
         return torch.tensor(sentence_boundary_char_ids(self.config.max_characters_per_token))
+
+    # --- token-embedding cache ------------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def cache_token_embeddings(self, words, batch_size: int = 4096) -> int:
+        """Compute the token layer (character CNN, highway, projection) of `words` once and look it up afterwards.
+
+        bilm-tf does this for its test-time vocabulary: the token layer depends on the word alone, so for a fixed
+        vocabulary it needs computing only once. Afterwards, words of the cache skip the character CNN and other
+        words still go through it; outputs are those of the uncached model (same values up to float rounding,
+        1e-6). `<S>` and `</S>` are always cached. Calling it again replaces the cache; `clear_token_cache` drops
+        it. Memory: V x P floats (the original ELMo: 2 KB a word).
+
+        The cache is not saved with the model (its buffers are not persistent). It is recomputed for the same
+        words before its next use whenever the character CNN's weights change (an optimizer step, `load_state_dict`,
+        in-place edits) or move to another device or dtype. While gradients are wanted for the CNN (training with
+        `requires_grad` parameters), the CNN runs and the cache is not used.
+
+        words: an iterable of words (strings). Returns the number of distinct words cached, boundaries included.
+        """
+        if isinstance(words, str):
+            raise ValueError("cache_token_embeddings takes an iterable of words, not one string")
+        width = self.config.max_characters_per_token
+        distinct = {word_to_char_ids(BOS_TOKEN, width): None, word_to_char_ids(EOS_TOKEN, width): None}
+        for index, word in enumerate(words):
+            if not isinstance(word, str) or not word:
+                raise ValueError(f"cache_token_embeddings: word {index} must be a non-empty string, got {word!r}")
+            distinct[word_to_char_ids(word, width)] = None
+        char_ids = torch.tensor(list(distinct), dtype=torch.long, device=self.boundary_char_ids.device)
+        keys, order = torch.sort(char_ids_key(char_ids), stable=True)
+        # Two different words with one key (unlikely): keep the first; the other one runs through the CNN.
+        first = torch.ones_like(keys, dtype=torch.bool)
+        first[1:] = keys[1:] != keys[:-1]
+        self.token_cache_keys = keys[first]
+        self.token_cache_char_ids = char_ids[order[first]].to(torch.int16)
+        self._compute_token_cache(batch_size)
+        return len(self.token_cache_keys)
+
+    def clear_token_cache(self):
+        """Drop the token-embedding cache: every word goes through the character CNN again."""
+        self.token_cache_keys = self.token_cache_char_ids = self.token_cache_embeddings = None
+        self._token_cache_weights = None
+
+    def _char_cnn_state(self) -> tuple:
+        """What identifies the character CNN's current weights: each parameter's storage, version counter (bumped
+        by every in-place change), dtype and device."""
+        return tuple((p.data_ptr(), p._version, p.dtype, p.device) for p in self.char_cnn.parameters())
+
+    @torch.no_grad()
+    def _compute_token_cache(self, batch_size: int = 4096):
+        char_ids = self.token_cache_char_ids.long()
+        self.token_cache_embeddings = torch.cat([self.char_cnn(chunk) for chunk in char_ids.split(batch_size)])
+        self._token_cache_weights = self._char_cnn_state()
+
+    def token_embeddings(self, char_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The token layer: (B, T, C) character ids and their mask (B, T) -> (B, T, P), zero where the mask is 0.
+
+        With a token-embedding cache, cached words are looked up and only the others run through the CNN.
+        """
+        cnn_needs_grad = torch.is_grad_enabled() and any(p.requires_grad for p in self.char_cnn.parameters())
+        if self.token_cache_keys is None or cnn_needs_grad:
+            return self.char_cnn(char_ids) * mask.unsqueeze(-1)
+        if self._token_cache_weights != self._char_cnn_state():
+            self._compute_token_cache()  # the weights changed since the cache was computed
+        batch, steps, width = char_ids.shape
+        flat, real = char_ids.reshape(-1, width), mask.reshape(-1)
+        keys, wanted = self.token_cache_keys, char_ids_key(flat)
+        row = torch.searchsorted(keys, wanted).clamp(max=len(keys) - 1)
+        hit = real & (keys[row] == wanted) & (self.token_cache_char_ids[row] == flat).all(dim=-1)
+        cached = self.token_cache_embeddings
+        tokens = cached.new_zeros(flat.shape[0], cached.shape[-1])
+        tokens[hit] = cached[row[hit]]
+        miss = real & ~hit
+        if miss.any():
+            tokens[miss] = self.char_cnn(flat[miss]).to(tokens.dtype)
+        return tokens.view(batch, steps, -1)
 
     def bilm_layers(self, input_ids: torch.Tensor, mask: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
         """Run the biLM on sentences with their boundaries added.
@@ -233,7 +332,7 @@ class ElmoModel(ElmoPreTrainedModel):
         chars[rows, lengths + 1] = self.boundary_char_ids[1]
         mask_with_boundaries = torch.arange(words + 2, device=mask.device)[None, :] < (lengths + 2)[:, None]
 
-        tokens = self.char_cnn(chars) * mask_with_boundaries.unsqueeze(-1)
+        tokens = self.token_embeddings(chars, mask_with_boundaries)
         layers = [torch.cat([tokens, tokens], dim=-1)] + self.encoder(tokens, mask_with_boundaries)
         return layers, mask_with_boundaries
 

@@ -1,5 +1,5 @@
-"""What the example scripts (`examples/*.py`) share, so that they stay thin: logging set-up, command-line config
-overrides, data helpers, and the train / evaluate steps with their metric files.
+"""What the example scripts (`examples/*.py`) share, so that they stay thin: parsing and set-up (logging, seed),
+command-line config overrides, data helpers, and the train / evaluate steps with their metric files.
 
 The run ends with `hf_ctx.hub.finish_run` (checkpoint, model card, `--push_to_hub`).
 """
@@ -7,7 +7,10 @@ The run ends with `hf_ctx.hub.finish_run` (checkpoint, model card, `--push_to_hu
 import json
 import logging
 import math
+import os
+import re
 import sys
+import tempfile
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import field
@@ -15,10 +18,22 @@ from pathlib import Path
 
 import datasets
 import transformers
-from transformers import Trainer, TrainingArguments
+from huggingface_hub import HfApi
+from transformers import HfArgumentParser, Trainer, TrainingArguments
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy
+from transformers.utils.hub import PushInProgress
 
 from . import __version__
 from .remote_code import shareable_name
+
+logger = logging.getLogger(__name__)
+
+# What a checkpoint folder holds beside the model and its tokenizer: the Trainer's own state. None of it is ever
+# uploaded: `training_args.bin` is a pickle holding `--hub_token` and local paths; the optimizer, scheduler and
+# RNG states are pickles too; `trainer_state.json` names local checkpoint folders.
+TRAINING_STATE_PATTERNS = ["training_args.bin", "trainer_state.json", "*.bin", "*.pt", "*.pth", "*.pkl"]
+# Words that `--resume_from_checkpoint` accepts for "the latest complete checkpoint in --output_dir".
+LATEST_CHECKPOINT = ("latest", "last", "true")
 
 
 def unpad_inputs_field():
@@ -91,22 +106,86 @@ def apply_gpu_defaults(training_args: TrainingArguments, argv: list[str] | None,
     return applied
 
 
-def parse_config_overrides(overrides: str | None) -> dict:
-    """"a=1,b=true,c=gelu" -> {"a": 1, "b": True, "c": "gelu"} (values read as JSON where they parse).
+def parse_args_and_set_up(argument_classes: tuple, argv: list[str] | None, logger: logging.Logger) -> tuple:
+    """The start of every example script: parse the command line, set up logging, seed everything.
 
-    The format of `--config_overrides` in `examples/pretrain_bert.py` and `examples/run_ner.py`; `None` or ""
-    gives {}.
+    Args:
+        argument_classes: the script's argument dataclasses, `TrainingArguments` last.
+        argv: the arguments (`None`: `sys.argv`).
+        logger: the script's logger (see `setup_logging`).
+
+    Returns:
+        One instance per class, in order.
     """
+    parsed = HfArgumentParser(argument_classes).parse_args_into_dataclasses(args=argv)
+    training_args = parsed[-1]
+    setup_logging(training_args, logger)
+    transformers.set_seed(training_args.seed)
+    return tuple(parsed)
+
+
+# What `--config_overrides` says in every example script (its help text).
+CONFIG_OVERRIDES_HELP = (
+    "config fields of a new model: a JSON object ('{\"lstm\": {\"dim\": 512}, \"dropout\": 0.1}') or "
+    "comma-separated key=value pairs, values read as JSON where they parse and a dotted key for a nested field "
+    "(lstm.dim=512,dropout=0.1)"
+)
+
+
+def _split_top_level(text: str) -> list[str]:
+    """Split at the commas that are not inside brackets or quotes: "a=[1,2],b=3" -> ["a=[1,2]", "b=3"]."""
+    items, depth, quote, start = [], 0, None, 0
+    for i, char in enumerate(text):
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "\"'":
+            quote = char
+        elif char in "[{(":
+            depth += 1
+        elif char in "]})":
+            depth -= 1
+        elif char == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    return [item for item in items if item.strip()]
+
+
+def parse_config_overrides(overrides: str | None) -> dict:
+    """The value of `--config_overrides`, the same syntax in every example script, as a dict of config fields.
+
+    Two spellings:
+    - a JSON object: '{"lstm": {"dim": 512}, "dropout": 0.1}';
+    - comma-separated key=value pairs: "lstm.dim=512,dropout=0.1,hidden_act=gelu". Values are read as JSON where
+      they parse (numbers, true/false/null, lists such as [[1,32],[2,32]]), else kept as strings. A dotted key
+      sets a field inside a dict-valued field (ELMo's `char_cnn` and `lstm`).
+    `None` or "" gives {}.
+    """
+    text = (overrides or "").strip()
+    if text.startswith("{"):
+        try:
+            return json.loads(text)  # text starting with "{" is an object or no JSON at all
+        except json.JSONDecodeError as error:
+            raise ValueError(f"--config_overrides is not valid JSON ({error}): {text!r}") from None
     parsed = {}
-    for item in filter(None, (overrides or "").split(",")):
+    for item in _split_top_level(text):
         key, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"--config_overrides entries are key=value, got {item!r}")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--config_overrides entries are key=value (or give a JSON object), got {item!r}")
+        value = value.strip()
         try:
             # JSON spells booleans in lower case; "True" on a command line means the same.
-            parsed[key.strip()] = json.loads(value.lower() if value.lower() in ("true", "false") else value)
+            value = json.loads(value.lower() if value.lower() in ("true", "false") else value)
         except json.JSONDecodeError:
-            parsed[key.strip()] = value
+            pass
+        *parents, name = key.split(".")
+        target = parsed
+        for parent in parents:
+            target = target.setdefault(parent, {})
+            if not isinstance(target, dict):
+                raise ValueError(f"--config_overrides sets {key!r}, but {parent!r} is already given a value")
+        target[name] = value
     return parsed
 
 
@@ -220,3 +299,127 @@ def train_and_evaluate(
         metrics.update(eval_metrics)
         record_metrics(trainer, "eval", eval_metrics)
     return metrics, eval_metrics
+
+
+def missing_checkpoint_files(
+    folder: str | os.PathLike, *, world_size: int = 1, tokenizer_files=(), training_state: bool = True
+) -> list[str]:
+    """The files a `checkpoint-N` folder written by the Trainer should hold but does not.
+
+    A run killed while saving leaves a checkpoint with some files missing; resuming from it fails somewhere deep
+    (or, without `scheduler.pt` or the RNG state, silently trains differently). Checked: `config.json`, the
+    weights (`model.safetensors`, or the index and every shard it lists), `tokenizer_files` (the names the
+    Trainer's tokenizer saves) and, with `training_state`, `trainer_state.json`, `optimizer.pt`, `scheduler.pt`
+    and the RNG state of each of the `world_size` processes.
+    """
+    folder = os.fspath(folder)
+    expected = ["config.json", *tokenizer_files]
+    index = os.path.join(folder, "model.safetensors.index.json")
+    if os.path.isfile(index):
+        with open(index, encoding="utf-8") as f:
+            expected += sorted(set(json.load(f)["weight_map"].values()))
+    else:
+        expected.append("model.safetensors")
+    if training_state:
+        expected += ["trainer_state.json", "optimizer.pt", "scheduler.pt"]
+        expected += ["rng_state.pth"] if world_size == 1 else [f"rng_state_{i}.pth" for i in range(world_size)]
+    return [name for name in expected if not os.path.isfile(os.path.join(folder, name))]
+
+
+def resolve_resume_checkpoint(
+    checkpoint: str | os.PathLike | bool | None, output_dir: str | os.PathLike, **check
+) -> str | None:
+    """The checkpoint folder `--resume_from_checkpoint` means, checked to be complete.
+
+    `checkpoint` is a folder, or `True` / "latest" / "last" for the `checkpoint-N` of `output_dir` with the
+    highest N among the complete ones: an incomplete one (a run killed while saving it) is skipped with a warning
+    naming its missing files. A folder given by name must be complete: the error names what is missing.
+    `None` / `False` / "" give `None` (train from the start). `check`: the keyword arguments of
+    `missing_checkpoint_files`.
+    """
+    if checkpoint is None or checkpoint is False or checkpoint == "":
+        return None
+    if checkpoint is True or str(checkpoint).lower() in LATEST_CHECKPOINT:
+        pattern = re.compile(rf"^{PREFIX_CHECKPOINT_DIR}-(\d+)$")
+        found = os.listdir(output_dir) if os.path.isdir(output_dir) else []
+        steps = sorted((int(m.group(1)) for m in map(pattern.match, found) if m), reverse=True)
+        for step in steps:
+            folder = os.path.join(output_dir, f"{PREFIX_CHECKPOINT_DIR}-{step}")
+            missing = missing_checkpoint_files(folder, **check)
+            if not missing:
+                return folder
+            logger.warning(f"skipping the incomplete checkpoint {folder} (missing {', '.join(missing)}); it was "
+                           "probably being saved when the run stopped")
+        raise ValueError(f"--resume_from_checkpoint {checkpoint}: no complete {PREFIX_CHECKPOINT_DIR}-N folder in "
+                         f"{output_dir} (found {len(steps)} incomplete ones)")
+    folder = os.fspath(checkpoint)
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"--resume_from_checkpoint: {folder} does not exist or is not a folder")
+    missing = missing_checkpoint_files(folder, **check)
+    if missing:
+        raise ValueError(f"--resume_from_checkpoint: {folder} is an incomplete checkpoint (the run probably stopped "
+                         f"while saving it): missing {', '.join(missing)}. Resume from an earlier checkpoint, or "
+                         f"pass 'latest' to use the latest complete one in {output_dir}")
+    return folder
+
+
+class CtxTrainer(Trainer):
+    """transformers' `Trainer`, made safe to push and to resume; the examples train with it.
+
+    - `--push_to_hub` with checkpoints (`--hub_strategy every_save`, the default): each save uploads the model
+      files of the new checkpoint folder (config with `auto_map`, weights, the source files the `auto_map`
+      names, tokenizer), so every revision of the repository loads with `trust_remote_code`. The Trainer's own
+      state never goes: `Trainer` would upload `training_args.bin`, a pickle holding `--hub_token` and local
+      paths. `--hub_strategy checkpoint` / `all_checkpoints` upload that state by design and are refused.
+    - `train(resume_from_checkpoint=...)` checks the checkpoint is complete (`resolve_resume_checkpoint`):
+      "latest" or `True` skips an incomplete one with a warning; a named incomplete one is an error naming the
+      missing files.
+    """
+
+    def __init__(self, model=None, args: TrainingArguments | None = None, *rest, **kwargs):
+        if args is not None and args.push_to_hub and args.hub_strategy in (
+            HubStrategy.CHECKPOINT, HubStrategy.ALL_CHECKPOINTS
+        ):
+            raise ValueError(
+                f"--hub_strategy={args.hub_strategy.value} would upload the training state (training_args.bin holds "
+                "--hub_token and local paths); use every_save or end"
+            )
+        super().__init__(model, args, *rest, **kwargs)
+
+    def _checkpoint_checks(self) -> dict:
+        """Keyword arguments of `missing_checkpoint_files` for this Trainer's checkpoints."""
+        tokenizer_files = ()
+        if self.processing_class is not None and hasattr(self.processing_class, "save_pretrained"):
+            with tempfile.TemporaryDirectory() as folder:  # the names this tokenizer saves, e.g. tokenizer.json
+                self.processing_class.save_pretrained(folder)
+                tokenizer_files = tuple(sorted(os.listdir(folder)))
+        # DeepSpeed and FSDP save weights and optimizer states in files of their own.
+        sharded = self.is_deepspeed_enabled or self.is_fsdp_enabled
+        return {"world_size": self.args.world_size, "tokenizer_files": tokenizer_files, "training_state": not sharded}
+
+    def train(self, resume_from_checkpoint: str | bool | None = None, *args, **kwargs):
+        resume_from_checkpoint = resolve_resume_checkpoint(
+            resume_from_checkpoint, self.args.output_dir, **self._checkpoint_checks()
+        )
+        return super().train(resume_from_checkpoint, *args, **kwargs)
+
+    def _push_from_checkpoint(self, checkpoint_folder: str) -> None:
+        """Upload the model files of the checkpoint just saved (not the Trainer's state), without waiting."""
+        if not self.is_world_process_zero() or self.args.hub_strategy == HubStrategy.END:
+            return
+        # As `Trainer`: skip this save's push while the last one is still uploading, unless --hub_always_push.
+        if not self.args.hub_always_push and self.push_in_progress is not None and not self.push_in_progress.is_done():
+            return
+        self.callback_handler.on_push_begin(self.args, self.state, self.control)
+        job = HfApi(token=self.args.hub_token).upload_folder(
+            repo_id=self.hub_model_id,
+            folder_path=checkpoint_folder,
+            commit_message=f"Training in progress, step {self.state.global_step}",
+            ignore_patterns=TRAINING_STATE_PATTERNS,
+            revision=self.args.hub_revision,
+            run_as_future=True,
+        )
+        if self.push_in_progress is None or self.push_in_progress.is_done():
+            self.push_in_progress = PushInProgress([job])
+        else:
+            self.push_in_progress.jobs.append(job)

@@ -1,4 +1,5 @@
-"""`pipeline("token-classification")` for word-level taggers whose tokenizer gives character ids (TagLM, ELMo).
+"""Word-level pipelines for models whose tokenizer gives character ids (TagLM, ELMo):
+`pipeline("token-classification")` and `pipeline("feature-extraction")`.
 
 transformers' `TokenClassificationPipeline` assumes sub-word tokenizers: it reads each position's token back with
 `tokenizer.convert_ids_to_tokens(int(input_ids[i]))` and gets character offsets only from fast tokenizers.
@@ -21,7 +22,37 @@ import re
 
 import numpy as np
 import torch
+from transformers.pipelines.feature_extraction import FeatureExtractionPipeline
 from transformers.pipelines.token_classification import AggregationStrategy, TokenClassificationPipeline
+
+
+def split_words(sentence, is_split_into_words: bool = False, delimiter: str = " "
+                ) -> tuple[str, list[str], list[tuple[int, int]]]:
+    """The text, words and character offsets (start, end) of each word of a pipeline input.
+
+    A string is split on whitespace, offsets into it; a list of words (`is_split_into_words=True`) is joined
+    with `delimiter`, offsets into the joined text.
+    """
+    if is_split_into_words:
+        if not isinstance(sentence, list):
+            raise ValueError("When `is_split_into_words=True`, `sentence` must be a list of words.")
+        words, offsets, start = list(sentence), [], 0
+        for word in words:
+            offsets.append((start, start + len(word)))
+            start += len(word) + len(delimiter)
+        return delimiter.join(words), words, offsets
+    if not isinstance(sentence, str):
+        raise ValueError("When `is_split_into_words=False`, `sentence` must be an untokenized string.")
+    matches = list(re.finditer(r"\S+", sentence))
+    return sentence, [m.group() for m in matches], [m.span() for m in matches]
+
+
+def word_inputs(tokenizer, sentence, is_split_into_words: bool = False, delimiter: str = " ") -> dict:
+    """A word-level pipeline's model inputs for one sentence (the tokenizer's tensors, batch of one) with the
+    keys "sentence", "words" and "word_offsets" (see `split_words`) that `_forward` passes on."""
+    text, words, offsets = split_words(sentence, is_split_into_words, delimiter)
+    inputs = tokenizer(words, is_split_into_words=True, return_tensors="pt")
+    return {**inputs, "sentence": text, "words": words, "word_offsets": offsets}
 
 
 class WordTokenClassificationPipeline(TokenClassificationPipeline):
@@ -50,22 +81,7 @@ class WordTokenClassificationPipeline(TokenClassificationPipeline):
         return preprocess_params, {}, postprocess_params
 
     def preprocess(self, sentence, is_split_into_words=False, delimiter=" "):
-        if is_split_into_words:
-            if not isinstance(sentence, list):
-                raise ValueError("When `is_split_into_words=True`, `sentence` must be a list of words.")
-            words, offsets, start = list(sentence), [], 0
-            for word in words:
-                offsets.append((start, start + len(word)))
-                start += len(word) + len(delimiter)
-            sentence = delimiter.join(words)
-        else:
-            if not isinstance(sentence, str):
-                raise ValueError("When `is_split_into_words=False`, `sentence` must be an untokenized string.")
-            matches = list(re.finditer(r"\S+", sentence))
-            words = [m.group() for m in matches]
-            offsets = [m.span() for m in matches]
-        inputs = self.tokenizer(words, is_split_into_words=True, return_tensors="pt")
-        yield {**inputs, "sentence": sentence, "words": words, "word_offsets": offsets, "is_last": True}
+        yield {**word_inputs(self.tokenizer, sentence, is_split_into_words, delimiter), "is_last": True}
 
     def _forward(self, model_inputs):
         extras = {key: model_inputs.pop(key) for key in ("sentence", "words", "word_offsets", "is_last")}
@@ -96,3 +112,72 @@ class WordTokenClassificationPipeline(TokenClassificationPipeline):
                 if entity.get("entity", entity.get("entity_group")) not in ignore_labels
             ]
         return entities
+
+
+class WordFeatureExtractionPipeline(FeatureExtractionPipeline):
+    """`pipeline("feature-extraction")` for ELMo: one vector per input word, with the word and its offsets.
+
+        >>> from transformers import pipeline
+        >>> from hf_ctx import WordFeatureExtractionPipeline
+        >>> extractor = pipeline("feature-extraction", model="elmo-original",
+        ...                      pipeline_class=WordFeatureExtractionPipeline, output="average")
+        >>> extractor("The cat sat")
+        [{'word': 'The', 'start': 0, 'end': 3, 'vector': [...]}, ...]
+
+    Arguments (at construction or per call): `output`: "top" (the top biLSTM layer, the default), "average" (the
+    mean of the L + 1 layers) or "all" (each vector then is (L + 1, 2P)); `scalar_mix_weights`: one weight per
+    layer, the vectors being the weighted sum of the layers (weights used as given); `return_tensors=True`:
+    vectors as torch tensors instead of lists; `is_split_into_words` and `delimiter` as for the token-classification
+    pipeline. The model is an `ElmoModel` (`AutoModel` of an ELMo checkpoint); one sentence runs at a time, so a
+    vector does not depend on the other inputs. For many sentences, `hf_ctx.embed.ElmoEmbedder` batches them.
+    """
+
+    def _sanitize_parameters(self, output=None, scalar_mix_weights=None, is_split_into_words=None, delimiter=None,
+                             return_tensors=None, **kwargs):
+        if kwargs:
+            raise ValueError(f"unknown argument(s) for the word feature-extraction pipeline: {sorted(kwargs)}")
+        preprocess_params, forward_params, postprocess_params = {}, {}, {}
+        if is_split_into_words is not None:
+            preprocess_params["is_split_into_words"] = is_split_into_words
+        if delimiter is not None:
+            preprocess_params["delimiter"] = delimiter
+        if output is not None or scalar_mix_weights is not None:
+            from .embed import LayerOutput
+
+            num_layers = self.model.config.num_output_layers
+            forward_params["layer_output"] = LayerOutput(num_layers, output or "top", scalar_mix_weights)
+        if return_tensors is not None:
+            postprocess_params["return_tensors"] = return_tensors
+        return preprocess_params, forward_params, postprocess_params
+
+    def __call__(self, inputs, **kwargs):
+        """Features of one sentence (a string, or a list of words with `is_split_into_words=True`) or of a list of
+        sentences: per sentence, a list of {"word", "start", "end", "vector"}."""
+        if kwargs.get("is_split_into_words", self._preprocess_params.get("is_split_into_words")) and (
+                isinstance(inputs, list) and all(isinstance(word, str) for word in inputs)):
+            return super().__call__([inputs], **kwargs)[0]  # one sentence given as its words
+        return super().__call__(inputs, **kwargs)
+
+    def preprocess(self, sentence, is_split_into_words=False, delimiter=" "):
+        return word_inputs(self.tokenizer, sentence, is_split_into_words, delimiter)
+
+    def _forward(self, model_inputs, layer_output=None):
+        extras = {key: model_inputs.pop(key) for key in ("sentence", "words", "word_offsets")}
+        if layer_output is None:
+            from .embed import LayerOutput
+
+            layer_output = LayerOutput(self.model.config.num_output_layers, "top")
+        if not extras["words"]:
+            return {"vectors": torch.zeros(0, self.model.config.hidden_size), **extras}
+        layers = self.model(**model_inputs, output_hidden_states=True, return_dict=True).hidden_states
+        vectors = layer_output(layers)[0]  # (W, D), or (L + 1, W, D) for "all"
+        if vectors.dim() == 3:
+            vectors = vectors.transpose(0, 1)  # one (L + 1, D) block per word
+        return {"vectors": vectors, **extras}
+
+    def postprocess(self, model_outputs, return_tensors=False):
+        vectors = model_outputs["vectors"].float()
+        return [
+            {"word": word, "start": start, "end": end, "vector": vector if return_tensors else vector.tolist()}
+            for word, (start, end), vector in zip(model_outputs["words"], model_outputs["word_offsets"], vectors)
+        ]

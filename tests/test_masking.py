@@ -207,3 +207,10 @@ def test_bad_input_is_a_clear_error(tokenizer):
                             mask_token=None)
     with pytest.raises(ValueError, match="mask token"):
         DataCollatorForPretraining(no_mask)
+
+
+def test_mlm_probability_zero_is_refused():
+    """With 0 no token is chosen: every batch has no labels and the loss is meaningless."""
+    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"])}
+    with pytest.raises(ValueError, match="mlm_probability must be above 0"):
+        DataCollatorForPretraining(BertTokenizer(vocab=vocab), mlm_probability=0.0)

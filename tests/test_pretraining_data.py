@@ -20,7 +20,6 @@ from hf_ctx.data.pretraining import (
     build_pretraining_dataset,
     compute_pretraining_metrics,
     create_nsp_examples,
-    create_packed_examples,
     load_text_documents,
     preprocess_pretraining_logits,
     split_long_segments,

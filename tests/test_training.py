@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("datasets")
 import transformers
 from datasets import Dataset
-from transformers import TrainingArguments
+from transformers import BertConfig, TrainingArguments
 
 from hf_ctx.training import (
     evaluation_data,
@@ -26,8 +26,34 @@ def test_config_overrides_are_read_as_json_where_they_parse():
     assert parse_config_overrides("a=1,b=True,c=gelu,d=0.5,e=null, f =false") == {
         "a": 1, "b": True, "c": "gelu", "d": 0.5, "e": None, "f": False}
     assert parse_config_overrides(None) == {} and parse_config_overrides("") == {}
-    with pytest.raises(ValueError, match="key=value, got 'dropout'"):
+    with pytest.raises(ValueError, match="key=value .*got 'dropout'"):
         parse_config_overrides("dropout")
+
+
+def test_config_overrides_take_json_or_key_value_pairs_alike():
+    """Every example script reads --config_overrides the same way; both spellings give the same fields."""
+    as_json = '{"lstm": {"dim": 512, "projection_dim": 128}, "char_cnn": {"filters": [[1, 32], [2, 32]]}, "dropout": 0.1}'
+    as_pairs = "lstm.dim=512,lstm.projection_dim=128,char_cnn.filters=[[1, 32], [2, 32]],dropout=0.1"
+    assert parse_config_overrides(as_json) == parse_config_overrides(as_pairs) == {
+        "lstm": {"dim": 512, "projection_dim": 128}, "char_cnn": {"filters": [[1, 32], [2, 32]]}, "dropout": 0.1}
+    assert parse_config_overrides('name="a,b",x=1') == {"name": "a,b", "x": 1}  # commas inside quotes stay
+    with pytest.raises(ValueError, match="not valid JSON"):
+        parse_config_overrides('{"lstm": {"dim": 512}')
+    with pytest.raises(ValueError, match="'lstm' is already given a value"):
+        parse_config_overrides("lstm=3,lstm.dim=512")
+
+
+def test_one_registry_names_the_model_families():
+    from hf_ctx import CtxBertConfig, ElmoConfig, TagLMConfig
+    from hf_ctx.families import MODEL_FAMILIES, model_family
+    from hf_ctx.model_card import build_model_card
+
+    assert tuple(MODEL_FAMILIES) == ("bert", "elmo", "taglm")
+    assert [model_family(c()) for c in (CtxBertConfig, ElmoConfig, TagLMConfig)] == ["bert", "elmo", "taglm"]
+    with pytest.raises(ValueError, match="'bert' is not an hf_ctx model type .*convert-bert"):
+        model_family(BertConfig())
+    with pytest.raises(ValueError, match=r"unknown model_family 'gpt'; choose one of \('bert', 'elmo', 'taglm'\)"):
+        build_model_card("gpt", None, model_id="m", dataset_name="d")
 
 
 def test_first_examples_and_held_out_validation():
@@ -45,6 +71,30 @@ def test_training_data_is_named_by_dataset_or_file_names():
     assert training_data_name("wikitext", ["/data/a.txt"]) == "wikitext"
     assert training_data_name(None, ["/data/a.txt", "b.txt"]) == "a.txt, b.txt"
     assert training_data_name(None, "/data/eng.train") == "eng.train"
+
+
+def test_parse_args_and_set_up_parses_logs_and_seeds(tmp_path):
+    import logging
+    from dataclasses import dataclass
+
+    import torch
+    from transformers import TrainingArguments
+
+    from hf_ctx.training import parse_args_and_set_up
+
+    @dataclass
+    class ScriptArguments:
+        size: int = 1
+
+    logger = logging.getLogger("an_example_script")
+    script_args, training_args = parse_args_and_set_up(
+        (ScriptArguments, TrainingArguments),
+        ["--size", "3", "--output_dir", str(tmp_path), "--seed", "7", "--report_to", "none"], logger)
+    assert script_args.size == 3 and training_args.seed == 7
+    assert logger.level == logging.INFO and logging.getLogger("hf_ctx").level == logging.INFO
+    drawn = torch.rand(3)
+    torch.manual_seed(7)
+    assert torch.equal(drawn, torch.rand(3))
 
 
 def test_evaluation_data_names_files_held_out_parts_and_hub_splits(tmp_path):
@@ -109,6 +159,84 @@ def test_match_special_tokens_leaves_the_trainer_nothing_to_align(tmp_path):
     with CaptureLogger(transformers.utils.logging.get_logger("transformers.trainer_utils")) as captured:
         align_special_tokens(model, tokenizer)
     assert "PAD/BOS/EOS" not in captured.out
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    """A tiny run with checkpoints at steps 1 and 2 (model, tokenizer, optimizer, scheduler, RNG, state)."""
+    import numpy as np
+    from tiny_checkpoints import WORDS, bert_sequence_classifier
+    from transformers import TrainingArguments
+
+    from hf_ctx.training import CtxTrainer
+
+    root = tmp_path_factory.mktemp("checkpoints")
+    model, tokenizer = bert_sequence_classifier(root)
+    rng = np.random.default_rng(0)
+    sentences = [" ".join(rng.choice(WORDS, 4)) for _ in range(8)]
+    data = Dataset.from_dict({"text": sentences, "label": [int("cat" in s) for s in sentences]})
+    data = data.map(lambda b: tokenizer(b["text"], padding="max_length", max_length=8), batched=True)
+    args = TrainingArguments(output_dir=str(root / "run"), max_steps=2, per_device_train_batch_size=4, save_steps=1,
+                             report_to=[], use_cpu=True, disable_tqdm=True)
+    trainer = CtxTrainer(model=model, args=args, train_dataset=data.remove_columns("text"),
+                         processing_class=tokenizer)
+    trainer.train()
+    return trainer
+
+
+@pytest.mark.parametrize("removed", ["scheduler.pt", "rng_state.pth", "trainer_state.json", "model.safetensors",
+                                     "tokenizer.json"])
+def test_resuming_from_an_incomplete_checkpoint_names_the_missing_file(checkpoints, tmp_path, removed):
+    """A kill while saving leaves checkpoint-N with files missing; without scheduler.pt or the RNG state the
+    Trainer resumed silently and trained differently, and other files failed with unrelated errors."""
+    import shutil
+
+    from hf_ctx.training import missing_checkpoint_files
+
+    output_dir = tmp_path / "run"
+    shutil.copytree(checkpoints.args.output_dir, output_dir)
+    checkpoint = output_dir / "checkpoint-2"
+    (checkpoint / removed).unlink()
+    checks = checkpoints._checkpoint_checks()
+    assert missing_checkpoint_files(checkpoint, **checks) == [removed]
+    assert missing_checkpoint_files(output_dir / "checkpoint-1", **checks) == []
+    with pytest.raises(ValueError, match=rf"checkpoint-2 is an incomplete checkpoint .*: missing {removed}\."):
+        checkpoints.train(resume_from_checkpoint=str(checkpoint))
+
+
+def test_resuming_from_the_latest_checkpoint_skips_an_incomplete_one(checkpoints, tmp_path, caplog):
+    import dataclasses
+    import shutil
+    from pathlib import Path
+    from unittest import mock
+
+    from transformers import Trainer
+
+    from hf_ctx.training import CtxTrainer, resolve_resume_checkpoint
+
+    output_dir = tmp_path / "run"
+    shutil.copytree(checkpoints.args.output_dir, output_dir)
+    (output_dir / "checkpoint-2" / "optimizer.pt").unlink()
+    checks = checkpoints._checkpoint_checks()
+    with caplog.at_level("WARNING", logger="hf_ctx.training"):
+        for latest in ("latest", True):
+            assert resolve_resume_checkpoint(latest, output_dir, **checks) == str(output_dir / "checkpoint-1")
+    assert "skipping the incomplete checkpoint" in caplog.text and "missing optimizer.pt" in caplog.text
+    (output_dir / "checkpoint-1" / "rng_state.pth").unlink()
+    with pytest.raises(ValueError, match=r"no complete checkpoint-N folder in .* \(found 2 incomplete ones\)"):
+        resolve_resume_checkpoint("latest", output_dir, **checks)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        resolve_resume_checkpoint(output_dir / "checkpoint-7", output_dir, **checks)
+    assert resolve_resume_checkpoint(None, output_dir) is None
+
+    (output_dir / "checkpoint-1" / "rng_state.pth").write_bytes(
+        (Path(checkpoints.args.output_dir) / "checkpoint-1" / "rng_state.pth").read_bytes())
+    # The Trainer itself: resumes from checkpoint-1 and trains step 2 again.
+    trainer = CtxTrainer(model=checkpoints.model, args=dataclasses.replace(checkpoints.args, output_dir=str(output_dir)),
+                         train_dataset=checkpoints.train_dataset, processing_class=checkpoints.processing_class)
+    with mock.patch.object(Trainer, "_load_from_checkpoint", wraps=trainer._load_from_checkpoint) as load:
+        trainer.train(resume_from_checkpoint="latest")
+    assert load.call_args.args[0] == str(output_dir / "checkpoint-1") and trainer.state.global_step == 2
 
 
 def test_gpu_defaults_apply_on_cuda_only_and_never_over_a_given_option():

@@ -1,0 +1,340 @@
+"""ELMo as a feature extractor: embed a text file once, train other models on the vectors (`hf-ctx embed`).
+
+The output file has the layout of AllenNLP's `elmo` command, so code written for AllenNLP's files reads it:
+
+    "0", "1", ...          one dataset per input line (its 0-based index), float32:
+                             (L + 1, words, 2P) with every layer (`output="all"`), else (words, 2P)
+    "sentence_to_index"    (1,) string dataset: JSON {sentence: "index"} (a repeated sentence maps to its last line)
+
+Reading it:
+
+    >>> import h5py, json
+    >>> with h5py.File("vectors.hdf5", "r") as f:
+    ...     layers = f["0"][...]                                    # (3, words, 1024) for the original ELMo
+    ...     index = json.loads(f["sentence_to_index"][0])
+
+`output` picks what is written per word: "all" (the L + 1 layers: the token layer and each biLSTM layer, as
+`ElmoModel(output_hidden_states=True)` gives them), "top" (the last biLSTM layer), "average" (the mean of the
+L + 1 layers) or `scalar_mix_weights` w_0 ... w_L (sum_k w_k h_k, the weights used as given).
+
+A run can be resumed: lines whose datasets exist are skipped. Each dataset records its sentence (an HDF5
+attribute) and the file records the model (a hash of its weights), the output and the dtype, so a file is only
+extended with vectors of the same kind; anything else is an error asking for `overwrite`.
+"""
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from .configuration_elmo import ElmoConfig
+from .modeling_elmo import ElmoModel
+from .tokenization_elmo import ElmoTokenizer, read_vocabulary_file
+
+OUTPUTS = ("all", "top", "average")
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+FORMAT = "hf_ctx embed 1"  # the file attribute that marks an output of this module
+
+
+class LayerOutput:
+    """Which vectors of ELMo's L + 1 layers to keep: "all" of them, the "top" layer, their "average", or the
+    sum of the layers weighted by `scalar_mix_weights` (used as given: a trained `ScalarMix` corresponds to the
+    weights gamma * softmax(s)).
+
+    Called on the layers, L + 1 tensors (B, W, D), it returns (B, L + 1, W, D) for "all", else (B, W, D).
+    """
+
+    def __init__(self, num_layers: int, output: str = "top", scalar_mix_weights: Sequence[float] | None = None):
+        if scalar_mix_weights is not None:
+            weights = list(scalar_mix_weights)
+            if len(weights) != num_layers:
+                raise ValueError(f"scalar_mix_weights has {len(weights)} weights, this ELMo has {num_layers} layers "
+                                 f"(the token layer and {num_layers - 1} biLSTM layers): give {num_layers}")
+            if not all(isinstance(w, (int, float)) and not isinstance(w, bool) and np.isfinite(w) for w in weights):
+                raise ValueError(f"scalar_mix_weights must be finite numbers, got {weights}")
+            output = "scalar_mix"
+            self.weights = [float(w) for w in weights]
+        elif output not in OUTPUTS:
+            raise ValueError(f"output must be one of {OUTPUTS} (or give scalar_mix_weights), got {output!r}")
+        else:
+            self.weights = None
+        self.num_layers = num_layers
+        self.output = output
+
+    def __call__(self, layers: Sequence[torch.Tensor]) -> torch.Tensor:
+        if len(layers) != self.num_layers:
+            raise ValueError(f"expected {self.num_layers} layers, got {len(layers)}")
+        if self.output == "top":
+            return layers[-1]
+        stacked = torch.stack(list(layers), dim=1)  # (B, L + 1, W, D)
+        if self.output == "all":
+            return stacked
+        if self.output == "average":
+            return stacked.mean(dim=1)
+        weights = torch.tensor(self.weights, dtype=stacked.dtype, device=stacked.device)
+        return torch.einsum("l,blwd->bwd", weights, stacked)
+
+    def describe(self) -> str:
+        """"all", "top", "average" or "scalar_mix w_0,...,w_L"."""
+        if self.weights is None:
+            return self.output
+        return "scalar_mix " + ",".join(repr(w) for w in self.weights)
+
+
+def parse_scalar_mix_weights(text: str) -> list[float]:
+    """"0.2,0.3,0.5" -> [0.2, 0.3, 0.5]; a `ValueError` naming the value otherwise."""
+    try:
+        return [float(part) for part in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--scalar_mix_weights must be comma-separated numbers such as 0.2,0.3,0.5, got {text!r}")
+
+
+def read_sentences(path: str | os.PathLike) -> list[str]:
+    """The lines of a text file of one whitespace-tokenised sentence a line, stripped.
+
+    Errors name the file and line: a file that cannot be opened (`FileNotFoundError`/`OSError`), a line that is
+    not UTF-8, empty lines, no lines at all (`ValueError`).
+    """
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path} is a folder; hf-ctx embed reads a text file, one sentence a line")
+    try:
+        with open(path, "rb") as f:
+            raw_lines = f.read().split(b"\n")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"input file {path} does not exist") from None
+    except OSError as error:
+        raise OSError(f"cannot read the input file {path}: {error.strerror or error}") from None
+    if raw_lines and raw_lines[-1] == b"":
+        raw_lines.pop()  # the newline that ends the last line
+    sentences, empty = [], []
+    for number, raw in enumerate(raw_lines, start=1):
+        try:
+            line = raw.decode("utf-8").strip()
+        except UnicodeDecodeError as error:
+            raise ValueError(f"{path}, line {number}: not UTF-8 text (byte {error.start} of the line: "
+                             f"{error.reason})") from None
+        if not line:
+            empty.append(number)
+        sentences.append(line)
+    if empty:
+        shown = ", ".join(map(str, empty[:10])) + (f" and {len(empty) - 10} more" if len(empty) > 10 else "")
+        raise ValueError(f"{path}: line{'s' if len(empty) > 1 else ''} {shown} "
+                         f"{'are' if len(empty) > 1 else 'is'} empty; every line must be one sentence (its "
+                         "dataset is named after its index), so remove the empty lines")
+    if not sentences:
+        raise ValueError(f"{path} is empty: no sentences to embed")
+    return sentences
+
+
+def load_elmo(model_name_or_path: str | os.PathLike) -> ElmoModel:
+    """An `ElmoModel` from an ELMo checkpoint (`hf-ctx convert-elmo`, `pretrain_elmo.py`, an ELMo task model);
+    a `ValueError` for anything else."""
+    from transformers import AutoConfig
+    from transformers.utils import logging as transformers_logging
+
+    path = str(model_name_or_path)
+    if os.path.isfile(path):
+        raise ValueError(f"{path} is a file; give the folder of an ELMo checkpoint (with config.json)")
+    if os.path.isdir(path) and not os.path.isfile(os.path.join(path, "config.json")):
+        raise ValueError(f"{path} has no config.json: it is not a model checkpoint (convert published ELMo weights "
+                         "with `hf-ctx convert-elmo` first)")
+    # A Hub name is "name" or "owner/name"; anything else that is not a folder is a local path that is missing.
+    if not os.path.isdir(path) and (path.startswith((".", "/", "~")) or path.count("/") > 1 or os.sep in path
+                                    and os.sep != "/"):
+        raise FileNotFoundError(f"model folder {path} does not exist")
+    config = AutoConfig.from_pretrained(path)
+    if not isinstance(config, ElmoConfig):
+        raise ValueError(f"{path} holds a {config.model_type!r} model, not an ELMo ({ElmoConfig.model_type!r}); "
+                         "hf-ctx embed needs an ELMo biLM checkpoint")
+    # A biLM or task checkpoint also holds a softmax or classifier that ElmoModel leaves out: expected, so
+    # transformers' report of unused weights is silenced; missing ELMo weights are checked below.
+    verbosity = transformers_logging.get_verbosity()
+    transformers_logging.set_verbosity_error()
+    try:
+        model, info = ElmoModel.from_pretrained(path, output_loading_info=True)
+    finally:
+        transformers_logging.set_verbosity(verbosity)
+    if info["missing_keys"]:
+        missing = sorted(info["missing_keys"])
+        raise ValueError(f"{path} lacks ELMo weights ({len(missing)} missing, e.g. {missing[0]}): it is not a trained "
+                         "or converted ELMo biLM")
+    return model
+
+
+def weights_fingerprint(model: torch.nn.Module) -> str:
+    """A SHA-256 hash of the model's saved weights (names, dtypes, shapes and values)."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        tensor = tensor.detach().cpu().contiguous()
+        digest.update(f"{name} {tensor.dtype} {tuple(tensor.shape)}\n".encode())
+        digest.update(tensor.view(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+class ElmoEmbedder:
+    """ELMo vectors of tokenised sentences, in batches, and of whole files (AllenNLP's `elmo` command).
+
+    Args:
+        model: an `ElmoModel`, or the path (or Hub name) of an ELMo checkpoint.
+        device: where the model runs ("cpu", "cuda", "cuda:1", ...); the default is the GPU when there is one.
+        dtype: "float32" (default), "float16" or "bfloat16": the dtype the model computes in. Files always get
+            float32 vectors, as AllenNLP writes them.
+    """
+
+    def __init__(self, model: ElmoModel | str | os.PathLike, device: str | torch.device | None = None,
+                 dtype: str | torch.dtype | None = None):
+        if isinstance(dtype, str):
+            if dtype not in DTYPES:
+                raise ValueError(f"dtype must be one of {list(DTYPES)}, got {dtype!r}")
+            dtype = DTYPES[dtype]
+        self.model = model if isinstance(model, ElmoModel) else load_elmo(model)
+        if not isinstance(self.model, ElmoModel):
+            raise ValueError(f"ElmoEmbedder needs an ElmoModel, got {type(self.model).__name__}")
+        self.fingerprint = weights_fingerprint(self.model)
+        device = torch.device(device) if device is not None else torch.device(
+            "cuda" if torch.cuda.is_available() else "cpu")
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"device {str(device)!r} asked for, but this machine (or this torch build) has no CUDA "
+                             "GPU; use --device cpu")
+        self.model.to(device=device, dtype=dtype).eval()
+        self.device, self.dtype = device, next(self.model.parameters()).dtype
+        self.tokenizer = ElmoTokenizer(max_characters_per_token=self.model.config.max_characters_per_token)
+
+    @property
+    def num_layers(self) -> int:
+        """L + 1: the token layer and each biLSTM layer."""
+        return self.model.config.num_output_layers
+
+    def cache_vocabulary(self, words_or_path) -> int:
+        """Cache the token layer of a vocabulary (a list of words, or a file of one word a line such as bilm-tf's
+        vocab.txt): see `ElmoModel.cache_token_embeddings`. Returns the number of words cached."""
+        words = words_or_path
+        if isinstance(words_or_path, (str, os.PathLike)):
+            if not os.path.isfile(words_or_path):
+                raise FileNotFoundError(f"vocabulary file {words_or_path} does not exist")
+            words = read_vocabulary_file(words_or_path)
+        return self.model.cache_token_embeddings(words)
+
+    @torch.no_grad()
+    def embed_batch(self, sentences: Sequence[Sequence[str]], layer_output: LayerOutput | None = None
+                    ) -> list[np.ndarray]:
+        """Each sentence's vectors as float32 arrays: (L + 1, words, 2P) for "all" (the default), else (words, 2P).
+
+        sentences: lists of words, at least one word each. Every vector equals that of the sentence run alone
+        (up to float rounding): padding never reaches a sentence's words.
+        """
+        layer_output = layer_output or LayerOutput(self.num_layers, "all")
+        for index, words in enumerate(sentences):
+            if not words:
+                raise ValueError(f"sentence {index} has no words")
+        batch = self.tokenizer([list(words) for words in sentences], is_split_into_words=True, padding=True,
+                               return_tensors="pt").to(self.device)
+        layers = self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                            output_hidden_states=True, return_dict=True).hidden_states
+        vectors = layer_output(layers).float().cpu().numpy()  # (B, [L + 1,] W, D)
+        return [vectors[i, ..., : len(words), :] for i, words in enumerate(sentences)]
+
+    def embed_file(
+        self,
+        input_path: str | os.PathLike,
+        output_path: str | os.PathLike,
+        output: str = "all",
+        scalar_mix_weights: Sequence[float] | None = None,
+        batch_size: int = 64,
+        overwrite: bool = False,
+        progress: bool = True,
+    ) -> dict:
+        """Write the vectors of every line of `input_path` (one whitespace-tokenised sentence a line) to the HDF5
+        file `output_path`, in AllenNLP's layout (see the module docstring).
+
+        Sentences are batched `batch_size` at a time after sorting by length (little padding); datasets are named
+        after the line index, so the order of computing does not show in the file. An existing `output_path`
+        written by this method is extended (lines already there are kept) unless `overwrite`; its model, output
+        and dtype must be this run's. Returns {"sentences", "embedded", "kept", "words"}: the file's line count,
+        lines embedded now, lines already in the file, and words embedded now.
+        """
+        import h5py
+        from tqdm import tqdm
+
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        layer_output = LayerOutput(self.num_layers, output, scalar_mix_weights)
+        sentences = read_sentences(input_path)
+        settings = {"format": FORMAT, "output": layer_output.describe(), "model": self.fingerprint,
+                    "dtype": str(self.dtype).removeprefix("torch.")}
+        output_path = os.fspath(output_path)
+        folder = os.path.dirname(os.path.abspath(output_path))
+        if not os.path.isdir(folder):
+            raise FileNotFoundError(f"the output folder {folder} does not exist")
+        if os.path.exists(output_path) and os.path.samefile(output_path, input_path):
+            raise ValueError(f"the output file {output_path} is the input file")
+        resume = os.path.exists(output_path) and not overwrite
+        try:
+            file = h5py.File(output_path, "a" if resume else "w")
+        except OSError as error:
+            if resume:
+                raise ValueError(f"{output_path} exists and is not a readable HDF5 file ({error}); pass overwrite "
+                                 "(--overwrite) to replace it, or choose another output path") from None
+            raise
+        with file:
+            done = self._check_existing(file, settings, sentences, output_path) if resume else set()
+            if not resume:
+                file.attrs.update(settings)
+            todo = sorted((i for i in range(len(sentences)) if i not in done),
+                          key=lambda i: len(sentences[i].split()), reverse=True)
+            words = 0
+            with tqdm(total=len(todo), unit="sentence", desc="embedding", disable=not progress) as bar:
+                for start in range(0, len(todo), batch_size):
+                    indices = todo[start : start + batch_size]
+                    split = [sentences[i].split() for i in indices]
+                    for i, vectors in zip(indices, self.embed_batch(split, layer_output)):
+                        dataset = file.create_dataset(str(i), data=vectors, dtype="float32")
+                        dataset.attrs["sentence"] = sentences[i]
+                    file.flush()  # what is written survives an interruption
+                    words += sum(map(len, split))
+                    bar.update(len(indices))
+            if "sentence_to_index" in file:
+                del file["sentence_to_index"]
+            sentence_to_index = {sentence: str(i) for i, sentence in enumerate(sentences)}
+            index = file.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
+            index[0] = json.dumps(sentence_to_index)
+        return {"sentences": len(sentences), "embedded": len(todo), "kept": len(done), "words": words}
+
+    @staticmethod
+    def _check_existing(file, settings: dict, sentences: list[str], path: str) -> set[int]:
+        """The line indices an existing output already holds; a `ValueError` unless it was written by this method
+        with the same settings, for the same sentences."""
+        found = {key: file.attrs[key] for key in settings if key in file.attrs}
+        if found.get("format") != FORMAT:
+            raise ValueError(f"{path} exists and was not written by hf-ctx embed; pass overwrite (--overwrite) to "
+                             "replace it, or choose another output path")
+        for key, value in settings.items():
+            if found.get(key) != value:
+                names = {"output": "output (--all/--top/--average/--scalar_mix_weights)",
+                         "model": "model weights", "dtype": "dtype"}
+                raise ValueError(f"{path} holds vectors with another {names.get(key, key)} ({found.get(key)!r}, this "
+                                 f"run: {value!r}); pass overwrite (--overwrite) to replace it, or choose another "
+                                 "output path")
+        done = set()
+        for key in list(file.keys()):
+            if key == "sentence_to_index":
+                continue
+            if not key.isdigit():
+                raise ValueError(f"{path} holds a dataset {key!r} that hf-ctx embed did not write")
+            index = int(key)
+            stored = file[key].attrs.get("sentence")
+            if stored is None:
+                del file[key]  # interrupted between writing the vectors and their sentence: write it again
+                continue
+            if index >= len(sentences) or stored != sentences[index]:
+                now = f"is {sentences[index]!r}" if index < len(sentences) else "does not exist"
+                raise ValueError(f"{path} holds vectors of another text: its line {index + 1} was {stored!r}, the "
+                                 f"input's line {index + 1} {now}; pass overwrite (--overwrite) to start again")
+            done.add(index)
+        return done
+
+
+__all__ = ["ElmoEmbedder", "LayerOutput", "load_elmo", "parse_scalar_mix_weights", "read_sentences"]
