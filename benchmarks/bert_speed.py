@@ -71,24 +71,39 @@ def synthetic_batches(mode, batch, seq, count, device):
     return batches
 
 
-def sst2_batches(glue_dir, batch, count, device, with_labels=True):
+def sst2_batches(glue_dir, batch, count, device, with_labels=True, bucket=False, pad_to_multiple_of=None):
     """Batches of real SST-2 sentences, padded to each batch's longest (word-piece lengths approximated by a
-    whitespace split plus 20%, which keeps the length distribution without needing BERT's vocabulary)."""
+    whitespace split plus 20%, which keeps the length distribution without needing BERT's vocabulary).
+
+    With `bucket`, sentences are grouped by length as `Trainer`'s length-grouped sampler does (sorted within
+    mega-batches of 50 batches, batches in random order), and `pad_to_multiple_of` rounds each batch's length up,
+    as the examples do on a GPU: less padding, and a handful of shapes for a compiled model.
+    """
     path = Path(glue_dir) / "SST-2" / "train.tsv"
     with open(path, encoding="utf-8") as f:
         rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
     generator = torch.Generator().manual_seed(0)
+    rows = rows[: count * batch]
+    lengths = [min(128, 2 + int(1.2 * len(r["sentence"].split()))) for r in rows]
+    order = list(range(len(rows)))
+    if bucket:
+        mega = 50 * batch
+        order = [i for start in range(0, len(order), mega)
+                 for i in sorted(order[start:start + mega], key=lambda i: -lengths[i])]
+    chunks = [order[start:start + batch] for start in range(0, len(order), batch)]
+    if bucket:
+        chunks = [chunks[i] for i in torch.randperm(len(chunks), generator=generator).tolist()]
     batches = []
-    for start in range(0, count * batch, batch):
-        chunk = rows[start:start + batch]
-        lengths = [min(128, 2 + int(1.2 * len(r["sentence"].split()))) for r in chunk]
-        longest = max(lengths)
+    for chunk in chunks:
+        longest = max(lengths[i] for i in chunk)
+        if pad_to_multiple_of:
+            longest = -(-longest // pad_to_multiple_of) * pad_to_multiple_of
         input_ids = torch.zeros(len(chunk), longest, dtype=torch.long)
         attention_mask = torch.zeros_like(input_ids)
-        for i, n in enumerate(lengths):
-            input_ids[i, :n] = torch.randint(5, VOCAB_SIZE, (n,), generator=generator)
-            attention_mask[i, :n] = 1
-        labels = torch.tensor([int(r["label"]) for r in chunk])
+        for row, i in enumerate(chunk):
+            input_ids[row, : lengths[i]] = torch.randint(5, VOCAB_SIZE, (lengths[i],), generator=generator)
+            attention_mask[row, : lengths[i]] = 1
+        labels = torch.tensor([int(rows[i]["label"]) for i in chunk])
         inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
         if with_labels:
             inputs["labels"] = labels
@@ -152,6 +167,10 @@ def main():
     parser.add_argument("--attention_dropout", type=float, default=0.1,
                         help="both models (BERT's 0.1; 0 lets training use flash kernels: varlen for hf_ctx)")
     parser.add_argument("--compile", action="store_true", help="also measure both under torch.compile")
+    parser.add_argument("--bucket", action="store_true",
+                        help="sst2: length-grouped batches (the examples' GPU default, group_by_length)")
+    parser.add_argument("--pad_to_multiple_of", type=int, default=None,
+                        help="sst2: round each batch's length up to a multiple of this (the examples: 8 on GPU)")
     parser.add_argument("--glue_dir", default=str(Path(__file__).resolve().parents[1].parent / "shared/data/glue"))
     args = parser.parse_args()
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
@@ -164,12 +183,14 @@ def main():
     if args.mode == "pretrain" and data == "sst2":
         parser.error("--mode pretrain runs on synthetic full-length batches (as packed pretraining data is)")
     if data == "sst2":
-        batches = sst2_batches(args.glue_dir, args.batch, count, args.device, with_labels=args.mode == "finetune")
+        batches = sst2_batches(args.glue_dir, args.batch, count, args.device, with_labels=args.mode == "finetune",
+                               bucket=args.bucket, pad_to_multiple_of=args.pad_to_multiple_of)
     else:
         batches = synthetic_batches(args.mode, args.batch, args.seq, count, args.device)
     tokens = real_tokens(batches[args.warmup:])
     print(f"mode={args.mode} device={args.device} dtype={args.dtype} preset={args.preset} batch={args.batch} "
-          f"seq={args.seq if data == 'synthetic' else 'SST-2'} attn={args.attn_implementation} "
+          f"seq={args.seq if data == 'synthetic' else 'SST-2'}{' bucketed' if args.bucket else ''}"
+          f"{f' pad_to={args.pad_to_multiple_of}' if args.pad_to_multiple_of else ''} attn={args.attn_implementation} "
           f"hf_ctx fast paths={'off' if args.plain else 'on'} attention dropout={args.attention_dropout} "
           f"torch={torch.__version__} transformers={transformers.__version__}")
     for compiled in ([False, True] if args.compile else [False]):

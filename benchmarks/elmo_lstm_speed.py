@@ -70,13 +70,35 @@ def reference_stack(stack: ProjectedLstm, x, mask):
     return outputs
 
 
-def forward_backward(run, stack, x, mask, grad):
-    """One training-like pass; returns (outputs, input gradient, parameter gradients)."""
+def forward_backward(run, stack, x, mask, grad, keep=False):
+    """One training-like pass; returns (outputs, input gradient, parameter gradients).
+
+    With `keep`, the gradients are cloned: under CUDA graphs they live in the graph's memory pool, which the
+    next replay overwrites.
+    """
     x = x.detach().requires_grad_(True)
     stack.zero_grad(set_to_none=True)
     outputs = run(stack, x, mask)
     torch.autograd.backward(outputs, [grad] * len(outputs))
-    return outputs, x.grad, [p.grad for p in stack.parameters()]
+    gradients = [x.grad, *(p.grad for p in stack.parameters())]
+    if keep:
+        gradients = [g.clone() for g in gradients]
+    return outputs, gradients[0], gradients[1:]
+
+
+def compiled_runner(stack, mode):
+    """`run(stack, inputs, mask)` calling `torch.compile(stack, mode=mode)`.
+
+    Each call marks a new step for CUDA graphs (mode "reduce-overhead"), so a replay may reuse the memory of the
+    previous step's outputs, and the outputs are cloned so that they outlive the next replay.
+    """
+    compiled = torch.compile(stack, mode=mode, dynamic=False)
+
+    def run(stack, inputs, mask):
+        torch.compiler.cudagraph_mark_step_begin()
+        return [output.clone() for output in compiled(inputs, mask)]
+
+    return run
 
 
 def timed(run, stack, x, mask, grad, repeats, warmup, device):
@@ -108,6 +130,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=None, help="timed passes (default 20 on GPU, 3 on CPU)")
     parser.add_argument("--no_compile", action="store_true", help="skip the torch.compile variant")
     parser.add_argument("--tf32", action="store_true", help="allow TF32 matmuls on GPU (both sides)")
+    parser.add_argument("--autocast", choices=["bf16", "fp16"], default=None,
+                        help="run the hf_ctx variants under torch.autocast (the reference stays fp32)")
     args = parser.parse_args()
 
     device = torch.device(args.device)
@@ -121,7 +145,8 @@ def main():
         torch.backends.cudnn.allow_tf32 = args.tf32
     name = torch.cuda.get_device_name(device) if gpu else f"CPU, {torch.get_num_threads()} threads"
     print(f"device: {name}; batch {batch} x {args.steps} steps, {args.layers} layers, cell {cell}, projection "
-          f"{projection}, fp32{' (TF32 on)' if args.tf32 else ''}, forward + backward")
+          f"{projection}, fp32{' (TF32 on)' if args.tf32 else ''}"
+          f"{f' (hf_ctx under {args.autocast} autocast)' if args.autocast else ''}, forward + backward")
 
     torch.manual_seed(0)
     x = torch.randn(batch, args.steps, projection, device=device)
@@ -129,8 +154,20 @@ def main():
     grad = torch.randn(batch, args.steps, 2 * projection, device=device)
     tokens = batch * args.steps
 
+    autocast_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, None: None}[args.autocast]
+
     def ours(stack, inputs, mask):
         return stack(inputs, mask)
+
+    def under_autocast(run):
+        if autocast_dtype is None:
+            return run
+
+        def run_autocast(stack, inputs, mask):
+            with torch.autocast(device.type, dtype=autocast_dtype):
+                return [output.float() for output in run(stack, inputs, mask)]
+
+        return run_autocast
 
     def reference(stack, inputs, mask):
         return reference_stack(stack, inputs, mask)
@@ -138,19 +175,20 @@ def main():
     rows = []
     for clip in (args.clip, None):
         stack = ProjectedLstm(projection, cell, projection, args.layers, clip, clip).to(device).eval()
-        expected = forward_backward(reference, stack, x, mask, grad)
+        expected = forward_backward(reference, stack, x, mask, grad, keep=True)
         baseline = timed(reference, stack, x, mask, grad, repeats, 1, device)
         label = "clipped" if clip is not None else "no clipping"
         rows.append((f"reference, {label}", baseline, baseline, 0.0, 0.0))
-        variants = [(f"hf_ctx {label}" + (" (fused LSTM kernel)" if clip is None else ""), ours)]
+        suffix = f", {args.autocast} autocast" if args.autocast else ""
+        name = f"hf_ctx {label}" + (" (fused LSTM kernel)" if clip is None else "") + suffix
+        variants = [(name, under_autocast(ours))]
         if clip is not None and not args.no_compile:
             mode = "reduce-overhead" if gpu else None
-            compiled = torch.compile(stack, mode=mode, dynamic=False)
-            variants.append((f"hf_ctx {label}, compiled" + (" + CUDA graphs" if gpu else ""),
-                             lambda stack, inputs, mask: [o.clone() for o in compiled(inputs, mask)]))
+            variants.append((f"hf_ctx {label}, compiled" + (" + CUDA graphs" if gpu else "") + suffix,
+                             under_autocast(compiled_runner(stack, mode))))
         for variant, run in variants:
             try:
-                got = forward_backward(run, stack, x, mask, grad)
+                got = forward_backward(run, stack, x, mask, grad, keep=True)
                 seconds = timed(run, stack, x, mask, grad, repeats, 3, device)
             except Exception as error:  # e.g. no compiler toolchain for torch.compile
                 print(f"{variant}: not measured ({type(error).__name__}: {str(error).splitlines()[0][:120]})")
@@ -159,9 +197,10 @@ def main():
             grad_diff = largest_difference([got[1], *got[2]], [expected[1], *expected[2]])
             rows.append((variant, seconds, baseline, output_diff, grad_diff))
 
-    print(f"{'':44s} {'tokens/s':>12s} {'speed-up':>9s} {'max |out diff|':>15s} {'max |grad diff|':>16s}")
+    print(f"{'':60s} {'tokens/s':>12s} {'speed-up':>9s} {'max |out diff|':>15s} {'max |grad diff|':>16s}")
     for variant, seconds, baseline, output_diff, grad_diff in rows:
-        print(f"{variant:44s} {tokens / seconds:12,.0f} {baseline / seconds:8.2f}x {output_diff:15.2e} {grad_diff:16.2e}")
+        print(f"{variant:60s} {tokens / seconds:12,.0f} {baseline / seconds:8.2f}x {output_diff:15.2e} "
+              f"{grad_diff:16.2e}")
 
 
 if __name__ == "__main__":

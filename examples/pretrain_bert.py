@@ -33,9 +33,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from datasets import load_dataset
-from transformers import AutoModelForPreTraining, AutoTokenizer, Trainer, TrainingArguments
+from transformers import AutoModelForPreTraining, TrainingArguments
 
 from hf_ctx import BERT_PRESETS, CtxBertConfig, CtxBertForPreTraining
+from hf_ctx.checks import (
+    check_conflicting_arguments,
+    check_path_arguments,
+    check_positive_arguments,
+    load_tokenizer,
+)
 from hf_ctx.data.masking import DataCollatorForPretraining, MaskingEpochCallback, add_fixed_masks
 from hf_ctx.data.pretraining import (
     OBJECTIVES,
@@ -49,11 +55,13 @@ from hf_ctx.errors import run_script
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
+    CtxTrainer,
     evaluation_data,
     first_examples,
     hold_out_validation,
     parse_args_and_set_up,
     parse_config_overrides,
+    resolve_resume_checkpoint,
     shuffled_stream,
     streaming_field,
     train_and_evaluate,
@@ -62,6 +70,12 @@ from hf_ctx.training import (
 )
 
 logger = logging.getLogger(__name__)
+# (argument, argument it makes the script ignore): refused together.
+IGNORED_TOGETHER = [
+    ("model_name_or_path", "config_name"),
+    ("model_name_or_path", "config_overrides"),
+    ("dataset_name", "train_file"),
+]
 
 
 @dataclass
@@ -158,11 +172,11 @@ def load_documents(data_args: DataArguments, seed: int, num_proc: int | None = N
 def load_or_train_tokenizer(model_args, training_args, train_documents, text_column):
     source = training_args.resume_from_checkpoint or model_args.tokenizer_name or model_args.model_name_or_path
     if source is not None:
-        return AutoTokenizer.from_pretrained(source)
+        return load_tokenizer(source)
     # The main process trains the vocabulary and saves it; the others then load that one.
     with training_args.main_process_first(desc="training the WordPiece tokenizer", local=False):
         if training_args.process_index != 0:
-            return AutoTokenizer.from_pretrained(training_args.output_dir)
+            return load_tokenizer(training_args.output_dir)
         tokenizer = train_tokenizer_on_corpus(
             train_documents,
             model_args.tokenizer_train_samples,
@@ -231,6 +245,13 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
         (ModelArguments, DataArguments, TrainingArguments), argv, logger
     )
+    check_path_arguments(model_args)
+    check_conflicting_arguments(IGNORED_TOGETHER, model_args, data_args)
+    check_positive_arguments(data_args)
+    # The checkpoint ("latest": the latest complete one) is resolved now: its tokenizer is the run's.
+    training_args.resume_from_checkpoint = resolve_resume_checkpoint(
+        training_args.resume_from_checkpoint, training_args.output_dir
+    )
 
     train_documents, validation_documents, text_column = load_documents(
         data_args, training_args.seed, data_args.preprocessing_num_workers
@@ -285,7 +306,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if training_args.label_names is None:
         with_nsp = data_args.objective == "mlm_nsp"
         training_args.label_names = ["labels", "next_sentence_label"] if with_nsp else ["labels"]
-    trainer = Trainer(
+    trainer = CtxTrainer(
         model=model,
         args=training_args,
         train_dataset=train_dataset,

@@ -30,9 +30,15 @@ import logging
 from dataclasses import dataclass, field
 
 from datasets import load_dataset
-from transformers import AutoModelForPreTraining, AutoTokenizer, Trainer, TrainingArguments
+from transformers import AutoModelForPreTraining, TrainingArguments
 
 from hf_ctx import ELMO_PRESETS, ElmoConfig, ElmoForBiLM, ElmoTokenizer
+from hf_ctx.checks import (
+    check_conflicting_arguments,
+    check_path_arguments,
+    check_positive_arguments,
+    load_tokenizer,
+)
 from hf_ctx.data.bilm import (
     BiLMDataCollator,
     build_vocabulary,
@@ -46,6 +52,7 @@ from hf_ctx.errors import run_script
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
+    CtxTrainer,
     evaluation_data,
     first_examples,
     hold_out_validation,
@@ -58,6 +65,11 @@ from hf_ctx.training import (
 )
 
 logger = logging.getLogger(__name__)
+# (argument, argument it makes the script ignore): refused together.
+IGNORED_TOGETHER = [
+    ("model_name_or_path", "config_overrides"),
+    ("dataset_name", "train_file"),
+]
 
 
 @dataclass
@@ -132,10 +144,10 @@ def sentences(lines, data_args: DataArguments, limit: int | None):
 
 def build_model_and_tokenizer(model_args: ModelArguments, train_sentences):
     if model_args.model_name_or_path is not None:
-        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
+        tokenizer = load_tokenizer(model_args.tokenizer_name or model_args.model_name_or_path)
         return AutoModelForPreTraining.from_pretrained(model_args.model_name_or_path), tokenizer
     if model_args.tokenizer_name is not None:
-        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name)
+        tokenizer = load_tokenizer(model_args.tokenizer_name)
     else:
         vocabulary = build_vocabulary(count_words(train_sentences), model_args.vocab_min_count,
                                       model_args.vocab_max_size)
@@ -158,6 +170,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
         (ModelArguments, DataArguments, TrainingArguments), argv, logger
     )
+    check_path_arguments(model_args)
+    check_conflicting_arguments(IGNORED_TOGETHER, model_args, data_args)
+    check_positive_arguments(data_args, names=("max_words",))
 
     train_lines, validation_lines = load_lines(data_args, training_args.seed)
     if training_args.do_eval and validation_lines is None:
@@ -178,7 +193,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     training_args.remove_unused_columns = False
     if training_args.label_names is None:
         training_args.label_names = ["input_word_ids"]
-    trainer = Trainer(
+    trainer = CtxTrainer(
         model=model,
         args=training_args,
         train_dataset=train_sentences if training_args.do_train else None,

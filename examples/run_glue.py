@@ -31,13 +31,17 @@ import datasets
 from transformers import (
     AutoConfig,
     AutoModelForSequenceClassification,
-    AutoTokenizer,
     DataCollatorWithPadding,
-    Trainer,
     TrainingArguments,
 )
 
 from hf_ctx import BERT_PRESETS, ELMO_PRESETS, CtxBertConfig, ElmoConfig, ElmoTokenizer
+from hf_ctx.checks import (
+    check_conflicting_arguments,
+    check_path_arguments,
+    check_positive_arguments,
+    load_tokenizer,
+)
 from hf_ctx.data.glue import (
     GLUE_TASKS,
     HUB_DATASET,
@@ -53,6 +57,8 @@ from hf_ctx.families import MODEL_FAMILIES, model_family
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
+    CtxTrainer,
+    apply_gpu_defaults,
     first_examples,
     parse_args_and_set_up,
     parse_config_overrides,
@@ -61,6 +67,11 @@ from hf_ctx.training import (
 )
 
 logger = logging.getLogger(__name__)
+# (argument, argument it makes the script ignore): refused together.
+IGNORED_TOGETHER = [
+    ("model_name_or_path", "config_name"),
+    ("model_name_or_path", "model_type"),
+]
 
 # The model families with a sequence-classification head (--model_type), and their size presets.
 PRESETS = {"bert": BERT_PRESETS, "elmo": ELMO_PRESETS}
@@ -106,6 +117,10 @@ class DataArguments:
     max_eval_samples: int | None = field(default=None, metadata={"help": "use only the first N examples of each dev set"})
     max_predict_samples: int | None = field(default=None, metadata={"help": "predict only the first N test examples"})
     preprocessing_num_workers: int | None = field(default=None, metadata={"help": "processes for tokenization"})
+    pad_to_multiple_of: int | None = field(
+        default=None, metadata={"help": "pad each batch to a multiple of this many tokens (default: 8 on a GPU or "
+                                        "in half precision, else none; 64 gives a compiled model fewer shapes)"}
+    )
 
 
 def eval_prefix(split: str) -> str:
@@ -147,6 +162,12 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
         (ModelArguments, DataArguments, TrainingArguments), argv, logger
     )
+    check_path_arguments(model_args)
+    check_conflicting_arguments(IGNORED_TOGETHER, model_args, data_args)
+    check_positive_arguments(data_args)
+    applied = apply_gpu_defaults(training_args, argv, group_by_length=True)
+    if applied:
+        logger.info(f"GPU defaults (give the options to override them): {applied}")
 
     task = glue_task(data_args.task_name)
     raw = load_glue(task, data_args.data_dir, data_args.dataset_name, cache_dir=model_args.cache_dir)
@@ -159,7 +180,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     tokenizer_source = model_args.tokenizer_name or model_args.model_name_or_path
     if tokenizer_source is not None:
-        tokenizer = AutoTokenizer.from_pretrained(tokenizer_source, cache_dir=model_args.cache_dir)
+        tokenizer = load_tokenizer(tokenizer_source, cache_dir=model_args.cache_dir)
     elif model_args.model_type == "elmo":
         tokenizer = ElmoTokenizer()  # a classifier needs ELMo's character ids only
     else:
@@ -187,15 +208,18 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     with training_args.main_process_first(desc="tokenizing"):
         encode = encode_glue_for_words if family == "elmo" else encode_glue_for_subwords
         encoded = encode(raw, task, tokenizer, data_args.max_seq_length, num_proc=data_args.preprocessing_num_workers)
-    # Multiples of 8 use tensor cores under mixed precision.
-    collator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=8 if training_args.fp16 or training_args.bf16 else None)
+    # Multiples of 8 use tensor cores on a GPU; with length-grouped batches they also keep the shapes few.
+    pad_to = data_args.pad_to_multiple_of
+    if pad_to is None and (training_args.fp16 or training_args.bf16 or training_args.device.type == "cuda"):
+        pad_to = 8
+    collator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=pad_to)
     eval_sets = {split: encoded[split] for split in task.validation_splits if split in encoded}
     # Evaluations during training: one dev set is reported as eval_*, MNLI's two as eval_matched_* and
     # eval_mismatched_*, as the final evaluation below does.
     eval_during_training = {eval_prefix(split).removeprefix("eval_"): data for split, data in eval_sets.items()}
     if "validation" in eval_sets:
         eval_during_training = eval_sets["validation"]
-    trainer = Trainer(
+    trainer = CtxTrainer(
         model=model,
         args=training_args,
         train_dataset=encoded["train"] if training_args.do_train else None,

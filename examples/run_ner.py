@@ -31,10 +31,8 @@ import datasets
 from transformers import (
     AutoConfig,
     AutoModelForTokenClassification,
-    AutoTokenizer,
     DataCollatorForTokenClassification,
     DataCollatorWithPadding,
-    Trainer,
     TrainingArguments,
 )
 
@@ -49,6 +47,12 @@ from hf_ctx import (
     tag_schemes,
     train_wordpiece_tokenizer,
 )
+from hf_ctx.checks import (
+    check_conflicting_arguments,
+    check_path_arguments,
+    check_positive_arguments,
+    load_tokenizer,
+)
 from hf_ctx.data import conll
 from hf_ctx.data.bilm import build_vocabulary, count_words
 from hf_ctx.data.word_vectors import load_word_vectors
@@ -57,6 +61,8 @@ from hf_ctx.families import MODEL_FAMILIES, model_family
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
+    CtxTrainer,
+    apply_gpu_defaults,
     evaluation_data,
     parse_args_and_set_up,
     parse_config_overrides,
@@ -67,6 +73,12 @@ from hf_ctx.training import (
 )
 
 logger = logging.getLogger(__name__)
+# (argument, argument it makes the script ignore): refused together.
+IGNORED_TOGETHER = [
+    ("model_name_or_path", "model_type"),
+    ("model_name_or_path", "bilm_name_or_path"),
+    ("dataset_name", "train_file"),
+]
 
 MODEL_TYPES = tuple(MODEL_FAMILIES)
 
@@ -145,7 +157,7 @@ def load_data(data_args: DataArguments, training_args: TrainingArguments) -> dat
     })
 
 
-def labels_for(model_args, data) -> list[str]:
+def labels_for(model_args, data_args, data) -> list[str]:
     """The tagger's labels: a finished tagger's own, else those of the training data."""
     if model_args.model_name_or_path is not None:
         config = AutoConfig.from_pretrained(model_args.model_name_or_path)
@@ -154,13 +166,13 @@ def labels_for(model_args, data) -> list[str]:
             return names
     if "train" not in data:
         raise ValueError("without a trained tagger (--model_name_or_path), the labels come from --train_file")
-    return tag_schemes.sort_labels(tag for tags in data["train"]["ner_tags"] for tag in tags)
+    return tag_schemes.scheme_labels((tag for tags in data["train"]["ner_tags"] for tag in tags), data_args.tag_scheme)
 
 
 def _bert_tokenizer(model_args, data, output_dir: str):
     """The tokenizer of --tokenizer_name, else a cased WordPiece vocabulary trained on the training words."""
     if model_args.tokenizer_name is not None:
-        return AutoTokenizer.from_pretrained(model_args.tokenizer_name)
+        return load_tokenizer(model_args.tokenizer_name)
     text = Path(output_dir) / "wordpiece_training_text.txt"
     text.parent.mkdir(parents=True, exist_ok=True)
     text.write_text("".join(" ".join(tokens) + "\n" for tokens in data["train"]["tokens"]), encoding="utf-8")
@@ -174,9 +186,9 @@ def _build_taglm(model_args, label_fields: dict, overrides: dict, data):
     """A new TagLM tagger: on --bilm_name_or_path (with its tokenizer), or without biLM states."""
     fields = {**label_fields, "bilm_layers": [int(i) for i in model_args.bilm_layers.split(",")], **overrides}
     if model_args.bilm_name_or_path is not None:
-        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.bilm_name_or_path)
+        tokenizer = load_tokenizer(model_args.tokenizer_name or model_args.bilm_name_or_path)
     elif model_args.tokenizer_name is not None:
-        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name)
+        tokenizer = load_tokenizer(model_args.tokenizer_name)
     else:
         counts = count_words(data["train"]["tokens"])
         tokenizer = ElmoTokenizer(vocab=build_vocabulary(counts, model_args.word_min_count))
@@ -201,7 +213,7 @@ def build_tagger(model_args, data_args, labels: list[str], data, output_dir: str
     if model_args.model_name_or_path is not None:
         config = AutoConfig.from_pretrained(model_args.model_name_or_path)
         family = model_family(config)
-        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
+        tokenizer = load_tokenizer(model_args.tokenizer_name or model_args.model_name_or_path)
         model = AutoModelForTokenClassification.from_pretrained(
             model_args.model_name_or_path, num_labels=len(labels), **label_fields, **overrides)
         return model, tokenizer, family
@@ -216,7 +228,7 @@ def build_tagger(model_args, data_args, labels: list[str], data, output_dir: str
     if model_args.model_type == "elmo":
         if model_args.bilm_name_or_path is None:
             raise ValueError("--model_type elmo needs --bilm_name_or_path, the pretrained hf_ctx biLM to tag with")
-        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.bilm_name_or_path)
+        tokenizer = load_tokenizer(model_args.tokenizer_name or model_args.bilm_name_or_path)
         model = AutoModelForTokenClassification.from_pretrained(model_args.bilm_name_or_path, **label_fields,
                                                                 **overrides)
         if not isinstance(model, ElmoForTokenClassification):
@@ -251,13 +263,23 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
         (ModelArguments, DataArguments, TrainingArguments), argv, logger
     )
+    check_path_arguments(model_args)
+    check_conflicting_arguments(IGNORED_TOGETHER, model_args, data_args)
+    check_positive_arguments(data_args)
 
     data = load_data(data_args, training_args)
-    labels = labels_for(model_args, data)
+    labels = labels_for(model_args, data_args, data)
     label2id = {label: i for i, label in enumerate(labels)}
     for split, dataset in data.items():
         conll.check_labels(dataset, label2id, split)
     model, tokenizer, family = build_tagger(model_args, data_args, labels, data, training_args.output_dir)
+    # On a GPU: length-grouped batches, and TagLM's small steps in batches of 32 instead of 8.
+    gpu_defaults = {"group_by_length": True}
+    if family == "taglm":
+        gpu_defaults.update(per_device_train_batch_size=32, per_device_eval_batch_size=32)
+    applied = apply_gpu_defaults(training_args, argv, **gpu_defaults)
+    if applied:
+        logger.info(f"GPU defaults (give the options to override them): {applied}")
     if family == "bert":
         model.config.unpad_inputs = model_args.unpad_inputs
     logger.info("%s tagger: %s parameters (%s trained), labels %s", family, f"{model.num_parameters():,}",
@@ -266,7 +288,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     # ElmoTokenizer.pad pads word-level labels itself; BERT's sub-token labels need the token-classification collator.
     collator = DataCollatorForTokenClassification(tokenizer) if family == "bert" else DataCollatorWithPadding(tokenizer)
-    trainer = Trainer(
+    trainer = CtxTrainer(
         model=model,
         args=training_args,
         train_dataset=encoded.get("train"),

@@ -22,11 +22,13 @@ def _add_convert_bert(subparsers):
     p = subparsers.add_parser("convert-bert", help="convert a transformers BERT checkpoint folder to hf_ctx")
     p.add_argument("src_dir", help="folder with config.json, weights and tokenizer files of a transformers BERT")
     p.add_argument("out_dir", help="where to write the hf_ctx checkpoint")
+    p.add_argument("--weights_only", action="store_true",
+                   help="convert the model alone (the source has no tokenizer files); a tokenizer in out_dir stays")
 
     def run(args):
         from .convert_bert import convert_bert_checkpoint
 
-        convert_bert_checkpoint(args.src_dir, args.out_dir)
+        convert_bert_checkpoint(args.src_dir, args.out_dir, weights_only=args.weights_only)
         print(f"wrote hf_ctx checkpoint to {args.out_dir}")
 
     p.set_defaults(func=run)
@@ -53,8 +55,10 @@ def _add_train_tokenizer(subparsers):
                         "(default %(default)s)")
 
     def run(args):
+        from .checks import check_output_dir
         from .tokenization_bert import train_wordpiece_tokenizer
 
+        check_output_dir(args.output_dir)
         tokenizer = train_wordpiece_tokenizer(
             args.files,
             vocab_size=args.vocab_size,

@@ -3,6 +3,8 @@
 from transformers import PreTrainedConfig
 from transformers.activations import ACT2FN
 
+from .configuration_checks import CheckedConfig, boolean, one_of, optional, positive_int, positive_number, probability
+
 # Sizes from the BERT papers (Devlin et al. 2019; Turc et al. 2019 for the compact models):
 # layers L, hidden size H, heads H/64, feed-forward 4H.
 BERT_PRESETS = {
@@ -17,7 +19,7 @@ BERT_PRESETS = {
 POSITION_EMBEDDING_TYPES = ("absolute", "sinusoidal")
 
 
-class CtxBertConfig(PreTrainedConfig):
+class CtxBertConfig(CheckedConfig, PreTrainedConfig):
     r"""
     Configuration of a [`CtxBertModel`]. The defaults give BERT-base (uncased vocabulary size).
 
@@ -84,43 +86,6 @@ class CtxBertConfig(PreTrainedConfig):
         tie_word_embeddings=True,
         **kwargs,
     ):
-        for name, value in [
-            ("vocab_size", vocab_size),
-            ("hidden_size", hidden_size),
-            ("num_hidden_layers", num_hidden_layers),
-            ("num_attention_heads", num_attention_heads),
-            ("intermediate_size", intermediate_size),
-            ("max_position_embeddings", max_position_embeddings),
-            ("type_vocab_size", type_vocab_size),
-        ]:
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if hidden_size % num_attention_heads != 0:
-            raise ValueError(
-                f"hidden_size ({hidden_size}) must be divisible by num_attention_heads ({num_attention_heads})"
-            )
-        if hidden_act not in ACT2FN:
-            raise ValueError(f"unknown hidden_act {hidden_act!r}; choose one of {sorted(ACT2FN)}")
-        for name, value in [
-            ("hidden_dropout_prob", hidden_dropout_prob),
-            ("attention_probs_dropout_prob", attention_probs_dropout_prob),
-            ("classifier_dropout", 0.0 if classifier_dropout is None else classifier_dropout),
-        ]:
-            if not 0.0 <= value < 1.0:
-                raise ValueError(f"{name} must be in [0, 1), got {value!r}")
-        if position_embedding_type not in POSITION_EMBEDDING_TYPES:
-            raise ValueError(
-                f"position_embedding_type must be one of {POSITION_EMBEDDING_TYPES}, got {position_embedding_type!r}"
-            )
-        if position_embedding_type == "sinusoidal" and hidden_size % 2 != 0:
-            raise ValueError(f"sinusoidal positions need an even hidden_size, got {hidden_size}")
-        if initializer_range <= 0:
-            raise ValueError(f"initializer_range must be positive, got {initializer_range!r}")
-        if layer_norm_eps <= 0:
-            raise ValueError(f"layer_norm_eps must be positive, got {layer_norm_eps!r}")
-        if pad_token_id is not None and not 0 <= pad_token_id < vocab_size:
-            raise ValueError(f"pad_token_id ({pad_token_id}) must be in [0, vocab_size={vocab_size})")
-
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.num_hidden_layers = num_hidden_layers
@@ -139,6 +104,37 @@ class CtxBertConfig(PreTrainedConfig):
         self.sparse_prediction = sparse_prediction
         self.unpad_inputs = unpad_inputs
         super().__init__(pad_token_id=pad_token_id, tie_word_embeddings=tie_word_embeddings, **kwargs)
+        self.check_fields_together()
+
+    # Each field's own check, run on every assignment (see `configuration_checks`).
+    field_checks = {
+        **dict.fromkeys(
+            ["vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+             "max_position_embeddings", "type_vocab_size"],
+            positive_int,
+        ),
+        "hidden_act": one_of(sorted(ACT2FN)),
+        "hidden_dropout_prob": probability,
+        "attention_probs_dropout_prob": probability,
+        "classifier_dropout": optional(probability, "hidden_dropout_prob is used"),
+        "position_embedding_type": one_of(POSITION_EMBEDDING_TYPES),
+        "initializer_range": positive_number,
+        "layer_norm_eps": positive_number,
+        "pre_layer_norm": boolean,
+        "sparse_prediction": boolean,
+        "unpad_inputs": boolean,
+    }
+
+    def check_fields_together(self) -> None:
+        if self.hidden_size % self.num_attention_heads != 0:
+            raise ValueError(f"hidden_size ({self.hidden_size}) must be divisible by num_attention_heads "
+                             f"({self.num_attention_heads})")
+        if self.position_embedding_type == "sinusoidal" and self.hidden_size % 2 != 0:
+            raise ValueError(f"sinusoidal positions need an even hidden_size, got {self.hidden_size}")
+        if self.pad_token_id is not None and not (
+            isinstance(self.pad_token_id, int) and 0 <= self.pad_token_id < self.vocab_size
+        ):
+            raise ValueError(f"pad_token_id ({self.pad_token_id!r}) must be in [0, vocab_size={self.vocab_size})")
 
     @classmethod
     def from_preset(cls, name: str, **kwargs) -> "CtxBertConfig":

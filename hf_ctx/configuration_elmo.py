@@ -4,6 +4,15 @@ import copy
 
 from transformers import PreTrainedConfig
 
+from .configuration_checks import (
+    CheckedConfig,
+    boolean,
+    non_negative_int,
+    optional,
+    positive_int,
+    positive_number,
+    probability,
+)
 from .elmo_characters import N_CHARACTERS
 
 # The `char_cnn` and `lstm` sections of bilm-tf's options.json, with the values of the original model.
@@ -49,7 +58,62 @@ def _is_positive_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
-class ElmoConfig(PreTrainedConfig):
+def _is_word_id(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _check_section_keys(name: str, section, defaults: dict) -> None:
+    if not isinstance(section, dict):
+        raise ValueError(f"{name} must be a dict of options ({sorted(defaults)}), got {section!r}")
+    unknown, missing = sorted(set(section) - set(defaults)), sorted(set(defaults) - set(section))
+    if unknown or missing:
+        raise ValueError(f"{name} options: unknown {unknown}, missing {missing}; known options: {sorted(defaults)}")
+
+
+def _check_char_cnn(name: str, char_cnn) -> None:
+    """The `char_cnn` section: every key of `DEFAULT_CHAR_CNN`, each valid."""
+    _check_section_keys(name, char_cnn, DEFAULT_CHAR_CNN)
+    if char_cnn["activation"] not in ACTIVATIONS:
+        raise ValueError(f"char_cnn activation must be one of {ACTIVATIONS}, got {char_cnn['activation']!r}")
+    embedding = char_cnn["embedding"]
+    if not isinstance(embedding, dict) or not _is_positive_int(embedding.get("dim")):
+        raise ValueError(f"char_cnn embedding must be {{'dim': positive int}}, got {embedding!r}")
+    if char_cnn["n_characters"] != N_CHARACTERS:
+        raise ValueError(
+            f"char_cnn n_characters must be {N_CHARACTERS} (256 bytes, 5 marks and the padding id 0), got "
+            f"{char_cnn['n_characters']!r}; bilm-tf's training options say 261 because they have no padding id"
+        )
+    max_chars = char_cnn["max_characters_per_token"]
+    if not _is_positive_int(max_chars) or max_chars < 3:
+        raise ValueError(f"char_cnn max_characters_per_token must be an integer >= 3, got {max_chars!r}")
+    filters = char_cnn["filters"]
+    if not filters or not all(
+        isinstance(f, (list, tuple)) and len(f) == 2 and all(_is_positive_int(v) for v in f) for f in filters
+    ):
+        raise ValueError(f"char_cnn filters must be a non-empty list of [width, count] positive pairs, got {filters!r}")
+    widest = max(width for width, _ in filters)
+    if widest > max_chars:
+        raise ValueError(f"char_cnn filter width {widest} is wider than max_characters_per_token={max_chars}")
+    n_highway = char_cnn["n_highway"]
+    if not isinstance(n_highway, int) or isinstance(n_highway, bool) or n_highway < 0:
+        raise ValueError(f"char_cnn n_highway must be a non-negative integer, got {n_highway!r}")
+
+
+def _check_lstm(name: str, lstm) -> None:
+    """The `lstm` section: every key of `DEFAULT_LSTM`, each valid."""
+    _check_section_keys(name, lstm, DEFAULT_LSTM)
+    for key in ("dim", "projection_dim", "n_layers"):
+        positive_int(f"lstm {key}", lstm[key])
+    if lstm["projection_dim"] > lstm["dim"]:
+        raise ValueError(
+            f"lstm projection_dim ({lstm['projection_dim']}) must not be larger than dim ({lstm['dim']})"
+        )
+    for key in ("cell_clip", "proj_clip"):  # NaN is refused: it would make every LSTM output NaN
+        optional(positive_number, "no clipping")(f"lstm {key}", lstm[key])
+    boolean("lstm use_skip_connections", lstm["use_skip_connections"])
+
+
+class ElmoConfig(CheckedConfig, PreTrainedConfig):
     r"""
     Configuration of the ELMo biLM ([`ElmoModel`], [`ElmoForBiLM`]) and of the task models built on it
     ([`ElmoForSequenceClassification`], [`ElmoForTokenClassification`]). The defaults give the original ELMo
@@ -127,29 +191,9 @@ class ElmoConfig(PreTrainedConfig):
         classifier_dropout=0.5,
         **kwargs,
     ):
+        # Sections given in part take the original model's values for the keys left out.
         char_cnn = _merge(DEFAULT_CHAR_CNN, char_cnn, "char_cnn")
         lstm = _merge(DEFAULT_LSTM, lstm, "lstm")
-        self._validate_char_cnn(char_cnn, lstm)
-        self._validate_lstm(lstm)
-        if vocab_size is not None and not _is_positive_int(vocab_size):
-            raise ValueError(f"vocab_size must be a positive integer or None, got {vocab_size!r}")
-        for name, value in [("bos_token_id", bos_token_id), ("eos_token_id", eos_token_id),
-                            ("unk_token_id", unk_token_id)]:
-            if not isinstance(value, int) or value < 0 or (vocab_size is not None and value >= vocab_size):
-                raise ValueError(f"{name} must be a word id in [0, vocab_size={vocab_size}), got {value!r}")
-        for name, value in [("dropout", dropout), ("classifier_dropout", classifier_dropout)]:
-            if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
-                raise ValueError(f"{name} must be in [0, 1), got {value!r}")
-        if not isinstance(num_sampled, int) or num_sampled < 0:
-            raise ValueError(f"num_sampled must be 0 (full softmax) or a positive integer, got {num_sampled!r}")
-        if not isinstance(task_hidden_size, int) or task_hidden_size < 0:
-            raise ValueError(f"task_hidden_size must be 0 (no task LSTM) or a positive integer, got {task_hidden_size!r}")
-        if not isinstance(task_word_embedding_size, int) or task_word_embedding_size < 0:
-            raise ValueError("task_word_embedding_size must be 0 (ELMo vectors only) or a positive integer, got "
-                             f"{task_word_embedding_size!r}")
-        if task_word_embedding_size and vocab_size is None:
-            raise ValueError("task_word_embedding_size needs vocab_size (the word vocabulary the task embeds)")
-
         self.char_cnn = char_cnn
         self.lstm = lstm
         self.vocab_size = vocab_size
@@ -166,49 +210,30 @@ class ElmoConfig(PreTrainedConfig):
         self.classifier_dropout = classifier_dropout
         kwargs.setdefault("tie_word_embeddings", False)  # nothing to tie: the input is characters
         super().__init__(**kwargs)
+        self.check_fields_together()
 
-    @staticmethod
-    def _validate_char_cnn(char_cnn: dict, lstm: dict):
-        if char_cnn["activation"] not in ACTIVATIONS:
-            raise ValueError(f"char_cnn activation must be one of {ACTIVATIONS}, got {char_cnn['activation']!r}")
-        embedding = char_cnn["embedding"]
-        if not isinstance(embedding, dict) or not _is_positive_int(embedding.get("dim")):
-            raise ValueError(f"char_cnn embedding must be {{'dim': positive int}}, got {embedding!r}")
-        if char_cnn["n_characters"] != N_CHARACTERS:
-            raise ValueError(
-                f"char_cnn n_characters must be {N_CHARACTERS} (256 bytes, 5 marks and the padding id 0), got "
-                f"{char_cnn['n_characters']!r}; bilm-tf's training options say 261 because they have no padding id"
-            )
-        max_chars = char_cnn["max_characters_per_token"]
-        if not _is_positive_int(max_chars) or max_chars < 3:
-            raise ValueError(f"char_cnn max_characters_per_token must be an integer >= 3, got {max_chars!r}")
-        filters = char_cnn["filters"]
-        if not filters or not all(
-            isinstance(f, (list, tuple)) and len(f) == 2 and all(_is_positive_int(v) for v in f) for f in filters
-        ):
-            raise ValueError(f"char_cnn filters must be a non-empty list of [width, count] positive pairs, got {filters!r}")
-        widest = max(width for width, _ in filters)
-        if widest > max_chars:
-            raise ValueError(f"char_cnn filter width {widest} is wider than max_characters_per_token={max_chars}")
-        n_highway = char_cnn["n_highway"]
-        if not isinstance(n_highway, int) or isinstance(n_highway, bool) or n_highway < 0:
-            raise ValueError(f"char_cnn n_highway must be a non-negative integer, got {n_highway!r}")
+    # Each field's own check, run on every assignment (see `configuration_checks`).
+    field_checks = {
+        "char_cnn": _check_char_cnn,
+        "lstm": _check_lstm,
+        "vocab_size": optional(positive_int, "no word vocabulary"),
+        "dropout": probability,
+        "classifier_dropout": probability,
+        "share_softmax": boolean,
+        "num_sampled": non_negative_int("full softmax"),
+        "freeze_bilm": boolean,
+        "scalar_mix_layer_norm": boolean,
+        "task_hidden_size": non_negative_int("no task LSTM"),
+        "task_word_embedding_size": non_negative_int("ELMo vectors only"),
+    }
 
-    @staticmethod
-    def _validate_lstm(lstm: dict):
-        for key in ("dim", "projection_dim", "n_layers"):
-            if not _is_positive_int(lstm[key]):
-                raise ValueError(f"lstm {key} must be a positive integer, got {lstm[key]!r}")
-        if lstm["projection_dim"] > lstm["dim"]:
-            raise ValueError(
-                f"lstm projection_dim ({lstm['projection_dim']}) must not be larger than dim ({lstm['dim']})"
-            )
-        for key in ("cell_clip", "proj_clip"):
-            value = lstm[key]
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
-                raise ValueError(f"lstm {key} must be a positive number or None (no clipping), got {value!r}")
-        if not isinstance(lstm["use_skip_connections"], bool):
-            raise ValueError(f"lstm use_skip_connections must be true or false, got {lstm['use_skip_connections']!r}")
+    def check_fields_together(self) -> None:
+        for name in ("bos_token_id", "eos_token_id", "unk_token_id"):
+            value, vocab_size = getattr(self, name), self.vocab_size
+            if not _is_word_id(value) or (vocab_size is not None and value >= vocab_size):
+                raise ValueError(f"{name} must be a word id in [0, vocab_size={vocab_size}), got {value!r}")
+        if self.task_word_embedding_size and self.vocab_size is None:
+            raise ValueError("task_word_embedding_size needs vocab_size (the word vocabulary the task embeds)")
 
     @property
     def projection_dim(self) -> int:

@@ -2,6 +2,7 @@
 
 from transformers import PreTrainedConfig
 
+from .configuration_checks import CheckedConfig, one_of, optional, positive_int, positive_number, probability
 from .elmo_characters import N_CHARACTERS, PADDING_CHARACTER_ID
 from .tag_schemes import SCHEME_NAMES
 
@@ -9,7 +10,18 @@ CHAR_REPRESENTATIONS = ("cnn", "gru")
 RNN_TYPES = ("gru", "lstm")
 
 
-class TagLMConfig(PreTrainedConfig):
+def _check_bilm_config(name: str, value) -> None:
+    if value is not None and not isinstance(value, dict):
+        raise ValueError(f"{name} must be a dict (an ElmoConfig's to_dict()) or None, got {type(value)}")
+
+
+def _check_bilm_layers(name: str, value) -> None:
+    if not isinstance(value, list) or not value or not all(isinstance(i, int) and not isinstance(i, bool)
+                                                            for i in value):
+        raise ValueError(f"{name} must be a non-empty list of layer indices, got {value!r}")
+
+
+class TagLMConfig(CheckedConfig, PreTrainedConfig):
     r"""
     Configuration of a [`TagLMForTokenClassification`]. The defaults follow the CoNLL-2003 NER tagger of
     Peters et al. (2017): 50-dimensional word embeddings, a character CNN, two bidirectional GRU layers of 80
@@ -76,40 +88,7 @@ class TagLMConfig(PreTrainedConfig):
         initializer_range=0.1,
         **kwargs,
     ):
-        for name, value in [
-            ("vocab_size", vocab_size),
-            ("word_embedding_dim", word_embedding_dim),
-            ("n_characters", n_characters),
-            ("max_characters_per_token", max_characters_per_token),
-            ("char_embedding_dim", char_embedding_dim),
-            ("char_cnn_filters", char_cnn_filters),
-            ("char_cnn_width", char_cnn_width),
-            ("char_rnn_hidden_size", char_rnn_hidden_size),
-            ("rnn_hidden_size", rnn_hidden_size),
-        ]:
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if char_representation not in CHAR_REPRESENTATIONS:
-            raise ValueError(f"char_representation must be one of {CHAR_REPRESENTATIONS}, got {char_representation!r}")
-        if rnn_type not in RNN_TYPES:
-            raise ValueError(f"rnn_type must be one of {RNN_TYPES}, got {rnn_type!r}")
-        if char_cnn_width > max_characters_per_token:
-            raise ValueError(f"char_cnn_width={char_cnn_width} is wider than max_characters_per_token="
-                             f"{max_characters_per_token}")
-        if not 0 <= char_padding_id < n_characters:
-            raise ValueError(f"char_padding_id must be in [0, n_characters={n_characters}), got {char_padding_id}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
-        if bilm_config is not None and not isinstance(bilm_config, dict):
-            raise ValueError(f"bilm_config must be a dict (an ElmoConfig's to_dict()) or None, got {type(bilm_config)}")
-        bilm_layers = list(bilm_layers)
-        if not bilm_layers or not all(isinstance(i, int) for i in bilm_layers):
-            raise ValueError(f"bilm_layers must be a non-empty list of layer indices, got {bilm_layers!r}")
-        if tag_scheme is not None and tag_scheme not in SCHEME_NAMES:
-            raise ValueError(f"tag_scheme must be one of {SCHEME_NAMES} or None, got {tag_scheme!r}")
-        if initializer_range <= 0:
-            raise ValueError(f"initializer_range must be positive, got {initializer_range!r}")
-
+        bilm_layers = list(bilm_layers) if isinstance(bilm_layers, tuple) else bilm_layers
         self.vocab_size = vocab_size
         self.word_embedding_dim = word_embedding_dim
         self.char_representation = char_representation
@@ -129,3 +108,28 @@ class TagLMConfig(PreTrainedConfig):
         self.tag_scheme = tag_scheme
         self.initializer_range = initializer_range
         super().__init__(**kwargs)
+        self.check_fields_together()
+
+    # Each field's own check, run on every assignment (see `configuration_checks`).
+    field_checks = {
+        **dict.fromkeys(
+            ["vocab_size", "word_embedding_dim", "n_characters", "max_characters_per_token", "char_embedding_dim",
+             "char_cnn_filters", "char_cnn_width", "char_rnn_hidden_size", "rnn_hidden_size"],
+            positive_int,
+        ),
+        "char_representation": one_of(CHAR_REPRESENTATIONS),
+        "rnn_type": one_of(RNN_TYPES),
+        "dropout": probability,
+        "bilm_config": _check_bilm_config,
+        "bilm_layers": _check_bilm_layers,
+        "tag_scheme": optional(one_of(SCHEME_NAMES), "every transition allowed"),
+        "initializer_range": positive_number,
+    }
+
+    def check_fields_together(self) -> None:
+        if self.char_cnn_width > self.max_characters_per_token:
+            raise ValueError(f"char_cnn_width={self.char_cnn_width} is wider than max_characters_per_token="
+                             f"{self.max_characters_per_token}")
+        if not (isinstance(self.char_padding_id, int) and 0 <= self.char_padding_id < self.n_characters):
+            raise ValueError(f"char_padding_id must be in [0, n_characters={self.n_characters}), got "
+                             f"{self.char_padding_id!r}")

@@ -6,15 +6,19 @@ and value projections are concatenated into hf_ctx's fused QKV projection.
     hf-ctx convert-bert SRC_DIR OUT_DIR
 """
 
+import logging
 import os
 import re
 
 import torch
 import transformers
-from transformers import AutoTokenizer, BertConfig
+from transformers import BertConfig
 
 from . import modeling_bert
+from .checks import check_output_dir, load_tokenizer
 from .configuration_bert import CtxBertConfig
+
+logger = logging.getLogger(__name__)
 
 # transformers BERT architecture -> hf_ctx class name.
 ARCHITECTURES = {
@@ -84,23 +88,50 @@ def convert_bert_state_dict(state_dict: dict[str, torch.Tensor]) -> dict[str, to
     return converted
 
 
-def convert_bert_checkpoint(src_dir: str | os.PathLike, out_dir: str | os.PathLike):
+def convert_bert_checkpoint(src_dir: str | os.PathLike, out_dir: str | os.PathLike, *, weights_only: bool = False):
     """Convert the transformers BERT checkpoint folder `src_dir` (config.json, model.safetensors or
     pytorch_model.bin, tokenizer files) into an hf_ctx checkpoint in `out_dir`.
 
-    Returns the converted hf_ctx model (in eval mode). The tokenizer files, if any, are re-saved alongside.
+    Refused, before anything is written: `out_dir` being `src_dir` or a file; weights the architecture needs
+    that the source lacks or holds with another shape (transformers would initialise them at random); a source
+    without tokenizer files (transformers 5 would give a tokenizer of 5 special tokens). `weights_only=True`
+    converts the model alone and leaves any tokenizer in `out_dir` as it is.
+
+    Returns the converted hf_ctx model (in eval mode).
     """
     src_dir, out_dir = os.fspath(src_dir), os.fspath(out_dir)
     if not os.path.isfile(os.path.join(src_dir, "config.json")):
         raise FileNotFoundError(f"{src_dir} has no config.json; expected a transformers BERT checkpoint folder")
+    check_output_dir(out_dir, source_dir=src_dir)
     source_config = BertConfig.from_pretrained(src_dir)
     if source_config.model_type != "bert":
         raise ValueError(f"{src_dir} holds a {source_config.model_type!r} model, not a transformers BERT")
     architecture = (source_config.architectures or ["BertModel"])[0]
     if architecture not in ARCHITECTURES:
         raise ValueError(f"unsupported architecture {architecture!r}; supported: {sorted(ARCHITECTURES)}")
+    tokenizer = None
+    if not weights_only:
+        tokenizer = load_tokenizer(src_dir)  # raises, naming the files, when there is no real vocabulary
     # transformers reads safetensors, or a .bin with torch.load(weights_only=True): nothing is unpickled.
-    source = getattr(transformers, architecture).from_pretrained(src_dir)
+    # It initialises weights missing from the files at random and, with `ignore_mismatched_sizes`, those of
+    # another shape: both are refused here, by name.
+    source, loading = getattr(transformers, architecture).from_pretrained(
+        src_dir, output_loading_info=True, ignore_mismatched_sizes=True
+    )
+    mismatched = [f"{key} (file {tuple(found)}, model {tuple(wanted)})"
+                  for key, found, wanted in sorted(loading.get("mismatched_keys", ()))]
+    missing = sorted(loading.get("missing_keys", ()))
+    if missing or mismatched:
+        raise ValueError(
+            f"{src_dir} does not hold the weights of a {architecture} with its config.json: "
+            + "; ".join(part for part in (
+                f"missing {', '.join(missing)}" if missing else "",
+                f"wrong shape {', '.join(mismatched)}" if mismatched else "",
+            ) if part)
+        )
+    if loading.get("unexpected_keys"):
+        logger.warning(f"{src_dir}: weights not part of a {architecture}, left out: "
+                       f"{', '.join(sorted(loading['unexpected_keys']))}")
 
     target_class = getattr(modeling_bert, ARCHITECTURES[architecture])
     target = target_class(convert_bert_config(source_config)).eval()
@@ -114,11 +145,7 @@ def convert_bert_checkpoint(src_dir: str | os.PathLike, out_dir: str | os.PathLi
     target.load_state_dict(state_dict, strict=False)
     target.tie_weights()
     target.save_pretrained(out_dir)
-
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(src_dir)
-    except (OSError, ValueError, TypeError):
-        tokenizer = None  # a weights-only folder: nothing to carry over
     if tokenizer is not None:
         tokenizer.save_pretrained(out_dir)
     return target
+

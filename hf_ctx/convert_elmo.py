@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .checks import check_output_dir
 from .configuration_elmo import N_CHARACTERS, ElmoConfig
 from .modeling_elmo import ElmoModel
 from .tokenization_elmo import ElmoTokenizer
@@ -161,6 +162,7 @@ def convert_elmo_checkpoint(options_json, weights_hdf5, output_dir, vocab_file=N
     converted model. Its vectors are the original's for a batch started from zero LSTM states.
     """
     _check_argument_order(options_json, weights_hdf5)
+    check_output_dir(output_dir)
     with open(options_json, encoding="utf-8") as f:
         try:
             options = json.load(f)

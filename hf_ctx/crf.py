@@ -133,29 +133,30 @@ class ConditionalRandomField(nn.Module):
         has_words = lengths > 0
         return score + torch.where(has_words, start[tags[:, 0]] + end[last_tags], 0.0)
 
+    # The loops below run one step per word, so each op inside them is a kernel launch per word (what bounds
+    # the CRF on a GPU). They do only the recurrence there: slicing by time is one `unbind` beforehand, and
+    # instead of freezing finished rows step by step (a `where` per word), each row's value is read at its last
+    # word afterwards, in one `gather`. The arithmetic is the textbook recursion's, in the same order.
+
     def _log_partition(self, emissions, mask):
-        """log Z by the forward algorithm: alpha[b, j] = log-sum-exp of all prefixes ending in tag j."""
+        """log Z (B,) by the forward algorithm, with its gradient from the forward-backward algorithm."""
         transitions, start, end = self._scores()
-        alpha = start + emissions[:, 0]  # (B, T)
-        for i in range(1, emissions.shape[1]):
-            # (B, T_from, 1) + (T_from, T_to) + (B, 1, T_to), summed out over T_from.
-            step = torch.logsumexp(alpha.unsqueeze(2) + transitions + emissions[:, i].unsqueeze(1), dim=1)
-            alpha = torch.where(mask[:, i : i + 1], step, alpha)
-        log_z = torch.logsumexp(alpha + end, dim=1)
-        return torch.where(mask[:, 0], log_z, 0.0)
+        return LogPartition.apply(emissions, transitions, start, end, mask)
 
     def _viterbi_forward(self, emissions, mask):
-        """Max-product forward pass: best prefix scores (B, S, T) and back-pointers (B, S, T)."""
+        """Max-product forward pass: best prefix scores and back-pointers, each a list of S (B, T) tensors
+        (position i: best score of a prefix ending at word i in each tag, and the tag at word i - 1 it comes
+        from; values after a row's last word are not meaningful)."""
         transitions, start, end = self._scores()
-        alpha = start + emissions[:, 0]
+        words = emissions.unbind(1)
+        alpha = start + words[0]
         alphas, backpointers = [alpha], [torch.zeros_like(alpha, dtype=torch.long)]
-        for i in range(1, emissions.shape[1]):
+        for emitted in words[1:]:
             best, best_from = (alpha.unsqueeze(2) + transitions).max(dim=1)
-            step = best + emissions[:, i]
-            alpha = torch.where(mask[:, i : i + 1], step, alpha)
+            alpha = best + emitted
             alphas.append(alpha)
             backpointers.append(best_from)
-        return torch.stack(alphas, 1), torch.stack(backpointers, 1), transitions, end
+        return alphas, backpointers, transitions, end
 
     def viterbi_decode(self, emissions: torch.Tensor, mask: torch.Tensor | None = None
                        ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -174,18 +175,19 @@ class ConditionalRandomField(nn.Module):
             alphas, backpointers, _, end = self._viterbi_forward(emissions.float(), mask)
             lengths = mask.sum(1)
             last = (lengths - 1).clamp(min=0)
-            final = alphas.gather(1, last.view(-1, 1, 1).expand(-1, 1, self.num_tags)).squeeze(1) + end
-            scores, tag = final.max(dim=1)
-            best = torch.full(mask.shape, IGNORE_INDEX, dtype=torch.long, device=emissions.device)
-            # Walk the back-pointers from each sentence's last word to its first.
+            scores, last_tag = (last_word_values(alphas, mask) + end).max(dim=1, keepdim=True)  # (B, 1) each
+            # Walk the back-pointers from each sentence's last word to its first: a row starts its walk at its
+            # last word (where `ends_here`); before that its tags are placeholders, masked below.
+            steps = torch.arange(mask.shape[1], device=mask.device)
+            ends_here = (steps[:, None] == last[None, :]).unsqueeze(2).unbind(0)  # S x (B, 1)
+            tag, tags = last_tag, [None] * mask.shape[1]
             for i in range(mask.shape[1] - 1, -1, -1):
-                inside = i <= last
-                best[:, i] = torch.where(inside, tag, best[:, i])
+                tag = torch.where(ends_here[i], last_tag, tag)
+                tags[i] = tag
                 if i > 0:
-                    previous = backpointers[:, i].gather(1, tag.unsqueeze(1)).squeeze(1)
-                    tag = torch.where(inside, previous, tag)
-            best = best.masked_fill(~mask, IGNORE_INDEX)
-            return best, torch.where(lengths > 0, scores, 0.0)
+                    tag = backpointers[i].gather(1, tag)
+            best = torch.cat(tags, dim=1).masked_fill(~mask, IGNORE_INDEX)
+            return best, torch.where(lengths > 0, scores.squeeze(1), 0.0)
 
     def max_marginals(self, emissions: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """For every word i and tag j, the score of the best whole sequence that puts tag j at word i.
@@ -203,17 +205,91 @@ class ConditionalRandomField(nn.Module):
         mask = self._check(emissions, mask)
         with torch.autocast(device_type=emissions.device.type, enabled=False):
             emissions = emissions.float()
-            # alphas[:, i, j] (B, S, T): best score of words 0..i with tag j at i (its emission included).
+            # alphas[i][:, j] (S x (B, T)): best score of words 0..i with tag j at i (its emission included).
             alphas, _, transitions, end = self._viterbi_forward(emissions, mask)
             # beta[:, i, j]: best score of the words after i given tag j at i, end transition included.
+            words = emissions.unbind(1)
+            # Where word i + 1 is padding, word i is its sentence's last (or padding itself): beta restarts at `end`.
+            has_next = mask[:, 1:].unsqueeze(2).unbind(1)  # (S - 1) x (B, 1)
             beta = end.expand(emissions.shape[0], -1)  # (B, T): after the last word only the end transition
             betas = [beta]
             for i in range(emissions.shape[1] - 2, -1, -1):
                 # (T_from, T_to) + (B, 1, T_to) -> (B, T_from, T_to), maximised over the tag at word i + 1.
-                step = (transitions + (emissions[:, i + 1] + beta).unsqueeze(1)).max(dim=2).values  # (B, T)
-                # Word i + 1 is padding: word i is the sentence's last, so only the end transition follows it.
-                beta = torch.where(mask[:, i + 1 : i + 2], step, end)
+                step = (transitions + (words[i + 1] + beta).unsqueeze(1)).max(dim=2).values  # (B, T)
+                beta = torch.where(has_next[i], step, end)
                 betas.append(beta)
             betas = torch.stack(betas[::-1], 1)  # (B, S, T), word 0 first
             # Best score before word i, plus after it: the best whole sequence through tag j at word i.
-            return (alphas + betas).masked_fill(~mask.unsqueeze(2), 0.0)
+            return (torch.stack(alphas, 1) + betas).masked_fill(~mask.unsqueeze(2), 0.0)
+
+
+class LogPartition(torch.autograd.Function):
+    """log Z of a linear-chain CRF, 0 for rows without words: (emissions (B, S, T), transitions (T, T), start (T,),
+    end (T,), prefix mask (B, S)) -> (B,).
+
+    Forward: the forward algorithm, alpha[b, i, j] = log-sum-exp of the scores of all prefixes ending in tag j at
+    word i. Backward: the gradients of log Z are the tag marginals (emissions, start, end) and the transition
+    marginals (transitions), from alpha and the backward algorithm's beta[b, i, j] (log-sum-exp of the scores of
+    all continuations after tag j at word i), computed for all words at once. This replaces autograd's backward
+    through the per-word loop, which costs several ops per word (broadcast sums, accumulations) on top of the loop
+    the backward algorithm needs anyway.
+    """
+
+    @staticmethod
+    def forward(ctx, emissions, transitions, start, end, mask):
+        words = emissions.unbind(1)  # S x (B, T)
+        alpha = start + words[0]
+        alphas = [alpha]
+        for emitted in words[1:]:
+            # (B, T_from, 1) + (T_from, T_to) + (B, 1, T_to), summed out over T_from.
+            alpha = _logsumexp(alpha.unsqueeze(2) + transitions + emitted.unsqueeze(1), dim=1)
+            alphas.append(alpha)
+        log_z = _logsumexp(last_word_values(alphas, mask) + end, dim=1)
+        ctx.save_for_backward(emissions, transitions, end, mask, torch.stack(alphas, 1), log_z)
+        return torch.where(mask[:, 0], log_z, 0.0)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        emissions, transitions, end, mask, alphas, log_z = ctx.saved_tensors
+        # scores[:, i, a, b]: transition a -> b into word i + 1 plus its emission, for all words in one op.
+        scores = (transitions + emissions[:, 1:].unsqueeze(2)).unbind(1)  # (S - 1) x (B, T, T)
+        # Where word i + 1 is padding, word i is its sentence's last (or padding itself): beta restarts at `end`.
+        has_next = mask[:, 1:].unsqueeze(2).unbind(1)  # (S - 1) x (B, 1)
+        beta = end.expand(emissions.shape[0], -1)
+        betas = [beta]
+        for i in range(emissions.shape[1] - 2, -1, -1):
+            beta = torch.where(has_next[i], _logsumexp(scores[i] + beta.unsqueeze(1), dim=2), end)
+            betas.append(beta)
+        betas = torch.stack(betas[::-1], 1)  # (B, S, T)
+        grad = torch.where(mask[:, 0], grad, 0.0)
+        log_z = log_z.view(-1, 1, 1)
+        # Outside the mask alpha is not meaningful: -inf there gives probability 0 (a product with 0 could be NaN).
+        tag_marginals = (alphas + betas - log_z).masked_fill(~mask.unsqueeze(2), float("-inf")).exp()  # (B, S, T)
+        grad_emissions = grad.view(-1, 1, 1) * tag_marginals
+        grad_start = grad @ tag_marginals[:, 0]
+        lengths = mask.sum(1)
+        grad_end = grad @ tag_marginals.gather(1, (lengths - 1).clamp(min=0).view(-1, 1, 1).expand(
+            -1, 1, tag_marginals.shape[2])).squeeze(1)
+        # P(tag a at word i, tag b at word i + 1) for every pair of words inside the mask: (B, S - 1, T, T).
+        after = (emissions[:, 1:] + betas[:, 1:]).unsqueeze(2)  # (B, S - 1, 1, T_to)
+        pairs = alphas[:, :-1].unsqueeze(3) + transitions + after - log_z.unsqueeze(3)
+        pair_marginals = pairs.masked_fill(~mask[:, 1:, None, None], float("-inf")).exp()
+        grad_transitions = torch.einsum("b,bsij->ij", grad, pair_marginals)
+        return grad_emissions, grad_transitions, grad_start, grad_end, None
+
+
+def _logsumexp(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """`torch.logsumexp(x, dim)` with the same arithmetic in fewer kernels, for use without autograd (inside
+    `LogPartition`): an all -inf slice still gives -inf (the max is clamped to the lowest float, not replaced by 0
+    after an extra comparison), and the last three ops are in place."""
+    top = x.amax(dim, keepdim=True).clamp_(min=torch.finfo(x.dtype).min)
+    return (x - top).exp_().sum(dim).log_().add_(top.squeeze(dim))
+
+
+def last_word_values(values: list[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
+    """Each row's value at its last word: `values` S x (B, T) per word, `mask` (B, S) a prefix mask -> (B, T).
+    A row without words reads word 0."""
+    last = (mask.sum(1) - 1).clamp(min=0)
+    stacked = torch.stack(values, dim=1)  # (B, S, T)
+    return stacked.gather(1, last.view(-1, 1, 1).expand(-1, 1, stacked.shape[2])).squeeze(1)

@@ -76,36 +76,55 @@ class CharacterCNN(nn.Module):
         return features.view(*leading, self.output_dim)
 
 
+def sigmoid_gates_first(weight: torch.Tensor, dim: int = 0) -> torch.Tensor:
+    """Reorder LSTM gate blocks along `dim` from PyTorch's (input, forget, cell, output) to (input, forget,
+    output, cell): the three sigmoid gates side by side, so that one `sigmoid` covers them in each step."""
+    input_gate, forget_gate, cell_input, output_gate = weight.chunk(4, dim=dim)
+    return torch.cat([input_gate, forget_gate, output_gate, cell_input], dim=dim)
+
+
 def lstm_projection_step(gates_x, h, c, weight_hh_t, weight_hr_t, cell_clip, proj_clip):
     """One time step of D independent LSTMs with clipped cells and clipped projected states.
 
-    gates_x: (D, B, 4H) input contributions and biases for this step, gate order (input, forget, cell, output)
-    as in `nn.LSTM`; h: (D, B, P); c: (D, B, H); weight_hh_t: (D, P, 4H); weight_hr_t: (D, H, P) or None (no
-    projection, P = H). Returns the new (h, c).
+    gates_x: (D, B, 4H) input contributions and biases for this step, gate order (input, forget, output, cell)
+    (see `sigmoid_gates_first`); h: (D, B, P); c: (D, B, H); weight_hh_t: (D, P, 4H) in the same gate order;
+    weight_hr_t: (D, H, P) or None (no projection, P = H). Returns the new (h, c).
 
-    Small on purpose: one batched matmul for the recurrence, elementwise work a compiler fuses into one kernel,
-    one batched matmul for the projection.
+    Small on purpose, because it runs once per word and each op is a kernel launch on a GPU: one batched matmul
+    for the recurrence, one sigmoid for the three gates, eight elementwise ops in all (a compiler fuses them
+    into one kernel), one batched matmul for the projection; and about half the plain cell's backward ops.
     """
     gates = torch.baddbmm(gates_x, h, weight_hh_t)
-    input_gate, forget_gate, cell_input, output_gate = gates.chunk(4, dim=-1)
-    c = torch.sigmoid(forget_gate) * c + torch.sigmoid(input_gate) * torch.tanh(cell_input)
+    cell_size = c.shape[-1]
+    # One split, not two slices: its backward is one concatenation instead of two zero-filled copies.
+    sigmoid_gates, cell_input = gates.split([3 * cell_size, cell_size], dim=-1)
+    input_gate, forget_gate, output_gate = torch.sigmoid(sigmoid_gates).chunk(3, dim=-1)
+    c = torch.addcmul(forget_gate * c, input_gate, torch.tanh(cell_input))
+    # hardtanh is clamp with a one-kernel backward (clamp's takes five ops); they differ only in the gradient
+    # at exactly +-clip, a point of measure zero.
     if cell_clip is not None:
-        c = c.clamp(-cell_clip, cell_clip)
-    h = torch.sigmoid(output_gate) * torch.tanh(c)
+        c = F.hardtanh(c, -cell_clip, cell_clip)
+    h = output_gate * torch.tanh(c)
     if weight_hr_t is not None:
         h = torch.bmm(h, weight_hr_t)
         if proj_clip is not None:
-            h = h.clamp(-proj_clip, proj_clip)
+            h = F.hardtanh(h, -proj_clip, proj_clip)
     return h, c
 
 
 def lstm_with_projection_scan(gates_x, weight_hh, weight_hr, cell_clip=None, proj_clip=None):
     """Run D independent LSTMs with projection and clipping over T steps from zero states.
 
-    gates_x: (T, D, B, 4H) input contributions and biases of every step, computed beforehand in one matmul;
-    weight_hh: (D, 4H, P); weight_hr: (D, P, H) or None. Returns the states h: (T, D, B, P).
+    gates_x: (T, D, B, 4H) input contributions and biases of every step, computed beforehand in one matmul, gate
+    order PyTorch's; weight_hh: (D, 4H, P); weight_hr: (D, P, H) or None. Returns the states h: (T, D, B, P).
     """
-    steps, directions, batch = gates_x.shape[:3]
+    return _scan_sigmoid_gates_first(sigmoid_gates_first(gates_x, dim=-1), sigmoid_gates_first(weight_hh, dim=1),
+                                     weight_hr, cell_clip, proj_clip)
+
+
+def _scan_sigmoid_gates_first(gates_x, weight_hh, weight_hr, cell_clip, proj_clip):
+    """`lstm_with_projection_scan` with the gates of `gates_x` and `weight_hh` in `sigmoid_gates_first` order."""
+    directions, batch = gates_x.shape[1:3]
     cell_size, state_size = weight_hh.shape[1] // 4, weight_hh.shape[2]
     h = gates_x.new_zeros(directions, batch, state_size)
     c = gates_x.new_zeros(directions, batch, cell_size)
@@ -167,11 +186,45 @@ class LstmCellWithProjection(nn.Module):
             return run_lstms_with_projection([self], [inputs])[0]
         batch = inputs.shape[0]
         initial = (inputs.new_zeros(1, batch, self.projection_size), inputs.new_zeros(1, batch, self.cell_size))
-        weights = [self.weight_ih, self.weight_hh, self.bias, torch.zeros_like(self.bias)]
+        # (input, (h0, c0), weights, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+        return torch.lstm(inputs, initial, self.lstm_weights(), True, 1, 0.0, self.training, False, True)[0]
+
+    def lstm_weights(self) -> list[torch.Tensor]:
+        """The weight list `torch.lstm` takes: [weight_ih, weight_hh, bias_ih, bias_hh(, weight_hr)].
+
+        The layer has one bias; the second is a zero tensor kept between calls (not a parameter, not saved).
+        On a GPU the list is flattened into one cuDNN weight buffer the first time (and again whenever the
+        parameters were replaced, e.g. by `.to()`), as `nn.LSTM.flatten_parameters` does: the parameters become
+        views into it, so that cuDNN uses them in place instead of copying all weights into a new buffer at every
+        call. State-dict keys and values are unchanged.
+        """
+        zero_bias = getattr(self, "_zero_bias", None)
+        if zero_bias is None or zero_bias.device != self.bias.device or zero_bias.dtype != self.bias.dtype:
+            # Made outside inference mode: an inference tensor could not be saved for a later training step.
+            with torch.inference_mode(False):
+                zero_bias = self._zero_bias = torch.zeros_like(self.bias, requires_grad=False)
+        weights = [self.weight_ih, self.weight_hh, self.bias, zero_bias]
         if self.weight_hr is not None:
             weights.append(self.weight_hr)
-        # (input, (h0, c0), weights, has_biases, num_layers, dropout, train, bidirectional, batch_first)
-        return torch.lstm(inputs, initial, weights, True, 1, 0.0, self.training, False, True)[0]
+        if weights[0].is_cuda and not torch.compiler.is_compiling():
+            pointers = tuple(w.data_ptr() for w in weights)
+            if pointers != getattr(self, "_flattened_pointers", None):
+                with torch.inference_mode(False):
+                    self._flatten_for_cudnn(weights)
+                self._flattened_pointers = tuple(w.data_ptr() for w in weights)
+        return weights
+
+    def _flatten_for_cudnn(self, weights: list[torch.Tensor]):
+        """`nn.LSTM.flatten_parameters` for this layer's weight list (a no-op where cuDNN would not run)."""
+        if not (torch._use_cudnn_rnn_flatten_weight() and all(torch.backends.cudnn.is_acceptable(w) for w in weights)
+                and len({w.dtype for w in weights}) == 1 and len({w.data_ptr() for w in weights}) == len(weights)):
+            return
+        from torch.backends.cudnn.rnn import get_cudnn_mode
+
+        with torch.cuda.device_of(weights[0]), torch.no_grad():
+            projection_size = self.projection_size if self.weight_hr is not None else 0
+            torch._cudnn_rnn_flatten_weight(weights, len(weights), self.input_size, get_cudnn_mode("LSTM"),
+                                            self.cell_size, projection_size, 1, True, False)
 
 
 def run_lstms_with_projection(cells: Sequence[LstmCellWithProjection], inputs: Sequence[torch.Tensor]):
@@ -183,15 +236,16 @@ def run_lstms_with_projection(cells: Sequence[LstmCellWithProjection], inputs: S
     first = cells[0]
     x = torch.stack(list(inputs))  # (D, B, T, I)
     directions, batch, steps, input_size = x.shape
-    weight_ih = torch.stack([cell.weight_ih for cell in cells])  # (D, 4H, I)
-    bias = torch.stack([cell.bias for cell in cells])  # (D, 4H)
+    # Gates in `sigmoid_gates_first` order from here on (reordering the weights is cheaper than the inputs).
+    weight_ih = sigmoid_gates_first(torch.stack([cell.weight_ih for cell in cells]), dim=1)  # (D, 4H, I)
+    bias = sigmoid_gates_first(torch.stack([cell.bias for cell in cells]), dim=1)  # (D, 4H)
     # The input contributions of all steps in one matmul, laid out time-major so that each step reads one block.
     time_major = x.transpose(1, 2).reshape(directions, steps * batch, input_size)  # (D, T * B, I), step by step
     gates_x = torch.baddbmm(bias.unsqueeze(1), time_major, weight_ih.transpose(1, 2))  # (D, T * B, 4H)
     gates_x = gates_x.view(directions, steps, batch, -1).transpose(0, 1).contiguous()  # (T, D, B, 4H)
-    weight_hh = torch.stack([cell.weight_hh for cell in cells])  # (D, 4H, P)
+    weight_hh = sigmoid_gates_first(torch.stack([cell.weight_hh for cell in cells]), dim=1)  # (D, 4H, P)
     weight_hr = torch.stack([cell.weight_hr for cell in cells]) if first.weight_hr is not None else None  # (D, P, H)
-    states = lstm_with_projection_scan(gates_x, weight_hh, weight_hr, first.cell_clip, first.proj_clip)  # (T, D, B, P)
+    states = _scan_sigmoid_gates_first(gates_x, weight_hh, weight_hr, first.cell_clip, first.proj_clip)  # (T, D, B, P)
     return states.permute(1, 2, 0, 3).unbind(0)  # D x (B, T, P)
 
 

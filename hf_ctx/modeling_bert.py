@@ -62,6 +62,8 @@ def validate_bert_inputs(config, input_ids, attention_mask, token_type_ids, posi
                 f"inputs_embeds must have shape (batch, tokens, {config.hidden_size}), got {tuple(inputs_embeds.shape)}"
             )
         shape = tuple(inputs_embeds.shape[:2])
+    if 0 in shape:
+        raise ValueError(f"the batch is empty (shape {shape}); pass at least one sequence of at least one token")
     if shape[1] > config.max_position_embeddings:
         raise ValueError(
             f"sequence length {shape[1]} is longer than the model allows (max_position_embeddings="
@@ -74,16 +76,26 @@ def validate_bert_inputs(config, input_ids, attention_mask, token_type_ids, posi
         raise ValueError(f"position_ids has shape {tuple(position_ids.shape)}; expected (..., {shape[1]})")
     if torch.compiler.is_compiling():
         return
-    # One host sync for all range checks.
+    # One host sync for all range checks. The attention mask holds 1 (or True) for real tokens and 0 for
+    # padding; a mask of other values, e.g. an additive 0 / -inf mask, would be read inverted, so it is refused
+    # (as 0 / 1: its count of other values must be 0).
     checks = [(name, t, limit) for name, t, limit in [
         ("input_ids", input_ids, config.vocab_size),
         ("token_type_ids", token_type_ids, config.type_vocab_size),
         ("position_ids", position_ids, config.max_position_embeddings),
     ] if t is not None and t.numel() > 0]
+    if attention_mask is not None and attention_mask.dtype != torch.bool:
+        not_binary = ((attention_mask != 0) & (attention_mask != 1)).sum()
+        checks.append(("attention_mask values other than 0 and 1", not_binary, 1))
     if not checks:
         return
-    bounds = torch.stack([torch.stack([t.min(), t.max()]) for _, t, _ in checks]).tolist()
+    bounds = torch.stack([torch.stack([t.min(), t.max()]).long() for _, t, _ in checks]).tolist()
     for (name, _, limit), (low, high) in zip(checks, bounds):
+        if name.startswith("attention_mask") and high > 0:
+            raise ValueError(
+                f"attention_mask must hold 1 for real tokens and 0 for padding; it has {high} other values (an "
+                "additive 0 / -inf mask? pass (mask == 0) instead)"
+            )
         if low < 0 or high >= limit:
             bad = low if low < 0 else high
             raise ValueError(f"{name} contains {bad}, outside [0, {limit}) (the model's {name} range)")
@@ -227,12 +239,14 @@ class CtxBertSelfAttention(nn.Module):
         # `get_interface` (not indexing) also tells transformers that `set_attn_implementation` works here.
         return ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
 
-    def forward(self, hidden_states, attention_mask=None, output_attentions=False, layout=None):
-        """`hidden_states` (B, T, H) with `attention_mask` in the form the kernel wants, or the (N, H) real tokens
-        of an [`UnpaddedLayout`] `layout`. Returns the same shape, and the attention probabilities (eager only)."""
+    def forward(self, hidden_states, attention_mask=None, output_attentions=False, layout=None, shape=None):
+        """`hidden_states` (B, T, H) with `attention_mask` in the form the kernel wants, the same flattened to
+        (B * T, H) with `shape` = (B, T), or the (N, H) real tokens of an [`UnpaddedLayout`] `layout`. Returns
+        the same shape, and the attention probabilities (eager only)."""
         if layout is not None:
             return self.out_proj(self.unpadded_attention(hidden_states, layout)), None
-        batch, seq_length, hidden = hidden_states.shape
+        batch, seq_length = hidden_states.shape[:2] if shape is None else shape
+        hidden = hidden_states.shape[-1]
         qkv = self.qkv(hidden_states).view(batch, seq_length, 3, self.num_heads, self.head_dim)
         query, key, value = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, heads, T, head_dim)
         output, probs = self.attention_function(output_attentions)(
@@ -244,7 +258,7 @@ class CtxBertSelfAttention(nn.Module):
             scaling=self.scaling,
             dropout=self.dropout_prob if self.training else 0.0,
         )
-        return self.out_proj(output.reshape(batch, seq_length, hidden)), probs
+        return self.out_proj(output.reshape(hidden_states.shape[:-1] + (hidden,))), probs
 
     def unpadded_attention(self, tokens: torch.Tensor, layout: UnpaddedLayout) -> torch.Tensor:
         """Attention within each sequence of the (N, H) real tokens -> (N, H), before the output projection."""
@@ -293,14 +307,14 @@ class CtxBertLayer(GradientCheckpointingLayer):
         self.feed_forward_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, hidden_states, attention_mask=None, output_attentions=False, layout=None):
+    def forward(self, hidden_states, attention_mask=None, output_attentions=False, layout=None, shape=None):
         if self.pre_layer_norm:
             attended, probs = self.attention(self.attention_norm(hidden_states), attention_mask, output_attentions,
-                                             layout)
+                                             layout, shape)
             hidden_states = hidden_states + self.dropout(attended)
             hidden_states = hidden_states + self.dropout(self.feed_forward(self.feed_forward_norm(hidden_states)))
         else:
-            attended, probs = self.attention(hidden_states, attention_mask, output_attentions, layout)
+            attended, probs = self.attention(hidden_states, attention_mask, output_attentions, layout, shape)
             hidden_states = self.attention_norm(hidden_states + self.dropout(attended))
             hidden_states = self.feed_forward_norm(hidden_states + self.dropout(self.feed_forward(hidden_states)))
         return hidden_states, probs
@@ -310,6 +324,9 @@ class CtxBertEncoder(nn.Module):
     """A stack of `CtxBertLayer`s (plus a final LayerNorm for pre-LN). (B, T, H) -> (B, T, H).
 
     Given an [`UnpaddedLayout`], the layers run on the (N, H) real tokens and every output is padded back.
+    Otherwise they run on the (B * T, H) tokens of the flattened batch: linear layers then take 2-D inputs as they
+    are, instead of flattening and unflattening (B, T, H) around every matmul, forward and backward (a dozen ATen
+    ops a layer fewer, each host time on a GPU).
     """
 
     def __init__(self, config: CtxBertConfig):
@@ -321,19 +338,27 @@ class CtxBertEncoder(nn.Module):
                 layout=None):
         all_hidden_states = [hidden_states] if output_hidden_states else None
         all_attentions = [] if output_attentions else None
+        padded_shape = hidden_states.shape
+        shape = None
         if layout is not None:
             hidden_states = layout.unpad(hidden_states)
+        else:
+            shape = tuple(padded_shape[:2])
+            hidden_states = hidden_states.reshape(-1, padded_shape[-1])
+
+        def padded(tokens):
+            return tokens.view(padded_shape) if layout is None else layout.pad(tokens)
+
         for layer in self.layer:
             hidden_states, probs = layer(hidden_states, attention_mask, output_attentions=output_attentions,
-                                         layout=layout)
+                                         layout=layout, shape=shape)
             if output_hidden_states:
-                all_hidden_states.append(hidden_states if layout is None else layout.pad(hidden_states))
+                all_hidden_states.append(padded(hidden_states))
             if output_attentions:
                 all_attentions.append(probs)
         if self.final_norm is not None:
             hidden_states = self.final_norm(hidden_states)
-        if layout is not None:
-            hidden_states = layout.pad(hidden_states)
+        hidden_states = padded(hidden_states)
         if output_hidden_states and self.final_norm is not None:
             all_hidden_states[-1] = hidden_states
         return BaseModelOutput(
@@ -344,14 +369,24 @@ class CtxBertEncoder(nn.Module):
 
 
 class CtxBertPooler(nn.Module):
-    """tanh(Linear(h_[CLS])): the sentence vector used by NSP and sequence classification. (B, T, H) -> (B, H)."""
+    """tanh(Linear(h_[CLS])): the sentence vector used by NSP and sequence classification. (B, T, H) -> (B, H).
+
+    [CLS] is each sequence's first real token: with left padding (`attention_mask` starting with 0) that is not
+    position 0, where the padded path has a meaningless state and the unpadded path zeros. (transformers' BERT
+    reads position 0 even there.)
+    """
 
     def __init__(self, config: CtxBertConfig):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
 
-    def forward(self, hidden_states):
-        return torch.tanh(self.dense(hidden_states[:, 0]))
+    def forward(self, hidden_states, attention_mask=None):
+        if attention_mask is None:
+            first = hidden_states[:, 0]
+        else:
+            first_real = attention_mask.int().argmax(dim=1)  # (B,): the first 1 (0 for a row without one)
+            first = hidden_states[torch.arange(hidden_states.shape[0], device=hidden_states.device), first_real]
+        return torch.tanh(self.dense(first))
 
 
 class CtxBertLMHead(nn.Module):
@@ -480,7 +515,7 @@ class CtxBertModel(CtxBertPreTrainedModel):
         sequence_output = encoded.last_hidden_state
         return BaseModelOutputWithPooling(
             last_hidden_state=sequence_output,
-            pooler_output=self.pooler(sequence_output) if self.pooler is not None else None,
+            pooler_output=self.pooler(sequence_output, attention_mask) if self.pooler is not None else None,
             hidden_states=encoded.hidden_states,
             attentions=encoded.attentions,
         )

@@ -69,7 +69,15 @@ class AutoMapMixin:
 
     Where hf_ctx is not installed (a checkpoint loaded as remote code and saved again) the family is unknown
     here, and the `auto_map` the checkpoint was loaded with is kept.
+
+    As the base of every hf_ctx model it also checks the config a model is built from (`config.validate()`:
+    a config changed by assignment since it was made, e.g. `config.num_attention_heads = 5`, is checked whole).
     """
+
+    def __init__(self, config, *args, **kwargs):
+        if hasattr(config, "validate"):
+            config.validate()
+        super().__init__(config, *args, **kwargs)
 
     def save_pretrained(self, save_directory, *args, **kwargs):
         family = _FAMILY_AUTO_MAPS.get(self.config.model_type)

@@ -106,6 +106,17 @@ def sort_labels(labels) -> list[str]:
     return sorted(set(labels), key=key)
 
 
+def scheme_labels(tags, scheme: str) -> list[str]:
+    """'O' and every label `scheme` has for each entity type among `tags`, in `sort_labels` order.
+
+    The labels of a tagger trained on `tags`: a dev or test set may use a prefix the training data never does
+    for a type (training saw only `I-LOC`, the dev set has `B-LOC`), and is then still read.
+    """
+    prefixes = SCHEME_PREFIXES[canonical_scheme(scheme)]
+    types = {entity for entity in (split_tag(tag)[1] for tag in tags) if entity}
+    return sort_labels(["O", *(f"{prefix}-{entity}" for entity in types for prefix in prefixes)])
+
+
 def _is_transition_allowed(scheme: str, from_prefix: str, from_entity: str, to_prefix: str, to_entity: str) -> bool:
     """Whether `from -> to` may occur in `scheme` (a canonical name); START and END are the sentence boundaries."""
     same = from_entity == to_entity

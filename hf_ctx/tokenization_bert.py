@@ -8,7 +8,10 @@ hf_ctx is not installed. This module adds training a WordPiece vocabulary from t
 import os
 from collections.abc import Iterable, Iterator
 
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from transformers import BertTokenizer
+
+from .checks import utf8_lines
 
 # BERT's special tokens; [PAD] first so that pad_token_id = 0 as CtxBertConfig expects.
 SPECIAL_TOKENS = {
@@ -27,17 +30,54 @@ def iter_text_lines(files: Iterable[str | os.PathLike]) -> Iterator[str]:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"text file not found: {path}")
         found_text = False
-        with open(path, encoding="utf-8") as f:
-            try:
-                for line in f:
-                    line = line.strip()
-                    if line:
-                        found_text = True
-                        yield line
-            except UnicodeDecodeError as err:
-                raise ValueError(f"{path} is not valid UTF-8 ({err})") from err
+        # utf-8-sig: a byte-order mark is not text.
+        with open(path, encoding="utf-8-sig") as f:
+            for line in utf8_lines(f, path):
+                line = line.strip()
+                if line:
+                    found_text = True
+                    yield line
         if not found_text:
             raise ValueError(f"{path} holds no text (empty or only blank lines)")
+
+
+# Private-use planes 15 and 16: where continuing characters are written while the vocabulary is learnt.
+_FIRST_MARK, _LAST_MARK = 0xF0000, 0x10FFFD
+
+
+class _ContinuationMarks(dict):
+    """Writes the characters after a word's first one as private-use characters (one per character, numbered
+    in order of first appearance), so that "##x" and "x" are different characters to a plain BPE trainer.
+
+    A `str.translate` table: a character met for the first time gets the next mark.
+    """
+
+    def __missing__(self, code: int) -> str:
+        if code >= _FIRST_MARK:
+            raise ValueError(f"the text holds the private-use character U+{code:X}, which tokenizer training "
+                             "uses internally; remove it from the text")
+        if _FIRST_MARK + len(self) > _LAST_MARK:
+            raise ValueError("the text holds too many distinct characters to train a WordPiece vocabulary")
+        self[code] = chr(_FIRST_MARK + len(self))
+        return self[code]
+
+    def mark(self, word: str) -> str:
+        if ord(word[0]) >= _FIRST_MARK:
+            self.__missing__(ord(word[0]))  # raises
+        return word[0] + word[1:].translate(self)
+
+    def continuing_characters(self) -> list[str]:
+        """The characters met after a word's first one, in code-point order."""
+        return sorted(chr(code) for code in self)
+
+    def unmark(self, vocab: dict[str, int]) -> dict[str, int]:
+        """The learnt vocabulary with "##" names: marks back to characters, "##" before a token that starts
+        with one."""
+        characters = {ord(mark): chr(code) for code, mark in self.items()}
+        return {
+            ("##" if ord(token[0]) >= _FIRST_MARK else "") + token.translate(characters): index
+            for token, index in vocab.items()
+        }
 
 
 def train_wordpiece_tokenizer(
@@ -67,16 +107,45 @@ def train_wordpiece_tokenizer(
         raise ValueError("train_wordpiece_tokenizer needs at least one text file")
     if vocab_size <= len(SPECIAL_TOKENS):
         raise ValueError(f"vocab_size ({vocab_size}) must exceed the {len(SPECIAL_TOKENS)} special tokens")
-    # An untrained tokenizer with BERT's normaliser, pre-tokeniser, post-processor and special tokens;
-    # training keeps that pipeline and learns the WordPiece vocabulary.
+    # An untrained tokenizer gives BERT's normaliser and pre-tokeniser (and, below, its post-processor).
     untrained = BertTokenizer(
         do_lower_case=lowercase,
         strip_accents=strip_accents,
         model_max_length=model_max_length,
         **SPECIAL_TOKENS,
     )
-    tokenizer = untrained.train_new_from_iterator(
-        iter_text_lines(files), vocab_size=vocab_size, min_frequency=min_frequency
+    backend = untrained.backend_tokenizer
+    # The vocabulary is learnt as `tokenizers`' WordPiece trainer learns it (BPE merges over the words, a word
+    # starting with its first character and continuing with "##" pieces), but deterministically. That trainer
+    # numbers the "##" characters in hash-map order, which differs from run to run, and breaks ties between
+    # merges of equal count by those numbers: the same text gave different vocabularies
+    # (huggingface/tokenizers#1794). Here each continuing character is written as a private-use character of
+    # its own, numbered in order of first appearance, and a plain BPE trainer (whose alphabet is sorted) learns
+    # the merges; the "##" names are restored afterwards.
+    marks = _ContinuationMarks()
+
+    def marked_words() -> Iterator[str]:
+        for line in iter_text_lines(files):
+            words = backend.pre_tokenizer.pre_tokenize_str(backend.normalizer.normalize_str(line))
+            yield " ".join(marks.mark(word) for word, _ in words)
+        # As the WordPiece trainer does, every character also enters the alphabet on its own (as a word of one
+        # character: no pair, so no merge changes).
+        yield " ".join(marks.continuing_characters())
+
+    bpe = Tokenizer(models.BPE(unk_token=SPECIAL_TOKENS["unk_token"]))
+    bpe.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=list(SPECIAL_TOKENS.values()),
+        show_progress=False,
+    )
+    bpe.train_from_iterator(marked_words(), trainer)
+    vocab = marks.unmark(bpe.get_vocab(with_added_tokens=True))
+    tokenizer = BertTokenizer(
+        vocab=vocab,
+        do_lower_case=lowercase,
+        strip_accents=strip_accents,
+        model_max_length=model_max_length,
+        **SPECIAL_TOKENS,
     )
     if tokenizer.pad_token_id != 0:
         raise RuntimeError(f"trained tokenizer put [PAD] at id {tokenizer.pad_token_id}, expected 0")

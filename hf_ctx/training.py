@@ -7,7 +7,10 @@ The run ends with `hf_ctx.hub.finish_run` (checkpoint, model card, `--push_to_hu
 import json
 import logging
 import math
+import os
+import re
 import sys
+import tempfile
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import field
@@ -15,10 +18,22 @@ from pathlib import Path
 
 import datasets
 import transformers
+from huggingface_hub import HfApi
 from transformers import HfArgumentParser, Trainer, TrainingArguments
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy
+from transformers.utils.hub import PushInProgress
 
 from . import __version__
 from .remote_code import shareable_name
+
+logger = logging.getLogger(__name__)
+
+# What a checkpoint folder holds beside the model and its tokenizer: the Trainer's own state. None of it is ever
+# uploaded: `training_args.bin` is a pickle holding `--hub_token` and local paths; the optimizer, scheduler and
+# RNG states are pickles too; `trainer_state.json` names local checkpoint folders.
+TRAINING_STATE_PATTERNS = ["training_args.bin", "trainer_state.json", "*.bin", "*.pt", "*.pth", "*.pkl"]
+# Words that `--resume_from_checkpoint` accepts for "the latest complete checkpoint in --output_dir".
+LATEST_CHECKPOINT = ("latest", "last", "true")
 
 
 def unpad_inputs_field():
@@ -62,6 +77,33 @@ def setup_logging(training_args: TrainingArguments, logger: logging.Logger) -> N
         f"hf_ctx {__version__}, process {training_args.process_index} of {training_args.world_size} "
         f"on {training_args.device}"
     )
+
+
+def apply_gpu_defaults(training_args: TrainingArguments, argv: list[str] | None, **defaults) -> dict:
+    """On a CUDA device, set `TrainingArguments` fields to the examples' GPU defaults where the command line did
+    not set them; returns what was set. On a GPU small steps are bound by kernel launches, not arithmetic:
+
+    - `per_device_train_batch_size` / `per_device_eval_batch_size` larger than the CPU default of 8;
+    - `group_by_length=True` batches sentences of similar length together (`LengthGroupedSampler`; the
+      `train_sampling_strategy="group_by_length"` of newer transformers), so that little padding is computed
+      and a compiled model sees few shapes.
+
+    `argv` is what `HfArgumentParser` parsed (`None`: `sys.argv[1:]`).
+    """
+    if training_args.device.type != "cuda":
+        return {}
+    given = {arg.removeprefix("--").split("=", 1)[0] for arg in (sys.argv[1:] if argv is None else argv)
+             if arg.startswith("--")}
+    applied = {}
+    for name, value in defaults.items():
+        if name == "group_by_length" and hasattr(training_args, "train_sampling_strategy"):
+            if value and "train_sampling_strategy" not in given and "group_by_length" not in given:
+                training_args.train_sampling_strategy = applied["train_sampling_strategy"] = "group_by_length"
+            continue
+        if name not in given:
+            setattr(training_args, name, value)
+            applied[name] = value
+    return applied
 
 
 def parse_args_and_set_up(argument_classes: tuple, argv: list[str] | None, logger: logging.Logger) -> tuple:
@@ -277,3 +319,127 @@ def train_and_evaluate(
         metrics.update(eval_metrics)
         record_metrics(trainer, "eval", eval_metrics)
     return metrics, eval_metrics
+
+
+def missing_checkpoint_files(
+    folder: str | os.PathLike, *, world_size: int = 1, tokenizer_files=(), training_state: bool = True
+) -> list[str]:
+    """The files a `checkpoint-N` folder written by the Trainer should hold but does not.
+
+    A run killed while saving leaves a checkpoint with some files missing; resuming from it fails somewhere deep
+    (or, without `scheduler.pt` or the RNG state, silently trains differently). Checked: `config.json`, the
+    weights (`model.safetensors`, or the index and every shard it lists), `tokenizer_files` (the names the
+    Trainer's tokenizer saves) and, with `training_state`, `trainer_state.json`, `optimizer.pt`, `scheduler.pt`
+    and the RNG state of each of the `world_size` processes.
+    """
+    folder = os.fspath(folder)
+    expected = ["config.json", *tokenizer_files]
+    index = os.path.join(folder, "model.safetensors.index.json")
+    if os.path.isfile(index):
+        with open(index, encoding="utf-8") as f:
+            expected += sorted(set(json.load(f)["weight_map"].values()))
+    else:
+        expected.append("model.safetensors")
+    if training_state:
+        expected += ["trainer_state.json", "optimizer.pt", "scheduler.pt"]
+        expected += ["rng_state.pth"] if world_size == 1 else [f"rng_state_{i}.pth" for i in range(world_size)]
+    return [name for name in expected if not os.path.isfile(os.path.join(folder, name))]
+
+
+def resolve_resume_checkpoint(
+    checkpoint: str | os.PathLike | bool | None, output_dir: str | os.PathLike, **check
+) -> str | None:
+    """The checkpoint folder `--resume_from_checkpoint` means, checked to be complete.
+
+    `checkpoint` is a folder, or `True` / "latest" / "last" for the `checkpoint-N` of `output_dir` with the
+    highest N among the complete ones: an incomplete one (a run killed while saving it) is skipped with a warning
+    naming its missing files. A folder given by name must be complete: the error names what is missing.
+    `None` / `False` / "" give `None` (train from the start). `check`: the keyword arguments of
+    `missing_checkpoint_files`.
+    """
+    if checkpoint is None or checkpoint is False or checkpoint == "":
+        return None
+    if checkpoint is True or str(checkpoint).lower() in LATEST_CHECKPOINT:
+        pattern = re.compile(rf"^{PREFIX_CHECKPOINT_DIR}-(\d+)$")
+        found = os.listdir(output_dir) if os.path.isdir(output_dir) else []
+        steps = sorted((int(m.group(1)) for m in map(pattern.match, found) if m), reverse=True)
+        for step in steps:
+            folder = os.path.join(output_dir, f"{PREFIX_CHECKPOINT_DIR}-{step}")
+            missing = missing_checkpoint_files(folder, **check)
+            if not missing:
+                return folder
+            logger.warning(f"skipping the incomplete checkpoint {folder} (missing {', '.join(missing)}); it was "
+                           "probably being saved when the run stopped")
+        raise ValueError(f"--resume_from_checkpoint {checkpoint}: no complete {PREFIX_CHECKPOINT_DIR}-N folder in "
+                         f"{output_dir} (found {len(steps)} incomplete ones)")
+    folder = os.fspath(checkpoint)
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"--resume_from_checkpoint: {folder} does not exist or is not a folder")
+    missing = missing_checkpoint_files(folder, **check)
+    if missing:
+        raise ValueError(f"--resume_from_checkpoint: {folder} is an incomplete checkpoint (the run probably stopped "
+                         f"while saving it): missing {', '.join(missing)}. Resume from an earlier checkpoint, or "
+                         f"pass 'latest' to use the latest complete one in {output_dir}")
+    return folder
+
+
+class CtxTrainer(Trainer):
+    """transformers' `Trainer`, made safe to push and to resume; the examples train with it.
+
+    - `--push_to_hub` with checkpoints (`--hub_strategy every_save`, the default): each save uploads the model
+      files of the new checkpoint folder (config with `auto_map`, weights, the source files the `auto_map`
+      names, tokenizer), so every revision of the repository loads with `trust_remote_code`. The Trainer's own
+      state never goes: `Trainer` would upload `training_args.bin`, a pickle holding `--hub_token` and local
+      paths. `--hub_strategy checkpoint` / `all_checkpoints` upload that state by design and are refused.
+    - `train(resume_from_checkpoint=...)` checks the checkpoint is complete (`resolve_resume_checkpoint`):
+      "latest" or `True` skips an incomplete one with a warning; a named incomplete one is an error naming the
+      missing files.
+    """
+
+    def __init__(self, model=None, args: TrainingArguments | None = None, *rest, **kwargs):
+        if args is not None and args.push_to_hub and args.hub_strategy in (
+            HubStrategy.CHECKPOINT, HubStrategy.ALL_CHECKPOINTS
+        ):
+            raise ValueError(
+                f"--hub_strategy={args.hub_strategy.value} would upload the training state (training_args.bin holds "
+                "--hub_token and local paths); use every_save or end"
+            )
+        super().__init__(model, args, *rest, **kwargs)
+
+    def _checkpoint_checks(self) -> dict:
+        """Keyword arguments of `missing_checkpoint_files` for this Trainer's checkpoints."""
+        tokenizer_files = ()
+        if self.processing_class is not None and hasattr(self.processing_class, "save_pretrained"):
+            with tempfile.TemporaryDirectory() as folder:  # the names this tokenizer saves, e.g. tokenizer.json
+                self.processing_class.save_pretrained(folder)
+                tokenizer_files = tuple(sorted(os.listdir(folder)))
+        # DeepSpeed and FSDP save weights and optimizer states in files of their own.
+        sharded = self.is_deepspeed_enabled or self.is_fsdp_enabled
+        return {"world_size": self.args.world_size, "tokenizer_files": tokenizer_files, "training_state": not sharded}
+
+    def train(self, resume_from_checkpoint: str | bool | None = None, *args, **kwargs):
+        resume_from_checkpoint = resolve_resume_checkpoint(
+            resume_from_checkpoint, self.args.output_dir, **self._checkpoint_checks()
+        )
+        return super().train(resume_from_checkpoint, *args, **kwargs)
+
+    def _push_from_checkpoint(self, checkpoint_folder: str) -> None:
+        """Upload the model files of the checkpoint just saved (not the Trainer's state), without waiting."""
+        if not self.is_world_process_zero() or self.args.hub_strategy == HubStrategy.END:
+            return
+        # As `Trainer`: skip this save's push while the last one is still uploading, unless --hub_always_push.
+        if not self.args.hub_always_push and self.push_in_progress is not None and not self.push_in_progress.is_done():
+            return
+        self.callback_handler.on_push_begin(self.args, self.state, self.control)
+        job = HfApi(token=self.args.hub_token).upload_folder(
+            repo_id=self.hub_model_id,
+            folder_path=checkpoint_folder,
+            commit_message=f"Training in progress, step {self.state.global_step}",
+            ignore_patterns=TRAINING_STATE_PATTERNS,
+            revision=self.args.hub_revision,
+            run_as_future=True,
+        )
+        if self.push_in_progress is None or self.push_in_progress.is_done():
+            self.push_in_progress = PushInProgress([job])
+        else:
+            self.push_in_progress.jobs.append(job)

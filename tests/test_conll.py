@@ -3,6 +3,10 @@
 import logging
 
 import pytest
+
+# Optional dependencies: where they are missing this module is skipped, not a collection error.
+pytest.importorskip("datasets")
+pytest.importorskip("evaluate")
 from datasets import ClassLabel, Dataset, Features, Sequence, Value
 from seqeval.metrics.sequence_labeling import get_entities
 
@@ -232,3 +236,31 @@ def test_every_module_takes_the_same_scheme_names():
     for bad in (lambda: convert_tags(IOB2, "BILOU", "IOB2"), lambda: allowed_transitions("BILOU", labels)):
         with pytest.raises(ValueError, match=r"unknown tag scheme 'BILOU'; expected one of \('BIO', 'IOB1'"):
             bad()
+
+
+def test_a_dev_set_may_use_a_prefix_the_training_data_lacks():
+    """Training saw only I-LOC (IOB1 style), the dev set has B-LOC: the labels hold every prefix of the scheme
+    for each type seen, so the dev set is read; an unseen type is still an error."""
+    from datasets import Dataset
+
+    from hf_ctx.data.conll import check_labels
+    from hf_ctx.tag_schemes import scheme_labels
+
+    labels = scheme_labels(["O", "I-LOC", "B-PER", "I-PER"], "IOB2")
+    assert labels == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
+    assert scheme_labels(["S-LOC"], "BIOES") == ["O", "B-LOC", "I-LOC", "E-LOC", "S-LOC"]
+    label2id = {label: i for i, label in enumerate(labels)}
+    check_labels(Dataset.from_dict({"ner_tags": [["B-LOC", "I-LOC", "O"]]}), label2id, "validation")
+    with pytest.raises(ValueError, match="label 'B-ORG'"):
+        check_labels(Dataset.from_dict({"ner_tags": [["B-ORG"]]}), label2id, "validation")
+
+
+def test_invalid_utf8_names_file_and_line_and_a_byte_order_mark_is_not_a_word(tmp_path):
+    from hf_ctx.data.conll import read_conll
+
+    path = tmp_path / "train.txt"
+    path.write_bytes(b"EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\n" + b"Caf\xe9 NNP B-NP B-LOC\n")
+    with pytest.raises(ValueError, match=rf"{path}:4: not valid UTF-8"):
+        read_conll(path)
+    path.write_bytes("\ufeffEU NNP B-NP B-ORG\n".encode())
+    assert read_conll(path)[0]["tokens"] == ["EU"]

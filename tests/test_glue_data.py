@@ -2,8 +2,11 @@
 
 import csv
 
-import datasets
 import pytest
+
+# Optional dependencies: where they are missing this module is skipped, not a collection error.
+pytest.importorskip("datasets")
+import datasets
 from datasets import ClassLabel, Value
 
 from hf_ctx import train_wordpiece_tokenizer
@@ -334,3 +337,12 @@ def test_word_encoding_for_elmo_joins_pairs_and_cuts_the_longer_sentence(caplog)
     single = Dataset.from_dict({"sentence": ["", "c a"], "label": [0, 1], "idx": [0, 1]})
     encoded = encode_glue_for_words(single, "sst2", tokenizer, max_words=5)
     assert encoded["input_word_ids"] == [[1], [5, 3]]  # an empty text reads as a lone </S>
+
+
+def test_invalid_utf8_in_a_glue_file_names_file_and_line(tmp_path):
+    from hf_ctx.data.glue import read_glue_file
+
+    path = tmp_path / "train.tsv"
+    path.write_bytes(b"sentence\tlabel\ngood film\t1\nna\xefve plot\t0\n")
+    with pytest.raises(ValueError, match=rf"{path}:3: not valid UTF-8"):
+        read_glue_file(path, "sst2", "train")

@@ -5,6 +5,10 @@ import math
 
 import numpy as np
 import pytest
+
+# Optional dependencies: where they are missing this module is skipped, not a collection error.
+pytest.importorskip("datasets")
+pytest.importorskip("evaluate")
 from scipy.stats import rankdata
 
 from hf_ctx.metrics import load_metric

@@ -4,8 +4,15 @@ The Hub is replaced by mocks of `HfApi.create_repo` and `HfApi.upload_folder`; t
 file of the folder it is handed (the folder is temporary), so the test sees what would have been sent.
 """
 
+import json
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
+
+# Optional dependencies: where they are missing this module is skipped, not a collection error.
+pytest.importorskip("datasets")
 import torch
 from datasets import Dataset
 from fake_hub import FakeHub, folder_files
@@ -15,6 +22,7 @@ from transformers import AutoModelForSequenceClassification, Trainer, TrainingAr
 
 from hf_ctx.hub import finish_run, push_checkpoint
 from hf_ctx.model_card import build_model_card
+from hf_ctx.training import CtxTrainer
 
 
 def test_push_checkpoint_uploads_what_save_pretrained_writes(tmp_path):
@@ -83,3 +91,65 @@ def test_finish_run_saves_and_pushes_the_checkpoint_and_card(tmp_path, push_to_h
     assert upload["repo_id"] == "me/tiny-sst"
     assert "training_args.bin" in saved
     assert upload["files"] == {name: content for name, content in saved.items() if name != "training_args.bin"}
+
+
+TOKEN = "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"
+
+
+def _code_files_needed(files: dict[str, bytes]) -> set[str]:
+    """The .py files a checkpoint's auto_map names, with the files they import with single-dot imports."""
+    auto_map = json.loads(files["config.json"])["auto_map"]
+    needed, todo = set(), [f"{ref.split('.')[0]}.py" for ref in auto_map.values()]
+    while todo:
+        name = todo.pop()
+        if name in needed:
+            continue
+        needed.add(name)
+        if name in files:
+            todo += [f"{module}.py" for module in re.findall(r"^from \.(\w+) import", files[name].decode(), re.M)]
+    return needed
+
+
+@pytest.mark.parametrize("hub_strategy", ["every_save", "end"])
+def test_no_push_holds_the_token_or_a_local_path_and_every_revision_has_its_code(tmp_path, hub_strategy):
+    """--push_to_hub with checkpoints: the mid-run pushes and the final one send model files only (never the
+    pickled training arguments, which hold the token and local paths), and each revision of the repository has
+    the code files its config.json's auto_map needs for trust_remote_code."""
+    model, tokenizer = bert_sequence_classifier(tmp_path)
+    data = Dataset.from_dict({"text": ["red cat runs", "blue dog sleeps"] * 4, "label": [1, 0] * 4})
+    data = data.map(lambda b: tokenizer(b["text"], padding="max_length", max_length=8), batched=True)
+    data = data.remove_columns("text")
+    output_dir = tmp_path / "run"
+    args = TrainingArguments(
+        output_dir=str(output_dir), max_steps=2, per_device_train_batch_size=4, report_to=[], save_steps=1,
+        push_to_hub=True, hub_model_id="me/tiny-safe", hub_token=TOKEN, hub_strategy=hub_strategy, use_cpu=True,
+    )
+    with FakeHub() as hub:
+        hub.repos["me/tiny-safe"] = {"training_args.bin": TOKEN.encode()}  # left by an earlier, unsafe push
+        trainer = CtxTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
+        trainer.train()
+        finish_run(trainer, "bert", dataset_name="Toy sentences")
+
+    assert (output_dir / "checkpoint-1" / "training_args.bin").is_file()  # the token is on disk, not on the Hub
+    assert len(hub.uploads) == (3 if hub_strategy == "every_save" else 1)
+    local_paths = {str(tmp_path), str(tmp_path.resolve()), str(Path.home())}
+    for upload in hub.uploads:
+        for name, content in upload["files"].items():
+            assert TOKEN.encode() not in content, name
+            assert not any(path.encode() in content for path in local_paths), name
+            assert not name.endswith((".bin", ".pt", ".pth")) and name != "trainer_state.json", name
+    assert "training_args.bin" not in hub.repos["me/tiny-safe"]  # the final push removed the old one
+    for repo_id, files in hub.revisions[-1:] if hub_strategy == "end" else hub.revisions:
+        assert repo_id == "me/tiny-safe"
+        assert {"config.json", "model.safetensors", "tokenizer.json"} <= set(files)
+        assert _code_files_needed(files) <= set(files), sorted(files)
+
+
+@pytest.mark.parametrize("hub_strategy", ["checkpoint", "all_checkpoints"])
+def test_hub_strategies_that_upload_the_training_state_are_refused(tmp_path, hub_strategy):
+    model, tokenizer = bert_sequence_classifier(tmp_path)
+    args = TrainingArguments(output_dir=str(tmp_path / "run"), push_to_hub=True, hub_model_id="me/x",
+                             hub_strategy=hub_strategy, report_to=[], use_cpu=True)
+    with FakeHub() as hub, pytest.raises(ValueError, match=f"hub_strategy={hub_strategy}.*training_args.bin"):
+        CtxTrainer(model=model, args=args, processing_class=tokenizer)
+    assert hub.uploads == []

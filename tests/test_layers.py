@@ -259,3 +259,48 @@ def test_run_packed_rnn_handles_empty_rows():
     alone, _ = rnn(x[:1, :2])
     torch.testing.assert_close(out[0, :2], alone[0])
     assert (out[0, 2:] == 0).all() and (out[1] == 0).all()
+
+
+def test_unclipped_lstm_keeps_its_weight_list_between_calls_and_its_checkpoint_format():
+    """Issue 16: no fresh zero bias per call (cuDNN needs the same tensors to keep them in one flat buffer),
+    including when the first call runs in inference mode and a training step follows; keys unchanged."""
+    cell = randomize(LstmCellWithProjection(4, 6, 3))
+    assert list(cell.state_dict()) == ["weight_ih", "weight_hh", "bias", "weight_hr"]
+    x = torch.randn(2, 5, 4)
+    with torch.inference_mode():
+        first = cell.lstm_weights()
+        inferred = cell(x)
+    second = cell.lstm_weights()
+    assert all(a is b for a, b in zip(first, second))
+    assert not second[3].is_inference() and not second[3].requires_grad and (second[3] == 0).all()
+    trained = cell(x)
+    trained.sum().backward()  # the zero bias is saved for backward: fails if it were an inference tensor
+    torch.testing.assert_close(trained, inferred)
+    assert cell.weight_ih.grad is not None and second[3].grad is None
+
+
+@pytest.mark.gpu
+def test_unclipped_lstm_weights_are_one_cudnn_buffer_on_gpu(tmp_path):
+    """On a GPU the weights are flattened once into one cuDNN buffer (no per-call compaction warning), outputs
+    and gradients equal the CPU's, and a checkpoint saved from there loads into a fresh layer."""
+    import warnings
+
+    cell = randomize(LstmCellWithProjection(4, 6, 3))
+    x = torch.randn(2, 5, 4)
+    expected = cell(x)
+    expected_grads = torch.autograd.grad(expected.square().sum(), list(cell.parameters()))
+    cell = cell.cuda()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*single contiguous chunk.*")
+        for _ in range(2):
+            got = cell(x.cuda())
+    storages = {w.untyped_storage().data_ptr() for w in cell.lstm_weights()}
+    assert len(storages) == 1
+    torch.testing.assert_close(got.cpu(), expected, atol=1e-5, rtol=1e-4)
+    grads = torch.autograd.grad(got.square().sum(), list(cell.parameters()))
+    for a, b in zip(grads, expected_grads):
+        torch.testing.assert_close(a.cpu(), b, atol=1e-5, rtol=1e-4)
+    torch.save(cell.state_dict(), tmp_path / "cell.pt")
+    fresh = LstmCellWithProjection(4, 6, 3)
+    fresh.load_state_dict(torch.load(tmp_path / "cell.pt"))
+    torch.testing.assert_close(fresh(x), expected, atol=1e-5, rtol=1e-4)

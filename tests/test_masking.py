@@ -2,6 +2,9 @@
 
 import numpy as np
 import pytest
+
+# Optional dependencies: where they are missing this module is skipped, not a collection error.
+pytest.importorskip("datasets")
 import torch
 from datasets import Dataset
 from transformers import BertTokenizer, TrainerControl, TrainerState, TrainingArguments
@@ -204,3 +207,10 @@ def test_bad_input_is_a_clear_error(tokenizer):
                             mask_token=None)
     with pytest.raises(ValueError, match="mask token"):
         DataCollatorForPretraining(no_mask)
+
+
+def test_mlm_probability_zero_is_refused():
+    """With 0 no token is chosen: every batch has no labels and the loss is meaningless."""
+    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"])}
+    with pytest.raises(ValueError, match="mlm_probability must be above 0"):
+        DataCollatorForPretraining(BertTokenizer(vocab=vocab), mlm_probability=0.0)

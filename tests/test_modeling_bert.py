@@ -88,7 +88,7 @@ def test_converted_model_matches_transformers(tmp_path, architecture, keys, conf
     source = getattr(transformers, architecture)(BertConfig(**kwargs, num_labels=3 if "Question" not in architecture
                                                             else 2)).eval()
     source.save_pretrained(tmp_path / "src")
-    convert_bert_checkpoint(tmp_path / "src", tmp_path / "out")
+    convert_bert_checkpoint(tmp_path / "src", tmp_path / "out", weights_only=True)
 
     auto_class = {
         "BertModel": AutoModel, "BertForPreTraining": AutoModelForPreTraining, "BertForMaskedLM": AutoModelForMaskedLM,
@@ -157,6 +157,60 @@ def test_convert_carries_the_tokenizer(tmp_path):
     tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "out")
     assert tokenizer("hello worlds")["input_ids"] == [2, 5, 6, 7, 3]
     assert isinstance(AutoModel.from_pretrained(tmp_path / "out"), CtxBertModel)
+
+
+def _source_with_tokenizer(folder, architecture="BertForSequenceClassification"):
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "##s"]
+    folder.mkdir()
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    transformers.BertTokenizer(vocab=str(folder / "vocab.txt")).save_pretrained(folder)
+    getattr(transformers, architecture)(BertConfig(**{**PARITY_CONFIGS[0], "vocab_size": len(vocab)})).save_pretrained(
+        folder)
+
+
+def test_convert_refuses_a_source_without_tokenizer_and_keeps_the_one_in_the_output(tmp_path):
+    """transformers 5 loads a 5-token BertTokenizer from a folder without tokenizer files: refused, by name."""
+    _source_with_tokenizer(tmp_path / "good")
+    hf_ctx.cli.main(["convert-bert", str(tmp_path / "good"), str(tmp_path / "out")])
+    before = (tmp_path / "out" / "tokenizer.json").read_bytes()
+    (tmp_path / "bare").mkdir()
+    transformers.BertModel(BertConfig(**PARITY_CONFIGS[0])).save_pretrained(tmp_path / "bare")
+    with pytest.raises(ValueError, match=r"no vocabulary.*tokenizer\.json, vocab\.txt"):
+        convert_bert_checkpoint(tmp_path / "bare", tmp_path / "out")
+    assert (tmp_path / "out" / "tokenizer.json").read_bytes() == before
+    # weights_only: the model is converted and the output's tokenizer left as it was.
+    convert_bert_checkpoint(tmp_path / "bare", tmp_path / "out", weights_only=True)
+    assert (tmp_path / "out" / "tokenizer.json").read_bytes() == before
+    assert isinstance(AutoModel.from_pretrained(tmp_path / "out"), CtxBertModel)
+
+
+@pytest.mark.parametrize("damage", ["missing", "mismatched"])
+def test_convert_refuses_missing_or_mismatched_weights_naming_them(tmp_path, damage):
+    from safetensors.torch import load_file, save_file
+
+    _source_with_tokenizer(tmp_path / "src")
+    weights = load_file(tmp_path / "src" / "model.safetensors")
+    if damage == "missing":
+        del weights["classifier.weight"]
+    else:
+        weights["bert.encoder.layer.1.output.dense.bias"] = torch.zeros(5)
+    save_file(weights, tmp_path / "src" / "model.safetensors", metadata={"format": "pt"})
+    expected = ("missing classifier.weight" if damage == "missing"
+                else r"wrong shape bert.encoder.layer.1.output.dense.bias \(file \(5,\), model \(32,\)\)")
+    with pytest.raises(ValueError, match=expected):
+        convert_bert_checkpoint(tmp_path / "src", tmp_path / "out")
+    assert not (tmp_path / "out").exists()  # nothing written
+
+
+def test_convert_refuses_to_write_over_its_source_or_into_a_file(tmp_path):
+    _source_with_tokenizer(tmp_path / "src")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "src").iterdir()}
+    with pytest.raises(ValueError, match="is the source folder"):
+        hf_ctx.cli.main(["convert-bert", str(tmp_path / "src"), str(tmp_path / "src" / "."), "--debug"])
+    assert {p.name: p.read_bytes() for p in (tmp_path / "src").iterdir()} == before
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(ValueError, match="is a file"):
+        convert_bert_checkpoint(tmp_path / "src", tmp_path / "a_file")
 
 
 # --- the model's own behaviour ----------------------------------------------------------------------------
@@ -540,3 +594,36 @@ def test_varlen_flash_attention_matches_padded_sdpa_on_gpu(dtype):
         varlen = unpadded(input_ids, attention_mask, token_type_ids).last_hidden_state
     real = attention_mask.bool()
     torch.testing.assert_close(varlen[real], reference[real], atol=2e-2, rtol=2e-2)
+
+
+# --- bad or unusual input (reliability issue) ----------------------------------------------------------------
+
+def test_an_empty_batch_and_a_mask_that_is_not_0_1_are_refused():
+    model = CtxBertModel(tiny_config()).eval()
+    with pytest.raises(ValueError, match=r"the batch is empty \(shape \(0, 5\)\)"):
+        model(torch.zeros(0, 5, dtype=torch.long))
+    input_ids, attention_mask, _ = padded_batch()
+    additive = torch.zeros(attention_mask.shape).masked_fill(attention_mask == 0, float("-inf"))
+    with pytest.raises(ValueError, match="attention_mask must hold 1 for real tokens and 0 for padding; it has 12 "):
+        model(input_ids, attention_mask=additive)
+    with torch.no_grad():  # 0/1 in any dtype reads as the integer mask
+        expected = model(input_ids, attention_mask=attention_mask).last_hidden_state
+        for mask in (attention_mask.float(), attention_mask.bool()):
+            torch.testing.assert_close(model(input_ids, attention_mask=mask).last_hidden_state, expected)
+
+
+def test_the_pooler_reads_the_first_real_token_on_both_paths_with_left_padding():
+    """Left padding: position 0 is padding, where the padded path has a meaningless state and the unpadded
+    path zeros; both pool the first real token ([CLS]) now, so they agree."""
+    model = CtxBertModel(tiny_config()).eval()
+    input_ids, attention_mask, _ = padded_batch()
+    left_mask = attention_mask.flip(1)
+    outputs = {}
+    for unpad in (False, True):
+        model.config.unpad_inputs = unpad
+        with torch.no_grad():
+            outputs[unpad] = model(input_ids, attention_mask=left_mask)
+    torch.testing.assert_close(outputs[True].pooler_output, outputs[False].pooler_output, atol=1e-5, rtol=1e-5)
+    first_real = torch.tensor([0, 4, 8])  # rows with 11, 7 and 3 real tokens, right-aligned
+    hidden = outputs[False].last_hidden_state[torch.arange(3), first_real]
+    torch.testing.assert_close(outputs[False].pooler_output, torch.tanh(model.pooler.dense(hidden)))

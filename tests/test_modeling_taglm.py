@@ -278,3 +278,9 @@ def test_plain_token_classification_pipeline_names_the_word_level_one(bilm_dir):
     tagger = pipeline("token-classification", model=model, tokenizer=ElmoTokenizer.from_pretrained(bilm_dir))
     with pytest.raises(ValueError, match=r"pipeline_class=hf_ctx\.WordTokenClassificationPipeline"):
         tagger("Anna Smith lives in Zagreb")
+
+
+def test_an_empty_batch_is_refused():
+    model = TagLMForTokenClassification(tiny_config())
+    with pytest.raises(ValueError, match=r"batch size 0"):
+        model(input_ids=torch.zeros(0, 3, 50, dtype=torch.long), input_word_ids=torch.zeros(0, 3, dtype=torch.long))

@@ -12,6 +12,9 @@ from unittest import mock
 
 import numpy as np
 import pytest
+
+# Optional dependencies: where they are missing this module is skipped, not a collection error.
+pytest.importorskip("datasets")
 import torch
 from accelerate.commands.config.config_args import load_config_from_file
 from accelerate.commands.launch import _validate_launch_command, launch_command_parser

@@ -9,6 +9,9 @@ import math
 
 import numpy as np
 import pytest
+
+# Optional dependencies: where they are missing this module is skipped, not a collection error.
+pytest.importorskip("datasets")
 import torch
 from datasets import Dataset
 from transformers import BertTokenizer, EvalPrediction

@@ -12,11 +12,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+# Optional dependencies: where they are missing this module is skipped, not a collection error.
+pytest.importorskip("datasets")
+pytest.importorskip("evaluate")
 import torch
 from safetensors.torch import load_file
 from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
-from hf_ctx import CtxBertConfig, CtxBertForPreTraining, train_wordpiece_tokenizer
+from hf_ctx import CtxBertConfig, CtxBertForPreTraining, CtxBertForSequenceClassification, train_wordpiece_tokenizer
 from hf_ctx.data.glue import load_glue
 from hf_ctx.metrics import load_metric
 
@@ -309,3 +313,33 @@ def test_elmo_with_task_word_vectors_learns_with_its_biLM_frozen(setup, tmp_path
     assert after["word_embeddings.weight"].shape == (len(tokenizer.get_vocab()), 8)
     bilm = [name for name in before if name.startswith("elmo.")]
     assert len(bilm) > 10 and all(torch.equal(before[name], after[name]) for name in bilm)
+
+
+def test_a_checkpoint_without_tokenizer_files_or_a_missing_path_is_refused(setup, tmp_path):
+    """transformers 5 gives a 5-token BertTokenizer for a folder without tokenizer files: fine-tuning would read
+    every word as [UNK] and exit 0. The error names the files; a missing folder is said to be missing."""
+    root, _ = setup
+    CtxBertForSequenceClassification(CtxBertConfig.from_pretrained(root / "config")).save_pretrained(tmp_path / "bare")
+    with pytest.raises(ValueError, match=r"no vocabulary, only its 5 special tokens.*tokenizer\.json, vocab\.txt"):
+        run(setup, "cola", "CoLA", tmp_path / "out", "--model_name_or_path", str(tmp_path / "bare"), "--do_eval")
+    with pytest.raises(FileNotFoundError, match=r"--model_name_or_path: .*/no/such/folder does not exist"):
+        run(setup, "cola", "CoLA", tmp_path / "out", "--model_name_or_path", str(tmp_path / "no/such/folder"),
+            "--tokenizer_name", str(root / "tokenizer"), "--do_eval")
+
+
+def test_config_overrides_are_checked(setup, tmp_path):
+    """--config_overrides reach the config through from_pretrained(path, **overrides): checked there too."""
+    with pytest.raises(ValueError, match=r"hidden_dropout_prob must be in \[0, 1\), got 1.5"):
+        run(setup, "cola", "CoLA", tmp_path, "--config_overrides", "hidden_dropout_prob=1.5", "--do_eval")
+    with pytest.raises(ValueError, match=r"hidden_size \(32\) must be divisible by num_attention_heads \(3\)"):
+        run(setup, "cola", "CoLA", tmp_path, "--config_overrides", "num_attention_heads=3", "--do_eval")
+
+
+def test_arguments_that_would_be_ignored_or_meaningless_are_refused(setup, tmp_path):
+    root, _ = setup
+    with pytest.raises(ValueError, match="--max_seq_length must be a positive number, got 0"):
+        run(setup, "cola", "CoLA", tmp_path, "--max_seq_length", "0", "--do_eval")
+    # --model_name_or_path brings its own config: --config_name was silently unused.
+    with pytest.raises(ValueError, match="--model_name_or_path and --config_name cannot be used together"):
+        run(setup, "cola", "CoLA", tmp_path, "--model_name_or_path", str(root / "config"), "--config_name",
+            str(root / "config"), "--do_eval")

@@ -5,6 +5,10 @@ import sys
 from pathlib import Path
 
 import pytest
+
+# Optional dependencies: where they are missing this module is skipped, not a collection error.
+pytest.importorskip("datasets")
+pytest.importorskip("evaluate")
 import torch
 from seqeval.metrics import f1_score
 from transformers import AutoModel, AutoModelForTokenClassification

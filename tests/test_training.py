@@ -4,6 +4,9 @@ import logging
 import warnings
 
 import pytest
+
+# Optional dependencies: where they are missing this module is skipped, not a collection error.
+pytest.importorskip("datasets")
 import transformers
 from datasets import Dataset
 from transformers import BertConfig, TrainingArguments
@@ -156,3 +159,108 @@ def test_match_special_tokens_leaves_the_trainer_nothing_to_align(tmp_path):
     with CaptureLogger(transformers.utils.logging.get_logger("transformers.trainer_utils")) as captured:
         align_special_tokens(model, tokenizer)
     assert "PAD/BOS/EOS" not in captured.out
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    """A tiny run with checkpoints at steps 1 and 2 (model, tokenizer, optimizer, scheduler, RNG, state)."""
+    import numpy as np
+    from tiny_checkpoints import WORDS, bert_sequence_classifier
+    from transformers import TrainingArguments
+
+    from hf_ctx.training import CtxTrainer
+
+    root = tmp_path_factory.mktemp("checkpoints")
+    model, tokenizer = bert_sequence_classifier(root)
+    rng = np.random.default_rng(0)
+    sentences = [" ".join(rng.choice(WORDS, 4)) for _ in range(8)]
+    data = Dataset.from_dict({"text": sentences, "label": [int("cat" in s) for s in sentences]})
+    data = data.map(lambda b: tokenizer(b["text"], padding="max_length", max_length=8), batched=True)
+    args = TrainingArguments(output_dir=str(root / "run"), max_steps=2, per_device_train_batch_size=4, save_steps=1,
+                             report_to=[], use_cpu=True, disable_tqdm=True)
+    trainer = CtxTrainer(model=model, args=args, train_dataset=data.remove_columns("text"),
+                         processing_class=tokenizer)
+    trainer.train()
+    return trainer
+
+
+@pytest.mark.parametrize("removed", ["scheduler.pt", "rng_state.pth", "trainer_state.json", "model.safetensors",
+                                     "tokenizer.json"])
+def test_resuming_from_an_incomplete_checkpoint_names_the_missing_file(checkpoints, tmp_path, removed):
+    """A kill while saving leaves checkpoint-N with files missing; without scheduler.pt or the RNG state the
+    Trainer resumed silently and trained differently, and other files failed with unrelated errors."""
+    import shutil
+
+    from hf_ctx.training import missing_checkpoint_files
+
+    output_dir = tmp_path / "run"
+    shutil.copytree(checkpoints.args.output_dir, output_dir)
+    checkpoint = output_dir / "checkpoint-2"
+    (checkpoint / removed).unlink()
+    checks = checkpoints._checkpoint_checks()
+    assert missing_checkpoint_files(checkpoint, **checks) == [removed]
+    assert missing_checkpoint_files(output_dir / "checkpoint-1", **checks) == []
+    with pytest.raises(ValueError, match=rf"checkpoint-2 is an incomplete checkpoint .*: missing {removed}\."):
+        checkpoints.train(resume_from_checkpoint=str(checkpoint))
+
+
+def test_resuming_from_the_latest_checkpoint_skips_an_incomplete_one(checkpoints, tmp_path, caplog):
+    import dataclasses
+    import shutil
+    from pathlib import Path
+    from unittest import mock
+
+    from transformers import Trainer
+
+    from hf_ctx.training import CtxTrainer, resolve_resume_checkpoint
+
+    output_dir = tmp_path / "run"
+    shutil.copytree(checkpoints.args.output_dir, output_dir)
+    (output_dir / "checkpoint-2" / "optimizer.pt").unlink()
+    checks = checkpoints._checkpoint_checks()
+    with caplog.at_level("WARNING", logger="hf_ctx.training"):
+        for latest in ("latest", True):
+            assert resolve_resume_checkpoint(latest, output_dir, **checks) == str(output_dir / "checkpoint-1")
+    assert "skipping the incomplete checkpoint" in caplog.text and "missing optimizer.pt" in caplog.text
+    (output_dir / "checkpoint-1" / "rng_state.pth").unlink()
+    with pytest.raises(ValueError, match=r"no complete checkpoint-N folder in .* \(found 2 incomplete ones\)"):
+        resolve_resume_checkpoint("latest", output_dir, **checks)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        resolve_resume_checkpoint(output_dir / "checkpoint-7", output_dir, **checks)
+    assert resolve_resume_checkpoint(None, output_dir) is None
+
+    (output_dir / "checkpoint-1" / "rng_state.pth").write_bytes(
+        (Path(checkpoints.args.output_dir) / "checkpoint-1" / "rng_state.pth").read_bytes())
+    # The Trainer itself: resumes from checkpoint-1 and trains step 2 again.
+    trainer = CtxTrainer(model=checkpoints.model, args=dataclasses.replace(checkpoints.args, output_dir=str(output_dir)),
+                         train_dataset=checkpoints.train_dataset, processing_class=checkpoints.processing_class)
+    with mock.patch.object(Trainer, "_load_from_checkpoint", wraps=trainer._load_from_checkpoint) as load:
+        trainer.train(resume_from_checkpoint="latest")
+    assert load.call_args.args[0] == str(output_dir / "checkpoint-1") and trainer.state.global_step == 2
+
+
+def test_gpu_defaults_apply_on_cuda_only_and_never_over_a_given_option():
+    from types import SimpleNamespace
+
+    import torch
+
+    from hf_ctx.training import apply_gpu_defaults
+
+    def arguments(device):
+        return SimpleNamespace(device=torch.device(device), per_device_train_batch_size=8,
+                               per_device_eval_batch_size=8, train_sampling_strategy="random")
+
+    cpu = arguments("cpu")
+    assert apply_gpu_defaults(cpu, [], per_device_train_batch_size=32, group_by_length=True) == {}
+    assert cpu.per_device_train_batch_size == 8 and cpu.train_sampling_strategy == "random"
+
+    gpu = arguments("cuda")
+    gpu.per_device_train_batch_size = 16  # as the parser sets it from the command line below
+    applied = apply_gpu_defaults(gpu, ["--per_device_train_batch_size=16", "--do_train"],
+                                 per_device_train_batch_size=32, per_device_eval_batch_size=32, group_by_length=True)
+    assert applied == {"per_device_eval_batch_size": 32, "train_sampling_strategy": "group_by_length"}
+    assert gpu.per_device_train_batch_size == 16  # the command line's value stays
+    assert (gpu.per_device_eval_batch_size, gpu.train_sampling_strategy) == (32, "group_by_length")
+
+    chosen = arguments("cuda")
+    assert apply_gpu_defaults(chosen, ["--train_sampling_strategy", "random"], group_by_length=True) == {}

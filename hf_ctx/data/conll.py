@@ -22,6 +22,7 @@ from pathlib import Path
 
 from datasets import ClassLabel, Dataset, DatasetDict, Sequence
 
+from ..checks import utf8_lines
 from ..losses import IGNORE_INDEX
 from ..tag_schemes import canonical_scheme, convert_tags, detect_tag_scheme, split_tag
 
@@ -70,8 +71,9 @@ def read_conll(path: str | Path, num_columns: int | None = 4) -> list[dict]:
             sentences.append(sentence)
         current = []
 
-    with path.open(encoding="utf-8") as f:
-        for line_number, line in enumerate(f, start=1):
+    # utf-8-sig: a byte-order mark is not part of the first word.
+    with path.open(encoding="utf-8-sig") as f:
+        for line_number, line in enumerate(utf8_lines(f, path), start=1):
             fields = line.split()
             if not fields:
                 flush()

@@ -25,6 +25,8 @@ from pathlib import Path
 
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
 
+from ..checks import utf8_lines
+
 logger = logging.getLogger(__name__)
 
 HUB_DATASET = "nyu-mll/glue"
@@ -177,7 +179,7 @@ def read_glue_file(path: str | Path, task: str | GlueTask, split: str = "train")
     columns = {name: [] for name in (*task.text_columns, "label", "idx")}
     # Split on "\n" only (a stray "\r" inside a sentence stays text); utf-8-sig drops MRPC's byte-order mark.
     with path.open(encoding="utf-8-sig", newline="\n") as f:
-        lines = (line.rstrip("\n").removesuffix("\r") for line in f)
+        lines = (line.rstrip("\n").removesuffix("\r") for line in utf8_lines(f, path))
         first_row = 1
         if split in task.headerless_splits:
             header = list(task.headerless_columns)

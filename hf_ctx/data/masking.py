@@ -60,6 +60,8 @@ class DataCollatorForPretraining:
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {value}")
+        if self.mlm_probability == 0:
+            raise ValueError("mlm_probability must be above 0: with 0 no token is predicted and the loss means nothing")
         if self.mask_replace_prob + self.random_replace_prob > 1.0:
             raise ValueError(
                 f"mask_replace_prob + random_replace_prob must not exceed 1, got "

@@ -1,0 +1,96 @@
+#!/usr/bin/env python
+"""One markdown table of everything `benchmarks/gpu_checks.sh` measured, read from its output folder.
+
+    python benchmarks/gpu_table.py gpu_results > gpu_results/results.md
+
+Rows: the GPU tests' summary; each BERT run (transformers and hf_ctx tokens/s, the ratio, peak memory) eager and
+compiled; each ELMo LSTM path (tokens/s and speed-up over the AllenNLP-layout reference of the same run); the
+TagLM epoch times. A benchmark that did not run is listed as missing rather than left out.
+"""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+BERT_LINE = re.compile(r"^\s+(eager|compiled)\s+(transformers|hf_ctx)\s+([\d,]+) tokens/s\s+peak (\S+) GiB")
+ELMO_LINE = re.compile(r"^(.+?)\s+([\d,]+)\s+([\d.]+)x\s+(\S+)\s+(\S+)$")
+# The issue's goals, by BERT run and mode (ratio hf_ctx / transformers) and by ELMo path (x AllenNLP's loop).
+BERT_GOALS = {"pretrain": ">= 1.5x", "finetune": ">= 2x", "inference": ">= 1.0x"}
+ELMO_GOALS = {"hf_ctx clipped": ">= 5", "hf_ctx clipped, compiled + CUDA graphs": ">= 5",
+              "hf_ctx no clipping (fused LSTM kernel)": ">= 10"}
+
+
+def bert_rows(out: Path) -> list[str]:
+    rows = []
+    for path in sorted(out.glob("bert_*.txt")):
+        speeds, peaks = {}, {}
+        for line in path.read_text().splitlines():
+            match = BERT_LINE.match(line)
+            if match:
+                mode, name, speed, peak = match.groups()
+                speeds[mode, name] = float(speed.replace(",", ""))
+                peaks[mode, name] = peak
+        run = path.stem.removeprefix("bert_")
+        if not speeds:
+            rows.append(f"| BERT {run} | | | | | not measured (see {path.name}) |")
+            continue
+        goal = BERT_GOALS.get(run.split("_")[0], "")
+        for mode in ("eager", "compiled"):
+            if (mode, "hf_ctx") in speeds and (mode, "transformers") in speeds:
+                reference, ours = speeds[mode, "transformers"], speeds[mode, "hf_ctx"]
+                rows.append(f"| BERT {run}, {mode} | {reference:,.0f} | {ours:,.0f} | **{ours / reference:.2f}x** | "
+                            f"{peaks[mode, 'transformers']} -> {peaks[mode, 'hf_ctx']} GiB | {goal} |")
+    return rows
+
+
+def elmo_rows(out: Path) -> list[str]:
+    rows = []
+    for path in sorted(out.glob("elmo_*.txt")):
+        reference = None
+        found = False
+        for line in path.read_text().splitlines():
+            match = ELMO_LINE.match(line.strip())
+            if not match:
+                if ": not measured" in line:
+                    rows.append(f"| ELMo LSTM ({path.stem}) {line.split(':')[0]} | | | | | not measured |")
+                continue
+            found = True
+            name, speed, speedup = match.group(1).strip(), float(match.group(2).replace(",", "")), match.group(3)
+            if name.startswith("reference"):
+                reference = speed
+                continue
+            goal = ELMO_GOALS.get(name, "")
+            rows.append(f"| ELMo LSTM: {name} | {reference:,.0f} (AllenNLP layout) | {speed:,.0f} | "
+                        f"**{speedup}x** | | {goal} |")
+        if not found:
+            rows.append(f"| ELMo LSTM ({path.stem}) | | | | | not measured (see {path.name}) |")
+    return rows
+
+
+def taglm_rows(out: Path) -> list[str]:
+    rows = []
+    for folder in sorted(out.glob("taglm_*")):
+        results = folder / "train_results.json"
+        if folder.is_dir() and results.is_file():
+            metrics = json.loads(results.read_text())
+            rows.append(f"| TagLM CoNLL epoch, batch {folder.name.removeprefix('taglm_')} | | "
+                        f"{metrics['train_runtime']:.1f} s ({metrics['train_steps_per_second']:.1f} steps/s) | | | |")
+        elif folder.suffix == ".txt" and "missing" in folder.name:
+            rows.append(f"| TagLM CoNLL epoch | | | | | {folder.read_text().strip()} |")
+    return rows
+
+
+def main():
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "gpu_results")
+    gpu = (out / "gpu.txt").read_text().strip().splitlines()[-1] if (out / "gpu.txt").is_file() else "unknown GPU"
+    tests = (out / "gpu_tests.txt").read_text().strip().splitlines()[-1] if (out / "gpu_tests.txt").is_file() else ""
+    print(f"GPU: {gpu}  \nGPU tests: {tests or 'not run'}\n")
+    print("| row | reference (transformers / AllenNLP layout) tok/s | hf_ctx | ratio | peak memory | goal |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for row in bert_rows(out) + elmo_rows(out) + taglm_rows(out):
+        print(row)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""Checks of what a user points hf_ctx at, shared by the converters, the CLI and the examples: local paths that
+must exist, output folders, and tokenizers that must have a real vocabulary.
+
+transformers 5 is lenient in two places where a user wants an error:
+- `AutoTokenizer.from_pretrained` on a folder without tokenizer files returns a tokenizer holding only its special
+  tokens (BERT: 5), which maps every word to `[UNK]`: training on it "works" and learns nothing.
+- `from_pretrained("/a/missing/folder")` reads the path as a Hub id and says "Repo id must be in the form ...".
+"""
+
+import os
+
+from transformers import AutoTokenizer
+
+
+def looks_like_local_path(name_or_path: str | os.PathLike) -> bool:
+    """Whether `name_or_path` is meant as a local path rather than a Hub id ("name" or "owner/name")."""
+    text = os.fspath(name_or_path)
+    return (
+        os.path.isabs(text)
+        or text.startswith((".", "~"))
+        or text.count("/") > 1
+    )
+
+
+def check_local_path(name_or_path: str | os.PathLike, what: str = "checkpoint") -> None:
+    """Raise `FileNotFoundError` when `name_or_path` is a local path (see `looks_like_local_path`) that does not
+    exist, instead of transformers' message about Hub repository ids."""
+    if looks_like_local_path(name_or_path) and not os.path.exists(os.path.expanduser(os.fspath(name_or_path))):
+        raise FileNotFoundError(f"{what}: {os.fspath(name_or_path)} does not exist")
+
+
+# The examples' arguments that name a checkpoint, config or tokenizer: a Hub id or a local path.
+PATH_ARGUMENTS = ("model_name_or_path", "config_name", "tokenizer_name", "bilm_name_or_path")
+
+
+def check_path_arguments(*argument_groups) -> None:
+    """`check_local_path` on each of `PATH_ARGUMENTS` the examples' argument dataclasses set."""
+    for group in argument_groups:
+        for name in PATH_ARGUMENTS:
+            value = getattr(group, name, None)
+            if value is not None:
+                check_local_path(value, f"--{name}")
+
+
+def check_output_dir(out_dir: str | os.PathLike, *, source_dir: str | os.PathLike | None = None) -> None:
+    """Refuse an output folder that is a file, or that is the source folder (writing would overwrite it)."""
+    out_dir = os.fspath(out_dir)
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise ValueError(f"output folder {out_dir} is a file; give a folder (it is created if needed)")
+    if source_dir is not None and os.path.realpath(out_dir) == os.path.realpath(os.fspath(source_dir)):
+        raise ValueError(f"output folder {out_dir} is the source folder; writing there would overwrite the source. "
+                         "Give another output folder")
+
+
+def check_tokenizer_vocabulary(tokenizer, source: str | os.PathLike):
+    """Return `tokenizer` if its vocabulary holds more than its special tokens; else raise `ValueError` naming the
+    vocabulary files missing from `source` (the folder or Hub id it was loaded from).
+
+    Tokenizers that read characters (ELMo's, which says whether it has a word vocabulary) pass: their words need
+    no vocabulary.
+    """
+    if getattr(tokenizer, "has_word_vocabulary", None) is not None:
+        return tokenizer
+    special = set(tokenizer.all_special_tokens)
+    if any(token not in special for token in tokenizer.get_vocab()):
+        return tokenizer
+    source = os.fspath(source)
+    names = sorted(set(getattr(tokenizer, "vocab_files_names", {}).values()) | {"tokenizer.json"})
+    where = (f"none of {', '.join(names)} is in {source}" if os.path.isdir(source)
+             else f"{source} provides none of {', '.join(names)}")
+    raise ValueError(
+        f"the tokenizer loaded from {source} has no vocabulary, only its {len(special)} special tokens, so every word "
+        f"would become {tokenizer.unk_token}: {where}. Point to a folder with the tokenizer files (e.g. "
+        "--tokenizer_name), or train one with `hf-ctx train-tokenizer`"
+    )
+
+
+def load_tokenizer(name_or_path: str | os.PathLike, **kwargs):
+    """`AutoTokenizer.from_pretrained(name_or_path, **kwargs)`, refusing a missing local path and a tokenizer
+    without a real vocabulary (`check_tokenizer_vocabulary`)."""
+    check_local_path(name_or_path, "tokenizer")
+    return check_tokenizer_vocabulary(AutoTokenizer.from_pretrained(name_or_path, **kwargs), name_or_path)
+
+
+def utf8_lines(f, path: str | os.PathLike):
+    """The lines of the open text file `f`; bytes that are not UTF-8 are a ValueError naming `path:line`."""
+    try:
+        yield from f
+    except UnicodeDecodeError as error:
+        raise invalid_utf8_error(path, error) from None
+
+
+def invalid_utf8_error(path: str | os.PathLike, error: UnicodeDecodeError) -> ValueError:
+    """A ValueError naming the file and the line of the first bytes that are not UTF-8 (`error` is what
+    decoding raised, which knows neither)."""
+    with open(path, "rb") as f:
+        for line_number, line in enumerate(f, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as line_error:
+                return ValueError(f"{os.fspath(path)}:{line_number}: not valid UTF-8 ({line_error.reason} at byte "
+                                  f"{line_error.start} of the line); save the file as UTF-8")
+    return ValueError(f"{os.fspath(path)}: not valid UTF-8 ({error}); save the file as UTF-8")
+
+
+def check_positive_arguments(*argument_groups, names=("max_seq_length",)) -> None:
+    """Refuse 0 or a negative value for the examples' size arguments `names` (0 would silently mean "the
+    model's limit" or give empty examples)."""
+    for group in argument_groups:
+        for name in names:
+            value = getattr(group, name, None)
+            if value is not None and value <= 0:
+                raise ValueError(f"--{name} must be a positive number, got {value}")
+
+
+def check_conflicting_arguments(pairs, *argument_groups) -> None:
+    """Refuse two arguments given together when the first makes the script ignore the second (e.g.
+    `--model_name_or_path` loads a finished config, so `--config_name` would be silently unused). `pairs`:
+    (argument, argument it overrides) names of the examples' argument dataclasses, both defaulting to None."""
+    given = {}
+    for group in argument_groups:
+        given.update({name: value for name, value in vars(group).items() if value is not None})
+    for first, second in pairs:
+        if first in given and second in given:
+            raise ValueError(f"--{first} and --{second} cannot be used together: with --{first} the run ignores "
+                             f"--{second}; give one of them")

@@ -1,0 +1,123 @@
+"""The checks of hf_ctx's config values, declared once per config and run on every road a value takes in.
+
+A config lists its fields' checks in `field_checks` (field name -> check, built from the validators below) and
+puts the rules that tie several fields together in one method, `check_fields_together`. [`CheckedConfig`]
+runs them:
+
+- a field's own check on every assignment: in `__init__`, in `from_pretrained(path, field=value)` and
+  `from_dict` (which set overrides one by one), and in plain `config.field = value`;
+- the rules between fields when the config is complete: at the end of `__init__`, of `from_dict` and
+  `from_pretrained` (after the overrides), in `validate()`, which transformers runs when it saves a config,
+  and when one of hf_ctx's models is built from it. (Not on each assignment: changing `hidden_size` and then
+  `num_attention_heads` passes through a state that breaks the rule between them.)
+
+This is the design of transformers 5's own configs (`huggingface_hub.dataclasses.strict`: validators on
+assignment, `validate_*` class validators at init and save), written for configs that keep their explicit
+`__init__` and that travel as remote code. Every failure is a `ValueError` naming the field, the value and what
+is allowed. This module travels with the checkpoints of every config that imports it: it imports only the
+standard library.
+"""
+
+import math
+from collections.abc import Callable, Iterable
+
+# A check takes the field's name and its value, and raises ValueError when the value is not allowed.
+Check = Callable[[str, object], None]
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def positive_int(name: str, value) -> None:
+    if not _is_int(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def non_negative_int(zero_means: str) -> Check:
+    """An integer >= 0, where 0 means `zero_means` (e.g. "no task LSTM")."""
+
+    def check(name: str, value) -> None:
+        if not _is_int(value) or value < 0:
+            raise ValueError(f"{name} must be 0 ({zero_means}) or a positive integer, got {value!r}")
+
+    return check
+
+
+def probability(name: str, value) -> None:
+    """A dropout probability, in [0, 1) (NaN is not)."""
+    if not _is_number(value) or not 0.0 <= value < 1.0:
+        raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+
+
+def positive_number(name: str, value) -> None:
+    """A finite number > 0 (NaN and infinity are not)."""
+    if not _is_number(value) or not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+
+
+def boolean(name: str, value) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be true or false, got {value!r}")
+
+
+def one_of(choices: Iterable) -> Check:
+    choices = tuple(choices)
+
+    def check(name: str, value) -> None:
+        if value not in choices:
+            raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+
+    return check
+
+
+def optional(check: Check, none_means: str) -> Check:
+    """`check`, or None, which means `none_means`."""
+
+    def check_or_none(name: str, value) -> None:
+        if value is None:
+            return
+        try:
+            check(name, value)
+        except ValueError as error:
+            raise ValueError(f"{error} (or None: {none_means})") from None
+
+    return check_or_none
+
+
+class CheckedConfig:
+    """Mix into a config class (before `PreTrainedConfig`) to run its `field_checks` and its
+    `check_fields_together` on every road in (see the module docstring).
+
+    `__init__` assigns every field (so each is checked) and calls `check_fields_together()` at its end.
+    """
+
+    # field name -> check; each config declares its own.
+    field_checks: dict = {}
+
+    def check_fields_together(self) -> None:
+        """The rules between fields; a config overrides this. Raise ValueError naming the fields and values."""
+
+    def __setattr__(self, name, value):
+        check = type(self).field_checks.get(name)
+        if check is not None:
+            check(name, value)
+        super().__setattr__(name, value)
+
+    def validate(self) -> None:
+        """Every field's check, then the rules between fields (and transformers' own checks)."""
+        super().validate()
+        for name, check in type(self).field_checks.items():
+            check(name, getattr(self, name))
+        self.check_fields_together()
+
+    @classmethod
+    def from_dict(cls, config_dict, **kwargs):
+        result = super().from_dict(config_dict, **kwargs)
+        # transformers sets the keyword overrides one by one after `__init__`: check the whole again.
+        (result[0] if isinstance(result, tuple) else result).validate()
+        return result

@@ -1,0 +1,67 @@
+"""The benchmark scripts' own correctness: what they compare must be what they claim to compare."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+from hf_ctx.layers import ProjectedLstm
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def load_benchmark(name):
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.gpu
+def test_elmo_benchmark_compiled_cuda_graph_results_outlive_later_replays():
+    """Issue 16: with mode="reduce-overhead" the first pass's outputs and gradients live in the CUDA graph's
+    memory, and reading them after later replays crashed. The benchmark keeps copies; they must still equal the
+    eager pass after the replays."""
+    bench = load_benchmark("elmo_lstm_speed")
+    torch.manual_seed(0)
+    device = torch.device("cuda")
+    stack = ProjectedLstm(16, 32, 16, num_layers=2, cell_clip=3.0, proj_clip=3.0).to(device).eval()
+    x = torch.randn(4, 6, 16, device=device)
+    mask = torch.ones(4, 6, dtype=torch.bool, device=device)
+    grad = torch.randn(4, 6, 32, device=device)
+    eager = bench.forward_backward(lambda s, i, m: s(i, m), stack, x, mask, grad, keep=True)
+    run = bench.compiled_runner(stack, "reduce-overhead")
+    kept = bench.forward_backward(run, stack, x, mask, grad, keep=True)
+    for _ in range(3):  # replays that reuse the graph's memory
+        bench.forward_backward(run, stack, x, mask, grad)
+    assert bench.largest_difference(kept[0], eager[0]) < 1e-4
+    assert bench.largest_difference([kept[1], *kept[2]], [eager[1], *eager[2]]) < 1e-3
+
+
+def test_elmo_benchmark_runs_on_cpu_and_gpu_table_reads_the_outputs(capsys, monkeypatch, tmp_path):
+    """The benchmark's CPU fallback runs end to end at a tiny size and its paths agree with the reference; the
+    table of `gpu_checks.sh` reads its output and bert_speed's."""
+    bench = load_benchmark("elmo_lstm_speed")
+    monkeypatch.setattr("sys.argv", ["elmo_lstm_speed.py", "--device", "cpu", "--batch_size", "2", "--steps", "3",
+                                     "--cell_size", "8", "--projection_size", "4", "--repeats", "1", "--no_compile"])
+    bench.main()
+    printed = capsys.readouterr().out
+    rows = [line.split() for line in printed.splitlines() if line.startswith("hf_ctx")]
+    assert len(rows) == 2  # clipped and unclipped
+    for row in rows:
+        assert float(row[-2]) < 1e-5 and float(row[-1]) < 1e-4  # output and gradient differences
+
+    (tmp_path / "elmo_fp32.txt").write_text(printed)
+    (tmp_path / "bert_pretrain_b32_s512.txt").write_text(  # bert_speed.py's lines
+        "  eager    transformers       269,459 tokens/s   peak 12.70 GiB\n"
+        "  eager    hf_ctx             351,752 tokens/s   peak 8.22 GiB\n")
+    (tmp_path / "bert_finetune_b32.txt").write_text("Traceback ...\n")
+    table = load_benchmark("gpu_table")
+    monkeypatch.setattr("sys.argv", ["gpu_table.py", str(tmp_path)])
+    table.main()
+    lines = capsys.readouterr().out.splitlines()
+    assert "| BERT pretrain_b32_s512, eager | 269,459 | 351,752 | **1.31x** | 12.70 -> 8.22 GiB | >= 1.5x |" in lines
+    assert any(line.startswith("| BERT finetune_b32 |") and "not measured" in line for line in lines)
+    elmo = [line for line in lines if line.startswith("| ELMo LSTM: hf_ctx")]
+    assert len(elmo) == 2 and all("AllenNLP layout" in line for line in elmo)
