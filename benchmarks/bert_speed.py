@@ -35,8 +35,13 @@ VOCAB_SIZE = 30522
 
 def build_pair(mode, preset, attn_implementation, device, dtype, fast_paths=True, attention_dropout=0.1):
     """A transformers model and the hf_ctx model holding the same weights."""
-    config = BertConfig(vocab_size=VOCAB_SIZE, attn_implementation=attn_implementation, num_labels=2,
-                        attention_probs_dropout_prob=attention_dropout, **BERT_PRESETS[preset])
+    config = BertConfig(
+        vocab_size=VOCAB_SIZE,
+        attn_implementation=attn_implementation,
+        num_labels=2,
+        attention_probs_dropout_prob=attention_dropout,
+        **BERT_PRESETS[preset],
+    )
     reference_class, ours_class = {
         "inference": (transformers.BertModel, CtxBertModel),
         "pretrain": (transformers.BertForPreTraining, CtxBertForPreTraining),
@@ -59,8 +64,11 @@ def synthetic_batches(mode, batch, seq, count, device):
     batches = []
     for _ in range(count):
         input_ids = torch.randint(5, VOCAB_SIZE, (batch, seq), generator=generator)
-        inputs = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids),
-                  "token_type_ids": (torch.arange(seq) >= seq // 2).long().expand(batch, -1).contiguous()}
+        inputs = {
+            "input_ids": input_ids,
+            "attention_mask": torch.ones_like(input_ids),
+            "token_type_ids": (torch.arange(seq) >= seq // 2).long().expand(batch, -1).contiguous(),
+        }
         if mode == "pretrain":
             labels = torch.full_like(input_ids, -100)
             masked = torch.rand(batch, seq, generator=generator) < 0.15
@@ -88,9 +96,12 @@ def sst2_batches(glue_dir, batch, count, device, with_labels=True, bucket=False,
     order = list(range(len(rows)))
     if bucket:
         mega = 50 * batch
-        order = [i for start in range(0, len(order), mega)
-                 for i in sorted(order[start:start + mega], key=lambda i: -lengths[i])]
-    chunks = [order[start:start + batch] for start in range(0, len(order), batch)]
+        order = [
+            i
+            for start in range(0, len(order), mega)
+            for i in sorted(order[start : start + mega], key=lambda i: -lengths[i])
+        ]
+    chunks = [order[start : start + batch] for start in range(0, len(order), batch)]
     if bucket:
         chunks = [chunks[i] for i in torch.randperm(len(chunks), generator=generator).tolist()]
     batches = []
@@ -161,39 +172,70 @@ def main():
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=3, help="alternate the two models this many times")
     parser.add_argument("--attn_implementation", default="sdpa")
-    parser.add_argument("--data", choices=["synthetic", "sst2"], default=None,
-                        help="synthetic full-length batches or SST-2 sentences (default: sst2 for finetune)")
+    parser.add_argument(
+        "--data",
+        choices=["synthetic", "sst2"],
+        default=None,
+        help="synthetic full-length batches or SST-2 sentences (default: sst2 for finetune)",
+    )
     parser.add_argument("--plain", action="store_true", help="hf_ctx without sparse_prediction and unpad_inputs")
-    parser.add_argument("--attention_dropout", type=float, default=0.1,
-                        help="both models (BERT's 0.1; 0 lets training use flash kernels: varlen for hf_ctx)")
+    parser.add_argument(
+        "--attention_dropout",
+        type=float,
+        default=0.1,
+        help="both models (BERT's 0.1; 0 lets training use flash kernels: varlen for hf_ctx)",
+    )
     parser.add_argument("--compile", action="store_true", help="also measure both under torch.compile")
-    parser.add_argument("--bucket", action="store_true",
-                        help="sst2: length-grouped batches (the examples' GPU default, group_by_length)")
-    parser.add_argument("--pad_to_multiple_of", type=int, default=None,
-                        help="sst2: round each batch's length up to a multiple of this (the examples: 8 on GPU)")
+    parser.add_argument(
+        "--bucket",
+        action="store_true",
+        help="sst2: length-grouped batches (the examples' GPU default, group_by_length)",
+    )
+    parser.add_argument(
+        "--pad_to_multiple_of",
+        type=int,
+        default=None,
+        help="sst2: round each batch's length up to a multiple of this (the examples: 8 on GPU)",
+    )
     parser.add_argument("--glue_dir", default=str(Path(__file__).resolve().parents[1].parent / "shared/data/glue"))
     args = parser.parse_args()
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
     torch.manual_seed(0)
 
-    reference, ours = build_pair(args.mode, args.preset, args.attn_implementation, args.device, dtype,
-                                 fast_paths=not args.plain, attention_dropout=args.attention_dropout)
+    reference, ours = build_pair(
+        args.mode,
+        args.preset,
+        args.attn_implementation,
+        args.device,
+        dtype,
+        fast_paths=not args.plain,
+        attention_dropout=args.attention_dropout,
+    )
     count = args.warmup + args.steps
     data = args.data or ("sst2" if args.mode == "finetune" else "synthetic")
     if args.mode == "pretrain" and data == "sst2":
         parser.error("--mode pretrain runs on synthetic full-length batches (as packed pretraining data is)")
     if data == "sst2":
-        batches = sst2_batches(args.glue_dir, args.batch, count, args.device, with_labels=args.mode == "finetune",
-                               bucket=args.bucket, pad_to_multiple_of=args.pad_to_multiple_of)
+        batches = sst2_batches(
+            args.glue_dir,
+            args.batch,
+            count,
+            args.device,
+            with_labels=args.mode == "finetune",
+            bucket=args.bucket,
+            pad_to_multiple_of=args.pad_to_multiple_of,
+        )
     else:
         batches = synthetic_batches(args.mode, args.batch, args.seq, count, args.device)
-    tokens = real_tokens(batches[args.warmup:])
-    print(f"mode={args.mode} device={args.device} dtype={args.dtype} preset={args.preset} batch={args.batch} "
-          f"seq={args.seq if data == 'synthetic' else 'SST-2'}{' bucketed' if args.bucket else ''}"
-          f"{f' pad_to={args.pad_to_multiple_of}' if args.pad_to_multiple_of else ''} attn={args.attn_implementation} "
-          f"hf_ctx fast paths={'off' if args.plain else 'on'} attention dropout={args.attention_dropout} "
-          f"torch={torch.__version__} transformers={transformers.__version__}")
-    for compiled in ([False, True] if args.compile else [False]):
+    tokens = real_tokens(batches[args.warmup :])
+    print(
+        f"mode={args.mode} device={args.device} dtype={args.dtype} preset={args.preset} batch={args.batch} "
+        f"seq={args.seq if data == 'synthetic' else 'SST-2'}{' bucketed' if args.bucket else ''}"
+        f"{f' pad_to={args.pad_to_multiple_of}' if args.pad_to_multiple_of else ''} attn={args.attn_implementation} "
+        f"hf_ctx fast paths={'off' if args.plain else 'on'} attention dropout={args.attention_dropout} "
+        f"torch={torch.__version__} transformers={transformers.__version__}"
+    )
+    for compiled in [False, True] if args.compile else [False]:
         results = {"transformers": [], "hf_ctx": []}
         peaks = {}
         for _ in range(args.repeats):  # alternate, so drift in machine speed hits both alike

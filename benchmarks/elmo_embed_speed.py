@@ -66,15 +66,19 @@ def main():
     sentences = read_text(args.text, args.words)
     vocabulary = sorted({word for sentence in sentences for word in sentence})
     order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]), reverse=True)
-    batches = [[sentences[i] for i in order[start : start + args.batch_size]]
-               for start in range(0, len(order), args.batch_size)]
+    batches = [
+        [sentences[i] for i in order[start : start + args.batch_size]]
+        for start in range(0, len(order), args.batch_size)
+    ]
     if args.sample_batches and args.sample_batches < len(batches):
         step = len(batches) / args.sample_batches
         batches = [batches[int(k * step)] for k in range(args.sample_batches)]
     n_words = sum(len(sentence) for batch in batches for sentence in batch)
-    print(f"text: {sum(map(len, sentences))} words, {len(sentences)} sentences, {len(vocabulary)} distinct words; "
-          f"timing {len(batches)} batches of up to {args.batch_size} sentences ({n_words} words); "
-          f"{torch.get_num_threads()} threads")
+    print(
+        f"text: {sum(map(len, sentences))} words, {len(sentences)} sentences, {len(vocabulary)} distinct words; "
+        f"timing {len(batches)} batches of up to {args.batch_size} sentences ({n_words} words); "
+        f"{torch.get_num_threads()} threads"
+    )
 
     for size in args.sizes:
         torch.manual_seed(0)
@@ -90,19 +94,24 @@ def main():
         largest_difference = largest_value = 0.0
         for index, batch in enumerate(batches):
             results = {}
-            for cached in ((False, True) if index % 2 == 0 else (True, False)):
+            for cached in (False, True) if index % 2 == 0 else (True, False):
                 model.token_cache_keys, model.token_cache_char_ids, model.token_cache_embeddings = (
-                    cache if cached else (None, None, None))
+                    cache if cached else (None, None, None)
+                )
                 start = time.perf_counter()
                 results[cached] = embedder.embed_batch(batch, every_layer)
                 seconds[cached] += time.perf_counter() - start
-            largest_difference = max(largest_difference, max(
-                float(abs(a - b).max()) for a, b in zip(results[False], results[True])))
+            largest_difference = max(
+                largest_difference, max(float(abs(a - b).max()) for a, b in zip(results[False], results[True]))
+            )
             largest_value = max(largest_value, max(float(abs(a).max()) for a in results[False]))
         plain, cached = n_words / seconds[False], n_words / seconds[True]
-        print(f"{size:>8}: without cache {plain:8.0f} words/s | with cache {cached:8.0f} words/s | "
-              f"ratio {cached / plain:.2f}x | cache of {len(vocabulary)} words built in {build:.1f} s | "
-              f"largest difference {largest_difference:.1e} (largest |value| {largest_value:.1f})", flush=True)
+        print(
+            f"{size:>8}: without cache {plain:8.0f} words/s | with cache {cached:8.0f} words/s | "
+            f"ratio {cached / plain:.2f}x | cache of {len(vocabulary)} words built in {build:.1f} s | "
+            f"largest difference {largest_difference:.1e} (largest |value| {largest_value:.1f})",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

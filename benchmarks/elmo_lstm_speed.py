@@ -130,8 +130,12 @@ def main():
     parser.add_argument("--repeats", type=int, default=None, help="timed passes (default 20 on GPU, 3 on CPU)")
     parser.add_argument("--no_compile", action="store_true", help="skip the torch.compile variant")
     parser.add_argument("--tf32", action="store_true", help="allow TF32 matmuls on GPU (both sides)")
-    parser.add_argument("--autocast", choices=["bf16", "fp16"], default=None,
-                        help="run the hf_ctx variants under torch.autocast (the reference stays fp32)")
+    parser.add_argument(
+        "--autocast",
+        choices=["bf16", "fp16"],
+        default=None,
+        help="run the hf_ctx variants under torch.autocast (the reference stays fp32)",
+    )
     args = parser.parse_args()
 
     device = torch.device(args.device)
@@ -144,9 +148,11 @@ def main():
         torch.backends.cuda.matmul.allow_tf32 = args.tf32
         torch.backends.cudnn.allow_tf32 = args.tf32
     name = torch.cuda.get_device_name(device) if gpu else f"CPU, {torch.get_num_threads()} threads"
-    print(f"device: {name}; batch {batch} x {args.steps} steps, {args.layers} layers, cell {cell}, projection "
-          f"{projection}, fp32{' (TF32 on)' if args.tf32 else ''}"
-          f"{f' (hf_ctx under {args.autocast} autocast)' if args.autocast else ''}, forward + backward")
+    print(
+        f"device: {name}; batch {batch} x {args.steps} steps, {args.layers} layers, cell {cell}, projection "
+        f"{projection}, fp32{' (TF32 on)' if args.tf32 else ''}"
+        f"{f' (hf_ctx under {args.autocast} autocast)' if args.autocast else ''}, forward + backward"
+    )
 
     torch.manual_seed(0)
     x = torch.randn(batch, args.steps, projection, device=device)
@@ -184,8 +190,12 @@ def main():
         variants = [(name, under_autocast(ours))]
         if clip is not None and not args.no_compile:
             mode = "reduce-overhead" if gpu else None
-            variants.append((f"hf_ctx {label}, compiled" + (" + CUDA graphs" if gpu else "") + suffix,
-                             under_autocast(compiled_runner(stack, mode))))
+            variants.append(
+                (
+                    f"hf_ctx {label}, compiled" + (" + CUDA graphs" if gpu else "") + suffix,
+                    under_autocast(compiled_runner(stack, mode)),
+                )
+            )
         for variant, run in variants:
             try:
                 got = forward_backward(run, stack, x, mask, grad, keep=True)
@@ -199,8 +209,9 @@ def main():
 
     print(f"{'':60s} {'tokens/s':>12s} {'speed-up':>9s} {'max |out diff|':>15s} {'max |grad diff|':>16s}")
     for variant, seconds, baseline, output_diff, grad_diff in rows:
-        print(f"{variant:60s} {tokens / seconds:12,.0f} {baseline / seconds:8.2f}x {output_diff:15.2e} "
-              f"{grad_diff:16.2e}")
+        print(
+            f"{variant:60s} {tokens / seconds:12,.0f} {baseline / seconds:8.2f}x {output_diff:15.2e} {grad_diff:16.2e}"
+        )
 
 
 if __name__ == "__main__":

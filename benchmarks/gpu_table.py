@@ -17,8 +17,11 @@ BERT_LINE = re.compile(r"^\s+(eager|compiled)\s+(transformers|hf_ctx)\s+([\d,]+)
 ELMO_LINE = re.compile(r"^(.+?)\s+([\d,]+)\s+([\d.]+)x\s+(\S+)\s+(\S+)$")
 # The issue's goals, by BERT run and mode (ratio hf_ctx / transformers) and by ELMo path (x AllenNLP's loop).
 BERT_GOALS = {"pretrain": ">= 1.5x", "finetune": ">= 2x", "inference": ">= 1.0x"}
-ELMO_GOALS = {"hf_ctx clipped": ">= 5", "hf_ctx clipped, compiled + CUDA graphs": ">= 5",
-              "hf_ctx no clipping (fused LSTM kernel)": ">= 10"}
+ELMO_GOALS = {
+    "hf_ctx clipped": ">= 5",
+    "hf_ctx clipped, compiled + CUDA graphs": ">= 5",
+    "hf_ctx no clipping (fused LSTM kernel)": ">= 10",
+}
 
 
 def bert_rows(out: Path) -> list[str]:
@@ -39,8 +42,10 @@ def bert_rows(out: Path) -> list[str]:
         for mode in ("eager", "compiled"):
             if (mode, "hf_ctx") in speeds and (mode, "transformers") in speeds:
                 reference, ours = speeds[mode, "transformers"], speeds[mode, "hf_ctx"]
-                rows.append(f"| BERT {run}, {mode} | {reference:,.0f} | {ours:,.0f} | **{ours / reference:.2f}x** | "
-                            f"{peaks[mode, 'transformers']} -> {peaks[mode, 'hf_ctx']} GiB | {goal} |")
+                rows.append(
+                    f"| BERT {run}, {mode} | {reference:,.0f} | {ours:,.0f} | **{ours / reference:.2f}x** | "
+                    f"{peaks[mode, 'transformers']} -> {peaks[mode, 'hf_ctx']} GiB | {goal} |"
+                )
     return rows
 
 
@@ -61,8 +66,10 @@ def elmo_rows(out: Path) -> list[str]:
                 reference = speed
                 continue
             goal = ELMO_GOALS.get(name, "")
-            rows.append(f"| ELMo LSTM: {name} | {reference:,.0f} (AllenNLP layout) | {speed:,.0f} | "
-                        f"**{speedup}x** | | {goal} |")
+            rows.append(
+                f"| ELMo LSTM: {name} | {reference:,.0f} (AllenNLP layout) | {speed:,.0f} | "
+                f"**{speedup}x** | | {goal} |"
+            )
         if not found:
             rows.append(f"| ELMo LSTM ({path.stem}) | | | | | not measured (see {path.name}) |")
     return rows
@@ -74,8 +81,10 @@ def taglm_rows(out: Path) -> list[str]:
         results = folder / "train_results.json"
         if folder.is_dir() and results.is_file():
             metrics = json.loads(results.read_text())
-            rows.append(f"| TagLM CoNLL epoch, batch {folder.name.removeprefix('taglm_')} | | "
-                        f"{metrics['train_runtime']:.1f} s ({metrics['train_steps_per_second']:.1f} steps/s) | | | |")
+            rows.append(
+                f"| TagLM CoNLL epoch, batch {folder.name.removeprefix('taglm_')} | | "
+                f"{metrics['train_runtime']:.1f} s ({metrics['train_steps_per_second']:.1f} steps/s) | | | |"
+            )
         elif folder.suffix == ".txt" and "missing" in folder.name:
             rows.append(f"| TagLM CoNLL epoch | | | | | {folder.read_text().strip()} |")
     return rows

@@ -55,11 +55,45 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 
 
 # ATen ops that only make a view (or do nothing) and so launch no kernel on a GPU.
-VIEW_OPS = {"aten::" + name for name in (
-    "view", "_unsafe_view", "reshape", "as_strided", "unsqueeze", "squeeze", "select", "slice", "narrow", "t",
-    "transpose", "permute", "expand", "detach", "alias", "unbind", "split", "split_with_sizes", "chunk", "lift_fresh",
-    "_reshape_alias", "numpy_T", "contiguous", "resolve_conj", "resolve_neg", "is_nonzero", "item",
-    "_local_scalar_dense", "empty", "empty_like", "empty_strided", "result_type", "to", "_to_copy_if_needed")}
+VIEW_OPS = {
+    "aten::" + name
+    for name in (
+        "view",
+        "_unsafe_view",
+        "reshape",
+        "as_strided",
+        "unsqueeze",
+        "squeeze",
+        "select",
+        "slice",
+        "narrow",
+        "t",
+        "transpose",
+        "permute",
+        "expand",
+        "detach",
+        "alias",
+        "unbind",
+        "split",
+        "split_with_sizes",
+        "chunk",
+        "lift_fresh",
+        "_reshape_alias",
+        "numpy_T",
+        "contiguous",
+        "resolve_conj",
+        "resolve_neg",
+        "is_nonzero",
+        "item",
+        "_local_scalar_dense",
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "result_type",
+        "to",
+        "_to_copy_if_needed",
+    )
+}
 
 
 def count_ops(step) -> tuple[int, int, int]:
@@ -70,8 +104,11 @@ def count_ops(step) -> tuple[int, int, int]:
         step()
     events = [e for e in prof.events() if e.name.startswith("aten::")]
     top = [e for e in events if e.cpu_parent is None or not e.cpu_parent.name.startswith("aten::")]
-    leaves = [e for e in events if e.name not in VIEW_OPS
-              and not any(child.name.startswith("aten::") for child in e.cpu_children)]
+    leaves = [
+        e
+        for e in events
+        if e.name not in VIEW_OPS and not any(child.name.startswith("aten::") for child in e.cpu_children)
+    ]
     return len(top), len(leaves), len(events)
 
 
@@ -98,8 +135,9 @@ def bert_rows(preset: str, batch: int, seq: int, repeats: int):
     rows = []
     generator = torch.Generator().manual_seed(0)
     for mode in ("pretrain", "finetune"):
-        config = transformers.BertConfig(vocab_size=30522, num_labels=2, attn_implementation="sdpa",
-                                         **BERT_PRESETS[preset])
+        config = transformers.BertConfig(
+            vocab_size=30522, num_labels=2, attn_implementation="sdpa", **BERT_PRESETS[preset]
+        )
         reference_class, ours_class = {
             "pretrain": (transformers.BertForPreTraining, CtxBertForPreTraining),
             "finetune": (transformers.BertForSequenceClassification, CtxBertForSequenceClassification),
@@ -117,13 +155,20 @@ def bert_rows(preset: str, batch: int, seq: int, repeats: int):
             labels = torch.full_like(input_ids, -100)
             masked = torch.rand(batch, seq, generator=generator) < 0.15
             labels[masked] = input_ids[masked]
-            inputs = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels,
-                      "next_sentence_label": torch.randint(0, 2, (batch,), generator=generator)}
+            inputs = {
+                "input_ids": input_ids,
+                "attention_mask": attention_mask,
+                "labels": labels,
+                "next_sentence_label": torch.randint(0, 2, (batch,), generator=generator),
+            }
         else:  # sentence lengths spread over the batch, as dynamic padding gives
             lengths = torch.linspace(seq // 4, seq, batch).long()
             attention_mask = (torch.arange(seq)[None] < lengths[:, None]).long()
-            inputs = {"input_ids": input_ids * attention_mask, "attention_mask": attention_mask,
-                      "labels": torch.randint(0, 2, (batch,), generator=generator)}
+            inputs = {
+                "input_ids": input_ids * attention_mask,
+                "attention_mask": attention_mask,
+                "labels": torch.randint(0, 2, (batch,), generator=generator),
+            }
         label = f"BERT {preset} {mode} {batch}x{seq}"
         for name, model in (("transformers", reference), ("hf_ctx", ours)):
             step = training_step(model, inputs)
@@ -156,9 +201,12 @@ def taglm_model():
     lengths = torch.linspace(5, words, batch).long()
     mask = torch.arange(words)[None] < lengths[:, None]
     input_ids = torch.randint(1, 262, (batch, words, 50), generator=generator) * mask[..., None]
-    return model, {"input_ids": input_ids, "attention_mask": mask.long(),
-                   "input_word_ids": torch.randint(1, 5000, (batch, words), generator=generator) * mask,
-                   "labels": torch.randint(0, len(labels), (batch, words), generator=generator)}
+    return model, {
+        "input_ids": input_ids,
+        "attention_mask": mask.long(),
+        "input_word_ids": torch.randint(1, 5000, (batch, words), generator=generator) * mask,
+        "labels": torch.randint(0, len(labels), (batch, words), generator=generator),
+    }
 
 
 class CrfStep(torch.nn.Module):
@@ -170,27 +218,33 @@ class CrfStep(torch.nn.Module):
 
     def forward(self, emissions, tags, mask):
         # As TagLM does: the logits are the max-marginals, the loss is the CRF's alone.
-        return SimpleNamespace(loss=-self.crf(emissions, tags, mask).mean(),
-                               logits=self.crf.max_marginals(emissions, mask))
+        return SimpleNamespace(
+            loss=-self.crf(emissions, tags, mask).mean(), logits=self.crf.max_marginals(emissions, mask)
+        )
 
 
 def crf_model():
     labels = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-MISC", "I-MISC"]
-    model = CrfStep(crf_module.ConditionalRandomField(
-        len(labels), crf_module.allowed_transitions("BIO", dict(enumerate(labels)))))
+    model = CrfStep(
+        crf_module.ConditionalRandomField(len(labels), crf_module.allowed_transitions("BIO", dict(enumerate(labels))))
+    )
     generator = torch.Generator().manual_seed(0)
     batch, words = 32, 30
     lengths = torch.linspace(5, words, batch).long()
     mask = torch.arange(words)[None] < lengths[:, None]
     emissions = torch.randn(batch, words, len(labels), generator=generator).requires_grad_()
-    return model, {"emissions": emissions, "tags": torch.randint(0, len(labels), (batch, words), generator=generator),
-                   "mask": mask}
+    return model, {
+        "emissions": emissions,
+        "tags": torch.randint(0, len(labels), (batch, words), generator=generator),
+        "mask": mask,
+    }
 
 
 def module_from_revision(revision: str, path: str, name: str):
     """Load `path` (a module that imports only torch) as it is at git `revision`."""
-    source = subprocess.run(["git", "-C", str(REPOSITORY), "show", f"{revision}:{path}"], check=True,
-                            capture_output=True, text=True).stdout
+    source = subprocess.run(
+        ["git", "-C", str(REPOSITORY), "show", f"{revision}:{path}"], check=True, capture_output=True, text=True
+    ).stdout
     folder = Path(tempfile.mkdtemp())
     (folder / f"{name}.py").write_text(source)
     spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
@@ -219,19 +273,25 @@ def main():
     parser.add_argument("--skip_bert", action="store_true")
     args = parser.parse_args()
     torch.manual_seed(0)
-    print(f"torch {torch.__version__}, transformers {transformers.__version__}, {torch.get_num_threads()} threads; "
-          f"ops and seconds per forward + backward step (median of {args.repeats})")
+    print(
+        f"torch {torch.__version__}, transformers {transformers.__version__}, {torch.get_num_threads()} threads; "
+        f"ops and seconds per forward + backward step (median of {args.repeats})"
+    )
 
     rows = [] if args.skip_bert else bert_rows(args.preset, args.batch, args.seq, args.repeats)
     ratios = []
     baseline = None
     if args.baseline:
-        baseline = (module_from_revision(args.baseline, "hf_ctx/layers.py", "baseline_layers"),
-                    module_from_revision(args.baseline, "hf_ctx/crf.py", "baseline_crf"))
+        baseline = (
+            module_from_revision(args.baseline, "hf_ctx/layers.py", "baseline_layers"),
+            module_from_revision(args.baseline, "hf_ctx/crf.py", "baseline_crf"),
+        )
     current = (layers_module, crf_module)
-    for label, build in (("ELMo biLM 16x20 (LSTM 512/128, clipped)", elmo_model),
-                         ("TagLM 8x30 (CRF, 9 BIO tags)", taglm_model),
-                         ("CRF alone 32x30 (loss + max-marginals)", crf_model)):
+    for label, build in (
+        ("ELMo biLM 16x20 (LSTM 512/128, clipped)", elmo_model),
+        ("TagLM 8x30 (CRF, 9 BIO tags)", taglm_model),
+        ("CRF alone 32x30 (loss + max-marginals)", crf_model),
+    ):
         model, batch = build()
         step = training_step(model, batch)
         step()
@@ -251,9 +311,14 @@ def main():
         swap_classes(model, baseline, current)
         for name in (args.baseline, "current"):
             rows.append((f"{label}, {name}", *counts[name], statistics.median(seconds[name])))
-        ratios.append((label, counts[args.baseline][0] / counts["current"][0],
-                       counts[args.baseline][1] / counts["current"][1],
-                       statistics.median(seconds[args.baseline]) / statistics.median(seconds["current"])))
+        ratios.append(
+            (
+                label,
+                counts[args.baseline][0] / counts["current"][0],
+                counts[args.baseline][1] / counts["current"][1],
+                statistics.median(seconds[args.baseline]) / statistics.median(seconds["current"]),
+            )
+        )
 
     print(f"{'':58s} {'top-level':>10s} {'kernels':>8s} {'all ops':>8s} {'ms/step':>9s}")
     for label, top, kernels, total, secs in rows:
@@ -261,11 +326,15 @@ def main():
     for index in range(0, len(rows) if not args.skip_bert else 0, 2):
         if rows[index][0].startswith("BERT"):
             (_, ref_top, ref_kernels, _, ref_secs), (label, top, kernels, _, secs) = rows[index], rows[index + 1]
-            print(f"{label.rsplit(',', 1)[0]}: hf_ctx/transformers top-level ops {top / ref_top:.2f}, kernels "
-                  f"{kernels / ref_kernels:.2f}, time {secs / ref_secs:.2f}")
+            print(
+                f"{label.rsplit(',', 1)[0]}: hf_ctx/transformers top-level ops {top / ref_top:.2f}, kernels "
+                f"{kernels / ref_kernels:.2f}, time {secs / ref_secs:.2f}"
+            )
     for label, top_ratio, kernel_ratio, time_ratio in ratios:
-        print(f"{label}: {args.baseline}/current top-level ops {top_ratio:.2f}x, kernels {kernel_ratio:.2f}x, "
-              f"step time {time_ratio:.2f}x")
+        print(
+            f"{label}: {args.baseline}/current top-level ops {top_ratio:.2f}x, kernels {kernel_ratio:.2f}x, "
+            f"step time {time_ratio:.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -67,9 +67,26 @@ class EndToEndArguments:
 
 
 def training_flags(output_dir: Path, epochs: float, learning_rate: float, seed: int) -> list[str]:
-    return ["--output_dir", str(output_dir), "--num_train_epochs", str(epochs), "--learning_rate", str(learning_rate),
-            "--per_device_train_batch_size", "32", "--per_device_eval_batch_size", "64", "--seed", str(seed),
-            "--save_strategy", "no", "--report_to", "none", "--logging_steps", "50"]
+    return [
+        "--output_dir",
+        str(output_dir),
+        "--num_train_epochs",
+        str(epochs),
+        "--learning_rate",
+        str(learning_rate),
+        "--per_device_train_batch_size",
+        "32",
+        "--per_device_eval_batch_size",
+        "64",
+        "--seed",
+        str(seed),
+        "--save_strategy",
+        "no",
+        "--report_to",
+        "none",
+        "--logging_steps",
+        "50",
+    ]
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -77,9 +94,14 @@ def main(argv: list[str] | None = None) -> dict:
     out = Path(args.output_dir)
 
     if args.train_file is None:
-        data = generate_ner_corpus(out / "data", num_train=args.num_train_sentences,
-                                   num_validation=args.num_eval_sentences, num_test=args.num_eval_sentences,
-                                   num_raw=args.num_raw_sentences, seed=args.seed)
+        data = generate_ner_corpus(
+            out / "data",
+            num_train=args.num_train_sentences,
+            num_validation=args.num_eval_sentences,
+            num_test=args.num_eval_sentences,
+            num_raw=args.num_raw_sentences,
+            seed=args.seed,
+        )
         train, validation, test, raw = data["train"], data["validation"], data["test"], [data["raw"]]
         print(f"[1/4] generated a NER corpus in {out / 'data'}")
     else:
@@ -93,39 +115,74 @@ def main(argv: list[str] | None = None) -> dict:
     training_text.parent.mkdir(parents=True, exist_ok=True)
     training_text.write_text("".join(" ".join(s["tokens"]) + "\n" for s in read_conll(train)), encoding="utf-8")
     bilm_dir = out / "bilm"
-    bilm_metrics = pretrain_elmo.main([
-        "--train_file", *map(str, raw), str(training_text), "--validation_split_percentage", "5",
-        "--vocab_min_count", "1", "--config_overrides", args.bilm_config, "--do_train", "--do_eval",
-        *training_flags(bilm_dir, args.bilm_epochs, 3e-3, args.seed),
-    ])
-    print(f"[2/4] biLM pretrained: validation perplexity {bilm_metrics['eval_perplexity']:.2f} "
-          f"(forward {bilm_metrics['eval_forward_perplexity']:.2f}, backward "
-          f"{bilm_metrics['eval_backward_perplexity']:.2f}), saved in {bilm_dir}")
+    bilm_metrics = pretrain_elmo.main(
+        [
+            "--train_file",
+            *map(str, raw),
+            str(training_text),
+            "--validation_split_percentage",
+            "5",
+            "--vocab_min_count",
+            "1",
+            "--config_overrides",
+            args.bilm_config,
+            "--do_train",
+            "--do_eval",
+            *training_flags(bilm_dir, args.bilm_epochs, 3e-3, args.seed),
+        ]
+    )
+    print(
+        f"[2/4] biLM pretrained: validation perplexity {bilm_metrics['eval_perplexity']:.2f} "
+        f"(forward {bilm_metrics['eval_forward_perplexity']:.2f}, backward "
+        f"{bilm_metrics['eval_backward_perplexity']:.2f}), saved in {bilm_dir}"
+    )
 
     tagger_dir = out / "tagger"
     data_flags = ["--train_file", str(train), "--validation_file", str(validation)]
     if test:
         data_flags += ["--test_file", str(test), "--do_predict"]
-    metrics = run_ner.main([
-        "--model_type", "taglm", "--bilm_name_or_path", str(bilm_dir), *data_flags, "--do_train", "--do_eval",
-        *training_flags(tagger_dir, args.tagger_epochs, 1e-2, args.seed),
-    ])
-    per_type = ", ".join(f"{k[5:-3]} {v:.3f}" for k, v in sorted(metrics.items()) if k.endswith("_f1") and
-                         k.startswith("eval_") and k != "eval_f1")
-    print(f"[3/4] TagLM validation entity F1 {metrics['eval_f1']:.4f} (precision {metrics['eval_precision']:.4f}, "
-          f"recall {metrics['eval_recall']:.4f}; {per_type}), saved in {tagger_dir}")
+    metrics = run_ner.main(
+        [
+            "--model_type",
+            "taglm",
+            "--bilm_name_or_path",
+            str(bilm_dir),
+            *data_flags,
+            "--do_train",
+            "--do_eval",
+            *training_flags(tagger_dir, args.tagger_epochs, 1e-2, args.seed),
+        ]
+    )
+    per_type = ", ".join(
+        f"{k[5:-3]} {v:.3f}"
+        for k, v in sorted(metrics.items())
+        if k.endswith("_f1") and k.startswith("eval_") and k != "eval_f1"
+    )
+    print(
+        f"[3/4] TagLM validation entity F1 {metrics['eval_f1']:.4f} (precision {metrics['eval_precision']:.4f}, "
+        f"recall {metrics['eval_recall']:.4f}; {per_type}), saved in {tagger_dir}"
+    )
 
     config = AutoConfig.from_pretrained(tagger_dir)
     model = AutoModelForTokenClassification.from_pretrained(tagger_dir)
     tokenizer = AutoTokenizer.from_pretrained(tagger_dir)
-    tagger = pipeline("token-classification", model=model, tokenizer=tokenizer,
-                      pipeline_class=WordTokenClassificationPipeline, aggregation_strategy="simple")
+    tagger = pipeline(
+        "token-classification",
+        model=model,
+        tokenizer=tokenizer,
+        pipeline_class=WordTokenClassificationPipeline,
+        aggregation_strategy="simple",
+    )
     entities = tagger(args.sentence)
-    print(f"[4/4] reloaded {type(config).__name__} / {type(model).__name__} / {type(tokenizer).__name__}; "
-          f'pipeline("token-classification") on "{args.sentence}":')
+    print(
+        f"[4/4] reloaded {type(config).__name__} / {type(model).__name__} / {type(tokenizer).__name__}; "
+        f'pipeline("token-classification") on "{args.sentence}":'
+    )
     for entity in entities:
-        print(f"    {entity['entity_group']:5} {entity['word']!r} (characters {entity['start']}-{entity['end']}, "
-              f"score {entity['score']:.2f})")
+        print(
+            f"    {entity['entity_group']:5} {entity['word']!r} (characters {entity['start']}-{entity['end']}, "
+            f"score {entity['score']:.2f})"
+        )
     return {"bilm": bilm_metrics, "tagger": metrics, "entities": entities}
 
 

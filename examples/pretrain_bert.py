@@ -56,6 +56,7 @@ from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
     CtxTrainer,
+    TextCorpusArguments,
     evaluation_data,
     first_examples,
     hold_out_validation,
@@ -63,7 +64,6 @@ from hf_ctx.training import (
     parse_config_overrides,
     resolve_resume_checkpoint,
     shuffled_stream,
-    streaming_field,
     train_and_evaluate,
     training_data_name,
     unpad_inputs_field,
@@ -98,8 +98,10 @@ class ModelArguments:
     lowercase: bool = field(default=True, metadata={"help": "lower-case (uncased BERT) the tokenizer trained here"})
     tokenizer_train_samples: int | None = field(
         default=None,
-        metadata={"help": "train the tokenizer on this many training documents drawn at random with --seed (default: "
-                          "all of them; needed with --streaming)"},
+        metadata={
+            "help": "train the tokenizer on this many training documents drawn at random with --seed (default: "
+            "all of them; needed with --streaming)"
+        },
     )
     sparse_prediction: bool = field(
         default=True, metadata={"help": "run the MLM decoder only on masked tokens (same loss, less compute)"}
@@ -108,23 +110,7 @@ class ModelArguments:
 
 
 @dataclass
-class DataArguments:
-    train_file: list[str] | None = field(
-        default=None, metadata={"help": "training text files or glob patterns (plain or .gz), e.g. 'wiki/*.txt.gz'"}
-    )
-    validation_file: list[str] | None = field(
-        default=None, metadata={"help": "validation text files or glob patterns (plain or .gz)"}
-    )
-    streaming: bool = streaming_field()
-    dataset_name: str | None = field(
-        default=None, metadata={"help": "a `datasets` dataset (Hub name or local folder), one document a row"}
-    )
-    dataset_config_name: str | None = field(default=None, metadata={"help": "its configuration"})
-    text_column: str = field(default="text", metadata={"help": "the dataset's text column"})
-    cache_dir: str | None = field(default=None, metadata={"help": "where `datasets` caches (default: its own cache)"})
-    validation_split_percentage: float = field(
-        default=5.0, metadata={"help": "without a validation split, hold out this share of the training documents"}
-    )
+class DataArguments(TextCorpusArguments):
     document_boundary: str = field(
         default="blank_line", metadata={"help": f"for text files, one of {DOCUMENT_BOUNDARIES}"}
     )
@@ -133,27 +119,30 @@ class DataArguments:
     )
     split_sentences: bool = field(
         default=False,
-        metadata={"help": "cut lines into sentences after . ! ? first (text with a paragraph a line: sentence-sized "
-                          "NSP segments)"},
+        metadata={
+            "help": "cut lines into sentences after . ! ? first (text with a paragraph a line: sentence-sized "
+            "NSP segments)"
+        },
     )
     max_seq_length: int = field(default=128, metadata={"help": "tokens per example, special tokens included"})
     short_seq_probability: float = field(default=0.1, metadata={"help": "BERT's share of shorter pair targets"})
     mlm_probability: float = field(default=0.15, metadata={"help": "share of tokens to predict"})
     whole_word_mask: bool = field(default=False, metadata={"help": "mask whole words rather than WordPiece tokens"})
-    pad_to_multiple_of: int | None = field(default=None, metadata={"help": "pad batches to a multiple of this"})
-    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "processes for data preparation"})
-    max_train_samples: int | None = field(default=None, metadata={"help": "keep only the first N training examples"})
-    max_eval_samples: int | None = field(default=None, metadata={"help": "keep only the first N validation examples"})
 
 
 def load_documents(data_args: DataArguments, seed: int, num_proc: int | None = None):
     """(training documents, validation documents or None, text column), one document a row. With --streaming the
     training documents are a `datasets.IterableDataset` read as training goes; validation data stays cached."""
     if data_args.dataset_name is not None:
-        raw = load_dataset(data_args.dataset_name, data_args.dataset_config_name, cache_dir=data_args.cache_dir,
-                           streaming=data_args.streaming)
+        raw = load_dataset(
+            data_args.dataset_name,
+            data_args.dataset_config_name,
+            cache_dir=data_args.cache_dir,
+            streaming=data_args.streaming,
+        )
         train, validation, text_column = raw["train"], raw.get("validation"), data_args.text_column
     elif data_args.train_file:
+
         def read(files, streaming=False):
             return load_text_documents(files, data_args.document_boundary, data_args.cache_dir, streaming, num_proc)
 
@@ -162,10 +151,15 @@ def load_documents(data_args: DataArguments, seed: int, num_proc: int | None = N
     else:
         raise ValueError("give --train_file or --dataset_name")
     if not data_args.streaming:  # a stream has no rows to hold out: validation data must be given
-        one_document = (". A text file without blank lines is one document: if each line is a document, pass "
-                        "--document_boundary line" if data_args.document_boundary == "blank_line" else "")
-        train, validation = hold_out_validation(train, validation, data_args.validation_split_percentage, seed,
-                                                hint=one_document)
+        one_document = (
+            ". A text file without blank lines is one document: if each line is a document, pass "
+            "--document_boundary line"
+            if data_args.document_boundary == "blank_line"
+            else ""
+        )
+        train, validation = hold_out_validation(
+            train, validation, data_args.validation_split_percentage, seed, hint=one_document
+        )
     return train, validation, text_column
 
 
@@ -192,8 +186,12 @@ def load_or_train_tokenizer(model_args, training_args, train_documents, text_col
 def build_model(model_args, tokenizer):
     if model_args.model_name_or_path is not None:
         return AutoModelForPreTraining.from_pretrained(model_args.model_name_or_path)
-    fields = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id,
-              "sparse_prediction": model_args.sparse_prediction, "unpad_inputs": model_args.unpad_inputs}
+    fields = {
+        "vocab_size": len(tokenizer),
+        "pad_token_id": tokenizer.pad_token_id,
+        "sparse_prediction": model_args.sparse_prediction,
+        "unpad_inputs": model_args.unpad_inputs,
+    }
     fields.update(parse_config_overrides(model_args.config_overrides))
     if model_args.config_name is not None:
         config = CtxBertConfig.from_dict({**CtxBertConfig.from_pretrained(model_args.config_name).to_dict(), **fields})
@@ -269,8 +267,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             f"({model.config.max_position_embeddings})"
         )
     config = model.config
-    logger.info(f"model: {model.num_parameters():,} parameters, {config.num_hidden_layers} layers of "
-                f"{config.hidden_size} (config.json has the rest)")
+    logger.info(
+        f"model: {model.num_parameters():,} parameters, {config.num_hidden_layers} layers of "
+        f"{config.hidden_size} (config.json has the rest)"
+    )
 
     collator = DataCollatorForPretraining(
         tokenizer,
@@ -327,8 +327,13 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             dataset_name=training_data_name(data_args.dataset_name, data_args.train_file),
             dataset_id=data_args.dataset_name,
             dataset_config=data_args.dataset_config_name,
-            **evaluation_data(data_args.dataset_name, data_args.validation_file, data_args.train_file,
-                              validation_documents, data_args.validation_split_percentage),
+            **evaluation_data(
+                data_args.dataset_name,
+                data_args.validation_file,
+                data_args.train_file,
+                validation_documents,
+                data_args.validation_split_percentage,
+            ),
             eval_metrics={"validation": eval_metrics} if eval_metrics else None,
             base_model=model_args.model_name_or_path,
             hyperparameters=card_hyperparameters(model_args, data_args, tokenizer),

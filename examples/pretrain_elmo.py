@@ -53,13 +53,13 @@ from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
     CtxTrainer,
+    TextCorpusArguments,
     evaluation_data,
     first_examples,
     hold_out_validation,
     parse_args_and_set_up,
     parse_config_overrides,
     shuffled_stream,
-    streaming_field,
     train_and_evaluate,
     training_data_name,
 )
@@ -88,46 +88,36 @@ class ModelArguments:
     vocab_min_count: int = field(default=3, metadata={"help": "keep training words seen at least this often"})
     vocab_max_size: int | None = field(default=None, metadata={"help": "at most this many words (specials included)"})
     num_sampled: int = field(
-        default=0, metadata={"help": "0: full softmax; N: sampled softmax over N words while training (original: 8192)"}
+        default=0,
+        metadata={"help": "0: full softmax; N: sampled softmax over N words while training (original: 8192)"},
     )
 
 
 @dataclass
-class DataArguments:
-    train_file: list[str] | None = field(
-        default=None, metadata={"help": "training text files or glob patterns (plain or .gz), e.g. 'wiki/*.txt.gz'"}
-    )
-    validation_file: list[str] | None = field(
-        default=None, metadata={"help": "validation text files or glob patterns (plain or .gz)"}
-    )
-    streaming: bool = streaming_field()
-    dataset_name: str | None = field(default=None, metadata={"help": "a `datasets` dataset (Hub name or folder)"})
-    dataset_config_name: str | None = field(default=None, metadata={"help": "its configuration"})
-    text_column: str = field(default="text", metadata={"help": "the dataset's text column"})
-    cache_dir: str | None = field(default=None, metadata={"help": "where `datasets` caches"})
-    validation_split_percentage: float = field(
-        default=5.0, metadata={"help": "without validation data, hold out this share of the training lines"}
-    )
+class DataArguments(TextCorpusArguments):
     max_words: int = field(default=50, metadata={"help": "longest sentence; longer ones are cut into pieces"})
     split_sentences: bool = field(default=True, metadata={"help": "split lines after . ! ? (else one line = one)"})
-    pad_to_multiple_of: int | None = field(default=None, metadata={"help": "pad batches to a multiple of this"})
-    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "processes for data preparation"})
-    max_train_samples: int | None = field(default=None, metadata={"help": "keep the first N training sentences"})
-    max_eval_samples: int | None = field(default=None, metadata={"help": "keep the first N validation sentences"})
 
 
 def load_lines(data_args: DataArguments, seed: int):
     """(training lines, validation lines or None), column `text_column`. With --streaming the training lines are a
     `datasets.IterableDataset` read as training goes; validation data stays cached."""
     if data_args.dataset_name is not None:
-        raw = load_dataset(data_args.dataset_name, data_args.dataset_config_name, cache_dir=data_args.cache_dir,
-                           streaming=data_args.streaming)
+        raw = load_dataset(
+            data_args.dataset_name,
+            data_args.dataset_config_name,
+            cache_dir=data_args.cache_dir,
+            streaming=data_args.streaming,
+        )
         train, validation = raw["train"], raw.get("validation")
     elif data_args.train_file:
         num_proc = data_args.preprocessing_num_workers
         train = load_text_lines(data_args.train_file, data_args.cache_dir, data_args.streaming, num_proc)
-        validation = load_text_lines(data_args.validation_file, data_args.cache_dir, num_proc=num_proc) \
-            if data_args.validation_file else None
+        validation = (
+            load_text_lines(data_args.validation_file, data_args.cache_dir, num_proc=num_proc)
+            if data_args.validation_file
+            else None
+        )
         data_args.text_column = "text"
     else:
         raise ValueError("give --train_file or --dataset_name")
@@ -137,8 +127,13 @@ def load_lines(data_args: DataArguments, seed: int):
 
 
 def sentences(lines, data_args: DataArguments, limit: int | None):
-    dataset = split_into_sentences(lines, data_args.max_words, data_args.text_column, data_args.split_sentences,
-                                   num_proc=data_args.preprocessing_num_workers)
+    dataset = split_into_sentences(
+        lines,
+        data_args.max_words,
+        data_args.text_column,
+        data_args.split_sentences,
+        num_proc=data_args.preprocessing_num_workers,
+    )
     return first_examples(dataset, limit)
 
 
@@ -149,8 +144,9 @@ def build_model_and_tokenizer(model_args: ModelArguments, train_sentences):
     if model_args.tokenizer_name is not None:
         tokenizer = load_tokenizer(model_args.tokenizer_name)
     else:
-        vocabulary = build_vocabulary(count_words(train_sentences), model_args.vocab_min_count,
-                                      model_args.vocab_max_size)
+        vocabulary = build_vocabulary(
+            count_words(train_sentences), model_args.vocab_min_count, model_args.vocab_max_size
+        )
         tokenizer = ElmoTokenizer(vocab=vocabulary)
     overrides = parse_config_overrides(model_args.config_overrides)
     overrides.setdefault("char_cnn", {}).setdefault("max_characters_per_token", tokenizer.max_characters_per_token)
@@ -176,18 +172,22 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     train_lines, validation_lines = load_lines(data_args, training_args.seed)
     if training_args.do_eval and validation_lines is None:
-        raise ValueError("--do_eval needs validation data: --validation_file, a validation split, or "
-                         "--validation_split_percentage")
+        raise ValueError(
+            "--do_eval needs validation data: --validation_file, a validation split, or --validation_split_percentage"
+        )
     with training_args.main_process_first(desc="splitting sentences"):
         train_sentences = sentences(train_lines, data_args, data_args.max_train_samples)
-        eval_sentences = sentences(validation_lines, data_args, data_args.max_eval_samples) if training_args.do_eval \
-            else None
+        eval_sentences = (
+            sentences(validation_lines, data_args, data_args.max_eval_samples) if training_args.do_eval else None
+        )
     model, tokenizer = build_model_and_tokenizer(model_args, train_sentences)
     if data_args.streaming and training_args.do_train:
         train_sentences = shuffled_stream(train_sentences, training_args)
     lstm = model.config.lstm
-    logger.info(f"biLM: {model.num_parameters():,} parameters, {tokenizer.vocab_size:,} words, {lstm['n_layers']} "
-                f"LSTM layers of {lstm['dim']} cells projected to {lstm['projection_dim']} (config.json has the rest)")
+    logger.info(
+        f"biLM: {model.num_parameters():,} parameters, {tokenizer.vocab_size:,} words, {lstm['n_layers']} "
+        f"LSTM layers of {lstm['dim']} cells projected to {lstm['projection_dim']} (config.json has the rest)"
+    )
 
     # The examples keep their words (the collator encodes them), and the word ids are the labels.
     training_args.remove_unused_columns = False
@@ -207,12 +207,25 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     metrics, eval_metrics = train_and_evaluate(trainer)
     if training_args.do_train:
         dataset_name = training_data_name(data_args.dataset_name, data_args.train_file)
-        finish_run(trainer, "elmo", dataset_name=dataset_name, dataset_id=data_args.dataset_name,
-                   **evaluation_data(data_args.dataset_name, data_args.validation_file, data_args.train_file,
-                                     validation_lines, data_args.validation_split_percentage),
-                   eval_metrics={"validation": eval_metrics} if eval_metrics else None,
-                   hyperparameters={"vocab_min_count": model_args.vocab_min_count, "max_words": data_args.max_words,
-                                    "num_sampled": model_args.num_sampled})
+        finish_run(
+            trainer,
+            "elmo",
+            dataset_name=dataset_name,
+            dataset_id=data_args.dataset_name,
+            **evaluation_data(
+                data_args.dataset_name,
+                data_args.validation_file,
+                data_args.train_file,
+                validation_lines,
+                data_args.validation_split_percentage,
+            ),
+            eval_metrics={"validation": eval_metrics} if eval_metrics else None,
+            hyperparameters={
+                "vocab_min_count": model_args.vocab_min_count,
+                "max_words": data_args.max_words,
+                "num_sampled": model_args.num_sampled,
+            },
+        )
     return metrics
 
 

@@ -84,18 +84,22 @@ class ModelArguments:
         default=None, metadata={"help": "an hf_ctx checkpoint folder to fine-tune (e.g. a pretrained BERT)"}
     )
     model_type: str | None = field(
-        default=None, metadata={"help": f"without --model_name_or_path: start from random weights, one of {list(MODEL_TYPES)}"}
+        default=None,
+        metadata={"help": f"without --model_name_or_path: start from random weights, one of {list(MODEL_TYPES)}"},
     )
     config_name: str | None = field(
         default=None,
-        metadata={"help": "with --model_type: a config.json or checkpoint folder, or a size preset: BERT's "
-                          f"{list(BERT_PRESETS)}, ELMo's {list(ELMO_PRESETS)}"},
+        metadata={
+            "help": "with --model_type: a config.json or checkpoint folder, or a size preset: BERT's "
+            f"{list(BERT_PRESETS)}, ELMo's {list(ELMO_PRESETS)}"
+        },
     )
     tokenizer_name: str | None = field(default=None, metadata={"help": "tokenizer folder (default: the checkpoint's)"})
     config_overrides: str | None = field(
         default=None,
-        metadata={"help": CONFIG_OVERRIDES_HELP + "; e.g. classifier_dropout=0.2 or, for ELMo, "
-                          "task_word_embedding_size=256"},
+        metadata={
+            "help": CONFIG_OVERRIDES_HELP + "; e.g. classifier_dropout=0.2 or, for ELMo, task_word_embedding_size=256"
+        },
     )
     cache_dir: str | None = field(default=None, metadata={"help": "where Hub downloads are cached"})
     unpad_inputs: bool = unpad_inputs_field()
@@ -108,23 +112,29 @@ class DataArguments:
         default=None, metadata={"help": "the task's glue_data folder (e.g. glue_data/MRPC) or glue_data itself"}
     )
     dataset_name: str = field(
-        default=HUB_DATASET, metadata={"help": "without --data_dir: the Hub dataset with GLUE's configurations and columns"}
+        default=HUB_DATASET,
+        metadata={"help": "without --data_dir: the Hub dataset with GLUE's configurations and columns"},
     )
     max_seq_length: int = field(
         default=128, metadata={"help": "longest input in tokens (BERT) or words (ELMo); longer ones are truncated"}
     )
     max_train_samples: int | None = field(default=None, metadata={"help": "use only the first N training examples"})
-    max_eval_samples: int | None = field(default=None, metadata={"help": "use only the first N examples of each dev set"})
+    max_eval_samples: int | None = field(
+        default=None, metadata={"help": "use only the first N examples of each dev set"}
+    )
     max_predict_samples: int | None = field(default=None, metadata={"help": "predict only the first N test examples"})
     preprocessing_num_workers: int | None = field(default=None, metadata={"help": "processes for tokenization"})
     pad_to_multiple_of: int | None = field(
-        default=None, metadata={"help": "pad each batch to a multiple of this many tokens (default: 8 on a GPU or "
-                                        "in half precision, else none; 64 gives a compiled model fewer shapes)"}
+        default=None,
+        metadata={
+            "help": "pad each batch to a multiple of this many tokens (default: 8 on a GPU or "
+            "in half precision, else none; 64 gives a compiled model fewer shapes)"
+        },
     )
 
 
 def eval_prefix(split: str) -> str:
-    """"validation" -> "eval"; MNLI's "validation_matched" -> "eval_matched"."""
+    """ "validation" -> "eval"; MNLI's "validation_matched" -> "eval_matched"."""
     return "eval" + split.removeprefix("validation")
 
 
@@ -171,12 +181,17 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     task = glue_task(data_args.task_name)
     raw = load_glue(task, data_args.data_dir, data_args.dataset_name, cache_dir=model_args.cache_dir)
-    for wanted, splits in [(training_args.do_train, ["train"]), (training_args.do_eval, task.validation_splits),
-                           (training_args.do_predict, task.test_splits)]:
+    for wanted, splits in [
+        (training_args.do_train, ["train"]),
+        (training_args.do_eval, task.validation_splits),
+        (training_args.do_predict, task.test_splits),
+    ]:
         missing = [s for s in splits if wanted and s not in raw]
         if missing:
-            raise ValueError(f"{task.name} from {data_args.data_dir or data_args.dataset_name} has no {missing} split "
-                             f"(files {[task.split_files[s] for s in missing]}); it has {list(raw)}")
+            raise ValueError(
+                f"{task.name} from {data_args.data_dir or data_args.dataset_name} has no {missing} split "
+                f"(files {[task.split_files[s] for s in missing]}); it has {list(raw)}"
+            )
 
     tokenizer_source = model_args.tokenizer_name or model_args.model_name_or_path
     if tokenizer_source is not None:
@@ -190,13 +205,16 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if family == "bert":
         model.config.unpad_inputs = model_args.unpad_inputs
     if family == "bert" and data_args.max_seq_length > model.config.max_position_embeddings:
-        raise ValueError(f"--max_seq_length {data_args.max_seq_length} exceeds the model's "
-                         f"max_position_embeddings ({model.config.max_position_embeddings})")
+        raise ValueError(
+            f"--max_seq_length {data_args.max_seq_length} exceeds the model's "
+            f"max_position_embeddings ({model.config.max_position_embeddings})"
+        )
     if family == "bert" and len(tokenizer) > model.config.vocab_size:
         raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but the model only {model.config.vocab_size}")
     if family == "elmo" and not isinstance(tokenizer, ElmoTokenizer):
-        raise ValueError(f"an ELMo model reads ElmoTokenizer's character ids; {tokenizer_source} holds a "
-                         f"{type(tokenizer).__name__}")
+        raise ValueError(
+            f"an ELMo model reads ElmoTokenizer's character ids; {tokenizer_source} holds a {type(tokenizer).__name__}"
+        )
     logger.info(f"{task.name}: {type(model).__name__} with {model.num_parameters():,} parameters")
 
     def limit(split: str) -> int | None:
@@ -239,8 +257,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             logits = logits[0] if isinstance(logits, tuple) else logits
             predictions = logits.squeeze(-1) if task.is_regression else logits.argmax(-1)
             if trainer.is_world_process_zero():
-                path = write_glue_predictions(Path(training_args.output_dir) / task.submission_files[split], task,
-                                              test_set["idx"], predictions)
+                path = write_glue_predictions(
+                    Path(training_args.output_dir) / task.submission_files[split], task, test_set["idx"], predictions
+                )
                 logger.info(f"wrote {len(predictions)} {split} predictions to {path}")
     if training_args.do_train:
         finite = {k: v for k, v in eval_metrics.items() if not isinstance(v, float) or math.isfinite(v)}
@@ -252,11 +271,14 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             dataset_name=f"GLUE {task.folder}",
             dataset_id=HUB_DATASET,
             dataset_config=task.name,
-            training_data=f"the {task.folder} training set" + (f" (first {len(encoded['train']):,} examples)"
-                                                             if data_args.max_train_samples else ""),
+            training_data=f"the {task.folder} training set"
+            + (f" (first {len(encoded['train']):,} examples)" if data_args.max_train_samples else ""),
             # Evaluated on the task's dev set: its files (--data_dir) or the Hub dataset's validation split(s).
-            eval_dataset_name=(f"GLUE {task.folder} " + ", ".join(task.split_files[s] for s in task.validation_splits)
-                               if data_args.data_dir else data_args.dataset_name),
+            eval_dataset_name=(
+                f"GLUE {task.folder} " + ", ".join(task.split_files[s] for s in task.validation_splits)
+                if data_args.data_dir
+                else data_args.dataset_name
+            ),
             eval_dataset_id=None if data_args.data_dir else data_args.dataset_name,
             eval_metrics={"validation": finite} if finite else None,
             base_model=model_args.model_name_or_path,

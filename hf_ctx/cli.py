@@ -22,8 +22,11 @@ def _add_convert_bert(subparsers):
     p = subparsers.add_parser("convert-bert", help="convert a transformers BERT checkpoint folder to hf_ctx")
     p.add_argument("src_dir", help="folder with config.json, weights and tokenizer files of a transformers BERT")
     p.add_argument("out_dir", help="where to write the hf_ctx checkpoint")
-    p.add_argument("--weights_only", action="store_true",
-                   help="convert the model alone (the source has no tokenizer files); a tokenizer in out_dir stays")
+    p.add_argument(
+        "--weights_only",
+        action="store_true",
+        help="convert the model alone (the source has no tokenizer files); a tokenizer in out_dir stays",
+    )
 
     def run(args):
         from .convert_bert import convert_bert_checkpoint
@@ -36,23 +39,42 @@ def _add_convert_bert(subparsers):
 
 def _add_train_tokenizer(subparsers):
     p = subparsers.add_parser(
-        "train-tokenizer", help="train a WordPiece tokenizer from raw text files",
+        "train-tokenizer",
+        help="train a WordPiece tokenizer from raw text files",
         description="Train a BERT WordPiece tokenizer (transformers' BertTokenizer) from raw text files and save it "
-                    "with save_pretrained.",
+        "with save_pretrained.",
     )
     p.add_argument("files", nargs="+", help="raw text files, one sentence or paragraph a line")
     p.add_argument("--output_dir", required=True, help="where to save the tokenizer files")
-    p.add_argument("--vocab_size", type=int, default=8000,
-                   help="vocabulary size, special tokens included (the corpus' whole alphabet is kept, so the "
-                        "result may be a little larger; default %(default)s)")
-    p.add_argument("--min_frequency", type=int, default=2, help="least number of occurrences of a merged piece (default %(default)s)")
-    p.add_argument("--lowercase", dest="lowercase", action="store_true", default=True,
-                   help="lower-case the text and strip accents (uncased BERT; the default)")
+    p.add_argument(
+        "--vocab_size",
+        type=int,
+        default=8000,
+        help="vocabulary size, special tokens included (the corpus' whole alphabet is kept, so the "
+        "result may be a little larger; default %(default)s)",
+    )
+    p.add_argument(
+        "--min_frequency",
+        type=int,
+        default=2,
+        help="least number of occurrences of a merged piece (default %(default)s)",
+    )
+    p.add_argument(
+        "--lowercase",
+        dest="lowercase",
+        action="store_true",
+        default=True,
+        help="lower-case the text and strip accents (uncased BERT; the default)",
+    )
     p.add_argument("--no_lowercase", dest="lowercase", action="store_false", help="keep case and accents (cased BERT)")
     p.add_argument("--cased", dest="lowercase", action=_DeprecatedCased, nargs=0, help=argparse.SUPPRESS)
-    p.add_argument("--model_max_length", type=int, default=512,
-                   help="longest input, in tokens, the tokenizer allows: the model's max_position_embeddings "
-                        "(default %(default)s)")
+    p.add_argument(
+        "--model_max_length",
+        type=int,
+        default=512,
+        help="longest input, in tokens, the tokenizer allows: the model's max_position_embeddings "
+        "(default %(default)s)",
+    )
 
     def run(args):
         from .checks import check_output_dir
@@ -90,28 +112,46 @@ def _add_convert_elmo(subparsers):
 
 def _add_embed(subparsers):
     p = subparsers.add_parser(
-        "embed", help="write the ELMo vectors of a text file (one sentence a line) to HDF5, as AllenNLP's elmo command",
+        "embed",
+        help="write the ELMo vectors of a text file (one sentence a line) to HDF5, as AllenNLP's elmo command",
         description="Write the ELMo vectors of every line of INPUT_FILE (one whitespace-tokenised sentence a line) "
-                    "to OUTPUT_FILE in AllenNLP's layout: a dataset per line index (\"0\", \"1\", ...) of shape "
-                    "(layers, words, 2P) with --all, (words, 2P) otherwise, and a sentence_to_index JSON dataset. "
-                    "An existing OUTPUT_FILE is extended (lines already there are skipped) unless --overwrite.")
+        'to OUTPUT_FILE in AllenNLP\'s layout: a dataset per line index ("0", "1", ...) of shape '
+        "(layers, words, 2P) with --all, (words, 2P) otherwise, and a sentence_to_index JSON dataset. "
+        "An existing OUTPUT_FILE is extended (lines already there are skipped) unless --overwrite.",
+    )
     p.add_argument("model", help="an ELMo checkpoint folder (hf-ctx convert-elmo, pretrain_elmo.py)")
     p.add_argument("input_file", help="text file, one whitespace-tokenised sentence a line, no empty lines")
     p.add_argument("output_file", help="the HDF5 file to write (or to extend)")
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--all", dest="output", action="store_const", const="all",
-                       help="every layer: (layers, words, 2P) per sentence (the default)")
+    which.add_argument(
+        "--all",
+        dest="output",
+        action="store_const",
+        const="all",
+        help="every layer: (layers, words, 2P) per sentence (the default)",
+    )
     which.add_argument("--top", dest="output", action="store_const", const="top", help="the top biLSTM layer")
-    which.add_argument("--average", dest="output", action="store_const", const="average",
-                       help="the average of the layers")
-    which.add_argument("--scalar_mix_weights", metavar="W0,W1,W2",
-                       help="the layers summed with these weights (one per layer, used as given)")
+    which.add_argument(
+        "--average", dest="output", action="store_const", const="average", help="the average of the layers"
+    )
+    which.add_argument(
+        "--scalar_mix_weights",
+        metavar="W0,W1,W2",
+        help="the layers summed with these weights (one per layer, used as given)",
+    )
     p.add_argument("--batch_size", type=int, default=64, help="sentences per batch (sorted by length first)")
     p.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: the GPU when there is one)")
-    p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"],
-                   help="the dtype the model computes in (vectors are written as float32)")
-    p.add_argument("--vocab_file", help="words (one a line, e.g. bilm-tf's vocab.txt) whose token layer is "
-                                        "computed once and looked up: faster, same vectors")
+    p.add_argument(
+        "--dtype",
+        default="float32",
+        choices=["float32", "float16", "bfloat16"],
+        help="the dtype the model computes in (vectors are written as float32)",
+    )
+    p.add_argument(
+        "--vocab_file",
+        help="words (one a line, e.g. bilm-tf's vocab.txt) whose token layer is "
+        "computed once and looked up: faster, same vectors",
+    )
     p.add_argument("--overwrite", action="store_true", help="replace OUTPUT_FILE instead of extending it")
     p.add_argument("--no_progress", action="store_true", help="no progress bar")
     p.set_defaults(output="all")
@@ -123,11 +163,19 @@ def _add_embed(subparsers):
         embedder = ElmoEmbedder(args.model, device=args.device, dtype=args.dtype)
         if args.vocab_file:
             print(f"cached the token layer of {embedder.cache_vocabulary(args.vocab_file)} words", file=sys.stderr)
-        done = embedder.embed_file(args.input_file, args.output_file, output=args.output, scalar_mix_weights=weights,
-                                   batch_size=args.batch_size, overwrite=args.overwrite,
-                                   progress=not args.no_progress)
-        print(f"wrote {done['embedded']} sentences ({done['words']} words) to {args.output_file}"
-              + (f"; {done['kept']} were already there" if done["kept"] else ""))
+        done = embedder.embed_file(
+            args.input_file,
+            args.output_file,
+            output=args.output,
+            scalar_mix_weights=weights,
+            batch_size=args.batch_size,
+            overwrite=args.overwrite,
+            progress=not args.no_progress,
+        )
+        print(
+            f"wrote {done['embedded']} sentences ({done['words']} words) to {args.output_file}"
+            + (f"; {done['kept']} were already there" if done["kept"] else "")
+        )
 
     p.set_defaults(func=run)
 
@@ -136,8 +184,11 @@ class _DeprecatedCased(argparse.Action):
     """`--cased`, the old spelling of `--no_lowercase`: still accepted, with a warning."""
 
     def __call__(self, parser, namespace, values, option_string=None):
-        warnings.warn("--cased is deprecated; use --no_lowercase (the spelling of examples/pretrain_bert.py)",
-                      FutureWarning, stacklevel=2)
+        warnings.warn(
+            "--cased is deprecated; use --no_lowercase (the spelling of examples/pretrain_bert.py)",
+            FutureWarning,
+            stacklevel=2,
+        )
         setattr(namespace, self.dest, False)
 
 
@@ -163,8 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
     for add in _SUBCOMMANDS:
         add(subparsers)
     for subparser in subparsers.choices.values():  # `hf-ctx COMMAND ... --debug` works too
-        subparser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                               help="show the full traceback of an error")
+        subparser.add_argument(
+            "--debug", action="store_true", default=argparse.SUPPRESS, help="show the full traceback of an error"
+        )
     return parser
 
 

@@ -109,8 +109,15 @@ class CtxBertConfig(CheckedConfig, PreTrainedConfig):
     # Each field's own check, run on every assignment (see `configuration_checks`).
     field_checks = {
         **dict.fromkeys(
-            ["vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-             "max_position_embeddings", "type_vocab_size"],
+            [
+                "vocab_size",
+                "hidden_size",
+                "num_hidden_layers",
+                "num_attention_heads",
+                "intermediate_size",
+                "max_position_embeddings",
+                "type_vocab_size",
+            ],
             positive_int,
         ),
         "hidden_act": one_of(sorted(ACT2FN)),
@@ -127,8 +134,10 @@ class CtxBertConfig(CheckedConfig, PreTrainedConfig):
 
     def check_fields_together(self) -> None:
         if self.hidden_size % self.num_attention_heads != 0:
-            raise ValueError(f"hidden_size ({self.hidden_size}) must be divisible by num_attention_heads "
-                             f"({self.num_attention_heads})")
+            raise ValueError(
+                f"hidden_size ({self.hidden_size}) must be divisible by num_attention_heads "
+                f"({self.num_attention_heads})"
+            )
         if self.position_embedding_type == "sinusoidal" and self.hidden_size % 2 != 0:
             raise ValueError(f"sinusoidal positions need an even hidden_size, got {self.hidden_size}")
         if self.pad_token_id is not None and not (

@@ -36,9 +36,18 @@ DEFAULT_LSTM = {
 # The published English models (allennlp.org/elmo), named as their files are. All use the 2048-filter character
 # CNN above and clip cells and projections at 3; they differ in LSTM size, projection size and highway layers.
 ELMO_PRESETS = {
-    "original": {"char_cnn": {"n_highway": 2}, "lstm": {"dim": 4096, "projection_dim": 512}},  # 2x4096_512_2048cnn_2xhighway
-    "medium": {"char_cnn": {"n_highway": 1}, "lstm": {"dim": 2048, "projection_dim": 256}},  # 2x2048_256_2048cnn_1xhighway
-    "small": {"char_cnn": {"n_highway": 1}, "lstm": {"dim": 1024, "projection_dim": 128}},  # 2x1024_128_2048cnn_1xhighway
+    "original": {
+        "char_cnn": {"n_highway": 2},
+        "lstm": {"dim": 4096, "projection_dim": 512},
+    },  # 2x4096_512_2048cnn_2xhighway
+    "medium": {
+        "char_cnn": {"n_highway": 1},
+        "lstm": {"dim": 2048, "projection_dim": 256},
+    },  # 2x2048_256_2048cnn_1xhighway
+    "small": {
+        "char_cnn": {"n_highway": 1},
+        "lstm": {"dim": 1024, "projection_dim": 128},
+    },  # 2x1024_128_2048cnn_1xhighway
 }
 
 ACTIVATIONS = ("relu", "tanh")
@@ -90,7 +99,9 @@ def _check_char_cnn(name: str, char_cnn) -> None:
     if not filters or not all(
         isinstance(f, (list, tuple)) and len(f) == 2 and all(_is_positive_int(v) for v in f) for f in filters
     ):
-        raise ValueError(f"char_cnn filters must be a non-empty list of [width, count] positive pairs, got {filters!r}")
+        raise ValueError(
+            f"char_cnn filters must be a non-empty list of [width, count] positive pairs, got {filters!r}"
+        )
     widest = max(width for width, _ in filters)
     if widest > max_chars:
         raise ValueError(f"char_cnn filter width {widest} is wider than max_characters_per_token={max_chars}")
@@ -105,9 +116,7 @@ def _check_lstm(name: str, lstm) -> None:
     for key in ("dim", "projection_dim", "n_layers"):
         positive_int(f"lstm {key}", lstm[key])
     if lstm["projection_dim"] > lstm["dim"]:
-        raise ValueError(
-            f"lstm projection_dim ({lstm['projection_dim']}) must not be larger than dim ({lstm['dim']})"
-        )
+        raise ValueError(f"lstm projection_dim ({lstm['projection_dim']}) must not be larger than dim ({lstm['dim']})")
     for key in ("cell_clip", "proj_clip"):  # NaN is refused: it would make every LSTM output NaN
         optional(positive_number, "no clipping")(f"lstm {key}", lstm[key])
     boolean("lstm use_skip_connections", lstm["use_skip_connections"])

@@ -16,8 +16,11 @@ def _check_bilm_config(name: str, value) -> None:
 
 
 def _check_bilm_layers(name: str, value) -> None:
-    if not isinstance(value, list) or not value or not all(isinstance(i, int) and not isinstance(i, bool)
-                                                            for i in value):
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(i, int) and not isinstance(i, bool) for i in value)
+    ):
         raise ValueError(f"{name} must be a non-empty list of layer indices, got {value!r}")
 
 
@@ -113,8 +116,17 @@ class TagLMConfig(CheckedConfig, PreTrainedConfig):
     # Each field's own check, run on every assignment (see `configuration_checks`).
     field_checks = {
         **dict.fromkeys(
-            ["vocab_size", "word_embedding_dim", "n_characters", "max_characters_per_token", "char_embedding_dim",
-             "char_cnn_filters", "char_cnn_width", "char_rnn_hidden_size", "rnn_hidden_size"],
+            [
+                "vocab_size",
+                "word_embedding_dim",
+                "n_characters",
+                "max_characters_per_token",
+                "char_embedding_dim",
+                "char_cnn_filters",
+                "char_cnn_width",
+                "char_rnn_hidden_size",
+                "rnn_hidden_size",
+            ],
             positive_int,
         ),
         "char_representation": one_of(CHAR_REPRESENTATIONS),
@@ -128,8 +140,11 @@ class TagLMConfig(CheckedConfig, PreTrainedConfig):
 
     def check_fields_together(self) -> None:
         if self.char_cnn_width > self.max_characters_per_token:
-            raise ValueError(f"char_cnn_width={self.char_cnn_width} is wider than max_characters_per_token="
-                             f"{self.max_characters_per_token}")
+            raise ValueError(
+                f"char_cnn_width={self.char_cnn_width} is wider than max_characters_per_token="
+                f"{self.max_characters_per_token}"
+            )
         if not (isinstance(self.char_padding_id, int) and 0 <= self.char_padding_id < self.n_characters):
-            raise ValueError(f"char_padding_id must be in [0, n_characters={self.n_characters}), got "
-                             f"{self.char_padding_id!r}")
+            raise ValueError(
+                f"char_padding_id must be in [0, n_characters={self.n_characters}), got {self.char_padding_id!r}"
+            )

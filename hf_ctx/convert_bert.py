@@ -34,9 +34,22 @@ ARCHITECTURES = {
 
 # Config fields that mean the same in both models.
 _SHARED_CONFIG_FIELDS = [
-    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
-    "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
-    "initializer_range", "layer_norm_eps", "pad_token_id", "classifier_dropout", "id2label", "label2id",
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "hidden_act",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "initializer_range",
+    "layer_norm_eps",
+    "pad_token_id",
+    "classifier_dropout",
+    "id2label",
+    "label2id",
     "problem_type",
 ]
 
@@ -118,20 +131,28 @@ def convert_bert_checkpoint(src_dir: str | os.PathLike, out_dir: str | os.PathLi
     source, loading = getattr(transformers, architecture).from_pretrained(
         src_dir, output_loading_info=True, ignore_mismatched_sizes=True
     )
-    mismatched = [f"{key} (file {tuple(found)}, model {tuple(wanted)})"
-                  for key, found, wanted in sorted(loading.get("mismatched_keys", ()))]
+    mismatched = [
+        f"{key} (file {tuple(found)}, model {tuple(wanted)})"
+        for key, found, wanted in sorted(loading.get("mismatched_keys", ()))
+    ]
     missing = sorted(loading.get("missing_keys", ()))
     if missing or mismatched:
         raise ValueError(
             f"{src_dir} does not hold the weights of a {architecture} with its config.json: "
-            + "; ".join(part for part in (
-                f"missing {', '.join(missing)}" if missing else "",
-                f"wrong shape {', '.join(mismatched)}" if mismatched else "",
-            ) if part)
+            + "; ".join(
+                part
+                for part in (
+                    f"missing {', '.join(missing)}" if missing else "",
+                    f"wrong shape {', '.join(mismatched)}" if mismatched else "",
+                )
+                if part
+            )
         )
     if loading.get("unexpected_keys"):
-        logger.warning(f"{src_dir}: weights not part of a {architecture}, left out: "
-                       f"{', '.join(sorted(loading['unexpected_keys']))}")
+        logger.warning(
+            f"{src_dir}: weights not part of a {architecture}, left out: "
+            f"{', '.join(sorted(loading['unexpected_keys']))}"
+        )
 
     target_class = getattr(modeling_bert, ARCHITECTURES[architecture])
     target = target_class(convert_bert_config(source_config)).eval()
@@ -148,4 +169,3 @@ def convert_bert_checkpoint(src_dir: str | os.PathLike, out_dir: str | os.PathLi
     if tokenizer is not None:
         tokenizer.save_pretrained(out_dir)
     return target
-

@@ -73,8 +73,9 @@ class _WeightsFile:
             raise ValueError(f"{self.path} has no dataset {name!r}: not an ELMo weights file for these options")
         value = self.file[name][...]
         if tuple(value.shape) != tuple(shape):
-            raise ValueError(f"{self.path}: {name} has shape {tuple(value.shape)}, expected {tuple(shape)} from the "
-                             "options file")
+            raise ValueError(
+                f"{self.path}: {name} has shape {tuple(value.shape)}, expected {tuple(shape)} from the options file"
+            )
         return value.astype(np.float32)
 
 
@@ -95,7 +96,9 @@ def bilm_tf_state_dict(config: ElmoConfig, weights_hdf5) -> dict[str, torch.Tens
     with h5py.File(weights_hdf5, "r") as h5file:
         read = _WeightsFile(h5file, weights_hdf5)
         char_embed = read("char_embed", (N_CHARACTERS - 1, embedding_dim))
-        state["char_cnn.char_embeddings.weight"] = np.concatenate([np.zeros((1, embedding_dim), np.float32), char_embed])
+        state["char_cnn.char_embeddings.weight"] = np.concatenate(
+            [np.zeros((1, embedding_dim), np.float32), char_embed]
+        )
         for i, (width, count) in enumerate(cnn["filters"]):
             kernel = read(f"CNN/W_cnn_{i}", (1, width, embedding_dim, count))
             state[f"char_cnn.convolutions.{i}.weight"] = kernel[0].transpose(2, 1, 0)  # (count, E, width)
@@ -106,7 +109,8 @@ def bilm_tf_state_dict(config: ElmoConfig, weights_hdf5) -> dict[str, torch.Tens
             gate = read(f"{group}/W_carry", (n_filters, n_filters)).T  # bilm-tf's "carry" gate is the transform gate
             state[f"char_cnn.highway.layers.{k}.weight"] = np.concatenate([transform, gate])
             state[f"char_cnn.highway.layers.{k}.bias"] = np.concatenate(
-                [read(f"{group}/b_transform", (n_filters,)), read(f"{group}/b_carry", (n_filters,))])
+                [read(f"{group}/b_transform", (n_filters,)), read(f"{group}/b_carry", (n_filters,))]
+            )
         if n_filters != projection_dim:
             state["char_cnn.projection.weight"] = read("CNN_proj/W_proj", (n_filters, projection_dim)).T
             state["char_cnn.projection.bias"] = read("CNN_proj/b_proj", (projection_dim,))
@@ -131,10 +135,10 @@ _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 
 def _file_kind(path) -> str:
-    """"hdf5", "json" (text starting with `{`) or "other", from the first bytes of `path`."""
+    """ "hdf5", "json" (text starting with `{`) or "other", from the first bytes of `path`."""
     with open(path, "rb") as f:
         head = f.read(2048)
-    if any(head[offset:offset + 8] == _HDF5_SIGNATURE for offset in (0, 512, 1024)):
+    if any(head[offset : offset + 8] == _HDF5_SIGNATURE for offset in (0, 512, 1024)):
         return "hdf5"
     return "json" if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{") else "other"
 
@@ -143,14 +147,20 @@ def _check_argument_order(options_json, weights_hdf5) -> None:
     """Name the files the arguments got when the options and the weights are swapped or of the wrong kind."""
     options_kind, weights_kind = _file_kind(options_json), _file_kind(weights_hdf5)
     if options_kind == "hdf5" and weights_kind == "json":
-        raise ValueError(f"the arguments are swapped: the options file (OPTIONS_JSON, first) must be the JSON file "
-                         f"{weights_hdf5}, and the weights (WEIGHTS_HDF5, second) the HDF5 file {options_json}")
+        raise ValueError(
+            f"the arguments are swapped: the options file (OPTIONS_JSON, first) must be the JSON file "
+            f"{weights_hdf5}, and the weights (WEIGHTS_HDF5, second) the HDF5 file {options_json}"
+        )
     if options_kind == "hdf5":
-        raise ValueError(f"OPTIONS_JSON (the first argument) must be bilm-tf's options.json, but {options_json} is "
-                         f"an HDF5 file (the weights?)")
+        raise ValueError(
+            f"OPTIONS_JSON (the first argument) must be bilm-tf's options.json, but {options_json} is "
+            f"an HDF5 file (the weights?)"
+        )
     if weights_kind != "hdf5":
-        raise ValueError(f"WEIGHTS_HDF5 (the second argument) must be bilm-tf's weights.hdf5, but {weights_hdf5} is "
-                         f"not an HDF5 file" + (" (it is JSON: the options?)" if weights_kind == "json" else ""))
+        raise ValueError(
+            f"WEIGHTS_HDF5 (the second argument) must be bilm-tf's weights.hdf5, but {weights_hdf5} is "
+            f"not an HDF5 file" + (" (it is JSON: the options?)" if weights_kind == "json" else "")
+        )
 
 
 def convert_elmo_checkpoint(options_json, weights_hdf5, output_dir, vocab_file=None) -> ElmoModel:
@@ -169,8 +179,10 @@ def convert_elmo_checkpoint(options_json, weights_hdf5, output_dir, vocab_file=N
         except json.JSONDecodeError as error:
             raise ValueError(f"{options_json} is not a JSON options file: {error}") from None
     config = elmo_config_from_options(options)
-    tokenizer = ElmoTokenizer(vocab_file=str(vocab_file) if vocab_file is not None else None,
-                              max_characters_per_token=config.max_characters_per_token)
+    tokenizer = ElmoTokenizer(
+        vocab_file=str(vocab_file) if vocab_file is not None else None,
+        max_characters_per_token=config.max_characters_per_token,
+    )
     if tokenizer.has_word_vocabulary:
         config.vocab_size = tokenizer.vocab_size
         config.bos_token_id, config.eos_token_id = tokenizer.bos_token_id, tokenizer.eos_token_id
@@ -184,8 +196,13 @@ def convert_elmo_checkpoint(options_json, weights_hdf5, output_dir, vocab_file=N
     output_dir = Path(output_dir)
     model.save_pretrained(output_dir)
     tokenizer.save_pretrained(output_dir)
-    logger.info("converted %s + %s to %s (%s parameters)", options_json, weights_hdf5, output_dir,
-                f"{model.num_parameters():,}")
+    logger.info(
+        "converted %s + %s to %s (%s parameters)",
+        options_json,
+        weights_hdf5,
+        output_dir,
+        f"{model.num_parameters():,}",
+    )
     return model
 
 

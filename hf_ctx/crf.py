@@ -37,8 +37,12 @@ class ConditionalRandomField(nn.Module):
         include_start_end_transitions: learn a score for the first and the last tag of a sentence.
     """
 
-    def __init__(self, num_tags: int, constraints: list[tuple[int, int]] | None = None,
-                 include_start_end_transitions: bool = True):
+    def __init__(
+        self,
+        num_tags: int,
+        constraints: list[tuple[int, int]] | None = None,
+        include_start_end_transitions: bool = True,
+    ):
         super().__init__()
         if num_tags < 1:
             raise ValueError(f"num_tags must be at least 1, got {num_tags}")
@@ -158,8 +162,9 @@ class ConditionalRandomField(nn.Module):
             backpointers.append(best_from)
         return alphas, backpointers, transitions, end
 
-    def viterbi_decode(self, emissions: torch.Tensor, mask: torch.Tensor | None = None
-                       ) -> tuple[torch.Tensor, torch.Tensor]:
+    def viterbi_decode(
+        self, emissions: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """The highest-scoring tag sequence of each sentence.
 
         Args:
@@ -269,8 +274,9 @@ class LogPartition(torch.autograd.Function):
         grad_emissions = grad.view(-1, 1, 1) * tag_marginals
         grad_start = grad @ tag_marginals[:, 0]
         lengths = mask.sum(1)
-        grad_end = grad @ tag_marginals.gather(1, (lengths - 1).clamp(min=0).view(-1, 1, 1).expand(
-            -1, 1, tag_marginals.shape[2])).squeeze(1)
+        grad_end = grad @ tag_marginals.gather(
+            1, (lengths - 1).clamp(min=0).view(-1, 1, 1).expand(-1, 1, tag_marginals.shape[2])
+        ).squeeze(1)
         # P(tag a at word i, tag b at word i + 1) for every pair of words inside the mask: (B, S - 1, T, T).
         after = (emissions[:, 1:] + betas[:, 1:]).unsqueeze(2)  # (B, S - 1, 1, T_to)
         pairs = alphas[:, :-1].unsqueeze(3) + transitions + after - log_z.unsqueeze(3)

@@ -51,8 +51,10 @@ class LayerOutput:
         if scalar_mix_weights is not None:
             weights = list(scalar_mix_weights)
             if len(weights) != num_layers:
-                raise ValueError(f"scalar_mix_weights has {len(weights)} weights, this ELMo has {num_layers} layers "
-                                 f"(the token layer and {num_layers - 1} biLSTM layers): give {num_layers}")
+                raise ValueError(
+                    f"scalar_mix_weights has {len(weights)} weights, this ELMo has {num_layers} layers "
+                    f"(the token layer and {num_layers - 1} biLSTM layers): give {num_layers}"
+                )
             if not all(isinstance(w, (int, float)) and not isinstance(w, bool) and np.isfinite(w) for w in weights):
                 raise ValueError(f"scalar_mix_weights must be finite numbers, got {weights}")
             output = "scalar_mix"
@@ -78,14 +80,14 @@ class LayerOutput:
         return torch.einsum("l,blwd->bwd", weights, stacked)
 
     def describe(self) -> str:
-        """"all", "top", "average" or "scalar_mix w_0,...,w_L"."""
+        """ "all", "top", "average" or "scalar_mix w_0,...,w_L"."""
         if self.weights is None:
             return self.output
         return "scalar_mix " + ",".join(repr(w) for w in self.weights)
 
 
 def parse_scalar_mix_weights(text: str) -> list[float]:
-    """"0.2,0.3,0.5" -> [0.2, 0.3, 0.5]; a `ValueError` naming the value otherwise."""
+    """ "0.2,0.3,0.5" -> [0.2, 0.3, 0.5]; a `ValueError` naming the value otherwise."""
     try:
         return [float(part) for part in text.split(",")]
     except ValueError:
@@ -114,16 +116,19 @@ def read_sentences(path: str | os.PathLike) -> list[str]:
         try:
             line = raw.decode("utf-8").strip()
         except UnicodeDecodeError as error:
-            raise ValueError(f"{path}, line {number}: not UTF-8 text (byte {error.start} of the line: "
-                             f"{error.reason})") from None
+            raise ValueError(
+                f"{path}, line {number}: not UTF-8 text (byte {error.start} of the line: {error.reason})"
+            ) from None
         if not line:
             empty.append(number)
         sentences.append(line)
     if empty:
         shown = ", ".join(map(str, empty[:10])) + (f" and {len(empty) - 10} more" if len(empty) > 10 else "")
-        raise ValueError(f"{path}: line{'s' if len(empty) > 1 else ''} {shown} "
-                         f"{'are' if len(empty) > 1 else 'is'} empty; every line must be one sentence (its "
-                         "dataset is named after its index), so remove the empty lines")
+        raise ValueError(
+            f"{path}: line{'s' if len(empty) > 1 else ''} {shown} "
+            f"{'are' if len(empty) > 1 else 'is'} empty; every line must be one sentence (its "
+            "dataset is named after its index), so remove the empty lines"
+        )
     if not sentences:
         raise ValueError(f"{path} is empty: no sentences to embed")
     return sentences
@@ -139,16 +144,21 @@ def load_elmo(model_name_or_path: str | os.PathLike) -> ElmoModel:
     if os.path.isfile(path):
         raise ValueError(f"{path} is a file; give the folder of an ELMo checkpoint (with config.json)")
     if os.path.isdir(path) and not os.path.isfile(os.path.join(path, "config.json")):
-        raise ValueError(f"{path} has no config.json: it is not a model checkpoint (convert published ELMo weights "
-                         "with `hf-ctx convert-elmo` first)")
+        raise ValueError(
+            f"{path} has no config.json: it is not a model checkpoint (convert published ELMo weights "
+            "with `hf-ctx convert-elmo` first)"
+        )
     # A Hub name is "name" or "owner/name"; anything else that is not a folder is a local path that is missing.
-    if not os.path.isdir(path) and (path.startswith((".", "/", "~")) or path.count("/") > 1 or os.sep in path
-                                    and os.sep != "/"):
+    if not os.path.isdir(path) and (
+        path.startswith((".", "/", "~")) or path.count("/") > 1 or os.sep in path and os.sep != "/"
+    ):
         raise FileNotFoundError(f"model folder {path} does not exist")
     config = AutoConfig.from_pretrained(path)
     if not isinstance(config, ElmoConfig):
-        raise ValueError(f"{path} holds a {config.model_type!r} model, not an ELMo ({ElmoConfig.model_type!r}); "
-                         "hf-ctx embed needs an ELMo biLM checkpoint")
+        raise ValueError(
+            f"{path} holds a {config.model_type!r} model, not an ELMo ({ElmoConfig.model_type!r}); "
+            "hf-ctx embed needs an ELMo biLM checkpoint"
+        )
     # A biLM or task checkpoint also holds a softmax or classifier that ElmoModel leaves out: expected, so
     # transformers' report of unused weights is silenced; missing ELMo weights are checked below.
     verbosity = transformers_logging.get_verbosity()
@@ -159,8 +169,10 @@ def load_elmo(model_name_or_path: str | os.PathLike) -> ElmoModel:
         transformers_logging.set_verbosity(verbosity)
     if info["missing_keys"]:
         missing = sorted(info["missing_keys"])
-        raise ValueError(f"{path} lacks ELMo weights ({len(missing)} missing, e.g. {missing[0]}): it is not a trained "
-                         "or converted ELMo biLM")
+        raise ValueError(
+            f"{path} lacks ELMo weights ({len(missing)} missing, e.g. {missing[0]}): it is not a trained "
+            "or converted ELMo biLM"
+        )
     return model
 
 
@@ -184,8 +196,12 @@ class ElmoEmbedder:
             float32 vectors, as AllenNLP writes them.
     """
 
-    def __init__(self, model: ElmoModel | str | os.PathLike, device: str | torch.device | None = None,
-                 dtype: str | torch.dtype | None = None):
+    def __init__(
+        self,
+        model: ElmoModel | str | os.PathLike,
+        device: str | torch.device | None = None,
+        dtype: str | torch.dtype | None = None,
+    ):
         if isinstance(dtype, str):
             if dtype not in DTYPES:
                 raise ValueError(f"dtype must be one of {list(DTYPES)}, got {dtype!r}")
@@ -194,11 +210,16 @@ class ElmoEmbedder:
         if not isinstance(self.model, ElmoModel):
             raise ValueError(f"ElmoEmbedder needs an ElmoModel, got {type(self.model).__name__}")
         self.fingerprint = weights_fingerprint(self.model)
-        device = torch.device(device) if device is not None else torch.device(
-            "cuda" if torch.cuda.is_available() else "cpu")
+        device = (
+            torch.device(device)
+            if device is not None
+            else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        )
         if device.type == "cuda" and not torch.cuda.is_available():
-            raise ValueError(f"device {str(device)!r} asked for, but this machine (or this torch build) has no CUDA "
-                             "GPU; use --device cpu")
+            raise ValueError(
+                f"device {str(device)!r} asked for, but this machine (or this torch build) has no CUDA "
+                "GPU; use --device cpu"
+            )
         self.model.to(device=device, dtype=dtype).eval()
         self.device, self.dtype = device, next(self.model.parameters()).dtype
         self.tokenizer = ElmoTokenizer(max_characters_per_token=self.model.config.max_characters_per_token)
@@ -219,8 +240,9 @@ class ElmoEmbedder:
         return self.model.cache_token_embeddings(words)
 
     @torch.no_grad()
-    def embed_batch(self, sentences: Sequence[Sequence[str]], layer_output: LayerOutput | None = None
-                    ) -> list[np.ndarray]:
+    def embed_batch(
+        self, sentences: Sequence[Sequence[str]], layer_output: LayerOutput | None = None
+    ) -> list[np.ndarray]:
         """Each sentence's vectors as float32 arrays: (L + 1, words, 2P) for "all" (the default), else (words, 2P).
 
         sentences: lists of words, at least one word each. Every vector equals that of the sentence run alone
@@ -230,10 +252,15 @@ class ElmoEmbedder:
         for index, words in enumerate(sentences):
             if not words:
                 raise ValueError(f"sentence {index} has no words")
-        batch = self.tokenizer([list(words) for words in sentences], is_split_into_words=True, padding=True,
-                               return_tensors="pt").to(self.device)
-        layers = self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                            output_hidden_states=True, return_dict=True).hidden_states
+        batch = self.tokenizer(
+            [list(words) for words in sentences], is_split_into_words=True, padding=True, return_tensors="pt"
+        ).to(self.device)
+        layers = self.model(
+            input_ids=batch["input_ids"],
+            attention_mask=batch["attention_mask"],
+            output_hidden_states=True,
+            return_dict=True,
+        ).hidden_states
         vectors = layer_output(layers).float().cpu().numpy()  # (B, [L + 1,] W, D)
         return [vectors[i, ..., : len(words), :] for i, words in enumerate(sentences)]
 
@@ -263,8 +290,12 @@ class ElmoEmbedder:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         layer_output = LayerOutput(self.num_layers, output, scalar_mix_weights)
         sentences = read_sentences(input_path)
-        settings = {"format": FORMAT, "output": layer_output.describe(), "model": self.fingerprint,
-                    "dtype": str(self.dtype).removeprefix("torch.")}
+        settings = {
+            "format": FORMAT,
+            "output": layer_output.describe(),
+            "model": self.fingerprint,
+            "dtype": str(self.dtype).removeprefix("torch."),
+        }
         output_path = os.fspath(output_path)
         folder = os.path.dirname(os.path.abspath(output_path))
         if not os.path.isdir(folder):
@@ -276,15 +307,20 @@ class ElmoEmbedder:
             file = h5py.File(output_path, "a" if resume else "w")
         except OSError as error:
             if resume:
-                raise ValueError(f"{output_path} exists and is not a readable HDF5 file ({error}); pass overwrite "
-                                 "(--overwrite) to replace it, or choose another output path") from None
+                raise ValueError(
+                    f"{output_path} exists and is not a readable HDF5 file ({error}); pass overwrite "
+                    "(--overwrite) to replace it, or choose another output path"
+                ) from None
             raise
         with file:
             done = self._check_existing(file, settings, sentences, output_path) if resume else set()
             if not resume:
                 file.attrs.update(settings)
-            todo = sorted((i for i in range(len(sentences)) if i not in done),
-                          key=lambda i: len(sentences[i].split()), reverse=True)
+            todo = sorted(
+                (i for i in range(len(sentences)) if i not in done),
+                key=lambda i: len(sentences[i].split()),
+                reverse=True,
+            )
             words = 0
             with tqdm(total=len(todo), unit="sentence", desc="embedding", disable=not progress) as bar:
                 for start in range(0, len(todo), batch_size):
@@ -309,15 +345,22 @@ class ElmoEmbedder:
         with the same settings, for the same sentences."""
         found = {key: file.attrs[key] for key in settings if key in file.attrs}
         if found.get("format") != FORMAT:
-            raise ValueError(f"{path} exists and was not written by hf-ctx embed; pass overwrite (--overwrite) to "
-                             "replace it, or choose another output path")
+            raise ValueError(
+                f"{path} exists and was not written by hf-ctx embed; pass overwrite (--overwrite) to "
+                "replace it, or choose another output path"
+            )
         for key, value in settings.items():
             if found.get(key) != value:
-                names = {"output": "output (--all/--top/--average/--scalar_mix_weights)",
-                         "model": "model weights", "dtype": "dtype"}
-                raise ValueError(f"{path} holds vectors with another {names.get(key, key)} ({found.get(key)!r}, this "
-                                 f"run: {value!r}); pass overwrite (--overwrite) to replace it, or choose another "
-                                 "output path")
+                names = {
+                    "output": "output (--all/--top/--average/--scalar_mix_weights)",
+                    "model": "model weights",
+                    "dtype": "dtype",
+                }
+                raise ValueError(
+                    f"{path} holds vectors with another {names.get(key, key)} ({found.get(key)!r}, this "
+                    f"run: {value!r}); pass overwrite (--overwrite) to replace it, or choose another "
+                    "output path"
+                )
         done = set()
         for key in list(file.keys()):
             if key == "sentence_to_index":
@@ -331,8 +374,10 @@ class ElmoEmbedder:
                 continue
             if index >= len(sentences) or stored != sentences[index]:
                 now = f"is {sentences[index]!r}" if index < len(sentences) else "does not exist"
-                raise ValueError(f"{path} holds vectors of another text: its line {index + 1} was {stored!r}, the "
-                                 f"input's line {index + 1} {now}; pass overwrite (--overwrite) to start again")
+                raise ValueError(
+                    f"{path} holds vectors of another text: its line {index + 1} was {stored!r}, the "
+                    f"input's line {index + 1} {now}; pass overwrite (--overwrite) to start again"
+                )
             done.add(index)
         return done
 

@@ -22,5 +22,7 @@ def model_family(config) -> str:
         if config.model_type == config_class.model_type:
             return family
     model_types = [config_class.model_type for config_class in MODEL_FAMILIES.values()]
-    raise ValueError(f"{config.model_type!r} is not an hf_ctx model type (hf_ctx's are {model_types}); a transformers "
-                     "BERT checkpoint converts with `hf-ctx convert-bert`")
+    raise ValueError(
+        f"{config.model_type!r} is not an hf_ctx model type (hf_ctx's are {model_types}); a transformers "
+        "BERT checkpoint converts with `hf-ctx convert-bert`"
+    )

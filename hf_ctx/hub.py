@@ -40,7 +40,10 @@ def push_checkpoint(
         # `delete_patterns`: a training_args.bin that an earlier push (transformers' own Trainer) left in the
         # repository holds a Hub token; it goes.
         return api.upload_folder(
-            repo_id=repo_id, folder_path=staging, commit_message=commit_message, revision=revision,
+            repo_id=repo_id,
+            folder_path=staging,
+            commit_message=commit_message,
+            revision=revision,
             delete_patterns=["training_args.bin"],
         )
 

@@ -118,8 +118,9 @@ def lstm_with_projection_scan(gates_x, weight_hh, weight_hr, cell_clip=None, pro
     gates_x: (T, D, B, 4H) input contributions and biases of every step, computed beforehand in one matmul, gate
     order PyTorch's; weight_hh: (D, 4H, P); weight_hr: (D, P, H) or None. Returns the states h: (T, D, B, P).
     """
-    return _scan_sigmoid_gates_first(sigmoid_gates_first(gates_x, dim=-1), sigmoid_gates_first(weight_hh, dim=1),
-                                     weight_hr, cell_clip, proj_clip)
+    return _scan_sigmoid_gates_first(
+        sigmoid_gates_first(gates_x, dim=-1), sigmoid_gates_first(weight_hh, dim=1), weight_hr, cell_clip, proj_clip
+    )
 
 
 def _scan_sigmoid_gates_first(gates_x, weight_hh, weight_hr, cell_clip, proj_clip):
@@ -154,8 +155,14 @@ class LstmCellWithProjection(nn.Module):
     are not zeroed (the caller masks them); they never reach the real steps, which all come first.
     """
 
-    def __init__(self, input_size: int, cell_size: int, projection_size: int, cell_clip: float | None = None,
-                 proj_clip: float | None = None):
+    def __init__(
+        self,
+        input_size: int,
+        cell_size: int,
+        projection_size: int,
+        cell_clip: float | None = None,
+        proj_clip: float | None = None,
+    ):
         super().__init__()
         if projection_size > cell_size:
             raise ValueError(f"projection_size ({projection_size}) must not exceed cell_size ({cell_size})")
@@ -173,7 +180,7 @@ class LstmCellWithProjection(nn.Module):
 
     def reset_parameters(self):
         """`nn.LSTM`'s initialisation: uniform in +-1/sqrt(cell_size)."""
-        bound = self.cell_size ** -0.5
+        bound = self.cell_size**-0.5
         for param in self.parameters():
             nn.init.uniform_(param, -bound, bound)
 
@@ -216,15 +223,28 @@ class LstmCellWithProjection(nn.Module):
 
     def _flatten_for_cudnn(self, weights: list[torch.Tensor]):
         """`nn.LSTM.flatten_parameters` for this layer's weight list (a no-op where cuDNN would not run)."""
-        if not (torch._use_cudnn_rnn_flatten_weight() and all(torch.backends.cudnn.is_acceptable(w) for w in weights)
-                and len({w.dtype for w in weights}) == 1 and len({w.data_ptr() for w in weights}) == len(weights)):
+        if not (
+            torch._use_cudnn_rnn_flatten_weight()
+            and all(torch.backends.cudnn.is_acceptable(w) for w in weights)
+            and len({w.dtype for w in weights}) == 1
+            and len({w.data_ptr() for w in weights}) == len(weights)
+        ):
             return
         from torch.backends.cudnn.rnn import get_cudnn_mode
 
         with torch.cuda.device_of(weights[0]), torch.no_grad():
             projection_size = self.projection_size if self.weight_hr is not None else 0
-            torch._cudnn_rnn_flatten_weight(weights, len(weights), self.input_size, get_cudnn_mode("LSTM"),
-                                            self.cell_size, projection_size, 1, True, False)
+            torch._cudnn_rnn_flatten_weight(
+                weights,
+                len(weights),
+                self.input_size,
+                get_cudnn_mode("LSTM"),
+                self.cell_size,
+                projection_size,
+                1,
+                True,
+                False,
+            )
 
 
 def run_lstms_with_projection(cells: Sequence[LstmCellWithProjection], inputs: Sequence[torch.Tensor]):
@@ -287,9 +307,11 @@ class ProjectedLstm(nn.Module):
         super().__init__()
         sizes = [input_size] + [projection_size] * (num_layers - 1)
         self.forward_layers = nn.ModuleList(
-            LstmCellWithProjection(size, cell_size, projection_size, cell_clip, proj_clip) for size in sizes)
+            LstmCellWithProjection(size, cell_size, projection_size, cell_clip, proj_clip) for size in sizes
+        )
         self.backward_layers = nn.ModuleList(
-            LstmCellWithProjection(size, cell_size, projection_size, cell_clip, proj_clip) for size in sizes)
+            LstmCellWithProjection(size, cell_size, projection_size, cell_clip, proj_clip) for size in sizes
+        )
         self.use_skip_connections = use_skip_connections
         self.dropout = nn.Dropout(dropout)
 
@@ -301,7 +323,8 @@ class ProjectedLstm(nn.Module):
             forward_input, backward_input = self.dropout(forward_input), self.dropout(backward_input)
             if forward_layer.clipped:
                 forward_output, backward_output = run_lstms_with_projection(
-                    [forward_layer, backward_layer], [forward_input, backward_input])
+                    [forward_layer, backward_layer], [forward_input, backward_input]
+                )
             else:
                 forward_output, backward_output = forward_layer(forward_input), backward_layer(backward_input)
             if self.use_skip_connections and index > 0:
@@ -322,8 +345,13 @@ class ScalarMix(nn.Module):
     where the mask is 0 when a mask is given.
     """
 
-    def __init__(self, num_layers: int, do_layer_norm: bool = False,
-                 initial_scalar_parameters: Sequence[float] | None = None, trainable: bool = True):
+    def __init__(
+        self,
+        num_layers: int,
+        do_layer_norm: bool = False,
+        initial_scalar_parameters: Sequence[float] | None = None,
+        trainable: bool = True,
+    ):
         super().__init__()
         initial = [0.0] * num_layers if initial_scalar_parameters is None else list(initial_scalar_parameters)
         if len(initial) != num_layers:
@@ -350,6 +378,7 @@ class ScalarMix(nn.Module):
             tensors = normalised
         mixed = self.gamma * sum(weight * tensor for weight, tensor in zip(weights, tensors))
         return mixed if keep is None else mixed * keep
+
 
 class WordSoftmax(nn.Module):
     """A softmax over a word vocabulary: `logits = h W^T + b`, with a sampled softmax for training on large

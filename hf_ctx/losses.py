@@ -37,8 +37,10 @@ def check_label_range(labels: torch.Tensor, num_classes: int) -> None:
         return
     low, high = torch.stack([used.min(), used.max()]).tolist()
     if low < 0 or high >= num_classes:
-        raise ValueError(f"label {low if low < 0 else high} is outside [0, num_labels={num_classes}); a label "
-                         f"is a class id, or {IGNORE_INDEX} for no loss")
+        raise ValueError(
+            f"label {low if low < 0 else high} is outside [0, num_labels={num_classes}); a label "
+            f"is a class id, or {IGNORE_INDEX} for no loss"
+        )
 
 
 def classification_loss(logits: torch.Tensor, labels: torch.Tensor, num_classes: int) -> torch.Tensor:
@@ -50,8 +52,9 @@ def classification_loss(logits: torch.Tensor, labels: torch.Tensor, num_classes:
     """
     labels = labels.reshape(-1)
     check_label_range(labels, num_classes)
-    total = F.cross_entropy(logits.reshape(-1, num_classes).float(), labels, ignore_index=IGNORE_INDEX,
-                            reduction="sum")
+    total = F.cross_entropy(
+        logits.reshape(-1, num_classes).float(), labels, ignore_index=IGNORE_INDEX, reduction="sum"
+    )
     # Dividing by the count ourselves (not reduction="mean") gives 0, not NaN, for a batch without labels.
     return total / (labels != IGNORE_INDEX).sum().clamp(min=1)
 
@@ -85,22 +88,30 @@ def sequence_classification_loss(config, logits: torch.Tensor, labels: torch.Ten
     if config.problem_type == "regression":
         if num_labels == 1:
             if labels.numel() != batch:
-                raise ValueError(f"regression labels must have shape ({batch},) (one value per sentence), got "
-                                 f"{tuple(labels.shape)}")
+                raise ValueError(
+                    f"regression labels must have shape ({batch},) (one value per sentence), got {tuple(labels.shape)}"
+                )
             return F.mse_loss(logits.reshape(-1).float(), labels.reshape(-1).float())
         if tuple(labels.shape) != (batch, num_labels):
-            raise ValueError(f"regression labels must have shape ({batch}, num_labels={num_labels}), got "
-                             f"{tuple(labels.shape)}")
+            raise ValueError(
+                f"regression labels must have shape ({batch}, num_labels={num_labels}), got {tuple(labels.shape)}"
+            )
         return F.mse_loss(logits.float(), labels.float())
     if config.problem_type == "single_label_classification":
         if labels.numel() != batch:
-            raise ValueError(f"single-label classification labels must have shape ({batch},) (one class id per "
-                             f"sentence), got {tuple(labels.shape)}")
+            raise ValueError(
+                f"single-label classification labels must have shape ({batch},) (one class id per "
+                f"sentence), got {tuple(labels.shape)}"
+            )
         return classification_loss(logits, labels, num_labels)
     if config.problem_type == "multi_label_classification":
         if tuple(labels.shape) != (batch, num_labels):
-            raise ValueError(f"multi-label classification labels must have shape ({batch}, num_labels="
-                             f"{num_labels}), got {tuple(labels.shape)}")
+            raise ValueError(
+                f"multi-label classification labels must have shape ({batch}, num_labels="
+                f"{num_labels}), got {tuple(labels.shape)}"
+            )
         return F.binary_cross_entropy_with_logits(logits.float(), labels.float())
-    raise ValueError(f"problem_type must be 'regression', 'single_label_classification' or "
-                     f"'multi_label_classification', got {config.problem_type!r}")
+    raise ValueError(
+        f"problem_type must be 'regression', 'single_label_classification' or "
+        f"'multi_label_classification', got {config.problem_type!r}"
+    )

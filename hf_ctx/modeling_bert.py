@@ -79,11 +79,15 @@ def validate_bert_inputs(config, input_ids, attention_mask, token_type_ids, posi
     # One host sync for all range checks. The attention mask holds 1 (or True) for real tokens and 0 for
     # padding; a mask of other values, e.g. an additive 0 / -inf mask, would be read inverted, so it is refused
     # (as 0 / 1: its count of other values must be 0).
-    checks = [(name, t, limit) for name, t, limit in [
-        ("input_ids", input_ids, config.vocab_size),
-        ("token_type_ids", token_type_ids, config.type_vocab_size),
-        ("position_ids", position_ids, config.max_position_embeddings),
-    ] if t is not None and t.numel() > 0]
+    checks = [
+        (name, t, limit)
+        for name, t, limit in [
+            ("input_ids", input_ids, config.vocab_size),
+            ("token_type_ids", token_type_ids, config.type_vocab_size),
+            ("position_ids", position_ids, config.max_position_embeddings),
+        ]
+        if t is not None and t.numel() > 0
+    ]
     if attention_mask is not None and attention_mask.dtype != torch.bool:
         not_binary = ((attention_mask != 0) & (attention_mask != 1)).sum()
         checks.append(("attention_mask values other than 0 and 1", not_binary, 1))
@@ -208,8 +212,13 @@ class UnpaddedLayout:
 
 def can_use_varlen_attention(query: torch.Tensor, dropout: float) -> bool:
     """Flash attention's variable-length kernel needs CUDA, half precision and no attention dropout."""
-    return (varlen_attn is not None and query.is_cuda and query.dtype in (torch.float16, torch.bfloat16)
-            and dropout == 0.0 and not torch.compiler.is_compiling())
+    return (
+        varlen_attn is not None
+        and query.is_cuda
+        and query.dtype in (torch.float16, torch.bfloat16)
+        and dropout == 0.0
+        and not torch.compiler.is_compiling()
+    )
 
 
 class CtxBertSelfAttention(nn.Module):
@@ -266,8 +275,16 @@ class CtxBertSelfAttention(nn.Module):
         dropout = self.dropout_prob if self.training else 0.0
         if can_use_varlen_attention(qkv, dropout):
             query, key, value = qkv.unbind(1)  # each (N, heads, head_dim)
-            output = varlen_attn(query, key, value, layout.cu_seqlens, layout.cu_seqlens, layout.max_seqlen,
-                                 layout.max_seqlen, scale=self.scaling)
+            output = varlen_attn(
+                query,
+                key,
+                value,
+                layout.cu_seqlens,
+                layout.cu_seqlens,
+                layout.max_seqlen,
+                layout.max_seqlen,
+                scale=self.scaling,
+            )
             return output.reshape(tokens.shape)
         # No variable-length kernel here (CPU, fp32, attention dropout): pad for the attention product only; the
         # projections around it still skip the padding.
@@ -309,8 +326,9 @@ class CtxBertLayer(GradientCheckpointingLayer):
 
     def forward(self, hidden_states, attention_mask=None, output_attentions=False, layout=None, shape=None):
         if self.pre_layer_norm:
-            attended, probs = self.attention(self.attention_norm(hidden_states), attention_mask, output_attentions,
-                                             layout, shape)
+            attended, probs = self.attention(
+                self.attention_norm(hidden_states), attention_mask, output_attentions, layout, shape
+            )
             hidden_states = hidden_states + self.dropout(attended)
             hidden_states = hidden_states + self.dropout(self.feed_forward(self.feed_forward_norm(hidden_states)))
         else:
@@ -332,10 +350,13 @@ class CtxBertEncoder(nn.Module):
     def __init__(self, config: CtxBertConfig):
         super().__init__()
         self.layer = nn.ModuleList([CtxBertLayer(config) for _ in range(config.num_hidden_layers)])
-        self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if config.pre_layer_norm else None
+        self.final_norm = (
+            nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if config.pre_layer_norm else None
+        )
 
-    def forward(self, hidden_states, attention_mask=None, output_attentions=False, output_hidden_states=False,
-                layout=None):
+    def forward(
+        self, hidden_states, attention_mask=None, output_attentions=False, output_hidden_states=False, layout=None
+    ):
         all_hidden_states = [hidden_states] if output_hidden_states else None
         all_attentions = [] if output_attentions else None
         padded_shape = hidden_states.shape
@@ -350,8 +371,9 @@ class CtxBertEncoder(nn.Module):
             return tokens.view(padded_shape) if layout is None else layout.pad(tokens)
 
         for layer in self.layer:
-            hidden_states, probs = layer(hidden_states, attention_mask, output_attentions=output_attentions,
-                                         layout=layout, shape=shape)
+            hidden_states, probs = layer(
+                hidden_states, attention_mask, output_attentions=output_attentions, layout=layout, shape=shape
+            )
             if output_hidden_states:
                 all_hidden_states.append(padded(hidden_states))
             if output_attentions:
@@ -502,14 +524,24 @@ class CtxBertModel(CtxBertPreTrainedModel):
             mask = None if attention_mask is None else attention_mask.bool()[:, None, None, :]
         else:
             # The mask form each kernel wants (None when nothing is padded, so sdpa may pick its fastest path).
-            mask = create_bidirectional_mask(config=self.config, inputs_embeds=embeddings, attention_mask=attention_mask)
+            mask = create_bidirectional_mask(
+                config=self.config, inputs_embeds=embeddings, attention_mask=attention_mask
+            )
         layout = None
-        if (self.config.unpad_inputs and attention_mask is not None and not output_attentions
-                and not torch.compiler.is_compiling() and not attention_mask.bool().all()):
+        if (
+            self.config.unpad_inputs
+            and attention_mask is not None
+            and not output_attentions
+            and not torch.compiler.is_compiling()
+            and not attention_mask.bool().all()
+        ):
             layout = UnpaddedLayout.from_attention_mask(attention_mask, mask)
         # The encoder collects the hidden states itself: on the unpadded path it pads each one back to (B, T, H).
         encoded = self.encoder(
-            embeddings, mask, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+            embeddings,
+            mask,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
             layout=layout,
         )
         sequence_output = encoded.last_hidden_state
@@ -536,8 +568,9 @@ def masked_lm_logits_and_loss(lm_head, sequence_output, labels, config):
         labels = labels.reshape(-1)[labelled]
     else:
         logits = lm_head(sequence_output)
-    loss = F.cross_entropy(logits.reshape(-1, config.vocab_size).float(), labels.reshape(-1),
-                           ignore_index=IGNORE_INDEX)
+    loss = F.cross_entropy(
+        logits.reshape(-1, config.vocab_size).float(), labels.reshape(-1), ignore_index=IGNORE_INDEX
+    )
     return logits, loss
 
 
@@ -590,8 +623,15 @@ class CtxBertForPreTraining(CtxBertPreTrainedModel):
             next_sentence_label (`torch.LongTensor` of shape `(B,)`, *optional*): 0 if B follows A, 1 if B is random.
             Other arguments: see [`CtxBertModel.forward`].
         """
-        outputs = self.bert(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-                            position_ids=position_ids, inputs_embeds=inputs_embeds, return_dict=True, **kwargs)
+        outputs = self.bert(
+            input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            return_dict=True,
+            **kwargs,
+        )
         prediction_logits, loss = masked_lm_logits_and_loss(
             self.cls.predictions, outputs.last_hidden_state, labels, self.config
         )
@@ -627,15 +667,31 @@ class CtxBertForMaskedLM(CtxBertPreTrainedModel):
         self.cls.predictions.decoder = new_embeddings
 
     @can_return_tuple
-    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
-                inputs_embeds=None, labels=None, **kwargs) -> MaskedLMOutput | tuple:
+    def forward(
+        self,
+        input_ids=None,
+        attention_mask=None,
+        token_type_ids=None,
+        position_ids=None,
+        inputs_embeds=None,
+        labels=None,
+        **kwargs,
+    ) -> MaskedLMOutput | tuple:
         r"""`labels` (B, T): original ids at masked positions, -100 elsewhere. Returns `logits` (B, T, V), or (N, V)
         for the N labelled tokens with `config.sparse_prediction`."""
-        outputs = self.bert(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-                            position_ids=position_ids, inputs_embeds=inputs_embeds, return_dict=True, **kwargs)
+        outputs = self.bert(
+            input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            return_dict=True,
+            **kwargs,
+        )
         logits, loss = masked_lm_logits_and_loss(self.cls.predictions, outputs.last_hidden_state, labels, self.config)
-        return MaskedLMOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states,
-                              attentions=outputs.attentions)
+        return MaskedLMOutput(
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
 
 
 class CtxBertForNextSentencePrediction(CtxBertPreTrainedModel):
@@ -649,14 +705,30 @@ class CtxBertForNextSentencePrediction(CtxBertPreTrainedModel):
         self.post_init()
 
     @can_return_tuple
-    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
-                inputs_embeds=None, labels=None, **kwargs) -> NextSentencePredictorOutput | tuple:
-        outputs = self.bert(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-                            position_ids=position_ids, inputs_embeds=inputs_embeds, return_dict=True, **kwargs)
+    def forward(
+        self,
+        input_ids=None,
+        attention_mask=None,
+        token_type_ids=None,
+        position_ids=None,
+        inputs_embeds=None,
+        labels=None,
+        **kwargs,
+    ) -> NextSentencePredictorOutput | tuple:
+        outputs = self.bert(
+            input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            return_dict=True,
+            **kwargs,
+        )
         logits = self.cls.seq_relationship(outputs.pooler_output)
         loss = classification_loss(logits, labels, 2) if labels is not None else None
-        return NextSentencePredictorOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states,
-                                           attentions=outputs.attentions)
+        return NextSentencePredictorOutput(
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
 
 
 class CtxBertForSequenceClassification(CtxBertPreTrainedModel):
@@ -671,16 +743,32 @@ class CtxBertForSequenceClassification(CtxBertPreTrainedModel):
         self.post_init()
 
     @can_return_tuple
-    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
-                inputs_embeds=None, labels=None, **kwargs) -> SequenceClassifierOutput | tuple:
+    def forward(
+        self,
+        input_ids=None,
+        attention_mask=None,
+        token_type_ids=None,
+        position_ids=None,
+        inputs_embeds=None,
+        labels=None,
+        **kwargs,
+    ) -> SequenceClassifierOutput | tuple:
         r"""`labels`: (B,) class ids (-100: no loss), (B,) floats for regression or (B, num_labels) floats for
         multi-output regression, (B, num_labels) multi-hot for multi-label; see `sequence_classification_loss`."""
-        outputs = self.bert(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-                            position_ids=position_ids, inputs_embeds=inputs_embeds, return_dict=True, **kwargs)
+        outputs = self.bert(
+            input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            return_dict=True,
+            **kwargs,
+        )
         logits = self.classifier(self.dropout(outputs.pooler_output))
         loss = sequence_classification_loss(self.config, logits, labels) if labels is not None else None
-        return SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states,
-                                        attentions=outputs.attentions)
+        return SequenceClassifierOutput(
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
 
 
 class CtxBertForTokenClassification(CtxBertPreTrainedModel):
@@ -695,14 +783,30 @@ class CtxBertForTokenClassification(CtxBertPreTrainedModel):
         self.post_init()
 
     @can_return_tuple
-    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
-                inputs_embeds=None, labels=None, **kwargs) -> TokenClassifierOutput | tuple:
-        outputs = self.bert(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-                            position_ids=position_ids, inputs_embeds=inputs_embeds, return_dict=True, **kwargs)
+    def forward(
+        self,
+        input_ids=None,
+        attention_mask=None,
+        token_type_ids=None,
+        position_ids=None,
+        inputs_embeds=None,
+        labels=None,
+        **kwargs,
+    ) -> TokenClassifierOutput | tuple:
+        outputs = self.bert(
+            input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            return_dict=True,
+            **kwargs,
+        )
         logits = self.classifier(self.dropout(outputs.last_hidden_state))
         loss = classification_loss(logits, labels, self.num_labels) if labels is not None else None
-        return TokenClassifierOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states,
-                                     attentions=outputs.attentions)
+        return TokenClassifierOutput(
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
 
 
 class CtxBertForQuestionAnswering(CtxBertPreTrainedModel):
@@ -715,13 +819,28 @@ class CtxBertForQuestionAnswering(CtxBertPreTrainedModel):
         self.post_init()
 
     @can_return_tuple
-    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
-                inputs_embeds=None, start_positions=None, end_positions=None,
-                **kwargs) -> QuestionAnsweringModelOutput | tuple:
+    def forward(
+        self,
+        input_ids=None,
+        attention_mask=None,
+        token_type_ids=None,
+        position_ids=None,
+        inputs_embeds=None,
+        start_positions=None,
+        end_positions=None,
+        **kwargs,
+    ) -> QuestionAnsweringModelOutput | tuple:
         r"""`start_positions`/`end_positions` (B,): answer span token indices; positions past the end are ignored.
         Returns `start_logits` and `end_logits`, each (B, T)."""
-        outputs = self.bert(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-                            position_ids=position_ids, inputs_embeds=inputs_embeds, return_dict=True, **kwargs)
+        outputs = self.bert(
+            input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            return_dict=True,
+            **kwargs,
+        )
         start_logits, end_logits = self.qa_outputs(outputs.last_hidden_state).float().unbind(-1)
         loss = None
         if start_positions is not None and end_positions is not None:
@@ -729,10 +848,17 @@ class CtxBertForQuestionAnswering(CtxBertPreTrainedModel):
             ignored = start_logits.shape[1]
             start_positions = start_positions.view(-1).clamp(0, ignored)
             end_positions = end_positions.view(-1).clamp(0, ignored)
-            loss = (F.cross_entropy(start_logits, start_positions, ignore_index=ignored)
-                    + F.cross_entropy(end_logits, end_positions, ignore_index=ignored)) / 2
-        return QuestionAnsweringModelOutput(loss=loss, start_logits=start_logits, end_logits=end_logits,
-                                            hidden_states=outputs.hidden_states, attentions=outputs.attentions)
+            loss = (
+                F.cross_entropy(start_logits, start_positions, ignore_index=ignored)
+                + F.cross_entropy(end_logits, end_positions, ignore_index=ignored)
+            ) / 2
+        return QuestionAnsweringModelOutput(
+            loss=loss,
+            start_logits=start_logits,
+            end_logits=end_logits,
+            hidden_states=outputs.hidden_states,
+            attentions=outputs.attentions,
+        )
 
 
 class CtxBertForMultipleChoice(CtxBertPreTrainedModel):
@@ -746,8 +872,16 @@ class CtxBertForMultipleChoice(CtxBertPreTrainedModel):
         self.post_init()
 
     @can_return_tuple
-    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
-                inputs_embeds=None, labels=None, **kwargs) -> MultipleChoiceModelOutput | tuple:
+    def forward(
+        self,
+        input_ids=None,
+        attention_mask=None,
+        token_type_ids=None,
+        position_ids=None,
+        inputs_embeds=None,
+        labels=None,
+        **kwargs,
+    ) -> MultipleChoiceModelOutput | tuple:
         reference = input_ids if input_ids is not None else inputs_embeds
         if reference is None or reference.dim() < 3:
             raise ValueError("multiple-choice inputs must have shape (batch, choices, tokens)")
@@ -756,13 +890,20 @@ class CtxBertForMultipleChoice(CtxBertPreTrainedModel):
         def flat(t):  # (B, C, T, ...) -> (B * C, T, ...): every choice is one sequence for the encoder
             return None if t is None else t.reshape(-1, *t.shape[2:])
 
-        outputs = self.bert(flat(input_ids), attention_mask=flat(attention_mask), token_type_ids=flat(token_type_ids),
-                            position_ids=flat(position_ids), inputs_embeds=flat(inputs_embeds), return_dict=True,
-                            **kwargs)
+        outputs = self.bert(
+            flat(input_ids),
+            attention_mask=flat(attention_mask),
+            token_type_ids=flat(token_type_ids),
+            position_ids=flat(position_ids),
+            inputs_embeds=flat(inputs_embeds),
+            return_dict=True,
+            **kwargs,
+        )
         logits = self.classifier(self.dropout(outputs.pooler_output)).view(-1, num_choices)
         loss = classification_loss(logits, labels, num_choices) if labels is not None else None
-        return MultipleChoiceModelOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states,
-                                         attentions=outputs.attentions)
+        return MultipleChoiceModelOutput(
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
 
 
 __all__ = [

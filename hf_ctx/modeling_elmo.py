@@ -72,8 +72,10 @@ def check_character_ids(input_ids, attention_mask, max_characters: int, n_charac
     if input_ids is None:
         raise ValueError("input_ids (character ids from ElmoTokenizer) are required")
     if input_ids.dim() != 3 or input_ids.shape[-1] != max_characters:
-        raise ValueError(f"input_ids must be character ids of shape (batch, words, {max_characters}) as "
-                         f"ElmoTokenizer returns them, got {tuple(input_ids.shape)}")
+        raise ValueError(
+            f"input_ids must be character ids of shape (batch, words, {max_characters}) as "
+            f"ElmoTokenizer returns them, got {tuple(input_ids.shape)}"
+        )
     if input_ids.dtype.is_floating_point:
         raise ValueError(f"input_ids must be integer character ids, got dtype {input_ids.dtype}")
     if input_ids.shape[0] == 0:
@@ -81,28 +83,35 @@ def check_character_ids(input_ids, attention_mask, max_characters: int, n_charac
     if attention_mask is None:
         attention_mask = (input_ids != 0).any(dim=-1)
     elif tuple(attention_mask.shape) != tuple(input_ids.shape[:2]):
-        raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}, expected (batch, words) = "
-                         f"{tuple(input_ids.shape[:2])}")
+        raise ValueError(
+            f"attention_mask has shape {tuple(attention_mask.shape)}, expected (batch, words) = "
+            f"{tuple(input_ids.shape[:2])}"
+        )
     mask = attention_mask.bool()
     if torch.compiler.is_compiling() or input_ids.numel() == 0:
         return mask
     low, high = torch.stack([input_ids.min(), input_ids.max()]).tolist()
     if low < 0 or high >= n_characters:
-        raise ValueError(f"input_ids contains the character id {low if low < 0 else high}, outside "
-                         f"[0, {n_characters})")
+        raise ValueError(
+            f"input_ids contains the character id {low if low < 0 else high}, outside [0, {n_characters})"
+        )
     if (mask[:, 1:] & ~mask[:, :-1]).any():
-        raise ValueError("attention_mask must mark each sentence's words first and padding after them "
-                         "(right padding); found a word after padding")
+        raise ValueError(
+            "attention_mask must mark each sentence's words first and padding after them "
+            "(right padding); found a word after padding"
+        )
     if (mask & (input_ids == 0).all(dim=-1)).any():
-        raise ValueError("attention_mask marks a word whose character ids are all 0 (padding); every word needs "
-                         "its character ids")
+        raise ValueError(
+            "attention_mask marks a word whose character ids are all 0 (padding); every word needs its character ids"
+        )
     return mask
 
 
 def elmo_input_mask(config: ElmoConfig, input_ids, attention_mask) -> torch.Tensor:
     """`check_character_ids` with an ELMo config's width and character range: the word mask (B, W)."""
-    return check_character_ids(input_ids, attention_mask, config.max_characters_per_token,
-                               config.char_cnn["n_characters"])
+    return check_character_ids(
+        input_ids, attention_mask, config.max_characters_per_token, config.char_cnn["n_characters"]
+    )
 
 
 def check_word_ids(config, input_word_ids: torch.Tensor, mask: torch.Tensor) -> None:
@@ -112,14 +121,17 @@ def check_word_ids(config, input_word_ids: torch.Tensor, mask: torch.Tensor) -> 
     `config` is an ELMo or a TagLM config: both have `vocab_size`, the size of the tokenizer's word vocabulary.
     """
     if tuple(input_word_ids.shape) != tuple(mask.shape):
-        raise ValueError(f"input_word_ids has shape {tuple(input_word_ids.shape)}, expected (batch, words) = "
-                         f"{tuple(mask.shape)}")
+        raise ValueError(
+            f"input_word_ids has shape {tuple(input_word_ids.shape)}, expected (batch, words) = {tuple(mask.shape)}"
+        )
     if not torch.compiler.is_compiling() and mask.any():
         words = input_word_ids[mask]
         low, high = words.min().item(), words.max().item()
         if low < 0 or high >= config.vocab_size:
-            raise ValueError(f"input_word_ids contains {low if low < 0 else high}, outside the word vocabulary "
-                             f"[0, vocab_size={config.vocab_size})")
+            raise ValueError(
+                f"input_word_ids contains {low if low < 0 else high}, outside the word vocabulary "
+                f"[0, vocab_size={config.vocab_size})"
+            )
 
 
 class ElmoPreTrainedModel(AutoMapMixin, BatchMeanLossMixin, PreTrainedModel):
@@ -350,13 +362,15 @@ class ElmoModel(ElmoPreTrainedModel):
         output_hidden_states: bool | None = None,
         **kwargs,
     ) -> BaseModelOutput | tuple:
-        output_hidden_states = (self.config.output_hidden_states if output_hidden_states is None
-                                else output_hidden_states)
+        output_hidden_states = (
+            self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
+        )
         mask = elmo_input_mask(self.config, input_ids, attention_mask)
         layers, _ = self.bilm_layers(input_ids, mask)
         hidden_states = self.word_layers(layers, mask)
-        return BaseModelOutput(last_hidden_state=hidden_states[-1],
-                               hidden_states=hidden_states if output_hidden_states else None)
+        return BaseModelOutput(
+            last_hidden_state=hidden_states[-1], hidden_states=hidden_states if output_hidden_states else None
+        )
 
 
 @dataclass
@@ -403,8 +417,9 @@ class ElmoForBiLM(ElmoPreTrainedModel):
         self.elmo = ElmoModel(config)
         self.dropout = nn.Dropout(config.dropout)
         self.softmax = WordSoftmax(config.projection_dim, config.vocab_size, config.num_sampled)
-        self.backward_softmax = (None if config.share_softmax
-                                 else WordSoftmax(config.projection_dim, config.vocab_size, config.num_sampled))
+        self.backward_softmax = (
+            None if config.share_softmax else WordSoftmax(config.projection_dim, config.vocab_size, config.num_sampled)
+        )
         self.post_init()
 
     @can_return_tuple
@@ -417,8 +432,9 @@ class ElmoForBiLM(ElmoPreTrainedModel):
         return_logits: bool | None = None,
         **kwargs,
     ) -> ElmoForBiLMOutput | tuple:
-        output_hidden_states = (self.config.output_hidden_states if output_hidden_states is None
-                                else output_hidden_states)
+        output_hidden_states = (
+            self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
+        )
         return_logits = input_word_ids is None if return_logits is None else return_logits
         mask = elmo_input_mask(self.config, input_ids, attention_mask)
         layers, mask_with_boundaries = self.elmo.bilm_layers(input_ids, mask)
@@ -442,9 +458,14 @@ class ElmoForBiLM(ElmoPreTrainedModel):
             forward_logits = self.softmax(forward_states) * predicted.unsqueeze(-1)
             backward_logits = backward_softmax(backward_states) * predicted.unsqueeze(-1)
 
-        return ElmoForBiLMOutput(loss=loss, forward_loss=forward_loss, backward_loss=backward_loss,
-                                 forward_logits=forward_logits, backward_logits=backward_logits,
-                                 hidden_states=self.elmo.word_layers(layers, mask) if output_hidden_states else None)
+        return ElmoForBiLMOutput(
+            loss=loss,
+            forward_loss=forward_loss,
+            backward_loss=backward_loss,
+            forward_logits=forward_logits,
+            backward_logits=backward_logits,
+            hidden_states=self.elmo.word_layers(layers, mask) if output_hidden_states else None,
+        )
 
     def _targets(self, input_word_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """[<S>, w_1 ... w_n, </S>, padding] word ids: (B, W + 2)."""
@@ -516,8 +537,9 @@ class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
             self.feature_size += config.task_word_embedding_size
         self.task_encoder = None
         if config.task_hidden_size > 0:
-            self.task_encoder = nn.LSTM(self.feature_size, config.task_hidden_size, batch_first=True,
-                                        bidirectional=True)
+            self.task_encoder = nn.LSTM(
+                self.feature_size, config.task_hidden_size, batch_first=True, bidirectional=True
+            )
             self.feature_size = 2 * config.task_hidden_size
 
     def _add_classifier(self, input_size: int):
@@ -535,13 +557,16 @@ class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
         """(B, W, feature_size) task features of each word, and the word mask (B, W)."""
         mask = elmo_input_mask(self.config, input_ids, attention_mask)
         with torch.set_grad_enabled(torch.is_grad_enabled() and not self.config.freeze_bilm):
-            layers = self.elmo(input_ids=input_ids, attention_mask=mask, output_hidden_states=True,
-                               return_dict=True).hidden_states
+            layers = self.elmo(
+                input_ids=input_ids, attention_mask=mask, output_hidden_states=True, return_dict=True
+            ).hidden_states
         features = self.scalar_mix(layers, mask)
         if self.word_embeddings is not None:
             if input_word_ids is None:
-                raise ValueError("this model embeds words (task_word_embedding_size > 0): pass input_word_ids, which "
-                                 "an ElmoTokenizer with a word vocabulary returns")
+                raise ValueError(
+                    "this model embeds words (task_word_embedding_size > 0): pass input_word_ids, which "
+                    "an ElmoTokenizer with a word vocabulary returns"
+                )
             check_word_ids(self.config, input_word_ids, mask)
             # Padding words may hold any id: only the words' ids were checked.
             features = torch.cat([features, self.word_embeddings(input_word_ids.masked_fill(~mask, 0))], dim=-1)
@@ -618,8 +643,9 @@ class ElmoForTokenClassification(ElmoTaskModel):
         loss = None
         if labels is not None:
             if tuple(labels.shape) != tuple(mask.shape):
-                raise ValueError(f"labels has shape {tuple(labels.shape)}, expected (batch, words) = "
-                                 f"{tuple(mask.shape)}")
+                raise ValueError(
+                    f"labels has shape {tuple(labels.shape)}, expected (batch, words) = {tuple(mask.shape)}"
+                )
             loss = classification_loss(logits, labels.masked_fill(~mask, IGNORE_INDEX), self.num_labels)
         return logits, loss
 

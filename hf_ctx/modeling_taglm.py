@@ -62,8 +62,9 @@ class CharacterEncoder(nn.Module):
             self.conv = nn.Conv1d(config.char_embedding_dim, config.char_cnn_filters, config.char_cnn_width)
             self.output_dim = config.char_cnn_filters
         else:
-            self.rnn = nn.GRU(config.char_embedding_dim, config.char_rnn_hidden_size, batch_first=True,
-                              bidirectional=True)
+            self.rnn = nn.GRU(
+                config.char_embedding_dim, config.char_rnn_hidden_size, batch_first=True, bidirectional=True
+            )
             self.output_dim = 2 * config.char_rnn_hidden_size
 
     def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
@@ -143,16 +144,21 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
             bilm_config = ElmoConfig.from_dict(config.bilm_config)
             self.bilm = ElmoModel(bilm_config)
             if bilm_config.max_characters_per_token != config.max_characters_per_token:
-                raise ValueError(f"the biLM reads {bilm_config.max_characters_per_token} characters per word but "
-                                 f"max_characters_per_token={config.max_characters_per_token}")
+                raise ValueError(
+                    f"the biLM reads {bilm_config.max_characters_per_token} characters per word but "
+                    f"max_characters_per_token={config.max_characters_per_token}"
+                )
             num_layers = bilm_config.num_output_layers
             for layer in config.bilm_layers:
                 if not -num_layers <= layer < num_layers:
-                    raise ValueError(f"bilm_layers contains {layer}, but the biLM has {num_layers} layers "
-                                     f"(0 = token layer, {num_layers - 1} = top)")
+                    raise ValueError(
+                        f"bilm_layers contains {layer}, but the biLM has {num_layers} layers "
+                        f"(0 = token layer, {num_layers - 1} = top)"
+                    )
             bilm_dim = len(config.bilm_layers) * bilm_config.hidden_size
-        self.second_rnn = rnn_class(2 * config.rnn_hidden_size + bilm_dim, config.rnn_hidden_size, batch_first=True,
-                                    bidirectional=True)
+        self.second_rnn = rnn_class(
+            2 * config.rnn_hidden_size + bilm_dim, config.rnn_hidden_size, batch_first=True, bidirectional=True
+        )
         self.dropout = nn.Dropout(config.dropout)
         self.classifier = nn.Linear(2 * config.rnn_hidden_size, config.num_labels)
         constraints = None
@@ -197,11 +203,14 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
         check_word_ids(config, input_word_ids, mask)
         if labels is not None:
             if tuple(labels.shape) != tuple(mask.shape):
-                raise ValueError(f"labels has shape {tuple(labels.shape)}, expected (batch, words) = "
-                                 f"{tuple(mask.shape)}")
+                raise ValueError(
+                    f"labels has shape {tuple(labels.shape)}, expected (batch, words) = {tuple(mask.shape)}"
+                )
             if not torch.compiler.is_compiling() and (labels[mask] < 0).any():
-                raise ValueError(f"labels must give every word a tag id; found a negative label (e.g. {IGNORE_INDEX}) "
-                                 "on a word the attention mask covers")
+                raise ValueError(
+                    f"labels must give every word a tag id; found a negative label (e.g. {IGNORE_INDEX}) "
+                    "on a word the attention mask covers"
+                )
             check_label_range(labels[mask], config.num_labels)
         return mask
 
@@ -215,8 +224,9 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
         output_hidden_states: bool | None = None,
         **kwargs,
     ) -> TokenClassifierOutput | tuple:
-        output_hidden_states = (self.config.output_hidden_states if output_hidden_states is None
-                                else output_hidden_states)
+        output_hidden_states = (
+            self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
+        )
         mask = self._validate(input_ids, attention_mask, input_word_ids, labels)
         lengths = mask.sum(1)
 
@@ -237,8 +247,9 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
 
         loss = -self.crf(emissions, labels, mask).mean() if labels is not None else None
         logits = self.crf.max_marginals(emissions, mask)
-        return TokenClassifierOutput(loss=loss, logits=logits,
-                                     hidden_states=(tokens, first, second) if output_hidden_states else None)
+        return TokenClassifierOutput(
+            loss=loss, logits=logits, hidden_states=(tokens, first, second) if output_hidden_states else None
+        )
 
 
 __all__ = ["TagLMForTokenClassification", "TagLMPreTrainedModel"]

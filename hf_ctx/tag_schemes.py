@@ -170,5 +170,3 @@ def allowed_transitions(scheme: str, id2label: dict[int, str]) -> list[tuple[int
         for j, (to_prefix, to_entity) in parts.items()
         if to_prefix != "START" and _is_transition_allowed(scheme, from_prefix, from_entity, to_prefix, to_entity)
     ]
-
-

@@ -54,8 +54,10 @@ class _ContinuationMarks(dict):
 
     def __missing__(self, code: int) -> str:
         if code >= _FIRST_MARK:
-            raise ValueError(f"the text holds the private-use character U+{code:X}, which tokenizer training "
-                             "uses internally; remove it from the text")
+            raise ValueError(
+                f"the text holds the private-use character U+{code:X}, which tokenizer training "
+                "uses internally; remove it from the text"
+            )
         if _FIRST_MARK + len(self) > _LAST_MARK:
             raise ValueError("the text holds too many distinct characters to train a WordPiece vocabulary")
         self[code] = chr(_FIRST_MARK + len(self))
@@ -135,7 +137,9 @@ def train_wordpiece_tokenizer(
     bpe = Tokenizer(models.BPE(unk_token=SPECIAL_TOKENS["unk_token"]))
     bpe.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=list(SPECIAL_TOKENS.values()),
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=list(SPECIAL_TOKENS.values()),
         show_progress=False,
     )
     bpe.train_from_iterator(marked_words(), trainer)

@@ -92,8 +92,10 @@ class ElmoTokenizer(PreTrainedTokenizer):
         if not isinstance(max_characters_per_token, int) or max_characters_per_token < 3:
             raise ValueError(f"max_characters_per_token must be an integer >= 3, got {max_characters_per_token!r}")
         if (str(bos_token), str(eos_token)) != (BOS_TOKEN, EOS_TOKEN):
-            raise ValueError(f"ELMo's sentence boundaries are {BOS_TOKEN!r} and {EOS_TOKEN!r}; they have fixed "
-                             f"character encodings, got {bos_token!r} and {eos_token!r}")
+            raise ValueError(
+                f"ELMo's sentence boundaries are {BOS_TOKEN!r} and {EOS_TOKEN!r}; they have fixed "
+                f"character encodings, got {bos_token!r} and {eos_token!r}"
+            )
         words = read_vocabulary_file(vocab_file) if vocab_file is not None else vocab
         self.has_word_vocabulary = words is not None
         self.words = list(words) if words is not None else [BOS_TOKEN, EOS_TOKEN, str(unk_token)]
@@ -107,13 +109,21 @@ class ElmoTokenizer(PreTrainedTokenizer):
         missing = [token for token in (BOS_TOKEN, EOS_TOKEN, str(unk_token)) if token not in self.vocab]
         if missing:
             source = vocab_file if vocab_file is not None else "the vocabulary"
-            raise ValueError(f"{source} lacks the special words {missing}; an ELMo vocabulary needs "
-                             f"{BOS_TOKEN}, {EOS_TOKEN} and {unk_token}")
+            raise ValueError(
+                f"{source} lacks the special words {missing}; an ELMo vocabulary needs "
+                f"{BOS_TOKEN}, {EOS_TOKEN} and {unk_token}"
+            )
         self.max_characters_per_token = max_characters_per_token
         if str(pad_token) not in self.vocab:
             raise ValueError(f"pad_token {pad_token!r} must be a word of the vocabulary")
-        super().__init__(bos_token=bos_token, eos_token=eos_token, unk_token=unk_token, pad_token=pad_token,
-                         max_characters_per_token=max_characters_per_token, **kwargs)
+        super().__init__(
+            bos_token=bos_token,
+            eos_token=eos_token,
+            unk_token=unk_token,
+            pad_token=pad_token,
+            max_characters_per_token=max_characters_per_token,
+            **kwargs,
+        )
 
     # --- vocabulary -----------------------------------------------------------------------------------------
 
@@ -182,7 +192,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
             raise ValueError(
                 "ElmoTokenizer adds no special tokens and has no special_tokens_mask: transformers' "
                 "token-classification pipeline works on sub-word tokens. For ELMo and TagLM taggers, pass "
-                "pipeline_class=hf_ctx.WordTokenClassificationPipeline to pipeline(\"token-classification\", ...)"
+                'pipeline_class=hf_ctx.WordTokenClassificationPipeline to pipeline("token-classification", ...)'
             )
         batched, sentences = self._as_batch(text, is_split_into_words)
         if getattr(truncation_strategy, "value", truncation_strategy) != "do_not_truncate" and max_length:
@@ -196,8 +206,9 @@ class ElmoTokenizer(PreTrainedTokenizer):
             encoded["length"] = [len(words) for words in sentences]
         padding = getattr(padding_strategy, "value", padding_strategy)
         if padding != "do_not_pad" or return_tensors is not None:
-            encoded = self._pad_batch(encoded, padding, max_length, pad_to_multiple_of, padding_side,
-                                      return_attention_mask, return_tensors)
+            encoded = self._pad_batch(
+                encoded, padding, max_length, pad_to_multiple_of, padding_side, return_attention_mask, return_tensors
+            )
         if not batched and return_tensors is None:
             encoded = {key: value[0] for key, value in encoded.items()}
         return BatchEncoding(encoded, tensor_type=return_tensors)
@@ -205,15 +216,20 @@ class ElmoTokenizer(PreTrainedTokenizer):
     @staticmethod
     def _as_batch(text, is_split_into_words: bool) -> tuple[bool, list[list[str]]]:
         """(whether `text` is a batch, its sentences as lists of words)."""
+
         def words_of(sentence, where: str) -> list[str]:
             if is_split_into_words:
                 if not isinstance(sentence, (list, tuple)) or not all(isinstance(w, str) for w in sentence):
-                    raise ValueError(f"with is_split_into_words=True, {where} must be a list of words (strings), "
-                                     f"got {type(sentence).__name__}")
+                    raise ValueError(
+                        f"with is_split_into_words=True, {where} must be a list of words (strings), "
+                        f"got {type(sentence).__name__}"
+                    )
                 return list(sentence)
             if not isinstance(sentence, str):
-                raise ValueError(f"{where} must be a string (or pass is_split_into_words=True for lists of "
-                                 f"words), got {type(sentence).__name__}")
+                raise ValueError(
+                    f"{where} must be a string (or pass is_split_into_words=True for lists of "
+                    f"words), got {type(sentence).__name__}"
+                )
             return sentence.split()
 
         if isinstance(text, str):
@@ -221,8 +237,9 @@ class ElmoTokenizer(PreTrainedTokenizer):
                 raise ValueError("with is_split_into_words=True, pass a list of words (or a list of such lists)")
             return False, [text.split()]
         if not isinstance(text, (list, tuple)):
-            raise ValueError(f"text must be a string, a list of strings or a list of lists of words, got "
-                             f"{type(text).__name__}")
+            raise ValueError(
+                f"text must be a string, a list of strings or a list of lists of words, got {type(text).__name__}"
+            )
         if is_split_into_words and (not text or isinstance(text[0], str)):
             return False, [words_of(text, "the sentence")]
         return True, [words_of(sentence, f"sentence {i}") for i, sentence in enumerate(text)]
@@ -256,14 +273,16 @@ class ElmoTokenizer(PreTrainedTokenizer):
         single = _is_single_sentence(batch["input_ids"])
         if single:
             batch = {key: [value] for key, value in batch.items()}
-        padded = self._pad_batch(batch, padding, max_length, pad_to_multiple_of, padding_side, return_attention_mask,
-                                 return_tensors)
+        padded = self._pad_batch(
+            batch, padding, max_length, pad_to_multiple_of, padding_side, return_attention_mask, return_tensors
+        )
         if single and return_tensors is None:
             padded = {key: value[0] for key, value in padded.items()}
         return BatchEncoding(padded, tensor_type=return_tensors)
 
-    def _pad_batch(self, batch: dict, padding, max_length, pad_to_multiple_of, padding_side, return_attention_mask,
-                   return_tensors) -> dict:
+    def _pad_batch(
+        self, batch: dict, padding, max_length, pad_to_multiple_of, padding_side, return_attention_mask, return_tensors
+    ) -> dict:
         """`pad` on a dict of batched lists; returns a dict of padded lists, numpy arrays or tensors."""
         if (padding_side or self.padding_side) != "right":
             raise ValueError("ELMo inputs are padded on the right (words first); padding_side='left' is not supported")
@@ -278,8 +297,10 @@ class ElmoTokenizer(PreTrainedTokenizer):
             target = max_length
         elif padding is False or padding == "do_not_pad":
             if return_tensors is not None and len(set(lengths)) > 1:
-                raise ValueError(f"sentences have different numbers of words ({sorted(set(lengths))}); pass "
-                                 "padding=True to return tensors")
+                raise ValueError(
+                    f"sentences have different numbers of words ({sorted(set(lengths))}); pass "
+                    "padding=True to return tensors"
+                )
             target = longest
         else:
             raise ValueError(f"padding must be True, False, 'longest', 'max_length' or 'do_not_pad', got {padding!r}")
@@ -297,11 +318,17 @@ class ElmoTokenizer(PreTrainedTokenizer):
         for i, sentence in enumerate(batch["input_ids"]):
             if any(len(word) != width for word in sentence):
                 bad = next(len(word) for word in sentence if len(word) != width)
-                raise ValueError(f"sentence {i} has a word of {bad} character ids; this tokenizer uses {width} "
-                                 "(max_characters_per_token)")
+                raise ValueError(
+                    f"sentence {i} has a word of {bad} character ids; this tokenizer uses {width} "
+                    "(max_characters_per_token)"
+                )
             if sentence:
                 padded["input_ids"][i, : len(sentence)] = sentence
-        for key, pad_value in {"attention_mask": 0, "input_word_ids": self.pad_token_id, "labels": IGNORE_INDEX}.items():
+        for key, pad_value in {
+            "attention_mask": 0,
+            "input_word_ids": self.pad_token_id,
+            "labels": IGNORE_INDEX,
+        }.items():
             if key not in batch or not all(isinstance(row, list) for row in batch[key]):
                 continue  # absent, or one label per sentence
             padded[key] = np.full((len(lengths), target), pad_value, dtype=np.int64)

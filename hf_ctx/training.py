@@ -13,7 +13,7 @@ import sys
 import tempfile
 import warnings
 from collections.abc import Iterable, Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import datasets
@@ -38,8 +38,13 @@ LATEST_CHECKPOINT = ("latest", "last", "true")
 
 def unpad_inputs_field():
     """The examples' `--unpad_inputs` argument (BERT's `CtxBertConfig.unpad_inputs`, on by default)."""
-    return field(default=True, metadata={"help": "BERT: run the layers on the real tokens only, so padding costs "
-                                                 "nothing (outputs at real tokens are unchanged)"})
+    return field(
+        default=True,
+        metadata={
+            "help": "BERT: run the layers on the real tokens only, so padding costs "
+            "nothing (outputs at real tokens are unchanged)"
+        },
+    )
 
 
 # Warnings a user of the examples can do nothing about, by their message. PyTorch's CPU build tries oneDNN for every
@@ -92,8 +97,11 @@ def apply_gpu_defaults(training_args: TrainingArguments, argv: list[str] | None,
     """
     if training_args.device.type != "cuda":
         return {}
-    given = {arg.removeprefix("--").split("=", 1)[0] for arg in (sys.argv[1:] if argv is None else argv)
-             if arg.startswith("--")}
+    given = {
+        arg.removeprefix("--").split("=", 1)[0]
+        for arg in (sys.argv[1:] if argv is None else argv)
+        if arg.startswith("--")
+    }
     applied = {}
     for name, value in defaults.items():
         if name == "group_by_length" and hasattr(training_args, "train_sampling_strategy"):
@@ -126,7 +134,7 @@ def parse_args_and_set_up(argument_classes: tuple, argv: list[str] | None, logge
 
 # What `--config_overrides` says in every example script (its help text).
 CONFIG_OVERRIDES_HELP = (
-    "config fields of a new model: a JSON object ('{\"lstm\": {\"dim\": 512}, \"dropout\": 0.1}') or "
+    'config fields of a new model: a JSON object (\'{"lstm": {"dim": 512}, "dropout": 0.1}\') or '
     "comma-separated key=value pairs, values read as JSON where they parse and a dotted key for a nested field "
     "(lstm.dim=512,dropout=0.1)"
 )
@@ -198,11 +206,38 @@ def first_examples(dataset: datasets.Dataset | datasets.IterableDataset, n: int 
     return dataset.select(range(min(n, len(dataset))))
 
 
-def streaming_field():
-    """The pretraining examples' `--streaming` argument."""
-    return field(default=False, metadata={"help": "read the training text as it trains (a `datasets` "
-                                                  "IterableDataset), for corpora larger than the disk cache; needs "
-                                                  "--max_steps"})
+@dataclass
+class TextCorpusArguments:
+    """The data options both pretraining examples share: where the raw text comes from (files, globs, gzip, or a
+    `datasets` dataset), streaming, caching, the held-out share, and sample limits. Each script subclasses it
+    with its own options."""
+
+    train_file: list[str] | None = field(
+        default=None, metadata={"help": "training text files or glob patterns (plain or .gz), e.g. 'wiki/*.txt.gz'"}
+    )
+    validation_file: list[str] | None = field(
+        default=None, metadata={"help": "validation text files or glob patterns (plain or .gz)"}
+    )
+    streaming: bool = field(
+        default=False,
+        metadata={
+            "help": "read the training text as it trains (a `datasets` IterableDataset), for corpora larger than "
+            "the disk cache; needs --max_steps"
+        },
+    )
+    dataset_name: str | None = field(
+        default=None, metadata={"help": "a `datasets` dataset (Hub name or local folder), one text a row"}
+    )
+    dataset_config_name: str | None = field(default=None, metadata={"help": "its configuration"})
+    text_column: str = field(default="text", metadata={"help": "the dataset's text column"})
+    cache_dir: str | None = field(default=None, metadata={"help": "where `datasets` caches (default: its own cache)"})
+    validation_split_percentage: float = field(
+        default=5.0, metadata={"help": "without validation data, hold out this share of the training text"}
+    )
+    pad_to_multiple_of: int | None = field(default=None, metadata={"help": "pad batches to a multiple of this"})
+    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "processes for data preparation"})
+    max_train_samples: int | None = field(default=None, metadata={"help": "keep only the first N training examples"})
+    max_eval_samples: int | None = field(default=None, metadata={"help": "keep only the first N validation examples"})
 
 
 def shuffled_stream(dataset: datasets.IterableDataset, training_args: TrainingArguments, buffer_size: int = 10_000):
@@ -368,18 +403,24 @@ def resolve_resume_checkpoint(
             missing = missing_checkpoint_files(folder, **check)
             if not missing:
                 return folder
-            logger.warning(f"skipping the incomplete checkpoint {folder} (missing {', '.join(missing)}); it was "
-                           "probably being saved when the run stopped")
-        raise ValueError(f"--resume_from_checkpoint {checkpoint}: no complete {PREFIX_CHECKPOINT_DIR}-N folder in "
-                         f"{output_dir} (found {len(steps)} incomplete ones)")
+            logger.warning(
+                f"skipping the incomplete checkpoint {folder} (missing {', '.join(missing)}); it was "
+                "probably being saved when the run stopped"
+            )
+        raise ValueError(
+            f"--resume_from_checkpoint {checkpoint}: no complete {PREFIX_CHECKPOINT_DIR}-N folder in "
+            f"{output_dir} (found {len(steps)} incomplete ones)"
+        )
     folder = os.fspath(checkpoint)
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"--resume_from_checkpoint: {folder} does not exist or is not a folder")
     missing = missing_checkpoint_files(folder, **check)
     if missing:
-        raise ValueError(f"--resume_from_checkpoint: {folder} is an incomplete checkpoint (the run probably stopped "
-                         f"while saving it): missing {', '.join(missing)}. Resume from an earlier checkpoint, or "
-                         f"pass 'latest' to use the latest complete one in {output_dir}")
+        raise ValueError(
+            f"--resume_from_checkpoint: {folder} is an incomplete checkpoint (the run probably stopped "
+            f"while saving it): missing {', '.join(missing)}. Resume from an earlier checkpoint, or "
+            f"pass 'latest' to use the latest complete one in {output_dir}"
+        )
     return folder
 
 
@@ -397,8 +438,10 @@ class CtxTrainer(Trainer):
     """
 
     def __init__(self, model=None, args: TrainingArguments | None = None, *rest, **kwargs):
-        if args is not None and args.push_to_hub and args.hub_strategy in (
-            HubStrategy.CHECKPOINT, HubStrategy.ALL_CHECKPOINTS
+        if (
+            args is not None
+            and args.push_to_hub
+            and args.hub_strategy in (HubStrategy.CHECKPOINT, HubStrategy.ALL_CHECKPOINTS)
         ):
             raise ValueError(
                 f"--hub_strategy={args.hub_strategy.value} would upload the training state (training_args.bin holds "

@@ -26,8 +26,9 @@ from transformers.pipelines.feature_extraction import FeatureExtractionPipeline
 from transformers.pipelines.token_classification import AggregationStrategy, TokenClassificationPipeline
 
 
-def split_words(sentence, is_split_into_words: bool = False, delimiter: str = " "
-                ) -> tuple[str, list[str], list[tuple[int, int]]]:
+def split_words(
+    sentence, is_split_into_words: bool = False, delimiter: str = " "
+) -> tuple[str, list[str], list[tuple[int, int]]]:
     """The text, words and character offsets (start, end) of each word of a pipeline input.
 
     A string is split on whitespace, offsets into it; a list of words (`is_split_into_words=True`) is joined
@@ -63,14 +64,23 @@ class WordTokenClassificationPipeline(TokenClassificationPipeline):
     `is_split_into_words` and `delimiter`. `stride` and `offset_mapping` do not apply (no sub-words, no windows).
     """
 
-    def _sanitize_parameters(self, ignore_labels=None, aggregation_strategy=None, offset_mapping=None,
-                             is_split_into_words=False, stride=None, delimiter=None):
+    def _sanitize_parameters(
+        self,
+        ignore_labels=None,
+        aggregation_strategy=None,
+        offset_mapping=None,
+        is_split_into_words=False,
+        stride=None,
+        delimiter=None,
+    ):
         if stride is not None:
             raise ValueError("stride does not apply to word-level taggers: they read the whole sentence")
         if offset_mapping is not None:
             raise ValueError("offset_mapping does not apply to word-level taggers: word offsets are computed")
-        preprocess_params = {"is_split_into_words": is_split_into_words,
-                             "delimiter": " " if delimiter is None else delimiter}
+        preprocess_params = {
+            "is_split_into_words": is_split_into_words,
+            "delimiter": " " if delimiter is None else delimiter,
+        }
         postprocess_params = {}
         if aggregation_strategy is not None:
             if isinstance(aggregation_strategy, str):
@@ -102,13 +112,14 @@ class WordTokenClassificationPipeline(TokenClassificationPipeline):
             scores = np.exp(logits - logits.max(-1, keepdims=True))
             scores /= scores.sum(-1, keepdims=True)
             pre_entities = [
-                {"word": word, "scores": word_scores, "start": start, "end": end, "index": index,
-                 "is_subword": False}
+                {"word": word, "scores": word_scores, "start": start, "end": end, "index": index, "is_subword": False}
                 for index, (word, word_scores, (start, end)) in enumerate(
-                    zip(output["words"], scores, output["word_offsets"]))
+                    zip(output["words"], scores, output["word_offsets"])
+                )
             ]
             entities += [
-                entity for entity in self.aggregate(pre_entities, aggregation_strategy)
+                entity
+                for entity in self.aggregate(pre_entities, aggregation_strategy)
                 if entity.get("entity", entity.get("entity_group")) not in ignore_labels
             ]
         return entities
@@ -132,8 +143,15 @@ class WordFeatureExtractionPipeline(FeatureExtractionPipeline):
     vector does not depend on the other inputs. For many sentences, `hf_ctx.embed.ElmoEmbedder` batches them.
     """
 
-    def _sanitize_parameters(self, output=None, scalar_mix_weights=None, is_split_into_words=None, delimiter=None,
-                             return_tensors=None, **kwargs):
+    def _sanitize_parameters(
+        self,
+        output=None,
+        scalar_mix_weights=None,
+        is_split_into_words=None,
+        delimiter=None,
+        return_tensors=None,
+        **kwargs,
+    ):
         if kwargs:
             raise ValueError(f"unknown argument(s) for the word feature-extraction pipeline: {sorted(kwargs)}")
         preprocess_params, forward_params, postprocess_params = {}, {}, {}
@@ -154,7 +172,8 @@ class WordFeatureExtractionPipeline(FeatureExtractionPipeline):
         """Features of one sentence (a string, or a list of words with `is_split_into_words=True`) or of a list of
         sentences: per sentence, a list of {"word", "start", "end", "vector"}."""
         if kwargs.get("is_split_into_words", self._preprocess_params.get("is_split_into_words")) and (
-                isinstance(inputs, list) and all(isinstance(word, str) for word in inputs)):
+            isinstance(inputs, list) and all(isinstance(word, str) for word in inputs)
+        ):
             return super().__call__([inputs], **kwargs)[0]  # one sentence given as its words
         return super().__call__(inputs, **kwargs)
 

@@ -32,8 +32,19 @@ class FakeHub:
         self.repos.setdefault(repo_id, {})
         return RepoUrl(f"https://huggingface.co/{repo_id}")
 
-    def upload_folder(self, api, *, repo_id, folder_path, path_in_repo=None, allow_patterns=None,
-                      ignore_patterns=None, delete_patterns=None, run_as_future=False, **kwargs):
+    def upload_folder(
+        self,
+        api,
+        *,
+        repo_id,
+        folder_path,
+        path_in_repo=None,
+        allow_patterns=None,
+        ignore_patterns=None,
+        delete_patterns=None,
+        run_as_future=False,
+        **kwargs,
+    ):
         files = folder_files(folder_path)
         kept = set(filter_repo_objects(files, allow_patterns=allow_patterns, ignore_patterns=ignore_patterns))
         prefix = f"{path_in_repo.strip('/')}/" if path_in_repo else ""

@@ -43,8 +43,25 @@ def test_elmo_benchmark_runs_on_cpu_and_gpu_table_reads_the_outputs(capsys, monk
     """The benchmark's CPU fallback runs end to end at a tiny size and its paths agree with the reference; the
     table of `gpu_checks.sh` reads its output and bert_speed's."""
     bench = load_benchmark("elmo_lstm_speed")
-    monkeypatch.setattr("sys.argv", ["elmo_lstm_speed.py", "--device", "cpu", "--batch_size", "2", "--steps", "3",
-                                     "--cell_size", "8", "--projection_size", "4", "--repeats", "1", "--no_compile"])
+    monkeypatch.setattr(
+        "sys.argv",
+        [
+            "elmo_lstm_speed.py",
+            "--device",
+            "cpu",
+            "--batch_size",
+            "2",
+            "--steps",
+            "3",
+            "--cell_size",
+            "8",
+            "--projection_size",
+            "4",
+            "--repeats",
+            "1",
+            "--no_compile",
+        ],
+    )
     bench.main()
     printed = capsys.readouterr().out
     rows = [line.split() for line in printed.splitlines() if line.startswith("hf_ctx")]
@@ -55,7 +72,8 @@ def test_elmo_benchmark_runs_on_cpu_and_gpu_table_reads_the_outputs(capsys, monk
     (tmp_path / "elmo_fp32.txt").write_text(printed)
     (tmp_path / "bert_pretrain_b32_s512.txt").write_text(  # bert_speed.py's lines
         "  eager    transformers       269,459 tokens/s   peak 12.70 GiB\n"
-        "  eager    hf_ctx             351,752 tokens/s   peak 8.22 GiB\n")
+        "  eager    hf_ctx             351,752 tokens/s   peak 8.22 GiB\n"
+    )
     (tmp_path / "bert_finetune_b32.txt").write_text("Traceback ...\n")
     table = load_benchmark("gpu_table")
     monkeypatch.setattr("sys.argv", ["gpu_table.py", str(tmp_path)])

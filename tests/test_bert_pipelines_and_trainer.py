@@ -66,7 +66,9 @@ def test_feature_extraction_pipeline_returns_the_model_states(tokenizer, tmp_pat
 
 def test_text_classification_pipeline_gives_the_models_softmax(tokenizer, tmp_path):
     labels = {0: "NEG", 1: "POS", 2: "MIXED"}
-    model = CtxBertForSequenceClassification(tiny(tokenizer, id2label=labels, label2id={v: k for k, v in labels.items()}))
+    model = CtxBertForSequenceClassification(
+        tiny(tokenizer, id2label=labels, label2id={v: k for k, v in labels.items()})
+    )
     model.eval()
     classify = pipeline("text-classification", model=save(model, tokenizer, tmp_path), top_k=None)
     (result,) = classify(["green dog runs"])  # a batch of one: every label's score
@@ -81,8 +83,9 @@ def test_token_classification_pipeline_gives_the_models_per_token_tags(tokenizer
     tags = {0: "O", 1: "B-ANIMAL", 2: "I-ANIMAL"}
     model = CtxBertForTokenClassification(tiny(tokenizer, id2label=tags, label2id={v: k for k, v in tags.items()}))
     model.eval()
-    tagger = pipeline("token-classification", model=save(model, tokenizer, tmp_path), aggregation_strategy="none",
-                      ignore_labels=[])
+    tagger = pipeline(
+        "token-classification", model=save(model, tokenizer, tmp_path), aggregation_strategy="none", ignore_labels=[]
+    )
     sentence = "green dog runs fast"
     entities = tagger(sentence)
 
@@ -94,8 +97,9 @@ def test_token_classification_pipeline_gives_the_models_per_token_tags(tokenizer
     assert [e["index"] for e in entities] == real
     assert [e["word"] for e in entities] == tokenizer.convert_ids_to_tokens([tokens[i] for i in real])
     assert [e["entity"] for e in entities] == [tags[int(probabilities[i].argmax())] for i in real]
-    np.testing.assert_allclose([e["score"] for e in entities], [float(probabilities[i].max()) for i in real],
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        [e["score"] for e in entities], [float(probabilities[i].max()) for i in real], rtol=1e-5
+    )
 
 
 @pytest.mark.slow
@@ -111,14 +115,23 @@ def test_trainer_fine_tunes_a_tiny_bert_on_a_synthetic_task(tokenizer, tmp_path)
         texts.append(" ".join(words))
         labels.append(i % 2)
     dataset = Dataset.from_dict({"text": texts, "label": labels}).map(
-        lambda batch: tokenizer(batch["text"], truncation=True), batched=True, remove_columns=["text"])
+        lambda batch: tokenizer(batch["text"], truncation=True), batched=True, remove_columns=["text"]
+    )
     torch.manual_seed(0)
     model = CtxBertForSequenceClassification(tiny(tokenizer, num_labels=2))
-    args = TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=32, num_train_epochs=6,
-                             learning_rate=2e-3, logging_steps=8, report_to=[], save_strategy="no",
-                             use_cpu=True, disable_tqdm=True, seed=0)
-    trainer = Trainer(model=model, args=args, train_dataset=dataset,
-                      data_collator=DataCollatorWithPadding(tokenizer))
+    args = TrainingArguments(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=32,
+        num_train_epochs=6,
+        learning_rate=2e-3,
+        logging_steps=8,
+        report_to=[],
+        save_strategy="no",
+        use_cpu=True,
+        disable_tqdm=True,
+        seed=0,
+    )
+    trainer = Trainer(model=model, args=args, train_dataset=dataset, data_collator=DataCollatorWithPadding(tokenizer))
     trainer.train()
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     assert losses[-1] < 0.5 * losses[0], losses

@@ -23,8 +23,9 @@ def run_python(args: list[str]) -> subprocess.CompletedProcess:
     """`python ARGS` in the repository root with this checkout's hf_ctx, without HF_CTX_DEBUG."""
     environment = {key: value for key, value in os.environ.items() if key != "HF_CTX_DEBUG"}
     environment["PYTHONPATH"] = str(ROOT)
-    return subprocess.run([sys.executable, *args], cwd=ROOT, env=environment, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_help_version_and_argument_errors_answer_without_importing_torch():
@@ -52,13 +53,20 @@ def test_train_tokenizer_options_have_help_and_defaults(capsys):
     with pytest.raises(SystemExit):
         cli.main(["train-tokenizer", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
-    for option, default in [("--vocab_size", "default 8000"), ("--min_frequency", "default 2"),
-                            ("--model_max_length", "default 512"), ("--lowercase", "the default")]:
+    for option, default in [
+        ("--vocab_size", "default 8000"),
+        ("--min_frequency", "default 2"),
+        ("--model_max_length", "default 512"),
+        ("--lowercase", "the default"),
+    ]:
         assert option in help_text and default in help_text
     assert "--no_lowercase keep case" in help_text
     args = cli.build_parser().parse_args(["train-tokenizer", "a.txt", "--output_dir", "out"])
     assert (args.vocab_size, args.min_frequency, args.lowercase, args.model_max_length) == (8000, 2, True, 512)
-    assert cli.build_parser().parse_args(["train-tokenizer", "a.txt", "--output_dir", "o", "--no_lowercase"]).lowercase is False
+    assert (
+        cli.build_parser().parse_args(["train-tokenizer", "a.txt", "--output_dir", "o", "--no_lowercase"]).lowercase
+        is False
+    )
 
 
 def test_cased_is_a_deprecated_alias_of_no_lowercase():
@@ -95,6 +103,7 @@ def test_debug_flag_or_environment_shows_the_traceback(tmp_path, monkeypatch, ca
 
 def test_bugs_keep_their_traceback(monkeypatch):
     """Only expected user errors become one line; anything else (a bug) is raised as it is."""
+
     def broken(argv):
         raise KeyError("a bug")
 
@@ -115,7 +124,9 @@ def test_example_user_error_is_one_line(tmp_path):
     argv = ["examples/end_to_end.py", "--train_file", str(tmp_path / "train.txt"), "--output_dir", str(tmp_path)]
     result = run_python(argv)
     assert result.returncode == 1
-    assert result.stderr.splitlines() == ["error: --train_file needs --validation_file (the tagger's F1 is measured on it)"]
+    assert result.stderr.splitlines() == [
+        "error: --train_file needs --validation_file (the tagger's F1 is measured on it)"
+    ]
 
 
 def test_run_script_strips_debug_and_then_shows_the_traceback(monkeypatch, capsys):

@@ -12,8 +12,11 @@ from hf_ctx import CtxBertConfig, CtxBertModel, ElmoConfig, ElmoModel, TagLMConf
 from hf_ctx.configuration_elmo import DEFAULT_LSTM
 from hf_ctx.convert_elmo import elmo_config_from_options
 
-TINY_ELMO = dict(char_cnn={"filters": [[1, 4], [2, 6]], "embedding": {"dim": 4}, "n_highway": 1},
-                 lstm={"dim": 12, "projection_dim": 5, "n_layers": 1}, vocab_size=20)
+TINY_ELMO = dict(
+    char_cnn={"filters": [[1, 4], [2, 6]], "embedding": {"dim": 4}, "n_highway": 1},
+    lstm={"dim": 12, "projection_dim": 5, "n_layers": 1},
+    vocab_size=20,
+)
 CONFIGS = {
     "bert": lambda: CtxBertConfig.from_preset("tiny", vocab_size=50),
     "elmo": lambda: ElmoConfig(**TINY_ELMO),
@@ -28,8 +31,12 @@ BAD_FIELDS = [
     ("bert", "layer_norm_eps", -1e-12, "layer_norm_eps must be a positive number"),
     ("elmo", "dropout", 1.0, r"dropout must be in \[0, 1\), got 1.0"),
     ("elmo", "num_sampled", -3, r"num_sampled must be 0 \(full softmax\) or a positive integer, got -3"),
-    ("elmo", "lstm", {**DEFAULT_LSTM, "dim": 12, "projection_dim": 5, "cell_clip": math.nan},
-     "lstm cell_clip must be a positive number, got nan"),
+    (
+        "elmo",
+        "lstm",
+        {**DEFAULT_LSTM, "dim": 12, "projection_dim": 5, "cell_clip": math.nan},
+        "lstm cell_clip must be a positive number, got nan",
+    ),
     ("taglm", "rnn_type", "transformer", r"rnn_type must be one of \['gru', 'lstm'\], got 'transformer'"),
     ("taglm", "rnn_hidden_size", 0, "rnn_hidden_size must be a positive integer, got 0"),
     ("taglm", "tag_scheme", "BILOU2", "tag_scheme must be one of"),

@@ -54,7 +54,10 @@ def sample_file(tmp_path):
 def test_read_conll_sentences_columns_and_lines(sample_file):
     sentences = read_conll(sample_file)
     assert [s["tokens"] for s in sentences] == [
-        ["EU", "rejects", "German", "call", "."], ["Peter", "Blackburn"], ["Kiev", "Ukraine"]]
+        ["EU", "rejects", "German", "call", "."],
+        ["Peter", "Blackburn"],
+        ["Kiev", "Ukraine"],
+    ]
     assert sentences[0]["pos_tags"] == ["NNP", "VBZ", "JJ", "NN", "."]
     assert sentences[0]["chunk_tags"] == ["I-NP", "I-VP", "I-NP", "I-NP", "O"]
     assert sentences[2]["ner_tags"] == ["I-LOC", "B-LOC"]
@@ -87,7 +90,9 @@ IOB2 = ["B-ORG", "O", "B-PER", "I-PER", "B-PER", "B-LOC", "B-MISC", "I-MISC", "O
 BIOES = ["S-ORG", "O", "B-PER", "E-PER", "S-PER", "S-LOC", "B-MISC", "E-MISC", "O", "S-LOC"]
 
 
-@pytest.mark.parametrize("source,target", [(a, b) for a in ("IOB1", "IOB2", "BIOES") for b in ("IOB1", "IOB2", "BIOES")])
+@pytest.mark.parametrize(
+    "source,target", [(a, b) for a in ("IOB1", "IOB2", "BIOES") for b in ("IOB1", "IOB2", "BIOES")]
+)
 def test_conversion_between_schemes_by_hand(source, target):
     tags = {"IOB1": IOB1, "IOB2": IOB2, "BIOES": BIOES}
     assert convert_tags(tags[source], source, target) == tags[target]
@@ -104,8 +109,9 @@ def test_conversion_keeps_the_entities_seqeval_reads(sample_file):
 
 
 def test_real_conll2003_is_read_as_iob1_and_converted(shared_data):
-    data = load_conll_dataset({"train": shared_data / "conll2003" / "eng.train",
-                               "validation": shared_data / "conll2003" / "eng.testa"})
+    data = load_conll_dataset(
+        {"train": shared_data / "conll2003" / "eng.train", "validation": shared_data / "conll2003" / "eng.testa"}
+    )
     assert len(data["train"]) == 14041 and len(data["validation"]) == 3250
     assert sum(map(len, data["train"]["tokens"])) == 203621
     assert detect_tag_scheme(s["ner_tags"] for s in read_conll(shared_data / "conll2003" / "eng.testa")) == "IOB1"
@@ -132,14 +138,20 @@ def test_unseen_label_at_evaluation_is_a_clear_error(tmp_path):
 
 def test_hub_style_dataset_with_class_label_ids(tmp_path):
     names = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
-    features = Features({"id": Value("string"), "tokens": Sequence(Value("string")),
-                         "ner_tags": Sequence(ClassLabel(names=names))})
-    Dataset.from_dict({"id": ["0"], "tokens": [["Peter", "Blackburn", "in", "Kiev"]], "ner_tags": [[1, 2, 0, 3]]},
-                      features=features).to_parquet(tmp_path / "train.parquet")
+    features = Features(
+        {"id": Value("string"), "tokens": Sequence(Value("string")), "ner_tags": Sequence(ClassLabel(names=names))}
+    )
+    Dataset.from_dict(
+        {"id": ["0"], "tokens": [["Peter", "Blackburn", "in", "Kiev"]], "ner_tags": [[1, 2, 0, 3]]}, features=features
+    ).to_parquet(tmp_path / "train.parquet")
     data = load_hub_ner_dataset(str(tmp_path))
     assert data["train"][0]["ner_tags"] == ["B-PER", "I-PER", "O", "B-LOC"]
-    assert load_hub_ner_dataset(str(tmp_path), tag_scheme="IOB1")["train"][0]["ner_tags"] == \
-        ["I-PER", "I-PER", "O", "I-LOC"]
+    assert load_hub_ner_dataset(str(tmp_path), tag_scheme="IOB1")["train"][0]["ner_tags"] == [
+        "I-PER",
+        "I-PER",
+        "O",
+        "I-LOC",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -224,7 +236,7 @@ def test_seqeval_metric_rejects_mismatched_lengths():
 
 
 def test_every_module_takes_the_same_scheme_names():
-    """"BIO" and "IOB2" name one scheme in the data readers, the CRF constraints and TagLM's config alike."""
+    """ "BIO" and "IOB2" name one scheme in the data readers, the CRF constraints and TagLM's config alike."""
     from hf_ctx import TagLMConfig
     from hf_ctx.tag_schemes import SCHEME_NAMES, allowed_transitions
 

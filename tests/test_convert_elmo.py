@@ -26,10 +26,22 @@ def options_for(projected: bool) -> dict:
     filters = [[1, 4], [2, 4], [3, 8]]  # 16 filters
     return {
         "bidirectional": True,
-        "char_cnn": {"activation": "relu", "embedding": {"dim": 4}, "filters": filters,
-                     "max_characters_per_token": 50, "n_characters": 262, "n_highway": 2},
-        "lstm": {"cell_clip": 1.0, "dim": 12 if projected else 16, "n_layers": 2, "proj_clip": 0.7,
-                 "projection_dim": 6 if projected else 16, "use_skip_connections": True},
+        "char_cnn": {
+            "activation": "relu",
+            "embedding": {"dim": 4},
+            "filters": filters,
+            "max_characters_per_token": 50,
+            "n_characters": 262,
+            "n_highway": 2,
+        },
+        "lstm": {
+            "cell_clip": 1.0,
+            "dim": 12 if projected else 16,
+            "n_layers": 2,
+            "proj_clip": 0.7,
+            "projection_dim": 6 if projected else 16,
+            "use_skip_connections": True,
+        },
         "dropout": 0.1,
     }
 
@@ -44,8 +56,12 @@ def write_weights(path, options, rng) -> dict:
         weights[f"CNN/W_cnn_{i}"] = rng.uniform(-0.5, 0.5, (1, width, dim, count))
         weights[f"CNN/b_cnn_{i}"] = rng.uniform(-0.5, 0.5, count)
     for k in range(cnn["n_highway"]):
-        for name, shape in [("W_carry", (n_filters, n_filters)), ("b_carry", (n_filters,)),
-                            ("W_transform", (n_filters, n_filters)), ("b_transform", (n_filters,))]:
+        for name, shape in [
+            ("W_carry", (n_filters, n_filters)),
+            ("b_carry", (n_filters,)),
+            ("W_transform", (n_filters, n_filters)),
+            ("b_transform", (n_filters,)),
+        ]:
             weights[f"CNN_high_{k}/{name}"] = rng.normal(0, 0.4, shape)
     if n_filters != proj:
         weights["CNN_proj/W_proj"] = rng.normal(0, 0.5, (n_filters, proj))
@@ -68,12 +84,14 @@ def write_weights(path, options, rng) -> dict:
 
 def batcher_char_ids(sentence):
     """bilm-tf's Batcher.batch_sentences for one sentence: <S>, the words, </S>, each 50 ids, +1."""
+
     def encode(word):
         if word in ("<S>", "</S>"):
             code = [258, 256 if word == "<S>" else 257, 259]
         else:
             code = [258, *word.encode("utf-8", "ignore")[:48], 259]
         return [c + 1 for c in code + [260] * (50 - len(code))]
+
     return np.array([encode(w) for w in ["<S>", *sentence, "</S>"]])
 
 
@@ -82,7 +100,7 @@ def sigmoid(x):
 
 
 def tf_token_embeddings(ids, w, options):
-    cnn, lstm = options["char_cnn"], options["lstm"]
+    cnn = options["char_cnn"]
     table = np.concatenate([np.zeros((1, w["char_embed"].shape[1])), w["char_embed"]])  # padding row added
     chars = table[ids]  # (tokens, 50, dim)
     features = []
@@ -157,7 +175,7 @@ def test_converted_model_gives_the_original_vectors(tmp_path, projected):
         expected = tf_elmo_layers(sentence, weights, options)
         for k, layer in enumerate(layers):
             np.testing.assert_allclose(layer[i, : len(sentence)].double().numpy(), expected[k], atol=1e-5, rtol=0)
-            assert (layer[i, len(sentence):] == 0).all()
+            assert (layer[i, len(sentence) :] == 0).all()
         clipped |= bool(np.isclose(np.abs(expected[1:]), options["lstm"]["proj_clip"]).any())
     assert clipped or not projected  # the weights are large enough that clipping matters
 
@@ -168,8 +186,16 @@ def test_command_line_and_word_vocabulary(tmp_path):
     write_weights(tmp_path / "weights.hdf5", options, np.random.default_rng(1))
     (tmp_path / "vocab.txt").write_text("</S>\n<S>\n<UNK>\nthe\ncat\n")
     out = tmp_path / "out"
-    cli_main(["convert-elmo", str(tmp_path / "options.json"), str(tmp_path / "weights.hdf5"), str(out),
-              "--vocab_file", str(tmp_path / "vocab.txt")])
+    cli_main(
+        [
+            "convert-elmo",
+            str(tmp_path / "options.json"),
+            str(tmp_path / "weights.hdf5"),
+            str(out),
+            "--vocab_file",
+            str(tmp_path / "vocab.txt"),
+        ]
+    )
     tokenizer = AutoTokenizer.from_pretrained(out)
     assert tokenizer("the cat dog")["input_word_ids"] == [3, 4, 2]
     model = AutoModel.from_pretrained(out)
@@ -202,8 +228,11 @@ def test_swapped_or_wrong_files_say_which_argument_is_which(tmp_path):
     write_weights(tmp_path / "weights.hdf5", options, np.random.default_rng(3))
     (tmp_path / "notes.txt").write_text("not an hdf5 file")
     options, weights, out = tmp_path / "options.json", tmp_path / "weights.hdf5", tmp_path / "out"
-    with pytest.raises(ValueError, match=rf"swapped: .*OPTIONS_JSON, first\) must be the JSON file {options}.*"
-                                         rf"WEIGHTS_HDF5, second\) the HDF5 file {weights}"):
+    with pytest.raises(
+        ValueError,
+        match=rf"swapped: .*OPTIONS_JSON, first\) must be the JSON file {options}.*"
+        rf"WEIGHTS_HDF5, second\) the HDF5 file {weights}",
+    ):
         convert_elmo_checkpoint(weights, options, out)
     with pytest.raises(ValueError, match=rf"OPTIONS_JSON .* but {weights} is an HDF5 file"):
         convert_elmo_checkpoint(weights, weights, out)

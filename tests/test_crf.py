@@ -22,7 +22,9 @@ def sequence_score(crf, emissions, tags):
 
     start = crf.start_transitions[tags[0]].item() if crf.include_start_end_transitions else 0.0
     end = crf.end_transitions[tags[-1]].item() if crf.include_start_end_transitions else 0.0
-    score = (start if allowed[t, tags[0]] else FORBIDDEN_SCORE) + (end if allowed[tags[-1], t + 1] else FORBIDDEN_SCORE)
+    score = (start if allowed[t, tags[0]] else FORBIDDEN_SCORE) + (
+        end if allowed[tags[-1], t + 1] else FORBIDDEN_SCORE
+    )
     score += sum(emissions[i, tag].item() for i, tag in enumerate(tags))
     score += sum(trans(a, b) for a, b in zip(tags, tags[1:]))
     return score
@@ -74,11 +76,12 @@ def test_log_likelihood_and_viterbi_match_brute_force(include_start_end, constra
         # Max-marginals: argmax is the Viterbi path; each word's maximum is the Viterbi score; entry (i, j)
         # is the best score among the sequences with tag j at word i.
         assert max_marginals[b, :n].argmax(-1).tolist() == best
-        torch.testing.assert_close(max_marginals[b, :n].max(-1).values, torch.full((n,), best_score), atol=1e-3, rtol=0)
+        torch.testing.assert_close(
+            max_marginals[b, :n].max(-1).values, torch.full((n,), best_score), atol=1e-3, rtol=0
+        )
         i, j = n - 1, (best[-1] + 1) % 5
         constrained_best = max(
-            sequence_score(crf, emissions[b], seq)
-            for seq in itertools.product(range(5), repeat=n) if seq[i] == j
+            sequence_score(crf, emissions[b], seq) for seq in itertools.product(range(5), repeat=n) if seq[i] == j
         )
         assert max_marginals[b, i, j].item() == pytest.approx(constrained_best, abs=1e-3)
         assert (max_marginals[b, n:] == 0).all()
@@ -87,9 +90,7 @@ def test_log_likelihood_and_viterbi_match_brute_force(include_start_end, constra
 def test_probabilities_of_all_sequences_sum_to_one():
     crf = random_crf(3)
     emissions = torch.randn(1, 3, 3)
-    total = sum(
-        crf(emissions, torch.tensor([seq])).exp().item() for seq in itertools.product(range(3), repeat=3)
-    )
+    total = sum(crf(emissions, torch.tensor([seq])).exp().item() for seq in itertools.product(range(3), repeat=3))
     assert total == pytest.approx(1.0, abs=1e-5)
 
 
@@ -120,7 +121,9 @@ def test_empty_rows_and_float32_under_autocast():
     with torch.autocast("cpu", dtype=torch.bfloat16):
         ll_autocast = crf(emissions.bfloat16(), torch.zeros(2, 3, dtype=torch.long), mask)
     assert ll_autocast.dtype == torch.float32
-    torch.testing.assert_close(ll_autocast, crf(emissions.bfloat16().float(), torch.zeros(2, 3, dtype=torch.long), mask))
+    torch.testing.assert_close(
+        ll_autocast, crf(emissions.bfloat16().float(), torch.zeros(2, 3, dtype=torch.long), mask)
+    )
 
 
 def test_bad_inputs_raise_clear_errors():
@@ -142,8 +145,14 @@ def test_bio_transitions_by_hand():
     labels = {0: "O", 1: "B-PER", 2: "I-PER", 3: "B-LOC", 4: "I-LOC"}
     start, end = 5, 6
     expected = {
-        (start, 0), (start, 1), (start, 3),
-        (0, end), (1, end), (2, end), (3, end), (4, end),
+        (start, 0),
+        (start, 1),
+        (start, 3),
+        (0, end),
+        (1, end),
+        (2, end),
+        (3, end),
+        (4, end),
     }
     for i in range(5):
         expected |= {(i, 0), (i, 1), (i, 3)}  # O and B-x may follow anything
@@ -179,11 +188,14 @@ def is_valid(scheme, labels, sequence):
     return all((a, b) in pairs for a, b in zip(path, path[1:]))
 
 
-@pytest.mark.parametrize("scheme,labels", [
-    ("BIO", BIO_LABELS),
-    ("IOB1", {0: "O", 1: "I-PER", 2: "B-PER", 3: "I-LOC", 4: "B-LOC"}),
-    ("BIOES", {0: "O", 1: "B-PER", 2: "I-PER", 3: "E-PER", 4: "S-PER"}),
-])
+@pytest.mark.parametrize(
+    "scheme,labels",
+    [
+        ("BIO", BIO_LABELS),
+        ("IOB1", {0: "O", 1: "I-PER", 2: "B-PER", 3: "I-LOC", 4: "B-LOC"}),
+        ("BIOES", {0: "O", 1: "B-PER", 2: "I-PER", 3: "E-PER", 4: "S-PER"}),
+    ],
+)
 def test_decoding_never_breaks_the_scheme(scheme, labels):
     crf = random_crf(len(labels), allowed_transitions(scheme, labels))
     with torch.no_grad():  # make forbidden transitions the most attractive ones

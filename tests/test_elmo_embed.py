@@ -36,8 +36,12 @@ SENTENCES = [
 
 def tiny_elmo_config(**kwargs):
     # The published defaults clip cells and projections, so the LSTM runs its step-by-step path.
-    return ElmoConfig(char_cnn={"filters": [[1, 4], [2, 8], [3, 8]], "embedding": {"dim": 4}, "n_highway": 1},
-                      lstm={"dim": 16, "projection_dim": 8, "n_layers": 2}, vocab_size=5, **kwargs)
+    return ElmoConfig(
+        char_cnn={"filters": [[1, 4], [2, 8], [3, 8]], "embedding": {"dim": 4}, "n_highway": 1},
+        lstm={"dim": 16, "projection_dim": 8, "n_layers": 2},
+        vocab_size=5,
+        **kwargs,
+    )
 
 
 @pytest.fixture
@@ -70,10 +74,12 @@ def reference_model(elmo_dir) -> ElmoModel:
 
 # --- token-embedding cache ------------------------------------------------------------------------------------
 
+
 def test_cache_gives_the_uncached_outputs_for_cached_and_unknown_words():
     model = ElmoModel(tiny_elmo_config()).eval()
-    batch = ElmoTokenizer()([s.split() for s in SENTENCES], is_split_into_words=True, padding=True,
-                            return_tensors="pt")
+    batch = ElmoTokenizer()(
+        [s.split() for s in SENTENCES], is_split_into_words=True, padding=True, return_tensors="pt"
+    )
     with torch.no_grad():
         expected = model(**batch, output_hidden_states=True).hidden_states
         assert model.cache_token_embeddings(["the", "cat", "dog", "mat", ".", "never-seen"]) == 8  # + <S>, </S>
@@ -123,8 +129,9 @@ def test_cache_is_not_saved_and_follows_weight_changes(tmp_path):
 def test_training_bypasses_the_cache():
     """With gradients wanted for the CNN, the CNN runs: its weights get gradients as without a cache."""
     model = ElmoForBiLM(tiny_elmo_config()).eval()  # eval: no dropout, so both runs are the same function
-    batch = ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", "the", "cat"])(["the cat", "cat"], padding=True,
-                                                                        return_tensors="pt")
+    batch = ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", "the", "cat"])(
+        ["the cat", "cat"], padding=True, return_tensors="pt"
+    )
     model(**batch).loss.backward()
     expected = model.elmo.char_cnn.convolutions[0].weight.grad.clone()
     model.zero_grad()
@@ -135,12 +142,17 @@ def test_training_bypasses_the_cache():
 
 # --- hf-ctx embed ---------------------------------------------------------------------------------------------
 
+
 def test_embed_file_round_trip_matches_each_sentence_alone(elmo_dir, text_file, tmp_path):
     output = tmp_path / "vectors.hdf5"
     # batch_size 3: sentences of different lengths share batches (sorted by length), so padding is exercised.
     summary = ElmoEmbedder(elmo_dir, device="cpu").embed_file(text_file, output, batch_size=3, progress=False)
-    assert summary == {"sentences": len(SENTENCES), "embedded": len(SENTENCES), "kept": 0,
-                       "words": sum(len(s.split()) for s in SENTENCES)}
+    assert summary == {
+        "sentences": len(SENTENCES),
+        "embedded": len(SENTENCES),
+        "kept": 0,
+        "words": sum(len(s.split()) for s in SENTENCES),
+    }
     model = reference_model(elmo_dir)
     # Read as AllenNLP users do.
     with h5py.File(output, "r") as f:
@@ -158,8 +170,9 @@ def test_embed_file_round_trip_matches_each_sentence_alone(elmo_dir, text_file, 
 @pytest.mark.parametrize("output, weights", [("top", None), ("average", None), (None, [0.2, -0.5, 1.5])])
 def test_embed_file_one_vector_per_word(elmo_dir, text_file, tmp_path, output, weights):
     path = tmp_path / "vectors.hdf5"
-    ElmoEmbedder(elmo_dir, device="cpu").embed_file(text_file, path, output=output, scalar_mix_weights=weights,
-                                                    batch_size=4, progress=False)
+    ElmoEmbedder(elmo_dir, device="cpu").embed_file(
+        text_file, path, output=output, scalar_mix_weights=weights, batch_size=4, progress=False
+    )
     model = reference_model(elmo_dir)
     with h5py.File(path, "r") as f:
         for i, sentence in enumerate(SENTENCES):
@@ -221,7 +234,9 @@ def test_embed_extends_a_prefix_and_refuses_other_settings(elmo_dir, text_file, 
         embedder.embed_file(changed, path, output="top", progress=False)
     assert embedder.embed_file(changed, path, output="average", overwrite=True, progress=False)["kept"] == 0
     with h5py.File(path, "r") as f:
-        assert f.attrs["output"] == "average" and json.loads(f["sentence_to_index"][0])["a different first line"] == "0"
+        assert (
+            f.attrs["output"] == "average" and json.loads(f["sentence_to_index"][0])["a different first line"] == "0"
+        )
 
 
 def test_embed_refuses_files_it_did_not_write(elmo_dir, text_file, tmp_path):
@@ -282,8 +297,23 @@ def test_cli_embed_with_vocab_file_and_overwrite(elmo_dir, text_file, tmp_path, 
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("the\ncat\ndog\nmat\n.\n", encoding="utf-8")
     output = tmp_path / "vectors.hdf5"
-    main(["embed", str(elmo_dir), str(text_file), str(output), "--scalar_mix_weights", "0.2,0.3,0.5",
-          "--vocab_file", str(vocab), "--batch_size", "2", "--device", "cpu", "--no_progress"])
+    main(
+        [
+            "embed",
+            str(elmo_dir),
+            str(text_file),
+            str(output),
+            "--scalar_mix_weights",
+            "0.2,0.3,0.5",
+            "--vocab_file",
+            str(vocab),
+            "--batch_size",
+            "2",
+            "--device",
+            "cpu",
+            "--no_progress",
+        ]
+    )
     captured = capsys.readouterr()
     assert "cached the token layer of 7 words" in captured.err
     assert f"wrote {len(SENTENCES)} sentences" in captured.out
@@ -300,10 +330,12 @@ def test_cli_embed_with_vocab_file_and_overwrite(elmo_dir, text_file, tmp_path, 
         main(["embed", str(elmo_dir), str(text_file), str(output), "--scalar_mix_weights", "0.2;0.8"])
     assert exit_info.value.code == 1
     assert "--scalar_mix_weights must be comma-separated numbers such as 0.2,0.3,0.5, got '0.2;0.8'" in (
-        capsys.readouterr().err)
+        capsys.readouterr().err
+    )
 
 
 # --- pipeline("feature-extraction") ---------------------------------------------------------------------------
+
 
 def test_feature_extraction_pipeline_gives_a_vector_per_word(elmo_dir):
     model = reference_model(elmo_dir)
@@ -311,7 +343,11 @@ def test_feature_extraction_pipeline_gives_a_vector_per_word(elmo_dir):
     sentence = "  Zürich 's   mayor spoke"
     result = extractor(sentence)
     assert [(r["word"], r["start"], r["end"]) for r in result] == [
-        ("Zürich", 2, 8), ("'s", 9, 11), ("mayor", 14, 19), ("spoke", 20, 25)]
+        ("Zürich", 2, 8),
+        ("'s", 9, 11),
+        ("mayor", 14, 19),
+        ("spoke", 20, 25),
+    ]
     assert all(sentence[r["start"] : r["end"]] == r["word"] for r in result)
     layers = layers_alone(model, sentence)
     np.testing.assert_allclose(np.array([r["vector"] for r in result]), layers[-1], atol=1e-6, rtol=0)
@@ -320,8 +356,13 @@ def test_feature_extraction_pipeline_gives_a_vector_per_word(elmo_dir):
     assert [(r["word"], r["start"], r["end"]) for r in words] == [("a", 0, 1), ("dog", 2, 5)]
     assert len(extractor(["a dog", "x"])) == 2 and extractor("") == []
 
-    mixed = pipeline("feature-extraction", model=str(elmo_dir), pipeline_class=WordFeatureExtractionPipeline,
-                     scalar_mix_weights=[0.2, 0.3, 0.5], return_tensors=True)
+    mixed = pipeline(
+        "feature-extraction",
+        model=str(elmo_dir),
+        pipeline_class=WordFeatureExtractionPipeline,
+        scalar_mix_weights=[0.2, 0.3, 0.5],
+        return_tensors=True,
+    )
     vectors = torch.stack([r["vector"] for r in mixed(sentence)]).numpy()
     np.testing.assert_allclose(vectors, np.tensordot([0.2, 0.3, 0.5], layers, axes=1), atol=1e-6, rtol=0)
     every_layer = extractor(sentence, output="all", return_tensors=True)

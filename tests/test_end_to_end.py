@@ -14,16 +14,31 @@ from hf_ctx.data.conll import read_conll
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import end_to_end  # noqa: E402
 
-TINY_BILM = {"char_cnn": {"filters": [[1, 8], [2, 8]], "embedding": {"dim": 4}, "n_highway": 1},
-             "lstm": {"dim": 16, "projection_dim": 8, "cell_clip": None, "proj_clip": None}}
+TINY_BILM = {
+    "char_cnn": {"filters": [[1, 8], [2, 8]], "embedding": {"dim": 4}, "n_highway": 1},
+    "lstm": {"dim": 16, "projection_dim": 8, "cell_clip": None, "proj_clip": None},
+}
 
 
 def test_end_to_end_example_runs_every_step_with_tiny_sizes(tmp_path):
-    results = end_to_end.main([
-        "--output_dir", str(tmp_path), "--num_train_sentences", "64", "--num_eval_sentences", "24",
-        "--num_raw_sentences", "64", "--bilm_config", json.dumps(TINY_BILM), "--bilm_epochs", "1",
-        "--tagger_epochs", "1",
-    ])
+    results = end_to_end.main(
+        [
+            "--output_dir",
+            str(tmp_path),
+            "--num_train_sentences",
+            "64",
+            "--num_eval_sentences",
+            "24",
+            "--num_raw_sentences",
+            "64",
+            "--bilm_config",
+            json.dumps(TINY_BILM),
+            "--bilm_epochs",
+            "1",
+            "--tagger_epochs",
+            "1",
+        ]
+    )
     perplexity = results["bilm"]["eval_perplexity"]
     assert math.isfinite(perplexity) and perplexity > 1
     tagger = AutoModelForTokenClassification.from_pretrained(tmp_path / "tagger")
@@ -34,8 +49,10 @@ def test_end_to_end_example_runs_every_step_with_tiny_sizes(tmp_path):
         assert torch.equal(tagger.bilm.state_dict()[key], tensor), key
     # The reported test F1 is conlleval's on the written predictions (seqeval recounts it).
     predicted = read_conll(tmp_path / "tagger" / "predictions_test.txt", num_columns=5)
-    assert f1_score([s["column_3"] for s in predicted], [s["ner_tags"] for s in predicted]) == \
-        results["tagger"]["predict_f1"]
+    assert (
+        f1_score([s["column_3"] for s in predicted], [s["ner_tags"] for s in predicted])
+        == results["tagger"]["predict_f1"]
+    )
     # The reloaded pipeline's entities are spans of the demo sentence.
     for entity in results["entities"]:
         assert end_to_end.DEMO_SENTENCE[entity["start"] : entity["end"]] == entity["word"]

@@ -29,8 +29,13 @@ def load(name):
 
 
 def text(num_documents, rng):
-    return "\n\n".join("\n".join(" ".join(rng.choice(WORDS, int(rng.integers(4, 10)))) + " ." for _ in range(3))
-                       for _ in range(num_documents)) + "\n"
+    return (
+        "\n\n".join(
+            "\n".join(" ".join(rng.choice(WORDS, int(rng.integers(4, 10)))) + " ." for _ in range(3))
+            for _ in range(num_documents)
+        )
+        + "\n"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +55,9 @@ def data_dir(tmp_path_factory):
     for name, size in (("train.tsv", 40), ("dev.tsv", 16)):
         rows = ["index\tsentence1\tsentence2\tlabel"] + [
             f"{i}\t{' '.join(rng.choice(WORDS, 5))}\t{' '.join(rng.choice(WORDS, 4))}\t"
-            f"{'entailment' if i % 3 == 0 else 'not_entailment'}" for i in range(size)]
+            f"{'entailment' if i % 3 == 0 else 'not_entailment'}"
+            for i in range(size)
+        ]
         (rte / name).write_text("\n".join(rows) + "\n")
     words = sorted({line.split()[0].lower() for line in corpus["train"].read_text().splitlines() if line.strip()})
     glove = root / "glove" / "data"
@@ -75,23 +82,43 @@ def check_row(cells, values):
     """A row: 'mean (min–max)' of the seeds' values, then each seed's value."""
     mean, low, high = map(float, re.match(r"([\d.-]+) \(([\d.-]+)–([\d.-]+)\)", cells[0]).groups())
     assert [float(c) for c in cells[1:]] == pytest.approx(values, abs=1e-4)
-    assert mean == pytest.approx(np.mean(values), abs=1e-4) and (low, high) == pytest.approx((min(values), max(values)), abs=1e-4)
+    assert mean == pytest.approx(np.mean(values), abs=1e-4) and (low, high) == pytest.approx(
+        (min(values), max(values)), abs=1e-4
+    )
 
 
 def test_elmo_taglm_smoke(data_dir, tmp_path):
     out = tmp_path / "elmo"
-    scores = load("elmo_taglm").main(["--preset", "smoke", "--data_dir", str(data_dir), "--output_dir", str(out),
-                                      "--word_vectors", str(data_dir / "glove"), "--seeds", *SEEDS])
+    scores = load("elmo_taglm").main(
+        [
+            "--preset",
+            "smoke",
+            "--data_dir",
+            str(data_dir),
+            "--output_dir",
+            str(out),
+            "--word_vectors",
+            str(data_dir / "glove"),
+            "--seeds",
+            *SEEDS,
+        ]
+    )
     results = (out / "results.md").read_text()
     assert "Perplexity on wiki.valid.txt.gz" in results
     rows = table_rows(results, "CoNLL-2003 eng.testa, entity F1")
     assert "| seed 0 | seed 1 |" in results
     assert rows["majority-class baseline (every word O)"][0] == "0.0000"
-    for name in ("TagLM + GloVe, no biLM", "TagLM + GloVe + pretrained biLM",
-                 "TagLM + GloVe + random frozen biLM (control)", "ELMo tagger (scalar mix), random biLM (control)"):
+    for name in (
+        "TagLM + GloVe, no biLM",
+        "TagLM + GloVe + pretrained biLM",
+        "TagLM + GloVe + random frozen biLM (control)",
+        "ELMo tagger (scalar mix), random biLM (control)",
+    ):
         check_row(rows[name], scores[name])
     for seed, value in zip(SEEDS, scores["TagLM + GloVe + pretrained biLM"]):
-        reported = json.loads((out / "taggers" / f"TagLM__GloVe__pretrained_biLM_{seed}" / "eval_results.json").read_text())
+        reported = json.loads(
+            (out / "taggers" / f"TagLM__GloVe__pretrained_biLM_{seed}" / "eval_results.json").read_text()
+        )
         assert reported["eval_f1"] == pytest.approx(value)
     assert "TagLM + GloVe + pretrained biLM vs TagLM + GloVe + random frozen biLM (control):" in results
     for png in ("bilm_pretraining.png", "scalar_mix.png"):
@@ -100,17 +127,42 @@ def test_elmo_taglm_smoke(data_dir, tmp_path):
 
 def test_bert_glue_conll_smoke(data_dir, tmp_path):
     out = tmp_path / "bert"
-    load("bert_glue_conll").main(["--preset", "smoke", "--data_dir", str(data_dir), "--output_dir", str(out),
-                                  "--tasks", "rte", "conll", "--seeds", *SEEDS])
+    load("bert_glue_conll").main(
+        [
+            "--preset",
+            "smoke",
+            "--data_dir",
+            str(data_dir),
+            "--output_dir",
+            str(out),
+            "--tasks",
+            "rte",
+            "conll",
+            "--seeds",
+            *SEEDS,
+        ]
+    )
     results = (out / "results.md").read_text()
     rte = table_rows(results, "RTE (dev), accuracy")
     # The dev set has labels entailment for i % 3 == 0 (6 of 16); training's majority is not_entailment: 10/16.
     assert rte["majority-class baseline (always 'not_entailment')"][0] == "0.6250"
     for init in ("pretrained BERT", "random init, same architecture (control)"):
-        values = [json.loads((out / "finetune" / f"rte_{'pretrained' if init.startswith('pre') else 'random'}_{s}"
-                              / "eval_results.json").read_text())["eval_accuracy"] for s in SEEDS]
+        values = [
+            json.loads(
+                (
+                    out
+                    / "finetune"
+                    / f"rte_{'pretrained' if init.startswith('pre') else 'random'}_{s}"
+                    / "eval_results.json"
+                ).read_text()
+            )["eval_accuracy"]
+            for s in SEEDS
+        ]
         check_row(rte[init], values)
     conll = table_rows(results, "CoNLL-2003 (dev), f1")
-    assert set(conll) == {"pretrained BERT", "random init, same architecture (control)",
-                          "majority-class baseline (every word O)"}
+    assert set(conll) == {
+        "pretrained BERT",
+        "random init, same architecture (control)",
+        "majority-class baseline (every word O)",
+    }
     assert (out / "bert_pretraining.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

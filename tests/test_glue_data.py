@@ -27,11 +27,11 @@ OFFICIAL_HEADERS = {
     ("QQP", "train"): "id qid1 qid2 question1 question2 is_duplicate",
     ("QQP", "test"): "id question1 question2",
     ("MNLI", "train"): "index promptID pairID genre sentence1_binary_parse sentence2_binary_parse sentence1_parse "
-                       "sentence2_parse sentence1 sentence2 label1 gold_label",
+    "sentence2_parse sentence1 sentence2 label1 gold_label",
     ("MNLI", "dev"): "index promptID pairID genre sentence1_binary_parse sentence2_binary_parse sentence1_parse "
-                     "sentence2_parse sentence1 sentence2 label1 label2 label3 label4 label5 gold_label",
+    "sentence2_parse sentence1 sentence2 label1 label2 label3 label4 label5 gold_label",
     ("MNLI", "test"): "index promptID pairID genre sentence1_binary_parse sentence2_binary_parse sentence1_parse "
-                      "sentence2_parse sentence1 sentence2",
+    "sentence2_parse sentence1 sentence2",
     ("QNLI", "train"): "index question sentence label",
     ("QNLI", "test"): "index question sentence",
     ("MRPC", "train"): "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String",
@@ -133,16 +133,34 @@ def test_task_names_resolve_in_any_spelling():
 
 def test_stsb_scores_and_test_index(tmp_path):
     folder = tmp_path / "STS-B"
-    write_tsv(folder / "train.tsv", OFFICIAL_HEADERS[("STS-B", "train")], [
-        {"index": 0, "sentence1": "A plane is taking off.", "sentence2": "An air plane is taking off.", "score": "5.000"},
-        {"index": 1, "sentence1": "A man plays a flute.", "sentence2": "A man is eating.", "score": "0.250"},
-    ])
-    write_tsv(folder / "dev.tsv", OFFICIAL_HEADERS[("STS-B", "train")], [
-        {"index": 0, "sentence1": "a", "sentence2": "b", "score": "3.8"},
-    ])
-    write_tsv(folder / "test.tsv", OFFICIAL_HEADERS[("STS-B", "test")], [
-        {"index": 7, "sentence1": "c", "sentence2": "d"}, {"index": 8, "sentence1": "e", "sentence2": "f"},
-    ])
+    write_tsv(
+        folder / "train.tsv",
+        OFFICIAL_HEADERS[("STS-B", "train")],
+        [
+            {
+                "index": 0,
+                "sentence1": "A plane is taking off.",
+                "sentence2": "An air plane is taking off.",
+                "score": "5.000",
+            },
+            {"index": 1, "sentence1": "A man plays a flute.", "sentence2": "A man is eating.", "score": "0.250"},
+        ],
+    )
+    write_tsv(
+        folder / "dev.tsv",
+        OFFICIAL_HEADERS[("STS-B", "train")],
+        [
+            {"index": 0, "sentence1": "a", "sentence2": "b", "score": "3.8"},
+        ],
+    )
+    write_tsv(
+        folder / "test.tsv",
+        OFFICIAL_HEADERS[("STS-B", "test")],
+        [
+            {"index": 7, "sentence1": "c", "sentence2": "d"},
+            {"index": 8, "sentence1": "e", "sentence2": "f"},
+        ],
+    )
     glue = load_glue("stsb", tmp_path)
     assert list(glue) == ["train", "validation", "test"]
     assert glue["train"]["label"] == pytest.approx([5.0, 0.25])
@@ -156,7 +174,7 @@ def test_qqp_columns_and_quotes(tmp_path):
     folder = tmp_path / "QQP"
     rows = [
         {"id": 402555, "question1": 'How do I say "hello"?', "question2": 'What does "hi" mean?', "is_duplicate": 0},
-        {"id": 360472, "question1": "Is 5\" tall?", "question2": "How tall is 5\"?", "is_duplicate": 1},
+        {"id": 360472, "question1": 'Is 5" tall?', "question2": 'How tall is 5"?', "is_duplicate": 1},
     ]
     write_tsv(folder / "train.tsv", OFFICIAL_HEADERS[("QQP", "train")], rows)
     write_tsv(folder / "dev.tsv", OFFICIAL_HEADERS[("QQP", "train")], rows[::-1])
@@ -171,16 +189,39 @@ def test_qqp_columns_and_quotes(tmp_path):
 
 def test_mnli_has_matched_and_mismatched_splits(tmp_path):
     folder = tmp_path / "MNLI"
-    write_tsv(folder / "train.tsv", OFFICIAL_HEADERS[("MNLI", "train")], [
-        {"sentence1": "The cat sat.", "sentence2": "A cat sat.", "label1": "neutral", "gold_label": "entailment"},
-        {"sentence1": "It rained.", "sentence2": "It was dry.", "label1": "contradiction", "gold_label": "contradiction"},
-    ])
-    write_tsv(folder / "dev_matched.tsv", OFFICIAL_HEADERS[("MNLI", "dev")],
-              [{"sentence1": "p", "sentence2": "h", "label1": "entailment", "gold_label": "neutral"}])
-    write_tsv(folder / "dev_mismatched.tsv", OFFICIAL_HEADERS[("MNLI", "dev")],
-              [{"sentence1": "p2", "sentence2": "h2", "gold_label": "contradiction"}] * 2)
-    write_tsv(folder / "test_matched.tsv", OFFICIAL_HEADERS[("MNLI", "test")], [{"index": 0, "sentence1": "a", "sentence2": "b"}])
-    write_tsv(folder / "test_mismatched.tsv", OFFICIAL_HEADERS[("MNLI", "test")], [{"index": 0, "sentence1": "c", "sentence2": "d"}])
+    write_tsv(
+        folder / "train.tsv",
+        OFFICIAL_HEADERS[("MNLI", "train")],
+        [
+            {"sentence1": "The cat sat.", "sentence2": "A cat sat.", "label1": "neutral", "gold_label": "entailment"},
+            {
+                "sentence1": "It rained.",
+                "sentence2": "It was dry.",
+                "label1": "contradiction",
+                "gold_label": "contradiction",
+            },
+        ],
+    )
+    write_tsv(
+        folder / "dev_matched.tsv",
+        OFFICIAL_HEADERS[("MNLI", "dev")],
+        [{"sentence1": "p", "sentence2": "h", "label1": "entailment", "gold_label": "neutral"}],
+    )
+    write_tsv(
+        folder / "dev_mismatched.tsv",
+        OFFICIAL_HEADERS[("MNLI", "dev")],
+        [{"sentence1": "p2", "sentence2": "h2", "gold_label": "contradiction"}] * 2,
+    )
+    write_tsv(
+        folder / "test_matched.tsv",
+        OFFICIAL_HEADERS[("MNLI", "test")],
+        [{"index": 0, "sentence1": "a", "sentence2": "b"}],
+    )
+    write_tsv(
+        folder / "test_mismatched.tsv",
+        OFFICIAL_HEADERS[("MNLI", "test")],
+        [{"index": 0, "sentence1": "c", "sentence2": "d"}],
+    )
     glue = load_glue("MNLI", tmp_path)
     assert list(glue) == ["train", "validation_matched", "validation_mismatched", "test_matched", "test_mismatched"]
     # The label is gold_label (the annotators' majority), not label1 (the writer's).
@@ -198,11 +239,19 @@ def test_mnli_has_matched_and_mismatched_splits(tmp_path):
 
 
 def test_qnli_labels_and_cola_test_header(tmp_path):
-    write_tsv(tmp_path / "QNLI" / "train.tsv", OFFICIAL_HEADERS[("QNLI", "train")], [
-        {"index": 0, "question": "Who?", "sentence": "Him.", "label": "entailment"},
-        {"index": 1, "question": "When?", "sentence": "Blue.", "label": "not_entailment"},
-    ])
-    write_tsv(tmp_path / "QNLI" / "test.tsv", OFFICIAL_HEADERS[("QNLI", "test")], [{"index": 0, "question": "q", "sentence": "s"}])
+    write_tsv(
+        tmp_path / "QNLI" / "train.tsv",
+        OFFICIAL_HEADERS[("QNLI", "train")],
+        [
+            {"index": 0, "question": "Who?", "sentence": "Him.", "label": "entailment"},
+            {"index": 1, "question": "When?", "sentence": "Blue.", "label": "not_entailment"},
+        ],
+    )
+    write_tsv(
+        tmp_path / "QNLI" / "test.tsv",
+        OFFICIAL_HEADERS[("QNLI", "test")],
+        [{"index": 0, "question": "q", "sentence": "s"}],
+    )
     qnli = load_glue("qnli", tmp_path)
     assert qnli["train"]["label"] == [0, 1] and qnli["train"]["question"] == ["Who?", "When?"]
     assert qnli["test"]["sentence"] == ["s"]
@@ -234,15 +283,21 @@ def test_missing_header_column_names_file_and_column(tmp_path):
 
 
 def test_row_with_missing_field_names_line(tmp_path):
-    path = write_tsv(tmp_path / "train.tsv", OFFICIAL_HEADERS[("RTE", "train")],
-                     [["0", "a", "b", "entailment"], ["1", "only one sentence", "entailment"]])
+    path = write_tsv(
+        tmp_path / "train.tsv",
+        OFFICIAL_HEADERS[("RTE", "train")],
+        [["0", "a", "b", "entailment"], ["1", "only one sentence", "entailment"]],
+    )
     with pytest.raises(ValueError, match=rf"{path}:3: expected 4 tab-separated fields .* found 3"):
         read_glue_file(path, "rte")
 
 
 def test_unknown_label_names_value_and_line(tmp_path):
-    path = write_tsv(tmp_path / "dev_matched.tsv", OFFICIAL_HEADERS[("MNLI", "dev")],
-                     [{"gold_label": "neutral"}, {"gold_label": "neutral"}, {"gold_label": "-"}])
+    path = write_tsv(
+        tmp_path / "dev_matched.tsv",
+        OFFICIAL_HEADERS[("MNLI", "dev")],
+        [{"gold_label": "neutral"}, {"gold_label": "neutral"}, {"gold_label": "-"}],
+    )
     with pytest.raises(ValueError, match=rf"{path}:4: unknown mnli label '-'"):
         read_glue_file(path, "mnli", "validation_matched")
     path = write_tsv(tmp_path / "train.tsv", None, [["gj04", "2", "", "Bad label."]])
@@ -272,7 +327,9 @@ def test_hub_path_checks_columns(monkeypatch):
 
     def fake_load_dataset(name, config, cache_dir=None):
         calls.append((name, config))
-        return datasets.DatasetDict({"train": datasets.Dataset.from_dict({"sentence": ["a"], "label": [0], "idx": [0]})})
+        return datasets.DatasetDict(
+            {"train": datasets.Dataset.from_dict({"sentence": ["a"], "label": [0], "idx": [0]})}
+        )
 
     monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
     assert load_glue("SST-2")["train"]["sentence"] == ["a"]
@@ -302,8 +359,12 @@ def test_encode_pairs_for_bert(tmp_path):
     corpus.write_text("the cat sat on the mat\na dog ran in the park\n" * 20)
     tokenizer = train_wordpiece_tokenizer([corpus], vocab_size=100, min_frequency=1)
     data = datasets.Dataset.from_dict(
-        {"sentence1": ["the cat sat", "the cat sat on the mat " * 10], "sentence2": ["a dog", "a dog ran"],
-         "label": [0, 1], "idx": [0, 1]},
+        {
+            "sentence1": ["the cat sat", "the cat sat on the mat " * 10],
+            "sentence2": ["a dog", "a dog ran"],
+            "label": [0, 1],
+            "idx": [0, 1],
+        },
         features=GLUE_TASKS["rte"].features(),
     )
     encoded = encode_glue_for_subwords(data, "rte", tokenizer, max_seq_length=16)
@@ -324,8 +385,9 @@ def test_word_encoding_for_elmo_joins_pairs_and_cuts_the_longer_sentence(caplog)
 
     assert split_words("It's 3.5 stars, isn't it?") == ["It", "'s", "3.5", "stars", ",", "isn", "'t", "it", "?"]
     tokenizer = ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", "a", "b", "c"])
-    pairs = Dataset.from_dict({"sentence1": ["a b", "a a a a a a"], "sentence2": ["c", "b b"], "label": [1, 0],
-                               "idx": [0, 1]})
+    pairs = Dataset.from_dict(
+        {"sentence1": ["a b", "a a a a a a"], "sentence2": ["c", "b b"], "label": [1, 0], "idx": [0, 1]}
+    )
     with caplog.at_level("WARNING"):
         encoded = encode_glue_for_words(pairs, "mrpc", tokenizer, max_words=7)
     assert encoded.column_names == ["label", "idx", "input_ids", "input_word_ids", "attention_mask"]

@@ -39,8 +39,15 @@ def test_push_checkpoint_uploads_what_save_pretrained_writes(tmp_path):
     [upload] = hub.uploads
     assert upload["repo_id"] == "me/tiny" and upload["revision"] == "main"
     assert upload["files"] == folder_files(saved)
-    assert {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "README.md",
-            "configuration_bert.py", "modeling_bert.py"} <= set(upload["files"])
+    assert {
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "README.md",
+        "configuration_bert.py",
+        "modeling_bert.py",
+    } <= set(upload["files"])
 
 
 @pytest.mark.parametrize("push_to_hub", [False, True])
@@ -53,19 +60,38 @@ def test_finish_run_saves_and_pushes_the_checkpoint_and_card(tmp_path, push_to_h
     data = data.remove_columns("text")
     output_dir = tmp_path / "run"
     args = TrainingArguments(
-        output_dir=str(output_dir), max_steps=2, per_device_train_batch_size=8, learning_rate=1e-3,
-        report_to=[], save_strategy="no", push_to_hub=push_to_hub, hub_model_id="me/tiny-sst", use_cpu=True,
+        output_dir=str(output_dir),
+        max_steps=2,
+        per_device_train_batch_size=8,
+        learning_rate=1e-3,
+        report_to=[],
+        save_strategy="no",
+        push_to_hub=push_to_hub,
+        hub_model_id="me/tiny-sst",
+        use_cpu=True,
     )
+
     def accuracy(prediction):
         return {"accuracy": float((prediction.predictions.argmax(-1) == prediction.label_ids).mean())}
 
     with FakeHub() as hub:
-        trainer = Trainer(model=model, args=args, train_dataset=data, eval_dataset=data,
-                          processing_class=tokenizer, compute_metrics=accuracy)
+        trainer = Trainer(
+            model=model,
+            args=args,
+            train_dataset=data,
+            eval_dataset=data,
+            processing_class=tokenizer,
+            compute_metrics=accuracy,
+        )
         trainer.train()
         metrics = trainer.evaluate()
-        card = finish_run(trainer, "bert", dataset_name="Toy sentences", eval_metrics={"validation": metrics},
-                          hyperparameters={"max_seq_length": 12})
+        card = finish_run(
+            trainer,
+            "bert",
+            dataset_name="Toy sentences",
+            eval_metrics={"validation": metrics},
+            hyperparameters={"max_seq_length": 12},
+        )
 
     saved = folder_files(output_dir)
     # The output folder holds a checkpoint the Auto classes load, and the card.
@@ -121,8 +147,16 @@ def test_no_push_holds_the_token_or_a_local_path_and_every_revision_has_its_code
     data = data.remove_columns("text")
     output_dir = tmp_path / "run"
     args = TrainingArguments(
-        output_dir=str(output_dir), max_steps=2, per_device_train_batch_size=4, report_to=[], save_steps=1,
-        push_to_hub=True, hub_model_id="me/tiny-safe", hub_token=TOKEN, hub_strategy=hub_strategy, use_cpu=True,
+        output_dir=str(output_dir),
+        max_steps=2,
+        per_device_train_batch_size=4,
+        report_to=[],
+        save_steps=1,
+        push_to_hub=True,
+        hub_model_id="me/tiny-safe",
+        hub_token=TOKEN,
+        hub_strategy=hub_strategy,
+        use_cpu=True,
     )
     with FakeHub() as hub:
         hub.repos["me/tiny-safe"] = {"training_args.bin": TOKEN.encode()}  # left by an earlier, unsafe push
@@ -148,8 +182,14 @@ def test_no_push_holds_the_token_or_a_local_path_and_every_revision_has_its_code
 @pytest.mark.parametrize("hub_strategy", ["checkpoint", "all_checkpoints"])
 def test_hub_strategies_that_upload_the_training_state_are_refused(tmp_path, hub_strategy):
     model, tokenizer = bert_sequence_classifier(tmp_path)
-    args = TrainingArguments(output_dir=str(tmp_path / "run"), push_to_hub=True, hub_model_id="me/x",
-                             hub_strategy=hub_strategy, report_to=[], use_cpu=True)
+    args = TrainingArguments(
+        output_dir=str(tmp_path / "run"),
+        push_to_hub=True,
+        hub_model_id="me/x",
+        hub_strategy=hub_strategy,
+        report_to=[],
+        use_cpu=True,
+    )
     with FakeHub() as hub, pytest.raises(ValueError, match=f"hub_strategy={hub_strategy}.*training_args.bin"):
         CtxTrainer(model=model, args=args, processing_class=tokenizer)
     assert hub.uploads == []

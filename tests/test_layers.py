@@ -123,8 +123,13 @@ def test_unclipped_lstm_uses_nn_lstm_and_equals_the_step_path():
     # Same as nn.LSTM itself with these weights.
     reference = torch.nn.LSTM(4, 6, batch_first=True, proj_size=3)
     with torch.no_grad():
-        for name, value in [("weight_ih_l0", cell.weight_ih), ("weight_hh_l0", cell.weight_hh),
-                            ("bias_ih_l0", cell.bias), ("bias_hh_l0", torch.zeros(24)), ("weight_hr_l0", cell.weight_hr)]:
+        for name, value in [
+            ("weight_ih_l0", cell.weight_ih),
+            ("weight_hh_l0", cell.weight_hh),
+            ("bias_ih_l0", cell.bias),
+            ("bias_hh_l0", torch.zeros(24)),
+            ("weight_hr_l0", cell.weight_hr),
+        ]:
             getattr(reference, name).copy_(value)
     torch.testing.assert_close(fast, reference(x)[0])
     grads_fast = torch.autograd.grad(fast.square().sum(), [x, *cell.parameters()])

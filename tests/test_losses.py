@@ -29,18 +29,31 @@ class Config:  # the two fields the loss reads
 
 
 def bert(num_labels):
-    config = CtxBertConfig(vocab_size=20, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                           intermediate_size=32, num_labels=num_labels, hidden_dropout_prob=0.0,
-                           attention_probs_dropout_prob=0.0)
+    config = CtxBertConfig(
+        vocab_size=20,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        num_labels=num_labels,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
     model = CtxBertForSequenceClassification(config).eval()
     inputs = {"input_ids": torch.randint(1, 20, (4, 6)), "attention_mask": torch.ones(4, 6, dtype=torch.long)}
     return model, inputs
 
 
 def elmo(num_labels):
-    config = ElmoConfig(char_cnn={"filters": [[1, 4], [2, 4]], "embedding": {"dim": 4}, "n_highway": 1},
-                        lstm={"dim": 8, "projection_dim": 4, "n_layers": 1}, vocab_size=len(VOCAB), dropout=0.0,
-                        task_hidden_size=0, classifier_dropout=0.0, num_labels=num_labels)
+    config = ElmoConfig(
+        char_cnn={"filters": [[1, 4], [2, 4]], "embedding": {"dim": 4}, "n_highway": 1},
+        lstm={"dim": 8, "projection_dim": 4, "n_layers": 1},
+        vocab_size=len(VOCAB),
+        dropout=0.0,
+        task_hidden_size=0,
+        classifier_dropout=0.0,
+        num_labels=num_labels,
+    )
     model = ElmoForSequenceClassification(config).eval()
     inputs = ElmoTokenizer(vocab=VOCAB)(SENTENCES, padding=True, return_tensors="pt")
     return model, dict(inputs)
@@ -48,18 +61,36 @@ def elmo(num_labels):
 
 CASES = {
     # name: (num_labels, labels, problem type inferred, loss from the logits)
-    "regression": (1, torch.tensor([0.5, -1.0, 2.0, 0.0]), "regression",
-                   lambda logits, labels: F.mse_loss(logits[:, 0], labels)),
+    "regression": (
+        1,
+        torch.tensor([0.5, -1.0, 2.0, 0.0]),
+        "regression",
+        lambda logits, labels: F.mse_loss(logits[:, 0], labels),
+    ),
     "multi-output regression": (
-        3, torch.tensor([[0.5, -1.0, 2.0], [0.0, 1.0, 1.0], [2.0, 2.0, 0.0], [1.0, 0.0, -1.0]]),
-        "regression", lambda logits, labels: F.mse_loss(logits, labels)),
-    "single label": (3, torch.tensor([0, 2, 1, 2]), "single_label_classification",
-                     lambda logits, labels: F.cross_entropy(logits, labels)),
-    "single label with -100": (3, torch.tensor([0, -100, 1, -100]), "single_label_classification",
-                               lambda logits, labels: F.cross_entropy(logits[[0, 2]], labels[[0, 2]])),
-    "multi-label": (3, torch.tensor([[1.0, 0.0, 1.0], [0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 1.0]]),
-                    "multi_label_classification",
-                    lambda logits, labels: F.binary_cross_entropy_with_logits(logits, labels)),
+        3,
+        torch.tensor([[0.5, -1.0, 2.0], [0.0, 1.0, 1.0], [2.0, 2.0, 0.0], [1.0, 0.0, -1.0]]),
+        "regression",
+        lambda logits, labels: F.mse_loss(logits, labels),
+    ),
+    "single label": (
+        3,
+        torch.tensor([0, 2, 1, 2]),
+        "single_label_classification",
+        lambda logits, labels: F.cross_entropy(logits, labels),
+    ),
+    "single label with -100": (
+        3,
+        torch.tensor([0, -100, 1, -100]),
+        "single_label_classification",
+        lambda logits, labels: F.cross_entropy(logits[[0, 2]], labels[[0, 2]]),
+    ),
+    "multi-label": (
+        3,
+        torch.tensor([[1.0, 0.0, 1.0], [0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 1.0]]),
+        "multi_label_classification",
+        lambda logits, labels: F.binary_cross_entropy_with_logits(logits, labels),
+    ),
 }
 
 
@@ -104,8 +135,15 @@ def test_sequence_classification_loss_edge_cases():
 
 def taglm():
     labels = ["O", "B-PER", "I-PER"]
-    config = TagLMConfig(vocab_size=len(VOCAB), word_embedding_dim=4, char_embedding_dim=4, char_cnn_filters=4,
-                         rnn_hidden_size=4, dropout=0.0, id2label=dict(enumerate(labels)))
+    config = TagLMConfig(
+        vocab_size=len(VOCAB),
+        word_embedding_dim=4,
+        char_embedding_dim=4,
+        char_cnn_filters=4,
+        rnn_hidden_size=4,
+        dropout=0.0,
+        id2label=dict(enumerate(labels)),
+    )
     return TagLMForTokenClassification(config), torch.tensor([[0, 1, 2, 0, 0, 0]] * 4)
 
 
@@ -126,10 +164,20 @@ def test_gradient_accumulation_averages_the_micro_batches(build, tmp_path):
 
     def one_step(batch_size, accumulation):
         model.load_state_dict(initial)
-        args = TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=batch_size,
-                                 gradient_accumulation_steps=accumulation, max_steps=1, learning_rate=0.5,
-                                 optim="sgd", lr_scheduler_type="constant", report_to=[], save_strategy="no",
-                                 use_cpu=True, disable_tqdm=True, seed=0)
+        args = TrainingArguments(
+            output_dir=str(tmp_path),
+            per_device_train_batch_size=batch_size,
+            gradient_accumulation_steps=accumulation,
+            max_steps=1,
+            learning_rate=0.5,
+            optim="sgd",
+            lr_scheduler_type="constant",
+            report_to=[],
+            save_strategy="no",
+            use_cpu=True,
+            disable_tqdm=True,
+            seed=0,
+        )
         trainer = Trainer(model=model, args=args, train_dataset=Dataset.from_list(rows))
         assert trainer.model_accepts_loss_kwargs is False
         trainer.train()

@@ -38,18 +38,28 @@ def random_pairs(tokenizer, num_examples, rng, min_length=40, max_length=128):
         length = int(rng.integers(min_length, max_length - 2))
         split = int(rng.integers(1, length))
         ids = rng.integers(low, len(tokenizer), size=length).tolist()
-        input_ids = [tokenizer.cls_token_id, *ids[:split], tokenizer.sep_token_id, *ids[split:], tokenizer.sep_token_id]
-        examples.append({
-            "input_ids": input_ids,
-            "token_type_ids": [0] * (split + 2) + [1] * (length - split + 1),
-            "next_sentence_label": int(rng.integers(2)),
-        })
+        input_ids = [
+            tokenizer.cls_token_id,
+            *ids[:split],
+            tokenizer.sep_token_id,
+            *ids[split:],
+            tokenizer.sep_token_id,
+        ]
+        examples.append(
+            {
+                "input_ids": input_ids,
+                "token_type_ids": [0] * (split + 2) + [1] * (length - split + 1),
+                "next_sentence_label": int(rng.integers(2)),
+            }
+        )
     return examples
 
 
 def collate_all(collator, examples, batch_size=32):
-    return [(examples[i : i + batch_size], collator(examples[i : i + batch_size]))
-            for i in range(0, len(examples), batch_size)]
+    return [
+        (examples[i : i + batch_size], collator(examples[i : i + batch_size]))
+        for i in range(0, len(examples), batch_size)
+    ]
 
 
 @pytest.mark.parametrize("seed", [None, 1234])
@@ -203,8 +213,9 @@ def test_bad_input_is_a_clear_error(tokenizer):
         DataCollatorForPretraining(tokenizer, mlm_probability=1.5)
     with pytest.raises(ValueError, match="must not exceed 1"):
         DataCollatorForPretraining(tokenizer, mask_replace_prob=0.8, random_replace_prob=0.3)
-    no_mask = BertTokenizer(vocab={t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"])},
-                            mask_token=None)
+    no_mask = BertTokenizer(
+        vocab={t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"])}, mask_token=None
+    )
     with pytest.raises(ValueError, match="mask token"):
         DataCollatorForPretraining(no_mask)
 

@@ -15,11 +15,22 @@ from tiny_checkpoints import bert_pretraining, bert_token_classifier, elmo_bilm,
 from hf_ctx.model_card import MODEL_FAMILIES, build_model_card, eval_results_from_metrics, write_model_card
 
 REPO = Path(__file__).resolve().parents[1]
-SECTIONS = ["## Intended use", "## How to load", "## Training data", "## Training procedure", "## Evaluation",
-            "## Limitations and bias"]
+SECTIONS = [
+    "## Intended use",
+    "## How to load",
+    "## Training data",
+    "## Training procedure",
+    "## Evaluation",
+    "## Limitations and bias",
+]
 # (family, builder) of the kinds of checkpoint the examples publish.
-CASES = [("bert", bert_pretraining), ("bert", bert_token_classifier), ("elmo", elmo_bilm),
-         ("elmo", elmo_token_classifier), ("taglm", taglm)]
+CASES = [
+    ("bert", bert_pretraining),
+    ("bert", bert_token_classifier),
+    ("elmo", elmo_bilm),
+    ("elmo", elmo_token_classifier),
+    ("taglm", taglm),
+]
 CASE_IDS = [build.__name__ for _, build in CASES]
 
 NER_FACTS = dict(
@@ -28,9 +39,18 @@ NER_FACTS = dict(
     training_data="the original `eng.train` file, IOB1 tags converted to IOB2",
     num_train_examples=14041,
     num_eval_examples=3250,
-    eval_metrics={"validation": {"eval_loss": 0.1, "eval_f1": 0.91234567, "eval_precision": 0.9, "eval_recall": 0.92,
-                                 "eval_accuracy": 0.98, "eval_runtime": 3.2, "eval_samples_per_second": 100.0,
-                                 "epoch": 3.0}},
+    eval_metrics={
+        "validation": {
+            "eval_loss": 0.1,
+            "eval_f1": 0.91234567,
+            "eval_precision": 0.9,
+            "eval_recall": 0.92,
+            "eval_accuracy": 0.98,
+            "eval_runtime": 3.2,
+            "eval_samples_per_second": 100.0,
+            "epoch": 3.0,
+        }
+    },
     hyperparameters={"learning_rate": 5e-05, "train_batch_size": 32, "seed": 42},
     base_model="me/bert-mini-wiki",
 )
@@ -52,7 +72,9 @@ def test_card_metadata_parses_with_huggingface_hub(family, build, tmp_path):
     model_name, results = model_index_to_eval_results(metadata["model-index"])
     assert model_name == "me/tiny"
     assert {(r.metric_type, r.metric_value, r.dataset_split) for r in results} == {
-        ("f1", 0.9123, "validation"), ("precision", 0.9, "validation"), ("recall", 0.92, "validation"),
+        ("f1", 0.9123, "validation"),
+        ("precision", 0.9, "validation"),
+        ("recall", 0.92, "validation"),
         ("accuracy", 0.98, "validation"),
     }
     assert loaded.data.eval_results == results
@@ -64,12 +86,24 @@ def test_card_metadata_parses_with_huggingface_hub(family, build, tmp_path):
 def test_model_index_matches_huggingface_hubs_own_builder(tmp_path):
     """One metric, built independently by huggingface_hub's `metadata_eval_result`."""
     model, _ = bert_token_classifier(tmp_path)
-    card = build_model_card("bert", model, model_id="me/ner", dataset_name="CoNLL-2003", dataset_id="eriktks/conll2003",
-                            eval_metrics={"validation": {"eval_f1": 0.875, "eval_loss": 0.2}})
+    card = build_model_card(
+        "bert",
+        model,
+        model_id="me/ner",
+        dataset_name="CoNLL-2003",
+        dataset_id="eriktks/conll2003",
+        eval_metrics={"validation": {"eval_f1": 0.875, "eval_loss": 0.2}},
+    )
     expected = metadata_eval_result(
-        model_pretty_name="me/ner", task_pretty_name="Token Classification", task_id="token-classification",
-        metrics_pretty_name="F1", metrics_id="f1", metrics_value=0.875, dataset_pretty_name="CoNLL-2003",
-        dataset_id="eriktks/conll2003", dataset_split="validation",
+        model_pretty_name="me/ner",
+        task_pretty_name="Token Classification",
+        task_id="token-classification",
+        metrics_pretty_name="F1",
+        metrics_id="f1",
+        metrics_value=0.875,
+        dataset_pretty_name="CoNLL-2003",
+        dataset_id="eriktks/conll2003",
+        dataset_split="validation",
     )
     # `verified` is the Hub's to set (huggingface_hub's builder writes False); everything else must agree.
     expected["model-index"][0]["results"][0]["metrics"][0].pop("verified")
@@ -79,11 +113,22 @@ def test_model_index_matches_huggingface_hubs_own_builder(tmp_path):
 
 def test_eval_results_keep_only_model_metrics():
     results = eval_results_from_metrics(
-        {"validation": {"eval_loss": 1.0, "eval_accuracy": 0.5, "eval_runtime": 2.0, "epoch": 1.0,
-                        "eval_matthews_correlation": 0.25, "eval_samples_per_second": 9.0},
-         "test": {"test_perplexity": 12.345678, "test_steps_per_second": 3.0}},
-        task_type="text-classification", task_name="Text Classification", dataset_type="nyu-mll/glue",
-        dataset_name="GLUE", dataset_config="cola",
+        {
+            "validation": {
+                "eval_loss": 1.0,
+                "eval_accuracy": 0.5,
+                "eval_runtime": 2.0,
+                "epoch": 1.0,
+                "eval_matthews_correlation": 0.25,
+                "eval_samples_per_second": 9.0,
+            },
+            "test": {"test_perplexity": 12.345678, "test_steps_per_second": 3.0},
+        },
+        task_type="text-classification",
+        task_name="Text Classification",
+        dataset_type="nyu-mll/glue",
+        dataset_name="GLUE",
+        dataset_config="cola",
     )
     assert [(r.dataset_split, r.metric_type, r.metric_value, r.metric_name) for r in results] == [
         ("validation", "accuracy", 0.5, "Accuracy"),
@@ -95,8 +140,13 @@ def test_eval_results_keep_only_model_metrics():
 
 def test_a_nan_metric_is_left_out_with_a_warning(caplog):
     with caplog.at_level("WARNING", logger="hf_ctx.model_card"):
-        results = eval_results_from_metrics({"validation": {"eval_pearson": float("nan"), "eval_f1": 0.5}},
-                                            task_type="t", task_name="T", dataset_type="d", dataset_name="D")
+        results = eval_results_from_metrics(
+            {"validation": {"eval_pearson": float("nan"), "eval_f1": 0.5}},
+            task_type="t",
+            task_name="T",
+            dataset_type="d",
+            dataset_name="D",
+        )
     assert [r.metric_type for r in results] == ["f1"]
     assert "'eval_pearson' of split 'validation', which is nan" in caplog.text
 
@@ -131,7 +181,8 @@ def test_card_names_the_evaluation_files_and_the_training_files(tmp_path):
     assert "Measured on eng.testa by the script that trained the model." in card.text
     assert "## Training data\n\neng.train." in card.text and "Measured on eng.train" not in card.text
     assert {(r.dataset_name, r.dataset_type, r.dataset_config, r.dataset_split) for r in card.data.eval_results} == {
-        ("eng.testa", "eng.testa", None, "validation")}
+        ("eng.testa", "eng.testa", None, "validation")
+    }
     assert card.data.datasets is None
 
 
@@ -139,10 +190,13 @@ def test_card_names_the_hub_dataset_configuration_and_split(tmp_path):
     model, _ = bert_token_classifier(tmp_path)
     facts = {**NER_FACTS, "dataset_name": "GLUE SST-2", "dataset_id": "nyu-mll/glue", "dataset_config": "sst2"}
     card = build_model_card("bert", model, model_id="me/sst2", **facts)  # evaluated on a split of the same dataset
-    assert ("Measured on GLUE SST-2 ([`nyu-mll/glue`](https://huggingface.co/datasets/nyu-mll/glue), configuration "
-            "`sst2`, split validation) by the script") in card.text
+    assert (
+        "Measured on GLUE SST-2 ([`nyu-mll/glue`](https://huggingface.co/datasets/nyu-mll/glue), configuration "
+        "`sst2`, split validation) by the script"
+    ) in card.text
     assert {(r.dataset_name, r.dataset_type, r.dataset_config, r.dataset_split) for r in card.data.eval_results} == {
-        ("GLUE SST-2", "nyu-mll/glue", "sst2", "validation")}
+        ("GLUE SST-2", "nyu-mll/glue", "sst2", "validation")
+    }
     # Trained on a Hub dataset, evaluated on local files: both named, only the Hub one in `datasets`.
     card = build_model_card("bert", model, model_id="me/sst2", eval_dataset_name="GLUE SST-2 dev.tsv", **facts)
     assert "Measured on GLUE SST-2 dev.tsv by the script" in card.text
@@ -162,7 +216,7 @@ def test_loading_snippets_of_the_card_run(family, build, tmp_path):
     model.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
     card = build_model_card(family, model, model_id=str(tmp_path), **NER_FACTS)
-    how_to_load = card.text[card.text.index("## How to load"): card.text.index("## Training data")]
+    how_to_load = card.text[card.text.index("## How to load") : card.text.index("## Training data")]
     blocks = re.findall(r"```python\n(.*?)```", how_to_load, flags=re.S)
     assert len(blocks) >= 3  # without hf_ctx, with hf_ctx, running the model
     namespace = {}

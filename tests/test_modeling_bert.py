@@ -34,8 +34,14 @@ from hf_ctx import (
 from hf_ctx.convert_bert import convert_bert_checkpoint, convert_bert_config, convert_bert_state_dict
 from hf_ctx.modeling_bert import sinusoidal_position_table
 
-TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
-            max_position_embeddings=64)
+TINY = dict(
+    vocab_size=99,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    max_position_embeddings=64,
+)
 
 
 def tiny_config(**overrides):
@@ -58,10 +64,25 @@ def padded_batch(vocab_size=99, batch=3, length=11, seed=0):
 
 PARITY_CONFIGS = [
     dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37),
-    dict(vocab_size=120, hidden_size=48, num_hidden_layers=3, num_attention_heads=6, intermediate_size=64,
-         hidden_act="gelu_new", layer_norm_eps=1e-7, type_vocab_size=3),
-    dict(vocab_size=77, hidden_size=24, num_hidden_layers=1, num_attention_heads=1, intermediate_size=96,
-         hidden_act="relu", max_position_embeddings=40),
+    dict(
+        vocab_size=120,
+        hidden_size=48,
+        num_hidden_layers=3,
+        num_attention_heads=6,
+        intermediate_size=64,
+        hidden_act="gelu_new",
+        layer_norm_eps=1e-7,
+        type_vocab_size=3,
+    ),
+    dict(
+        vocab_size=77,
+        hidden_size=24,
+        num_hidden_layers=1,
+        num_attention_heads=1,
+        intermediate_size=96,
+        hidden_act="relu",
+        max_position_embeddings=40,
+    ),
 ]
 HEADS = [
     ("BertModel", ["last_hidden_state", "pooler_output"]),
@@ -79,35 +100,43 @@ HEADS = [
 @pytest.mark.parametrize("attn_implementation", ["eager", "sdpa"])
 @pytest.mark.parametrize("config_index", range(len(PARITY_CONFIGS)))
 @pytest.mark.parametrize("architecture,keys", HEADS)
-def test_converted_model_matches_transformers(tmp_path, architecture, keys, config_index, attn_implementation,
-                                              unpad_inputs):
+def test_converted_model_matches_transformers(
+    tmp_path, architecture, keys, config_index, attn_implementation, unpad_inputs
+):
     """Every head, every output. With `unpad_inputs` only the real tokens are compared: padded positions are
     zeros there, and transformers computes meaningless values for them."""
     kwargs = PARITY_CONFIGS[config_index]
     torch.manual_seed(config_index)
-    source = getattr(transformers, architecture)(BertConfig(**kwargs, num_labels=3 if "Question" not in architecture
-                                                            else 2)).eval()
+    source = getattr(transformers, architecture)(
+        BertConfig(**kwargs, num_labels=3 if "Question" not in architecture else 2)
+    ).eval()
     source.save_pretrained(tmp_path / "src")
     convert_bert_checkpoint(tmp_path / "src", tmp_path / "out", weights_only=True)
 
     auto_class = {
-        "BertModel": AutoModel, "BertForPreTraining": AutoModelForPreTraining, "BertForMaskedLM": AutoModelForMaskedLM,
+        "BertModel": AutoModel,
+        "BertForPreTraining": AutoModelForPreTraining,
+        "BertForMaskedLM": AutoModelForMaskedLM,
         "BertForNextSentencePrediction": AutoModelForNextSentencePrediction,
         "BertForSequenceClassification": AutoModelForSequenceClassification,
         "BertForTokenClassification": AutoModelForTokenClassification,
-        "BertForQuestionAnswering": AutoModelForQuestionAnswering, "BertForMultipleChoice": AutoModelForMultipleChoice,
+        "BertForQuestionAnswering": AutoModelForQuestionAnswering,
+        "BertForMultipleChoice": AutoModelForMultipleChoice,
     }[architecture]
-    ours = auto_class.from_pretrained(tmp_path / "out", attn_implementation=attn_implementation,
-                                      unpad_inputs=unpad_inputs).eval()
+    ours = auto_class.from_pretrained(
+        tmp_path / "out", attn_implementation=attn_implementation, unpad_inputs=unpad_inputs
+    ).eval()
     assert type(ours).__name__ == "Ctx" + architecture
     source.set_attn_implementation(attn_implementation)
 
     input_ids, attention_mask, token_type_ids = padded_batch(kwargs["vocab_size"])
     if architecture == "BertForMultipleChoice":
-        input_ids, attention_mask, token_type_ids = (t[:, None].expand(-1, 2, -1).contiguous()
-                                                    for t in (input_ids, attention_mask, token_type_ids))
-    inputs = dict(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-                  output_hidden_states=True)
+        input_ids, attention_mask, token_type_ids = (
+            t[:, None].expand(-1, 2, -1).contiguous() for t in (input_ids, attention_mask, token_type_ids)
+        )
+    inputs = dict(
+        input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, output_hidden_states=True
+    )
     with torch.no_grad():
         expected, actual = source(**inputs), ours(**inputs)
     real = attention_mask.bool().reshape(-1, attention_mask.shape[-1])  # (sequences, T), also for multiple choice
@@ -152,7 +181,8 @@ def test_convert_carries_the_tokenizer(tmp_path):
     (tmp_path / "src" / "vocab.txt").write_text("\n".join(vocab) + "\n")
     transformers.BertTokenizer(vocab=str(tmp_path / "src" / "vocab.txt")).save_pretrained(tmp_path / "src")
     transformers.BertModel(BertConfig(**{**PARITY_CONFIGS[0], "vocab_size": len(vocab)})).save_pretrained(
-        tmp_path / "src")
+        tmp_path / "src"
+    )
     hf_ctx.cli.main(["convert-bert", str(tmp_path / "src"), str(tmp_path / "out")])
     tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "out")
     assert tokenizer("hello worlds")["input_ids"] == [2, 5, 6, 7, 3]
@@ -165,7 +195,8 @@ def _source_with_tokenizer(folder, architecture="BertForSequenceClassification")
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
     transformers.BertTokenizer(vocab=str(folder / "vocab.txt")).save_pretrained(folder)
     getattr(transformers, architecture)(BertConfig(**{**PARITY_CONFIGS[0], "vocab_size": len(vocab)})).save_pretrained(
-        folder)
+        folder
+    )
 
 
 def test_convert_refuses_a_source_without_tokenizer_and_keeps_the_one_in_the_output(tmp_path):
@@ -195,8 +226,11 @@ def test_convert_refuses_missing_or_mismatched_weights_naming_them(tmp_path, dam
     else:
         weights["bert.encoder.layer.1.output.dense.bias"] = torch.zeros(5)
     save_file(weights, tmp_path / "src" / "model.safetensors", metadata={"format": "pt"})
-    expected = ("missing classifier.weight" if damage == "missing"
-                else r"wrong shape bert.encoder.layer.1.output.dense.bias \(file \(5,\), model \(32,\)\)")
+    expected = (
+        "missing classifier.weight"
+        if damage == "missing"
+        else r"wrong shape bert.encoder.layer.1.output.dense.bias \(file \(5,\), model \(32,\)\)"
+    )
     with pytest.raises(ValueError, match=expected):
         convert_bert_checkpoint(tmp_path / "src", tmp_path / "out")
     assert not (tmp_path / "out").exists()  # nothing written
@@ -214,6 +248,7 @@ def test_convert_refuses_to_write_over_its_source_or_into_a_file(tmp_path):
 
 
 # --- the model's own behaviour ----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("overrides", [{}, {"pre_layer_norm": True}, {"position_embedding_type": "sinusoidal"}])
 def test_eager_and_sdpa_agree(overrides):
@@ -264,8 +299,9 @@ def test_sinusoidal_positions_are_fixed_unsaved_and_restored(tmp_path):
     torch.testing.assert_close(reloaded.embeddings.sinusoidal_positions, sinusoidal_position_table(64, 32))
     input_ids, attention_mask, _ = padded_batch()
     with torch.no_grad():
-        torch.testing.assert_close(reloaded(input_ids, attention_mask).last_hidden_state,
-                                   model(input_ids, attention_mask).last_hidden_state)
+        torch.testing.assert_close(
+            reloaded(input_ids, attention_mask).last_hidden_state, model(input_ids, attention_mask).last_hidden_state
+        )
 
 
 @pytest.mark.parametrize(
@@ -299,9 +335,14 @@ def test_presets():
         (dict(input_ids=torch.tensor([[1, 2, 99]])), "input_ids contains 99"),
         (dict(input_ids=torch.tensor([[1, -2, 3]])), "input_ids contains -2"),
         (dict(input_ids=torch.ones(1, 65, dtype=torch.long)), "longer than the model allows"),
-        (dict(input_ids=torch.ones(2, 4, dtype=torch.long), token_type_ids=torch.full((2, 4), 2)),
-         "token_type_ids contains 2"),
-        (dict(input_ids=torch.ones(2, 4, dtype=torch.long), attention_mask=torch.ones(2, 5)), "attention_mask has shape"),
+        (
+            dict(input_ids=torch.ones(2, 4, dtype=torch.long), token_type_ids=torch.full((2, 4), 2)),
+            "token_type_ids contains 2",
+        ),
+        (
+            dict(input_ids=torch.ones(2, 4, dtype=torch.long), attention_mask=torch.ones(2, 5)),
+            "attention_mask has shape",
+        ),
         (dict(input_ids=torch.ones(4, dtype=torch.long)), r"\(batch, tokens\)"),
         (dict(input_ids=torch.ones(2, 4)), "integer"),
         (dict(), "exactly one"),
@@ -315,11 +356,14 @@ def test_bad_input_is_a_clear_value_error(inputs, message):
 
 def test_every_auto_class_loads_the_right_class(tmp_path):
     pairs = [
-        (AutoModel, CtxBertModel), (AutoModelForPreTraining, CtxBertForPreTraining),
-        (AutoModelForMaskedLM, CtxBertForMaskedLM), (AutoModelForNextSentencePrediction, CtxBertForNextSentencePrediction),
+        (AutoModel, CtxBertModel),
+        (AutoModelForPreTraining, CtxBertForPreTraining),
+        (AutoModelForMaskedLM, CtxBertForMaskedLM),
+        (AutoModelForNextSentencePrediction, CtxBertForNextSentencePrediction),
         (AutoModelForSequenceClassification, CtxBertForSequenceClassification),
         (AutoModelForTokenClassification, CtxBertForTokenClassification),
-        (AutoModelForQuestionAnswering, CtxBertForQuestionAnswering), (AutoModelForMultipleChoice, CtxBertForMultipleChoice),
+        (AutoModelForQuestionAnswering, CtxBertForQuestionAnswering),
+        (AutoModelForMultipleChoice, CtxBertForMultipleChoice),
     ]
     CtxBertForPreTraining(tiny_config()).save_pretrained(tmp_path)
     assert isinstance(AutoConfig.from_pretrained(tmp_path), CtxBertConfig)
@@ -359,8 +403,9 @@ def test_resize_token_embeddings_keeps_the_decoder_tied():
 @pytest.mark.parametrize("unpad_inputs", [False, True])
 def test_gradient_checkpointing_gives_the_same_gradients(unpad_inputs):
     torch.manual_seed(0)
-    model = CtxBertForMaskedLM(tiny_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                                           unpad_inputs=unpad_inputs))
+    model = CtxBertForMaskedLM(
+        tiny_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, unpad_inputs=unpad_inputs)
+    )
     input_ids, attention_mask, _ = padded_batch()
     grads = []
     for checkpointing in (False, True):
@@ -418,11 +463,14 @@ def test_label_out_of_range_is_a_clear_error():
 def test_question_answering_ignores_spans_past_the_input():
     model = CtxBertForQuestionAnswering(tiny_config()).eval()
     input_ids, attention_mask, _ = padded_batch()
-    out = model(input_ids, attention_mask, start_positions=torch.tensor([1, 50, 2]),
-                end_positions=torch.tensor([3, 60, 2]))
+    out = model(
+        input_ids, attention_mask, start_positions=torch.tensor([1, 50, 2]), end_positions=torch.tensor([3, 60, 2])
+    )
     keep = torch.tensor([0, 2])
-    expected = (torch.nn.functional.cross_entropy(out.start_logits[keep], torch.tensor([1, 2]))
-                + torch.nn.functional.cross_entropy(out.end_logits[keep], torch.tensor([3, 2]))) / 2
+    expected = (
+        torch.nn.functional.cross_entropy(out.start_logits[keep], torch.tensor([1, 2]))
+        + torch.nn.functional.cross_entropy(out.end_logits[keep], torch.tensor([3, 2]))
+    ) / 2
     torch.testing.assert_close(out.loss, expected)
 
 
@@ -502,17 +550,26 @@ def _same_weights(model_class, **overrides):
 def test_unpadded_path_gives_the_same_loss_and_gradients(attn_implementation, pre_layer_norm):
     """Pretraining (MLM + NSP) in training mode without dropout: same loss, same gradients, same hidden states at
     the real tokens, and layer outputs of zeros at the padding (the embeddings are computed for every position)."""
-    padded, unpadded = _same_weights(CtxBertForPreTraining, pre_layer_norm=pre_layer_norm, hidden_dropout_prob=0.0,
-                                     attention_probs_dropout_prob=0.0)
+    padded, unpadded = _same_weights(
+        CtxBertForPreTraining, pre_layer_norm=pre_layer_norm, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
+    )
     input_ids, attention_mask, token_type_ids = padded_batch()
-    labels = torch.where(torch.rand(input_ids.shape, generator=torch.Generator().manual_seed(1)) < 0.3, input_ids, -100)
+    labels = torch.where(
+        torch.rand(input_ids.shape, generator=torch.Generator().manual_seed(1)) < 0.3, input_ids, -100
+    )
     labels[attention_mask == 0] = -100
     outputs = []
     for model in (padded, unpadded):
         model.set_attn_implementation(attn_implementation)
         model.train()
-        out = model(input_ids, attention_mask, token_type_ids, labels=labels,
-                    next_sentence_label=torch.tensor([0, 1, 1]), output_hidden_states=True)
+        out = model(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            labels=labels,
+            next_sentence_label=torch.tensor([0, 1, 1]),
+            output_hidden_states=True,
+        )
         out.loss.backward()
         outputs.append(out)
     real = attention_mask.bool()
@@ -552,6 +609,7 @@ def test_set_attn_implementation_switches_the_kernel(monkeypatch):
         def counted(*args, **kwargs):
             calls.append(name)
             return kernel(*args, **kwargs)
+
         return counted
 
     monkeypatch.setattr(modeling_bert, "eager_attention_forward", spy("eager", modeling_bert.eager_attention_forward))
@@ -597,6 +655,7 @@ def test_varlen_flash_attention_matches_padded_sdpa_on_gpu(dtype):
 
 
 # --- bad or unusual input (reliability issue) ----------------------------------------------------------------
+
 
 def test_an_empty_batch_and_a_mask_that_is_not_0_1_are_refused():
     model = CtxBertModel(tiny_config()).eval()

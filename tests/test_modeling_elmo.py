@@ -26,9 +26,14 @@ SENTENCES = ["the cat sat on the mat", "a dog", "", "the dog sat"]
 
 
 def tiny_config(**overrides):
-    fields = dict(char_cnn={"filters": [[1, 4], [2, 6], [3, 6]], "embedding": {"dim": 4}, "n_highway": 1},
-                  lstm={"dim": 12, "projection_dim": 5, "n_layers": 2, "cell_clip": 3.0, "proj_clip": 3.0},
-                  vocab_size=len(VOCAB), dropout=0.0, task_hidden_size=4, classifier_dropout=0.0)
+    fields = dict(
+        char_cnn={"filters": [[1, 4], [2, 6], [3, 6]], "embedding": {"dim": 4}, "n_highway": 1},
+        lstm={"dim": 12, "projection_dim": 5, "n_layers": 2, "cell_clip": 3.0, "proj_clip": 3.0},
+        vocab_size=len(VOCAB),
+        dropout=0.0,
+        task_hidden_size=4,
+        classifier_dropout=0.0,
+    )
     for section in ("char_cnn", "lstm"):
         fields[section].update(overrides.pop(section, {}))
     fields.update(overrides)
@@ -94,8 +99,12 @@ def test_bilm_loss_predicts_next_and_previous_words(tokenizer, batch):
     for i, sentence in enumerate(SENTENCES):
         ids = [VOCAB.index(w) for w in sentence.split()]
         n = len(ids)
-        forward_nll.append(F.cross_entropy(out.forward_logits[i, : n + 1], torch.tensor(ids + [eos]), reduction="none"))
-        backward_nll.append(F.cross_entropy(out.backward_logits[i, : n + 1], torch.tensor([bos] + ids), reduction="none"))
+        forward_nll.append(
+            F.cross_entropy(out.forward_logits[i, : n + 1], torch.tensor(ids + [eos]), reduction="none")
+        )
+        backward_nll.append(
+            F.cross_entropy(out.backward_logits[i, : n + 1], torch.tensor([bos] + ids), reduction="none")
+        )
         assert (out.forward_logits[i, n + 1 :] == 0).all()
     forward_loss, backward_loss = torch.cat(forward_nll).mean(), torch.cat(backward_nll).mean()
     torch.testing.assert_close(out.forward_loss, forward_loss)
@@ -170,7 +179,12 @@ def test_presets_match_the_published_models():
     assert original.lstm["dim"] == 4096 and original.projection_dim == 512 and original.char_cnn["n_highway"] == 2
     assert sum(n for _, n in original.char_cnn["filters"]) == 2048 and original.lstm["cell_clip"] == 3
     small = ElmoConfig.from_preset("small", lstm={"n_layers": 1})
-    assert (small.lstm["dim"], small.projection_dim, small.char_cnn["n_highway"], small.lstm["n_layers"]) == (1024, 128, 1, 1)
+    assert (small.lstm["dim"], small.projection_dim, small.char_cnn["n_highway"], small.lstm["n_layers"]) == (
+        1024,
+        128,
+        1,
+        1,
+    )
     with torch.device("meta"):
         model = ElmoModel(original)
     # AllenNLP's model page: the original ELMo has 93.6M parameters.
@@ -285,9 +299,14 @@ def test_sequence_classification_pools_words_and_handles_empty_sentences(batch):
 
 
 def test_task_word_vectors_are_trained_beside_the_frozen_biLM():
-    config = ElmoConfig(char_cnn={"filters": [[1, 4], [2, 4]], "embedding": {"dim": 4}, "n_highway": 1},
-                        lstm={"dim": 8, "projection_dim": 4, "n_layers": 1}, vocab_size=10, task_hidden_size=0,
-                        task_word_embedding_size=6, num_labels=3)
+    config = ElmoConfig(
+        char_cnn={"filters": [[1, 4], [2, 4]], "embedding": {"dim": 4}, "n_highway": 1},
+        lstm={"dim": 8, "projection_dim": 4, "n_layers": 1},
+        vocab_size=10,
+        task_hidden_size=0,
+        task_word_embedding_size=6,
+        num_labels=3,
+    )
     model = ElmoForTokenClassification(config)
     assert model.classifier.in_features == 8 + 6  # ELMo (2 x projection) + word vectors
     tokenizer = ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", "a", "b", "c", "d", "e", "f", "g"])
@@ -299,8 +318,11 @@ def test_task_word_vectors_are_trained_beside_the_frozen_biLM():
     with pytest.raises(ValueError, match="pass input_word_ids"):
         model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
     with pytest.raises(ValueError, match="outside the word vocabulary"):
-        model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-              input_word_ids=torch.full_like(batch["input_word_ids"], 10))
+        model(
+            input_ids=batch["input_ids"],
+            attention_mask=batch["attention_mask"],
+            input_word_ids=torch.full_like(batch["input_word_ids"], 10),
+        )
     with pytest.raises(ValueError, match="needs vocab_size"):
         ElmoConfig(task_word_embedding_size=6)
 
@@ -308,8 +330,11 @@ def test_task_word_vectors_are_trained_beside_the_frozen_biLM():
 def test_task_word_vectors_added_to_a_pretrained_biLM_are_initialised(tmp_path):
     """`from_pretrained` initialises only what the checkpoint lacks, module by module: the new word vectors must
     get real values (not uninitialised memory) and the biLM its saved ones."""
-    config = ElmoConfig(char_cnn={"filters": [[1, 4], [2, 4]], "embedding": {"dim": 4}, "n_highway": 1},
-                        lstm={"dim": 8, "projection_dim": 4, "n_layers": 1}, vocab_size=50)
+    config = ElmoConfig(
+        char_cnn={"filters": [[1, 4], [2, 4]], "embedding": {"dim": 4}, "n_highway": 1},
+        lstm={"dim": 8, "projection_dim": 4, "n_layers": 1},
+        vocab_size=50,
+    )
     bilm = ElmoForBiLM(config)
     bilm.save_pretrained(tmp_path)
     model = ElmoForSequenceClassification.from_pretrained(tmp_path, num_labels=2, task_word_embedding_size=64)
@@ -320,8 +345,12 @@ def test_task_word_vectors_added_to_a_pretrained_biLM_are_initialised(tmp_path):
 
 def test_character_embeddings_keep_a_zero_padding_row():
     """The padding character's row 0 stays all zeros, whatever other embeddings the model has."""
-    config = ElmoConfig(char_cnn={"filters": [[1, 4], [2, 4]], "embedding": {"dim": 4}, "n_highway": 1},
-                        lstm={"dim": 8, "projection_dim": 4, "n_layers": 1}, vocab_size=50, task_word_embedding_size=4)
+    config = ElmoConfig(
+        char_cnn={"filters": [[1, 4], [2, 4]], "embedding": {"dim": 4}, "n_highway": 1},
+        lstm={"dim": 8, "projection_dim": 4, "n_layers": 1},
+        vocab_size=50,
+        task_word_embedding_size=4,
+    )
     for model in (ElmoForBiLM(config), ElmoForSequenceClassification(config)):
         weight = model.elmo.char_cnn.char_embeddings.weight
         assert not weight[0].any() and weight[1:].abs().sum(dim=1).gt(0).all()

@@ -34,8 +34,17 @@ def batch(sentences, vocab):
 
 
 def tiny_config(**overrides):
-    fields = dict(vocab_size=30, word_embedding_dim=8, char_embedding_dim=6, char_cnn_filters=7, char_rnn_hidden_size=5,
-                  rnn_hidden_size=9, dropout=0.0, id2label=dict(enumerate(LABELS)), tag_scheme="BIO")
+    fields = dict(
+        vocab_size=30,
+        word_embedding_dim=8,
+        char_embedding_dim=6,
+        char_cnn_filters=7,
+        char_rnn_hidden_size=5,
+        rnn_hidden_size=9,
+        dropout=0.0,
+        id2label=dict(enumerate(LABELS)),
+        tag_scheme="BIO",
+    )
     fields.update(overrides)
     return TagLMConfig(**fields)
 
@@ -52,10 +61,11 @@ def test_padding_does_not_change_a_sentence(char_representation, rnn_type):
     together = model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids).logits
     assert together.shape == (3, 4, len(LABELS))
     for i, words in enumerate(SENTENCES):
-        alone = model(*[t[i : i + 1, : len(words)] for t in (input_ids, mask)],
-                      input_word_ids=word_ids[i : i + 1, : len(words)]).logits
+        alone = model(
+            *[t[i : i + 1, : len(words)] for t in (input_ids, mask)], input_word_ids=word_ids[i : i + 1, : len(words)]
+        ).logits
         torch.testing.assert_close(together[i : i + 1, : len(words)], alone, atol=1e-5, rtol=1e-5)
-        assert (together[i, len(words):] == 0).all()
+        assert (together[i, len(words) :] == 0).all()
 
 
 def test_loss_is_crf_nll_and_logits_decode_to_viterbi():
@@ -86,7 +96,9 @@ def test_bad_inputs_raise_clear_errors():
     input_ids, mask, word_ids = batch(SENTENCES, VOCAB)
     with pytest.raises(ValueError, match=r"character ids of shape \(batch, words, 50\)"):
         model(input_ids=input_ids[:, :, :20], attention_mask=mask, input_word_ids=word_ids)
-    with pytest.raises(ValueError, match=r"input_word_ids contains 30, outside the word vocabulary \[0, vocab_size=30\)"):
+    with pytest.raises(
+        ValueError, match=r"input_word_ids contains 30, outside the word vocabulary \[0, vocab_size=30\)"
+    ):
         model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids.masked_fill(word_ids == 2, 30))
     with pytest.raises(ValueError, match=r"input_ids contains the character id 262"):
         model(input_ids=input_ids.masked_fill(input_ids == 259, 262), input_word_ids=word_ids)
@@ -95,8 +107,7 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ValueError, match="labels has shape"):
         model(input_ids=input_ids, input_word_ids=word_ids, labels=torch.zeros(3, 2, dtype=torch.long))
     with pytest.raises(ValueError, match="every word a tag"):
-        model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids,
-              labels=torch.full((3, 4), -100))
+        model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids, labels=torch.full((3, 4), -100))
     with pytest.raises(ValueError, match="right padding"):
         model(input_ids=input_ids, attention_mask=torch.tensor([[0, 1, 1, 1]] * 3), input_word_ids=word_ids)
 
@@ -158,8 +169,11 @@ WORDS = ["<S>", "</S>", "<UNK>", *sorted({w for s in SENTENCES for w in s})]
 
 
 def tiny_bilm():
-    config = ElmoConfig(char_cnn={"embedding": {"dim": 4}, "filters": [[1, 4], [2, 6]], "n_highway": 1},
-                        lstm={"dim": 12, "projection_dim": 6, "n_layers": 2}, vocab_size=len(WORDS))
+    config = ElmoConfig(
+        char_cnn={"embedding": {"dim": 4}, "filters": [[1, 4], [2, 6]], "n_highway": 1},
+        lstm={"dim": 12, "projection_dim": 6, "n_layers": 2},
+        vocab_size=len(WORDS),
+    )
     return ElmoModel(config).eval()
 
 
@@ -184,13 +198,16 @@ LABEL_IDS = torch.tensor([[1, 0, 0, 3], [1, 2, 0, -100], [3, -100, -100, -100]])
 @pytest.mark.parametrize("bilm_layers", [[-1], [0, 2]])
 def test_bilm_states_are_concatenated_after_the_first_rnn(bilm_dir, bilm_layers):
     bilm = ElmoModel.from_pretrained(bilm_dir).eval()
-    model = TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS), bilm_layers=bilm_layers))
+    model = TagLMForTokenClassification.from_bilm(
+        bilm_dir, tiny_config(vocab_size=len(WORDS), bilm_layers=bilm_layers)
+    )
     assert model.config.bilm_name_or_path == bilm_dir.name  # the folder, not the local path
     assert all(torch.equal(a, b) for a, b in zip(model.bilm.state_dict().values(), bilm.state_dict().values()))
     inputs = encode(ElmoTokenizer.from_pretrained(bilm_dir), SENTENCES)
     hidden = model.eval()(**inputs, output_hidden_states=True).hidden_states
-    expected = bilm(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"],
-                    output_hidden_states=True).hidden_states
+    expected = bilm(
+        input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"], output_hidden_states=True
+    ).hidden_states
     width = 2 * 6
     assert hidden[1].shape[-1] == 2 * model.config.rnn_hidden_size + len(bilm_layers) * width
     for k, layer in enumerate(bilm_layers):
@@ -208,9 +225,14 @@ def test_bilm_is_frozen_under_trainer(bilm_dir, tmp_path):
     examples = [{k: v[: int(e["attention_mask"].sum())] for k, v in e.items()} for e in examples]
     from transformers import DataCollatorWithPadding
 
-    trainer = Trainer(model=model, args=TrainingArguments(tmp_path / "run", max_steps=3, learning_rate=0.05,
-                                                           report_to="none", save_strategy="no", use_cpu=True),
-                      train_dataset=examples, data_collator=DataCollatorWithPadding(tokenizer))
+    trainer = Trainer(
+        model=model,
+        args=TrainingArguments(
+            tmp_path / "run", max_steps=3, learning_rate=0.05, report_to="none", save_strategy="no", use_cpu=True
+        ),
+        train_dataset=examples,
+        data_collator=DataCollatorWithPadding(tokenizer),
+    )
     trainer.train()
     optimized = {id(p) for group in trainer.optimizer.param_groups for p in group["params"]}
     assert not optimized & {id(p) for p in model.bilm.parameters()}
@@ -251,8 +273,13 @@ def test_bilm_layer_out_of_range_is_an_error(bilm_dir):
 def test_token_classification_pipeline_gives_the_crf_decoding(bilm_dir):
     model = TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS))).eval()
     tokenizer = ElmoTokenizer.from_pretrained(bilm_dir)
-    tagger = pipeline("token-classification", model=model, tokenizer=tokenizer,
-                      pipeline_class=WordTokenClassificationPipeline, ignore_labels=[])
+    tagger = pipeline(
+        "token-classification",
+        model=model,
+        tokenizer=tokenizer,
+        pipeline_class=WordTokenClassificationPipeline,
+        ignore_labels=[],
+    )
     sentence = "Anna  Smith lives in Zagreb"  # "Zagreb" is not in the vocabulary; two spaces after "Anna"
     words = sentence.split()
     entities = tagger(sentence)

@@ -56,11 +56,34 @@ def write_corpus(path, num_documents, rng):
 def common_args(corpus, output_dir):
     # No dropout, so that one process and two processes compute the same function.
     return [
-        "--train_file", corpus["train"], "--validation_file", corpus["valid"], "--cache_dir", corpus["cache"],
-        "--model_size", "tiny", "--vocab_size", "120", "--max_seq_length", "32",
-        "--config_overrides", "hidden_dropout_prob=0,attention_probs_dropout_prob=0",
-        "--do_train", "--max_steps", str(STEPS), "--learning_rate", "1e-3", "--logging_steps", "1",
-        "--seed", "0", "--use_cpu", "--disable_tqdm", "true", "--output_dir", str(output_dir),
+        "--train_file",
+        corpus["train"],
+        "--validation_file",
+        corpus["valid"],
+        "--cache_dir",
+        corpus["cache"],
+        "--model_size",
+        "tiny",
+        "--vocab_size",
+        "120",
+        "--max_seq_length",
+        "32",
+        "--config_overrides",
+        "hidden_dropout_prob=0,attention_probs_dropout_prob=0",
+        "--do_train",
+        "--max_steps",
+        str(STEPS),
+        "--learning_rate",
+        "1e-3",
+        "--logging_steps",
+        "1",
+        "--seed",
+        "0",
+        "--use_cpu",
+        "--disable_tqdm",
+        "true",
+        "--output_dir",
+        str(output_dir),
     ]
 
 
@@ -73,8 +96,11 @@ def logged_losses(output_dir):
 def corpus(tmp_path_factory):
     root = tmp_path_factory.mktemp("corpus")
     rng = np.random.default_rng(0)
-    return {"train": write_corpus(root / "train.txt", 150, rng), "valid": write_corpus(root / "valid.txt", 30, rng),
-            "cache": str(root / "cache")}
+    return {
+        "train": write_corpus(root / "train.txt", 150, rng),
+        "valid": write_corpus(root / "valid.txt", 30, rng),
+        "cache": str(root / "cache"),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -130,11 +156,15 @@ def test_model_card_reports_the_run(single_run, corpus):
     model_name, results = model_index_to_eval_results(metadata["model-index"])
     assert model_name == output_dir.name  # no --hub_model_id: the output folder's name
     assert card.data.eval_results == results
-    reported = {"mlm_accuracy": "Masked-LM accuracy", "mlm_perplexity": "Masked-LM perplexity",
-                "nsp_accuracy": "Next-sentence accuracy"}
+    reported = {
+        "mlm_accuracy": "Masked-LM accuracy",
+        "mlm_perplexity": "Masked-LM perplexity",
+        "nsp_accuracy": "Next-sentence accuracy",
+    }
     assert sorted(metadata["metrics"]) == sorted(reported)
     assert {(r.metric_type, r.metric_value, r.dataset_split) for r in results} == {
-        (metric, round(metrics[f"eval_{metric}"], 4), "validation") for metric in reported}
+        (metric, round(metrics[f"eval_{metric}"], 4), "validation") for metric in reported
+    }
     for metric, name in reported.items():
         assert f"| validation | {name} | {round(metrics[f'eval_{metric}'], 4)} |" in card.text
     # The card names the evaluation files, not the training files, in its text and its model-index.
@@ -143,9 +173,15 @@ def test_model_card_reports_the_run(single_run, corpus):
     assert "## Training data\n\ntrain.txt" in card.text
     assert "Pretrained from scratch on train.txt" in card.text
     vocab_size = len(AutoTokenizer.from_pretrained(output_dir))
-    for row in ["| model_size | tiny |", "| objective | mlm_nsp |", "| max_seq_length | 32 |",
-                "| mlm_probability | 0.15 |", "| whole_word_mask | False |", f"| vocab_size | {vocab_size} |",
-                "| learning_rate | 0.001 |"]:
+    for row in [
+        "| model_size | tiny |",
+        "| objective | mlm_nsp |",
+        "| max_seq_length | 32 |",
+        "| mlm_probability | 0.15 |",
+        "| whole_word_mask | False |",
+        f"| vocab_size | {vocab_size} |",
+        "| learning_rate | 0.001 |",
+    ]:
         assert row in card.text, row
 
 
@@ -153,8 +189,17 @@ def test_push_to_hub_uploads_the_checkpoint_and_its_card(single_run, corpus, tmp
     """--push_to_hub: one upload at the end, of what save_pretrained wrote and the card, without training state."""
     output_dir, _ = single_run
     args = common_args(corpus, tmp_path) + [
-        "--max_steps", "1", "--per_device_train_batch_size", "8", "--save_strategy", "no",
-        "--tokenizer_name", str(output_dir), "--push_to_hub", "--hub_model_id", "me/bert-tiny",
+        "--max_steps",
+        "1",
+        "--per_device_train_batch_size",
+        "8",
+        "--save_strategy",
+        "no",
+        "--tokenizer_name",
+        str(output_dir),
+        "--push_to_hub",
+        "--hub_model_id",
+        "me/bert-tiny",
     ]
     with FakeHub() as hub:
         load_example().main(args)
@@ -163,18 +208,27 @@ def test_push_to_hub_uploads_the_checkpoint_and_its_card(single_run, corpus, tmp
     assert upload["repo_id"] == "me/bert-tiny" and upload["commit_message"] == "End of training"
     saved = folder_files(tmp_path)
     assert {"config.json", "model.safetensors", "tokenizer.json", "README.md", "modeling_bert.py"} <= set(
-        upload["files"])
+        upload["files"]
+    )
     assert all(saved[name] == content for name, content in upload["files"].items())
     assert "me/bert-tiny" in saved["README.md"].decode()
     assert set(saved) - set(upload["files"]) == {
-        "training_args.bin", "trainer_state.json", "train_results.json", "all_results.json"}
+        "training_args.bin",
+        "trainer_state.json",
+        "train_results.json",
+        "all_results.json",
+    }
 
 
 def test_resume_from_checkpoint_continues_exactly(single_run, corpus, tmp_path):
     output_dir, _ = single_run
     args = common_args(corpus, tmp_path) + [
-        "--per_device_train_batch_size", "8", "--save_strategy", "no",
-        "--resume_from_checkpoint", str(output_dir / "checkpoint-3"),
+        "--per_device_train_batch_size",
+        "8",
+        "--save_strategy",
+        "no",
+        "--resume_from_checkpoint",
+        str(output_dir / "checkpoint-3"),
     ]
     metrics = load_example().main(args)
     resumed, original = logged_losses(tmp_path), logged_losses(output_dir)
@@ -198,11 +252,17 @@ def test_two_cpu_processes_train_like_one_with_the_same_global_batch(single_run,
     """
     output_dir, _ = single_run
     args = common_args(corpus, tmp_path) + [
-        "--per_device_train_batch_size", "4", "--save_strategy", "no", "--tokenizer_name", str(output_dir),
+        "--per_device_train_batch_size",
+        "4",
+        "--save_strategy",
+        "no",
+        "--tokenizer_name",
+        str(output_dir),
     ]
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(EXAMPLE)]
-    result = subprocess.run(command + args, env={**os.environ, "OMP_NUM_THREADS": "1"},
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        command + args, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "process 0 of 2" in result.stdout + result.stderr
     two, one = logged_losses(tmp_path), logged_losses(output_dir)
@@ -241,13 +301,40 @@ def test_mlm_only_from_a_local_dataset_with_a_config_file(tmp_path):
                 f.write(json.dumps({"content": text}) + "\n")
     CtxBertConfig.from_preset("tiny", vocab_size=100, max_position_embeddings=64).save_pretrained(tmp_path / "config")
     output_dir = tmp_path / "run"
-    metrics = load_example().main([
-        "--dataset_name", str(data), "--text_column", "content", "--cache_dir", str(tmp_path / "cache"),
-        "--config_name", str(tmp_path / "config"), "--config_overrides", "pre_layer_norm=true",
-        "--objective", "mlm", "--whole_word_mask", "--pad_to_multiple_of", "8", "--vocab_size", "100",
-        "--max_seq_length", "64", "--do_train", "--do_eval", "--max_steps", "2", "--per_device_train_batch_size", "8",
-        "--use_cpu", "--disable_tqdm", "true", "--output_dir", str(output_dir),
-    ])
+    metrics = load_example().main(
+        [
+            "--dataset_name",
+            str(data),
+            "--text_column",
+            "content",
+            "--cache_dir",
+            str(tmp_path / "cache"),
+            "--config_name",
+            str(tmp_path / "config"),
+            "--config_overrides",
+            "pre_layer_norm=true",
+            "--objective",
+            "mlm",
+            "--whole_word_mask",
+            "--pad_to_multiple_of",
+            "8",
+            "--vocab_size",
+            "100",
+            "--max_seq_length",
+            "64",
+            "--do_train",
+            "--do_eval",
+            "--max_steps",
+            "2",
+            "--per_device_train_batch_size",
+            "8",
+            "--use_cpu",
+            "--disable_tqdm",
+            "true",
+            "--output_dir",
+            str(output_dir),
+        ]
+    )
     assert {"eval_mlm_accuracy", "eval_mlm_perplexity"} <= set(metrics) and "eval_nsp_accuracy" not in metrics
     model = AutoModelForPreTraining.from_pretrained(output_dir)
     assert model.config.pre_layer_norm and model.config.max_position_embeddings == 64
@@ -277,7 +364,22 @@ def test_few_is_next_pairs_are_a_warning(caplog):
 def test_one_document_without_blank_lines_suggests_document_boundary_line(tmp_path):
     """Without a validation file, 5% of one document cannot be held out: the error says why and what to pass."""
     (tmp_path / "articles.txt").write_text("".join(f"article {i} has words .\n" for i in range(40)))
-    with pytest.raises(ValueError, match=r"holds out 1 of the 1 training example\(s\), leaving none to train on.*"
-                                         r"without blank lines is one document.*--document_boundary line"):
-        load_example().main(["--train_file", str(tmp_path / "articles.txt"), "--do_train", "--vocab_size", "60",
-                             "--output_dir", str(tmp_path / "out"), "--use_cpu", "--report_to", "none"])
+    with pytest.raises(
+        ValueError,
+        match=r"holds out 1 of the 1 training example\(s\), leaving none to train on.*"
+        r"without blank lines is one document.*--document_boundary line",
+    ):
+        load_example().main(
+            [
+                "--train_file",
+                str(tmp_path / "articles.txt"),
+                "--do_train",
+                "--vocab_size",
+                "60",
+                "--output_dir",
+                str(tmp_path / "out"),
+                "--use_cpu",
+                "--report_to",
+                "none",
+            ]
+        )

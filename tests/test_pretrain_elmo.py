@@ -43,7 +43,11 @@ def one_thread():
 
 def test_sentences_are_split_after_sentence_ends_and_cut_to_max_words():
     assert sentences_of("It rained . Then it stopped! Why?  ok", 50) == [
-        ["It", "rained", "."], ["Then", "it", "stopped!"], ["Why?"], ["ok"]]
+        ["It", "rained", "."],
+        ["Then", "it", "stopped!"],
+        ["Why?"],
+        ["ok"],
+    ]
     assert sentences_of("a b c d e .", 2) == [["a", "b"], ["c", "d"], ["e", "."]]
     assert sentences_of("a . b", 50, split_sentences=False) == [["a", ".", "b"]]
     assert sentences_of("   ", 5) == []
@@ -99,19 +103,53 @@ def test_example_trains_reports_perplexities_and_saves(tmp_path, one_thread):
     rng = np.random.default_rng(0)
     train, valid = write_corpus(tmp_path / "train.txt", 200, rng), write_corpus(tmp_path / "valid.txt", 24, rng)
     output = tmp_path / "run"
-    overrides = {"char_cnn": {"filters": [[1, 8], [2, 8], [3, 8]], "n_highway": 1},
-                 "lstm": {"dim": 24, "projection_dim": 12}, "dropout": 0.0}
-    metrics = load_example().main([
-        "--train_file", train, "--validation_file", valid, "--cache_dir", str(tmp_path / "cache"),
-        "--config_overrides", json.dumps(overrides), "--vocab_min_count", "1",
-        "--do_train", "--do_eval", "--max_steps", "16", "--per_device_train_batch_size", "16",
-        "--learning_rate", "5e-3", "--eval_strategy", "steps", "--eval_steps", "8", "--logging_steps", "8",
-        "--seed", "0", "--use_cpu", "--disable_tqdm", "true", "--report_to", "none", "--output_dir", str(output),
-    ])
+    overrides = {
+        "char_cnn": {"filters": [[1, 8], [2, 8], [3, 8]], "n_highway": 1},
+        "lstm": {"dim": 24, "projection_dim": 12},
+        "dropout": 0.0,
+    }
+    metrics = load_example().main(
+        [
+            "--train_file",
+            train,
+            "--validation_file",
+            valid,
+            "--cache_dir",
+            str(tmp_path / "cache"),
+            "--config_overrides",
+            json.dumps(overrides),
+            "--vocab_min_count",
+            "1",
+            "--do_train",
+            "--do_eval",
+            "--max_steps",
+            "16",
+            "--per_device_train_batch_size",
+            "16",
+            "--learning_rate",
+            "5e-3",
+            "--eval_strategy",
+            "steps",
+            "--eval_steps",
+            "8",
+            "--logging_steps",
+            "8",
+            "--seed",
+            "0",
+            "--use_cpu",
+            "--disable_tqdm",
+            "true",
+            "--report_to",
+            "none",
+            "--output_dir",
+            str(output),
+        ]
+    )
     # Average perplexity is exp of the mean of the two directions' losses, i.e. exp(eval_loss).
     assert metrics["eval_perplexity"] == pytest.approx(math.exp(metrics["eval_loss"]), rel=1e-4)
     assert metrics["eval_perplexity"] == pytest.approx(
-        math.sqrt(metrics["eval_forward_perplexity"] * metrics["eval_backward_perplexity"]), rel=1e-4)
+        math.sqrt(metrics["eval_forward_perplexity"] * metrics["eval_backward_perplexity"]), rel=1e-4
+    )
     history = json.loads((output / "trainer_state.json").read_text())["log_history"]
     evaluations = [entry["eval_perplexity"] for entry in history if "eval_perplexity" in entry]
     assert len(evaluations) >= 2 and evaluations[-1] < evaluations[0] < len(WORDS) + 3 + 5

@@ -110,8 +110,12 @@ def test_nsp_pairs_follow_bert(tokenizer, tmp_path):
     rng = np.random.default_rng(1)
     documents, document_of = numbered_corpus(rng, 60)
     examples = build_pretraining_dataset(
-        [write_corpus(tmp_path / "corpus.txt", documents)], tokenizer, max_seq_length=32, short_seq_prob=0.0,
-        seed=3, cache_dir=str(tmp_path / "cache"),
+        [write_corpus(tmp_path / "corpus.txt", documents)],
+        tokenizer,
+        max_seq_length=32,
+        short_seq_prob=0.0,
+        seed=3,
+        cache_dir=str(tmp_path / "cache"),
     )
     assert set(examples.column_names) == {"input_ids", "token_type_ids", "next_sentence_label"}
     seen, is_next = set(), []
@@ -180,7 +184,10 @@ def test_long_lines_are_split_not_truncated(tokenizer, tmp_path):
 def test_packed_sequences_keep_every_token_once_in_order(tokenizer, tmp_path):
     documents, document_of = numbered_corpus(np.random.default_rng(5), 50)
     packed = build_pretraining_dataset(
-        [write_corpus(tmp_path / "corpus.txt", documents)], tokenizer, objective="mlm", max_seq_length=48,
+        [write_corpus(tmp_path / "corpus.txt", documents)],
+        tokenizer,
+        objective="mlm",
+        max_seq_length=48,
         cache_dir=str(tmp_path / "cache"),
     )
     assert packed.column_names == ["input_ids", "token_type_ids"]
@@ -287,16 +294,21 @@ def test_metrics_match_a_direct_computation():
 def test_split_sentences_gives_one_segment_a_sentence(tokenizer):
     from hf_ctx.data.text import sentence_words
 
-    assert sentence_words("It rained. Did it? Yes! and then") == [["It", "rained."], ["Did", "it?"], ["Yes!"],
-                                                                     ["and", "then"]]
+    assert sentence_words("It rained. Did it? Yes! and then") == [
+        ["It", "rained."],
+        ["Did", "it?"],
+        ["Yes!"],
+        ["and", "then"],
+    ]
     documents = Dataset.from_dict({"text": ["one two . three four !\nfive six", "seven ."]})
     whole = tokenize_documents(documents, tokenizer)
     split = tokenize_documents(documents, tokenizer, split_sentences=True)
     assert [len(segments) for segments in whole["segments"]] == [2, 1]
     assert [len(segments) for segments in split["segments"]] == [3, 1]
     # The same tokens in the same order, only cut at the sentence ends.
-    assert [t for segment in split["segments"][0] for t in segment] == \
-        [t for segment in whole["segments"][0] for t in segment]
+    assert [t for segment in split["segments"][0] for t in segment] == [
+        t for segment in whole["segments"][0] for t in segment
+    ]
 
 
 def test_random_documents_are_split_lazily_as_split_long_segments_does():

@@ -22,7 +22,7 @@ import hf_ctx
 # Runs in a subprocess: `python load_checkpoints.py remote|installed JOBS_JSON OUT_PREFIX`. It tokenizes each job's
 # sentences with AutoTokenizer and runs the model of every listed Auto class loaded from the checkpoint, saving
 # the encodings and outputs (safetensors) and the classes it got (json).
-LOADER = r'''
+LOADER = r"""
 import inspect, json, sys, traceback
 
 mode, jobs, out_prefix = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
@@ -79,7 +79,7 @@ for job in jobs:
 save_file(tensors, out_prefix + ".safetensors")
 with open(out_prefix + ".json", "w") as f:
     json.dump(classes, f)
-'''
+"""
 
 SENTENCES = ["red cat runs fast", "the blue bird sleeps and eats slow"]
 # family -> builder of its pretraining (or only) model and tokenizer.
@@ -105,7 +105,9 @@ def checkpoints(tmp_path_factory):
         model.save_pretrained(path)
         tokenizer.save_pretrained(path)
         saved[name] = (model, tokenizer, path)
-        jobs.append(dict(name=name, path=str(path), text=SENTENCES, auto_classes=family_auto_classes(type(model.config))))
+        jobs.append(
+            dict(name=name, path=str(path), text=SENTENCES, auto_classes=family_auto_classes(type(model.config)))
+        )
     script = root / "load_checkpoints.py"
     script.write_text(LOADER)
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(root / "modules"), TRANSFORMERS_VERBOSITY="error")
@@ -114,7 +116,12 @@ def checkpoints(tmp_path_factory):
         # cwd is the temporary folder, so the repository is not on the subprocess's path either.
         done = subprocess.run(
             [sys.executable, str(script), mode, json.dumps(jobs), str(root / mode)],
-            cwd=root, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300,
+            cwd=root,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         assert done.returncode == 0, f"{mode} loader failed:\n{done.stderr[-3000:]}"
         results[mode] = (load_file(root / f"{mode}.safetensors"), json.loads((root / f"{mode}.json").read_text()))
@@ -161,7 +168,9 @@ def test_checkpoint_loads_and_gives_the_saved_models_outputs(checkpoints, name, 
     prefix = "transformers_modules." if mode == "remote" else "hf_ctx."
     auto_classes = family_auto_classes(type(model.config))
     # The classes came from the copied source (remote) or from hf_ctx (installed), the right one for each Auto class.
-    registered = {auto.__name__: cls.__name__ for auto, cls in hf_ctx._AUTO_MODELS if cls.config_class is type(model.config)}
+    registered = {
+        auto.__name__: cls.__name__ for auto, cls in hf_ctx._AUTO_MODELS if cls.config_class is type(model.config)
+    }
     for auto_name in auto_classes:
         assert classes[name][auto_name].startswith(prefix)
         assert classes[name][auto_name].endswith("." + registered[auto_name])
@@ -203,4 +212,3 @@ def test_transformers_own_tokenizers_are_not_saved_as_remote_code(checkpoints):
     assert "auto_map" not in tokenizer_config
     assert tokenizer_config["tokenizer_class"] == "BertTokenizer"
     assert not (path / "tokenization_bert.py").exists()
-

@@ -26,8 +26,10 @@ from hf_ctx.metrics import load_metric
 
 RUN_GLUE = Path(__file__).resolve().parents[1] / "examples" / "run_glue.py"
 WORDS = "the a cat dog bird man woman park house river tree sat ran saw ate big small red old new".split()
-MNLI_HEADER = ("index promptID pairID genre sentence1_binary_parse sentence2_binary_parse sentence1_parse "
-               "sentence2_parse sentence1 sentence2").split()
+MNLI_HEADER = (
+    "index promptID pairID genre sentence1_binary_parse sentence2_binary_parse sentence1_parse "
+    "sentence2_parse sentence1 sentence2"
+).split()
 
 
 def load_run_glue():
@@ -51,6 +53,7 @@ def write_lines(path: Path, rows):
 def write_cola(folder: Path, rng):
     """Acceptable iff the sentence holds "good". The third column (the original mark) says the opposite, so
     a model reading the wrong column learns the wrong thing."""
+
     def rows(n):
         for _ in range(n):
             label = rng.randint(0, 1)
@@ -65,18 +68,34 @@ def write_mnli(folder: Path, rng):
     labels = ["entailment", "neutral", "contradiction"]
 
     def rows(n, dev):
-        yield MNLI_HEADER + (["label1", "label2", "label3", "label4", "label5"] if dev else ["label1"]) + ["gold_label"]
+        yield (
+            MNLI_HEADER + (["label1", "label2", "label3", "label4", "label5"] if dev else ["label1"]) + ["gold_label"]
+        )
         for i in range(n):
             label = rng.choice(labels)
-            yield [i, 0, 0, "fiction", "-", "-", "-", "-", sentence(rng), sentence(rng, [label[:4]]),
-                   *(["neutral"] * (5 if dev else 1)), label]
+            yield [
+                i,
+                0,
+                0,
+                "fiction",
+                "-",
+                "-",
+                "-",
+                "-",
+                sentence(rng),
+                sentence(rng, [label[:4]]),
+                *(["neutral"] * (5 if dev else 1)),
+                label,
+            ]
 
     write_lines(folder / "train.tsv", rows(32, dev=False))
     write_lines(folder / "dev_matched.tsv", rows(12, dev=True))
     write_lines(folder / "dev_mismatched.tsv", rows(9, dev=True))
     for name, n in (("test_matched.tsv", 7), ("test_mismatched.tsv", 5)):
-        write_lines(folder / name, [MNLI_HEADER, *([i, 0, 0, "g", "-", "-", "-", "-", sentence(rng), sentence(rng)]
-                                                   for i in range(n))])
+        write_lines(
+            folder / name,
+            [MNLI_HEADER, *([i, 0, 0, "g", "-", "-", "-", "-", sentence(rng), sentence(rng)] for i in range(n))],
+        )
 
 
 def write_stsb(folder: Path, rng):
@@ -86,7 +105,8 @@ def write_stsb(folder: Path, rng):
         yield header + (["score"] if score else [])
         for i in range(n):
             yield [i, "main", "f", "2012", i, "s", "s", sentence(rng), sentence(rng)] + (
-                [f"{rng.uniform(0, 5):.3f}"] if score else [])
+                [f"{rng.uniform(0, 5):.3f}"] if score else []
+            )
 
     write_lines(folder / "train.tsv", rows(32))
     write_lines(folder / "dev.tsv", rows(16))
@@ -112,23 +132,58 @@ def setup(tmp_path_factory):
     for folder, write in (("CoLA", write_cola), ("MNLI", write_mnli), ("STS-B", write_stsb), ("MRPC", write_mrpc)):
         write(root / "glue_data" / folder, rng)
     corpus = root / "corpus.txt"
-    corpus.write_text("\n".join(" ".join(WORDS[i:] + WORDS[:i] + ["good", "bad", "enta", "neut", "cont"])
-                                for i in range(len(WORDS))) * 5)
+    corpus.write_text(
+        "\n".join(" ".join(WORDS[i:] + WORDS[:i] + ["good", "bad", "enta", "neut", "cont"]) for i in range(len(WORDS)))
+        * 5
+    )
     tokenizer = train_wordpiece_tokenizer([corpus], vocab_size=120, min_frequency=1)
     tokenizer.save_pretrained(root / "tokenizer")
-    config = CtxBertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                           intermediate_size=64, max_position_embeddings=64)
+    config = CtxBertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
     config.save_pretrained(root / "config")
     return root, load_run_glue()
 
 
 def run(setup, task, folder, output_dir, *extra):
     root, run_glue = setup
-    args = ["--task_name", task, "--data_dir", str(root / "glue_data" / folder), "--output_dir", str(output_dir),
-            "--max_seq_length", "32", "--per_device_train_batch_size", "16", "--per_device_eval_batch_size", "16",
-            "--save_strategy", "no", "--report_to", "none", "--dataloader_pin_memory", "false", "--seed", "0", *extra]
+    args = [
+        "--task_name",
+        task,
+        "--data_dir",
+        str(root / "glue_data" / folder),
+        "--output_dir",
+        str(output_dir),
+        "--max_seq_length",
+        "32",
+        "--per_device_train_batch_size",
+        "16",
+        "--per_device_eval_batch_size",
+        "16",
+        "--save_strategy",
+        "no",
+        "--report_to",
+        "none",
+        "--dataloader_pin_memory",
+        "false",
+        "--seed",
+        "0",
+        *extra,
+    ]
     if "--model_name_or_path" not in extra and "--model_type" not in extra:
-        args += ["--model_type", "bert", "--config_name", str(root / "config"), "--tokenizer_name", str(root / "tokenizer")]
+        args += [
+            "--model_type",
+            "bert",
+            "--config_name",
+            str(root / "config"),
+            "--tokenizer_name",
+            str(root / "tokenizer"),
+        ]
     return run_glue.main(args)
 
 
@@ -137,8 +192,12 @@ def saved_model_outputs(output_dir, texts: list[tuple[str, ...]]) -> np.ndarray:
     tokenizer = AutoTokenizer.from_pretrained(output_dir)
     model = AutoModelForSequenceClassification.from_pretrained(output_dir).eval()
     with torch.no_grad():
-        return np.stack([model(**tokenizer(*text, truncation=True, max_length=32, return_tensors="pt")).logits[0].numpy()
-                         for text in texts])
+        return np.stack(
+            [
+                model(**tokenizer(*text, truncation=True, max_length=32, return_tensors="pt")).logits[0].numpy()
+                for text in texts
+            ]
+        )
 
 
 def read_submission(path: Path) -> tuple[list[int], list[str]]:
@@ -151,11 +210,25 @@ def read_submission(path: Path) -> tuple[list[int], list[str]]:
 
 @pytest.mark.slow
 def test_cola_is_learned_from_the_label_column_and_predicted(setup, tmp_path):
-    metrics = run(setup, "cola", "CoLA", tmp_path, "--do_train", "--do_eval", "--do_predict",
-                  "--num_train_epochs", "8", "--learning_rate", "3e-3", "--warmup_steps", "5")
+    metrics = run(
+        setup,
+        "cola",
+        "CoLA",
+        tmp_path,
+        "--do_train",
+        "--do_eval",
+        "--do_predict",
+        "--num_train_epochs",
+        "8",
+        "--learning_rate",
+        "3e-3",
+        "--warmup_steps",
+        "5",
+    )
     assert metrics["eval_matthews_correlation"] > 0.8
     assert json.loads((tmp_path / "eval_results.json").read_text())["eval_matthews_correlation"] == pytest.approx(
-        metrics["eval_matthews_correlation"])
+        metrics["eval_matthews_correlation"]
+    )
     dev = load_glue("cola", setup[0] / "glue_data")["validation"]
     predictions = saved_model_outputs(tmp_path, [(s,) for s in dev["sentence"]]).argmax(-1)
     recomputed = load_metric("glue", "cola").compute(predictions=predictions, references=dev["label"])
@@ -166,7 +239,10 @@ def test_cola_is_learned_from_the_label_column_and_predicted(setup, tmp_path):
     assert indices == list(range(10))
     expected = saved_model_outputs(tmp_path, [(s,) for s in test["sentence"]]).argmax(-1)
     assert labels == [str(label) for label in expected]
-    assert AutoModelForSequenceClassification.from_pretrained(tmp_path).config.id2label == {0: "unacceptable", 1: "acceptable"}
+    assert AutoModelForSequenceClassification.from_pretrained(tmp_path).config.id2label == {
+        0: "unacceptable",
+        1: "acceptable",
+    }
     assert (tmp_path / "README.md").read_text().count("GLUE CoLA") >= 1
 
 
@@ -208,8 +284,20 @@ def test_mrpc_from_a_pretrained_checkpoint_keeps_its_encoder(setup, tmp_path):
     pretrained.save_pretrained(tmp_path / "pretrained")
     AutoTokenizer.from_pretrained(root / "tokenizer").save_pretrained(tmp_path / "pretrained")
     out = tmp_path / "out"
-    metrics = run(setup, "mrpc", "MRPC", out, "--model_name_or_path", str(tmp_path / "pretrained"),
-                  "--do_train", "--do_eval", "--max_steps", "2", "--learning_rate", "0")
+    metrics = run(
+        setup,
+        "mrpc",
+        "MRPC",
+        out,
+        "--model_name_or_path",
+        str(tmp_path / "pretrained"),
+        "--do_train",
+        "--do_eval",
+        "--max_steps",
+        "2",
+        "--learning_rate",
+        "0",
+    )
     assert AutoConfig.from_pretrained(out).unpad_inputs is True  # the fast path, off in the pretrained config
     assert {"eval_accuracy", "eval_f1", "eval_combined_score"} <= set(metrics)
     before, after = load_file(tmp_path / "pretrained" / "model.safetensors"), load_file(out / "model.safetensors")
@@ -219,8 +307,10 @@ def test_mrpc_from_a_pretrained_checkpoint_keeps_its_encoder(setup, tmp_path):
 
 
 def test_bad_arguments(setup, tmp_path):
-    write_lines(setup[0] / "glue_data" / "RTE" / "dev.tsv", [["index", "sentence1", "sentence2", "label"],
-                                                             [0, "a", "b", "entailment"]])
+    write_lines(
+        setup[0] / "glue_data" / "RTE" / "dev.tsv",
+        [["index", "sentence1", "sentence2", "label"], [0, "a", "b", "entailment"]],
+    )
     with pytest.raises(ValueError, match=r"has no \['test'\] split \(files \['test.tsv'\]\)"):
         run(setup, "rte", "RTE", tmp_path, "--do_predict")
     with pytest.raises(ValueError, match=r"MRPC/train.tsv:1: the header lacks the column\(s\) \['sentence1'"):
@@ -248,16 +338,35 @@ def test_elmo_learns_cola_and_reports_the_saved_models_metric(setup, tmp_path):
     # A random biLM hardly tells "good" from "bad"; fine-tuned (freeze_bilm=False), it learns the task.
     pretrained = elmo_checkpoint(tmp_path / "elmo", freeze_bilm=False)
     out = tmp_path / "out"
-    metrics = run(setup, "cola", "CoLA", out, "--model_name_or_path", str(pretrained), "--do_train", "--do_eval",
-                  "--num_train_epochs", "10", "--learning_rate", "1e-2", "--max_seq_length", "12")
+    metrics = run(
+        setup,
+        "cola",
+        "CoLA",
+        out,
+        "--model_name_or_path",
+        str(pretrained),
+        "--do_train",
+        "--do_eval",
+        "--num_train_epochs",
+        "10",
+        "--learning_rate",
+        "1e-2",
+        "--max_seq_length",
+        "12",
+    )
     assert metrics["eval_matthews_correlation"] > 0.8
     # The reported metric is the saved model's, sentence by sentence and without padding.
     tokenizer = AutoTokenizer.from_pretrained(out)
     model = AutoModelForSequenceClassification.from_pretrained(out).eval()
     dev = load_glue("cola", setup[0] / "glue_data")["validation"]
     with torch.no_grad():
-        predictions = [model(**tokenizer([split_words(s)[:12]], is_split_into_words=True, return_tensors="pt"))
-                       .logits[0].argmax().item() for s in dev["sentence"]]
+        predictions = [
+            model(**tokenizer([split_words(s)[:12]], is_split_into_words=True, return_tensors="pt"))
+            .logits[0]
+            .argmax()
+            .item()
+            for s in dev["sentence"]
+        ]
     recomputed = load_metric("glue", "cola").compute(predictions=predictions, references=dev["label"])
     assert recomputed["matthews_correlation"] == pytest.approx(metrics["eval_matthews_correlation"], abs=1e-6)
     assert "ELMo" in (out / "README.md").read_text()
@@ -266,8 +375,20 @@ def test_elmo_learns_cola_and_reports_the_saved_models_metric(setup, tmp_path):
 def test_elmo_reads_sentence_pairs_with_its_biLM_frozen(setup, tmp_path):
     pretrained = elmo_checkpoint(tmp_path / "elmo")
     out = tmp_path / "out"
-    metrics = run(setup, "mrpc", "MRPC", out, "--model_name_or_path", str(pretrained), "--do_train", "--do_eval",
-                  "--max_steps", "3", "--learning_rate", "1e-2")
+    metrics = run(
+        setup,
+        "mrpc",
+        "MRPC",
+        out,
+        "--model_name_or_path",
+        str(pretrained),
+        "--do_train",
+        "--do_eval",
+        "--max_steps",
+        "3",
+        "--learning_rate",
+        "1e-2",
+    )
     assert {"eval_accuracy", "eval_f1", "eval_combined_score"} <= set(metrics)
     before, after = load_file(pretrained / "model.safetensors"), load_file(out / "model.safetensors")
     bilm = [name for name in before if name.startswith("elmo.")]
@@ -282,13 +403,36 @@ def test_elmo_from_random_weights_and_its_tokenizer_check(setup, tmp_path):
     root, _ = setup
     config = tmp_path / "elmo_config"
     elmo_bilm(None)[0].config.save_pretrained(config)
-    metrics = run(setup, "mrpc", "MRPC", tmp_path / "out", "--model_type", "elmo", "--config_name", str(config),
-                  "--do_train", "--do_eval", "--max_steps", "1")
+    metrics = run(
+        setup,
+        "mrpc",
+        "MRPC",
+        tmp_path / "out",
+        "--model_type",
+        "elmo",
+        "--config_name",
+        str(config),
+        "--do_train",
+        "--do_eval",
+        "--max_steps",
+        "1",
+    )
     assert "eval_accuracy" in metrics
     assert AutoModelForSequenceClassification.from_pretrained(tmp_path / "out").config.model_type == "hf_ctx_elmo"
     with pytest.raises(ValueError, match="ELMo model reads ElmoTokenizer"):
-        run(setup, "mrpc", "MRPC", tmp_path / "bad", "--model_type", "elmo", "--config_name", str(config),
-            "--tokenizer_name", str(root / "tokenizer"), "--do_eval")
+        run(
+            setup,
+            "mrpc",
+            "MRPC",
+            tmp_path / "bad",
+            "--model_type",
+            "elmo",
+            "--config_name",
+            str(config),
+            "--tokenizer_name",
+            str(root / "tokenizer"),
+            "--do_eval",
+        )
 
 
 @pytest.mark.slow
@@ -305,9 +449,24 @@ def test_elmo_with_task_word_vectors_learns_with_its_biLM_frozen(setup, tmp_path
     ElmoForBiLM(_elmo_config(tokenizer)).save_pretrained(pretrained)
     tokenizer.save_pretrained(pretrained)
     out = tmp_path / "out"
-    metrics = run(setup, "cola", "CoLA", out, "--model_name_or_path", str(pretrained), "--do_train", "--do_eval",
-                  "--num_train_epochs", "10", "--learning_rate", "1e-2", "--max_seq_length", "12",
-                  "--config_overrides", "task_word_embedding_size=8")
+    metrics = run(
+        setup,
+        "cola",
+        "CoLA",
+        out,
+        "--model_name_or_path",
+        str(pretrained),
+        "--do_train",
+        "--do_eval",
+        "--num_train_epochs",
+        "10",
+        "--learning_rate",
+        "1e-2",
+        "--max_seq_length",
+        "12",
+        "--config_overrides",
+        "task_word_embedding_size=8",
+    )
     assert metrics["eval_matthews_correlation"] > 0.8
     before, after = load_file(pretrained / "model.safetensors"), load_file(out / "model.safetensors")
     assert after["word_embeddings.weight"].shape == (len(tokenizer.get_vocab()), 8)
@@ -323,8 +482,17 @@ def test_a_checkpoint_without_tokenizer_files_or_a_missing_path_is_refused(setup
     with pytest.raises(ValueError, match=r"no vocabulary, only its 5 special tokens.*tokenizer\.json, vocab\.txt"):
         run(setup, "cola", "CoLA", tmp_path / "out", "--model_name_or_path", str(tmp_path / "bare"), "--do_eval")
     with pytest.raises(FileNotFoundError, match=r"--model_name_or_path: .*/no/such/folder does not exist"):
-        run(setup, "cola", "CoLA", tmp_path / "out", "--model_name_or_path", str(tmp_path / "no/such/folder"),
-            "--tokenizer_name", str(root / "tokenizer"), "--do_eval")
+        run(
+            setup,
+            "cola",
+            "CoLA",
+            tmp_path / "out",
+            "--model_name_or_path",
+            str(tmp_path / "no/such/folder"),
+            "--tokenizer_name",
+            str(root / "tokenizer"),
+            "--do_eval",
+        )
 
 
 def test_config_overrides_are_checked(setup, tmp_path):
@@ -341,5 +509,14 @@ def test_arguments_that_would_be_ignored_or_meaningless_are_refused(setup, tmp_p
         run(setup, "cola", "CoLA", tmp_path, "--max_seq_length", "0", "--do_eval")
     # --model_name_or_path brings its own config: --config_name was silently unused.
     with pytest.raises(ValueError, match="--model_name_or_path and --config_name cannot be used together"):
-        run(setup, "cola", "CoLA", tmp_path, "--model_name_or_path", str(root / "config"), "--config_name",
-            str(root / "config"), "--do_eval")
+        run(
+            setup,
+            "cola",
+            "CoLA",
+            tmp_path,
+            "--model_name_or_path",
+            str(root / "config"),
+            "--config_name",
+            str(root / "config"),
+            "--do_eval",
+        )

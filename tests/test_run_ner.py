@@ -21,14 +21,27 @@ from hf_ctx.tag_schemes import convert_tags
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import run_ner  # noqa: E402
 
-COMMON = ["--report_to", "none", "--save_strategy", "no", "--per_device_train_batch_size", "16",
-          "--per_device_eval_batch_size", "16", "--disable_tqdm", "true", "--seed", "0"]
+COMMON = [
+    "--report_to",
+    "none",
+    "--save_strategy",
+    "no",
+    "--per_device_train_batch_size",
+    "16",
+    "--per_device_eval_batch_size",
+    "16",
+    "--disable_tqdm",
+    "true",
+    "--seed",
+    "0",
+]
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    return generate_ner_corpus(tmp_path_factory.mktemp("ner"), num_train=120, num_validation=40, num_test=40,
-                               num_raw=200)
+    return generate_ner_corpus(
+        tmp_path_factory.mktemp("ner"), num_train=120, num_validation=40, num_test=40, num_raw=200
+    )
 
 
 def check_prediction_file(path: Path, gold_file: Path, reported_f1: float):
@@ -44,13 +57,34 @@ def check_prediction_file(path: Path, gold_file: Path, reported_f1: float):
 
 def test_bert_train_evaluate_predict_with_long_sentences_split(corpus, tmp_path, caplog):
     out = tmp_path / "bert"
-    metrics = run_ner.main([
-        "--model_type", "bert", "--model_size", "tiny", "--vocab_size", "300",
-        "--train_file", str(corpus["train"]), "--validation_file", str(corpus["validation"]),
-        "--test_file", str(corpus["test"]), "--do_train", "--do_eval", "--do_predict",
-        "--max_seq_length", "12", "--num_train_epochs", "1", "--learning_rate", "1e-3",
-        "--output_dir", str(out), *COMMON,
-    ])
+    metrics = run_ner.main(
+        [
+            "--model_type",
+            "bert",
+            "--model_size",
+            "tiny",
+            "--vocab_size",
+            "300",
+            "--train_file",
+            str(corpus["train"]),
+            "--validation_file",
+            str(corpus["validation"]),
+            "--test_file",
+            str(corpus["test"]),
+            "--do_train",
+            "--do_eval",
+            "--do_predict",
+            "--max_seq_length",
+            "12",
+            "--num_train_epochs",
+            "1",
+            "--learning_rate",
+            "1e-3",
+            "--output_dir",
+            str(out),
+            *COMMON,
+        ]
+    )
     assert "sentences are longer than the model allows (10)" in caplog.text
     for key in ("eval_f1", "eval_precision", "eval_recall", "eval_PER_f1", "predict_f1"):
         assert 0.0 <= metrics[key] <= 1.0
@@ -67,27 +101,54 @@ def bilm(corpus, tmp_path_factory):
     """A tiny (untrained) hf_ctx biLM checkpoint whose tokenizer knows the training words."""
     words = sorted({word for sentence in read_conll(corpus["train"]) for word in sentence["tokens"]})
     tokenizer = ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", *words])
-    config = ElmoConfig(char_cnn={"filters": [[1, 4], [2, 8]], "embedding": {"dim": 4}, "n_highway": 1},
-                        lstm={"dim": 16, "projection_dim": 8, "n_layers": 1}, vocab_size=len(tokenizer.get_vocab()))
+    config = ElmoConfig(
+        char_cnn={"filters": [[1, 4], [2, 8]], "embedding": {"dim": 4}, "n_highway": 1},
+        lstm={"dim": 16, "projection_dim": 8, "n_layers": 1},
+        vocab_size=len(tokenizer.get_vocab()),
+    )
     path = tmp_path_factory.mktemp("bilm")
     ElmoForBiLM(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
 
 
-@pytest.mark.parametrize("model_type,overrides,model_class", [
-    ("taglm", "word_embedding_dim=8,rnn_hidden_size=8,char_cnn_filters=8", "TagLMForTokenClassification"),
-    ("elmo", "task_hidden_size=8", "ElmoForTokenClassification"),
-])
-def test_word_level_taggers_train_on_a_frozen_bilm_evaluate_and_predict(corpus, bilm, tmp_path, model_type,
-                                                                        overrides, model_class):
+@pytest.mark.parametrize(
+    "model_type,overrides,model_class",
+    [
+        ("taglm", "word_embedding_dim=8,rnn_hidden_size=8,char_cnn_filters=8", "TagLMForTokenClassification"),
+        ("elmo", "task_hidden_size=8", "ElmoForTokenClassification"),
+    ],
+)
+def test_word_level_taggers_train_on_a_frozen_bilm_evaluate_and_predict(
+    corpus, bilm, tmp_path, model_type, overrides, model_class
+):
     out = tmp_path / model_type
-    metrics = run_ner.main([
-        "--model_type", model_type, "--bilm_name_or_path", str(bilm), "--config_overrides", overrides,
-        "--train_file", str(corpus["train"]), "--validation_file", str(corpus["validation"]),
-        "--test_file", str(corpus["test"]), "--do_train", "--do_eval", "--do_predict",
-        "--num_train_epochs", "1", "--learning_rate", "1e-2", "--output_dir", str(out), *COMMON,
-    ])
+    metrics = run_ner.main(
+        [
+            "--model_type",
+            model_type,
+            "--bilm_name_or_path",
+            str(bilm),
+            "--config_overrides",
+            overrides,
+            "--train_file",
+            str(corpus["train"]),
+            "--validation_file",
+            str(corpus["validation"]),
+            "--test_file",
+            str(corpus["test"]),
+            "--do_train",
+            "--do_eval",
+            "--do_predict",
+            "--num_train_epochs",
+            "1",
+            "--learning_rate",
+            "1e-2",
+            "--output_dir",
+            str(out),
+            *COMMON,
+        ]
+    )
     for key in ("eval_f1", "eval_precision", "eval_recall", "predict_f1"):
         assert 0.0 <= metrics[key] <= 1.0
     check_prediction_file(out / "predictions_test.txt", corpus["test"], metrics["predict_f1"])
@@ -105,8 +166,21 @@ def test_unseen_label_at_evaluation_is_an_error(corpus, tmp_path):
     dev = tmp_path / "dev.txt"
     dev.write_text(Path(corpus["validation"]).read_text().replace("I-MISC", "I-EVENT", 1))
     with pytest.raises(ValueError, match=r"label 'B-EVENT' .*dev.txt:\d+\).*training data never has"):
-        run_ner.main(["--model_type", "bert", "--train_file", str(corpus["train"]), "--validation_file", str(dev),
-                      "--do_train", "--do_eval", "--output_dir", str(tmp_path / "out"), *COMMON])
+        run_ner.main(
+            [
+                "--model_type",
+                "bert",
+                "--train_file",
+                str(corpus["train"]),
+                "--validation_file",
+                str(dev),
+                "--do_train",
+                "--do_eval",
+                "--output_dir",
+                str(tmp_path / "out"),
+                *COMMON,
+            ]
+        )
 
 
 def test_malformed_training_file_names_file_and_line(corpus, tmp_path):
@@ -115,5 +189,15 @@ def test_malformed_training_file_names_file_and_line(corpus, tmp_path):
     lines[5] = "Smith NNP I-PER"
     bad.write_text("\n".join(lines))
     with pytest.raises(ValueError, match=rf"{bad}:6: expected 4 space-separated columns"):
-        run_ner.main(["--model_type", "bert", "--train_file", str(bad), "--do_train",
-                      "--output_dir", str(tmp_path / "out"), *COMMON])
+        run_ner.main(
+            [
+                "--model_type",
+                "bert",
+                "--train_file",
+                str(bad),
+                "--do_train",
+                "--output_dir",
+                str(tmp_path / "out"),
+                *COMMON,
+            ]
+        )

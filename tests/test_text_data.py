@@ -37,10 +37,15 @@ def load_example(name):
 def corpus_text(num_documents, seed):
     """Documents of 2-5 lines of words, a blank line between documents."""
     rng = np.random.default_rng(seed)
-    return "\n\n".join(
-        "\n".join(" ".join(rng.choice(WORDS, int(rng.integers(4, 12)))) + " ." for _ in range(int(rng.integers(2, 6))))
-        for _ in range(num_documents)
-    ) + "\n"
+    return (
+        "\n\n".join(
+            "\n".join(
+                " ".join(rng.choice(WORDS, int(rng.integers(4, 12)))) + " ." for _ in range(int(rng.integers(2, 6)))
+            )
+            for _ in range(num_documents)
+        )
+        + "\n"
+    )
 
 
 @pytest.fixture
@@ -63,7 +68,10 @@ def test_globs_expand_sorted_and_gzip_reads_as_plain_text(shards):
     assert len(compressed) == 120 and compressed["text"] == plain["text"]
     # A pattern and a file it also matches give each file once.
     assert resolve_text_files([str(shards / "part.1.txt.gz"), str(shards / "part.*.txt.gz")]) == [
-        str(shards / "part.1.txt.gz"), str(shards / "part.0.txt.gz"), str(shards / "part.2.txt.gz")]
+        str(shards / "part.1.txt.gz"),
+        str(shards / "part.0.txt.gz"),
+        str(shards / "part.2.txt.gz"),
+    ]
     # Two reading processes (one a file) give the same documents in the same order.
     assert load_text_documents(files, cache_dir=str(shards / "cache2"), num_proc=2)["text"] == plain["text"]
 
@@ -104,10 +112,12 @@ def test_streaming_gives_the_cached_paths_examples(shards, tokenizer_on):
     """Packed MLM examples and biLM sentences: the stream yields the cached dataset's rows, in order."""
     pattern = str(shards / "part.*.txt.gz")
     tokenizer = tokenizer_on(shards / "all.txt")
-    cached = build_pretraining_dataset(pattern, tokenizer, objective="mlm", max_seq_length=24,
-                                       cache_dir=str(shards / "cache"))
-    stream = build_pretraining_dataset(load_text_documents(pattern, streaming=True), tokenizer, objective="mlm",
-                                       max_seq_length=24)
+    cached = build_pretraining_dataset(
+        pattern, tokenizer, objective="mlm", max_seq_length=24, cache_dir=str(shards / "cache")
+    )
+    stream = build_pretraining_dataset(
+        load_text_documents(pattern, streaming=True), tokenizer, objective="mlm", max_seq_length=24
+    )
     assert isinstance(stream, IterableDataset) and len(cached) > 20
     assert list(stream) == cached.to_list()
     with pytest.raises(ValueError, match="streaming dataset cannot reach"):
@@ -153,14 +163,48 @@ def test_a_second_run_reads_the_cache_instead_of_preparing_again(tmp_path, shard
     def arrow_files():
         return {path: path.stat().st_mtime_ns for path in cache.rglob("*.arrow")}
 
-    common = ["--train_file", str(shards / "part.*.txt.gz"), "--cache_dir", str(cache), "--do_train",
-              "--max_steps", "1", "--per_device_train_batch_size", "4", "--use_cpu", "--disable_tqdm", "true",
-              "--report_to", "none", "--validation_split_percentage", "10", "--do_eval", "--max_eval_samples", "8"]
-    bert = common + ["--model_size", "tiny", "--vocab_size", "100", "--max_seq_length", "32",
-                     "--tokenizer_train_samples", "60", "--output_dir", str(tmp_path / "bert")]
+    common = [
+        "--train_file",
+        str(shards / "part.*.txt.gz"),
+        "--cache_dir",
+        str(cache),
+        "--do_train",
+        "--max_steps",
+        "1",
+        "--per_device_train_batch_size",
+        "4",
+        "--use_cpu",
+        "--disable_tqdm",
+        "true",
+        "--report_to",
+        "none",
+        "--validation_split_percentage",
+        "10",
+        "--do_eval",
+        "--max_eval_samples",
+        "8",
+    ]
+    bert = common + [
+        "--model_size",
+        "tiny",
+        "--vocab_size",
+        "100",
+        "--max_seq_length",
+        "32",
+        "--tokenizer_train_samples",
+        "60",
+        "--output_dir",
+        str(tmp_path / "bert"),
+    ]
     overrides = {"char_cnn": {"filters": [[1, 4], [2, 4]], "n_highway": 1}, "lstm": {"dim": 8, "projection_dim": 4}}
-    elmo = common + ["--config_overrides", json.dumps(overrides), "--vocab_min_count", "1", "--output_dir",
-                     str(tmp_path / "elmo")]
+    elmo = common + [
+        "--config_overrides",
+        json.dumps(overrides),
+        "--vocab_min_count",
+        "1",
+        "--output_dir",
+        str(tmp_path / "elmo"),
+    ]
     for name, args in (("pretrain_bert", bert), ("pretrain_elmo", elmo)):
         load_example(name).main(args)
         first = arrow_files()
@@ -184,18 +228,57 @@ def test_word_counts_are_cached_beside_the_dataset(shards):
 
 
 def test_streaming_runs_train_for_max_steps(tmp_path, shards):
-    common = ["--train_file", str(shards / "part.*.txt.gz"), "--streaming", "--do_train", "--max_steps", "2",
-              "--per_device_train_batch_size", "4", "--use_cpu", "--disable_tqdm", "true", "--report_to", "none",
-              "--logging_steps", "1"]
-    load_example("pretrain_bert").main(common + [
-        "--objective", "mlm", "--model_size", "tiny", "--vocab_size", "100", "--max_seq_length", "32",
-        "--tokenizer_train_samples", "50", "--output_dir", str(tmp_path / "bert")])
+    common = [
+        "--train_file",
+        str(shards / "part.*.txt.gz"),
+        "--streaming",
+        "--do_train",
+        "--max_steps",
+        "2",
+        "--per_device_train_batch_size",
+        "4",
+        "--use_cpu",
+        "--disable_tqdm",
+        "true",
+        "--report_to",
+        "none",
+        "--logging_steps",
+        "1",
+    ]
+    load_example("pretrain_bert").main(
+        common
+        + [
+            "--objective",
+            "mlm",
+            "--model_size",
+            "tiny",
+            "--vocab_size",
+            "100",
+            "--max_seq_length",
+            "32",
+            "--tokenizer_train_samples",
+            "50",
+            "--output_dir",
+            str(tmp_path / "bert"),
+        ]
+    )
     overrides = {"char_cnn": {"filters": [[1, 4], [2, 4]], "n_highway": 1}, "lstm": {"dim": 8, "projection_dim": 4}}
-    load_example("pretrain_elmo").main(common + [
-        "--config_overrides", json.dumps(overrides), "--vocab_min_count", "1", "--output_dir", str(tmp_path / "elmo")])
+    load_example("pretrain_elmo").main(
+        common
+        + [
+            "--config_overrides",
+            json.dumps(overrides),
+            "--vocab_min_count",
+            "1",
+            "--output_dir",
+            str(tmp_path / "elmo"),
+        ]
+    )
     for name in ("bert", "elmo"):
         history = json.loads((tmp_path / name / "trainer_state.json").read_text())["log_history"]
         assert [entry["step"] for entry in history if "loss" in entry] == [1, 2]
     with pytest.raises(ValueError, match="--streaming needs --max_steps"):
-        load_example("pretrain_elmo").main([a for a in common if a not in ("--max_steps", "2")] + [
-            "--config_overrides", json.dumps(overrides), "--output_dir", str(tmp_path / "elmo2")])
+        load_example("pretrain_elmo").main(
+            [a for a in common if a not in ("--max_steps", "2")]
+            + ["--config_overrides", json.dumps(overrides), "--output_dir", str(tmp_path / "elmo2")]
+        )

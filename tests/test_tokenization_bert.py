@@ -25,8 +25,13 @@ def corpus_file(tmp_path):
 def test_trained_tokenizer_has_bert_special_tokens_and_template(corpus_file):
     tokenizer = train_wordpiece_tokenizer([corpus_file], vocab_size=200, min_frequency=1)
     assert isinstance(tokenizer, BertTokenizer)
-    assert [tokenizer.pad_token_id, tokenizer.unk_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id,
-            tokenizer.mask_token_id] == [0, 1, 2, 3, 4]
+    assert [
+        tokenizer.pad_token_id,
+        tokenizer.unk_token_id,
+        tokenizer.cls_token_id,
+        tokenizer.sep_token_id,
+        tokenizer.mask_token_id,
+    ] == [0, 1, 2, 3, 4]
     encoded = tokenizer("quick fox", "lazy dog")
     tokens = tokenizer.convert_ids_to_tokens(encoded["input_ids"])
     assert tokens[0] == "[CLS]" and tokens.count("[SEP]") == 2 and tokens[-1] == "[SEP]"
@@ -69,8 +74,18 @@ def test_bad_inputs(tmp_path, corpus_file):
 
 
 def test_cli_train_tokenizer(corpus_file, tmp_path, capsys):
-    cli_main(["train-tokenizer", str(corpus_file), "--output_dir", str(tmp_path / "tok"), "--vocab_size", "150",
-              "--min_frequency", "1"])
+    cli_main(
+        [
+            "train-tokenizer",
+            str(corpus_file),
+            "--output_dir",
+            str(tmp_path / "tok"),
+            "--vocab_size",
+            "150",
+            "--min_frequency",
+            "1",
+        ]
+    )
     assert "WordPiece tokenizer" in capsys.readouterr().out
     tokenizer = AutoTokenizer.from_pretrained(tmp_path / "tok")
     assert tokenizer.tokenize("Quick fox") == ["quick", "fox"]
@@ -101,16 +116,23 @@ def test_training_is_deterministic_and_learns_what_the_wordpiece_trainer_learns(
     saved = []
     for run in range(3):
         train_wordpiece_tokenizer([corpus], vocab_size=300, min_frequency=2).save_pretrained(tmp_path / str(run))
-        saved.append({name: (tmp_path / str(run) / name).read_bytes() for name in ("tokenizer.json",
-                                                                                   "tokenizer_config.json")})
+        saved.append(
+            {name: (tmp_path / str(run) / name).read_bytes() for name in ("tokenizer.json", "tokenizer_config.json")}
+        )
     assert saved[0] == saved[1] == saved[2]
 
     reference = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     reference.normalizer = normalizers.BertNormalizer(lowercase=True)
     reference.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    reference.train([str(corpus)], trainers.WordPieceTrainer(
-        vocab_size=300, min_frequency=2, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
-        show_progress=False))
+    reference.train(
+        [str(corpus)],
+        trainers.WordPieceTrainer(
+            vocab_size=300,
+            min_frequency=2,
+            special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
+            show_progress=False,
+        ),
+    )
     ours = AutoTokenizer.from_pretrained(tmp_path / "0").get_vocab()
     assert len(ours) == 300
     # Every token but those a tie decided: the last merges, of the smallest count.

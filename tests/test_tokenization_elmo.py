@@ -96,8 +96,11 @@ def test_save_and_load_round_trip(tmp_path):
     tokenizer = ElmoTokenizer(vocab=VOCAB, max_characters_per_token=20)
     tokenizer.save_pretrained(tmp_path)
     assert (tmp_path / "vocab.txt").read_text().split("\n")[:6] == VOCAB  # bilm-tf's vocabulary format
-    ElmoConfig(char_cnn={"max_characters_per_token": 20, "filters": [[1, 4]]}, lstm={"dim": 8, "projection_dim": 4},
-               vocab_size=6).save_pretrained(tmp_path)
+    ElmoConfig(
+        char_cnn={"max_characters_per_token": 20, "filters": [[1, 4]]},
+        lstm={"dim": 8, "projection_dim": 4},
+        vocab_size=6,
+    ).save_pretrained(tmp_path)
     loaded = AutoTokenizer.from_pretrained(tmp_path)
     assert isinstance(loaded, ElmoTokenizer)
     assert loaded.words == VOCAB and loaded.max_characters_per_token == 20

@@ -24,7 +24,13 @@ from hf_ctx.training import (
 
 def test_config_overrides_are_read_as_json_where_they_parse():
     assert parse_config_overrides("a=1,b=True,c=gelu,d=0.5,e=null, f =false") == {
-        "a": 1, "b": True, "c": "gelu", "d": 0.5, "e": None, "f": False}
+        "a": 1,
+        "b": True,
+        "c": "gelu",
+        "d": 0.5,
+        "e": None,
+        "f": False,
+    }
     assert parse_config_overrides(None) == {} and parse_config_overrides("") == {}
     with pytest.raises(ValueError, match="key=value .*got 'dropout'"):
         parse_config_overrides("dropout")
@@ -32,10 +38,15 @@ def test_config_overrides_are_read_as_json_where_they_parse():
 
 def test_config_overrides_take_json_or_key_value_pairs_alike():
     """Every example script reads --config_overrides the same way; both spellings give the same fields."""
-    as_json = '{"lstm": {"dim": 512, "projection_dim": 128}, "char_cnn": {"filters": [[1, 32], [2, 32]]}, "dropout": 0.1}'
+    as_json = (
+        '{"lstm": {"dim": 512, "projection_dim": 128}, "char_cnn": {"filters": [[1, 32], [2, 32]]}, "dropout": 0.1}'
+    )
     as_pairs = "lstm.dim=512,lstm.projection_dim=128,char_cnn.filters=[[1, 32], [2, 32]],dropout=0.1"
-    assert parse_config_overrides(as_json) == parse_config_overrides(as_pairs) == {
-        "lstm": {"dim": 512, "projection_dim": 128}, "char_cnn": {"filters": [[1, 32], [2, 32]]}, "dropout": 0.1}
+    assert (
+        parse_config_overrides(as_json)
+        == parse_config_overrides(as_pairs)
+        == {"lstm": {"dim": 512, "projection_dim": 128}, "char_cnn": {"filters": [[1, 32], [2, 32]]}, "dropout": 0.1}
+    )
     assert parse_config_overrides('name="a,b",x=1') == {"name": "a,b", "x": 1}  # commas inside quotes stay
     with pytest.raises(ValueError, match="not valid JSON"):
         parse_config_overrides('{"lstm": {"dim": 512}')
@@ -61,7 +72,9 @@ def test_first_examples_and_held_out_validation():
     assert first_examples(data, None) is data
     assert list(first_examples(data, 3)["x"]) == [0, 1, 2] and len(first_examples(data, 50)) == 20
     train, validation = hold_out_validation(data, None, 10.0, seed=0)
-    assert (len(train), len(validation)) == (18, 2) and sorted(list(train["x"]) + list(validation["x"])) == list(range(20))
+    assert (len(train), len(validation)) == (18, 2) and sorted(list(train["x"]) + list(validation["x"])) == list(
+        range(20)
+    )
     assert hold_out_validation(data, None, 0, seed=0) == (data, None)
     given = first_examples(data, 2)
     assert hold_out_validation(data, given, 10.0, seed=0) == (data, given)
@@ -89,7 +102,9 @@ def test_parse_args_and_set_up_parses_logs_and_seeds(tmp_path):
     logger = logging.getLogger("an_example_script")
     script_args, training_args = parse_args_and_set_up(
         (ScriptArguments, TrainingArguments),
-        ["--size", "3", "--output_dir", str(tmp_path), "--seed", "7", "--report_to", "none"], logger)
+        ["--size", "3", "--output_dir", str(tmp_path), "--seed", "7", "--report_to", "none"],
+        logger,
+    )
     assert script_args.size == 3 and training_args.seed == 7
     assert logger.level == logging.INFO and logging.getLogger("hf_ctx").level == logging.INFO
     drawn = torch.rand(3)
@@ -102,12 +117,16 @@ def test_evaluation_data_names_files_held_out_parts_and_hub_splits(tmp_path):
     train = Dataset.from_dict({"text": [str(i) for i in range(20)]}, split="train")
     _, held_out = hold_out_validation(train, None, 10, seed=0)
     assert evaluation_data(None, None, ["/data/corpus.txt"], held_out, 10) == {
-        "eval_dataset_name": "10% of corpus.txt held out from training"}
+        "eval_dataset_name": "10% of corpus.txt held out from training"
+    }
     assert evaluation_data("wikitext", None, None, held_out, 5) == {
-        "eval_dataset_name": "5% of wikitext held out from training"}
+        "eval_dataset_name": "5% of wikitext held out from training"
+    }
     validation = Dataset.from_dict({"text": ["a"]}, split="validation")
     assert evaluation_data("eriktks/conll2003", None, None, validation) == {
-        "eval_dataset_name": "eriktks/conll2003", "eval_dataset_id": "eriktks/conll2003"}
+        "eval_dataset_name": "eriktks/conll2003",
+        "eval_dataset_id": "eriktks/conll2003",
+    }
     assert evaluation_data(str(tmp_path), None, None, validation)["eval_dataset_name"] == tmp_path.name
     assert evaluation_data(None, None, ["train.txt"]) == {}
     assert training_data_name(str(tmp_path), None) == tmp_path.name
@@ -155,7 +174,10 @@ def test_match_special_tokens_leaves_the_trainer_nothing_to_align(tmp_path):
     assert getattr(model.config, "pad_token_id", None) != tokenizer.pad_token_id  # what the warning was about
     match_special_tokens(model, tokenizer)
     assert (model.config.pad_token_id, model.config.bos_token_id, model.config.eos_token_id) == (
-        tokenizer.pad_token_id, tokenizer.bos_token_id, tokenizer.eos_token_id)
+        tokenizer.pad_token_id,
+        tokenizer.bos_token_id,
+        tokenizer.eos_token_id,
+    )
     with CaptureLogger(transformers.utils.logging.get_logger("transformers.trainer_utils")) as captured:
         align_special_tokens(model, tokenizer)
     assert "PAD/BOS/EOS" not in captured.out
@@ -176,16 +198,23 @@ def checkpoints(tmp_path_factory):
     sentences = [" ".join(rng.choice(WORDS, 4)) for _ in range(8)]
     data = Dataset.from_dict({"text": sentences, "label": [int("cat" in s) for s in sentences]})
     data = data.map(lambda b: tokenizer(b["text"], padding="max_length", max_length=8), batched=True)
-    args = TrainingArguments(output_dir=str(root / "run"), max_steps=2, per_device_train_batch_size=4, save_steps=1,
-                             report_to=[], use_cpu=True, disable_tqdm=True)
-    trainer = CtxTrainer(model=model, args=args, train_dataset=data.remove_columns("text"),
-                         processing_class=tokenizer)
+    args = TrainingArguments(
+        output_dir=str(root / "run"),
+        max_steps=2,
+        per_device_train_batch_size=4,
+        save_steps=1,
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+    )
+    trainer = CtxTrainer(model=model, args=args, train_dataset=data.remove_columns("text"), processing_class=tokenizer)
     trainer.train()
     return trainer
 
 
-@pytest.mark.parametrize("removed", ["scheduler.pt", "rng_state.pth", "trainer_state.json", "model.safetensors",
-                                     "tokenizer.json"])
+@pytest.mark.parametrize(
+    "removed", ["scheduler.pt", "rng_state.pth", "trainer_state.json", "model.safetensors", "tokenizer.json"]
+)
 def test_resuming_from_an_incomplete_checkpoint_names_the_missing_file(checkpoints, tmp_path, removed):
     """A kill while saving leaves checkpoint-N with files missing; without scheduler.pt or the RNG state the
     Trainer resumed silently and trained differently, and other files failed with unrelated errors."""
@@ -230,10 +259,15 @@ def test_resuming_from_the_latest_checkpoint_skips_an_incomplete_one(checkpoints
     assert resolve_resume_checkpoint(None, output_dir) is None
 
     (output_dir / "checkpoint-1" / "rng_state.pth").write_bytes(
-        (Path(checkpoints.args.output_dir) / "checkpoint-1" / "rng_state.pth").read_bytes())
+        (Path(checkpoints.args.output_dir) / "checkpoint-1" / "rng_state.pth").read_bytes()
+    )
     # The Trainer itself: resumes from checkpoint-1 and trains step 2 again.
-    trainer = CtxTrainer(model=checkpoints.model, args=dataclasses.replace(checkpoints.args, output_dir=str(output_dir)),
-                         train_dataset=checkpoints.train_dataset, processing_class=checkpoints.processing_class)
+    trainer = CtxTrainer(
+        model=checkpoints.model,
+        args=dataclasses.replace(checkpoints.args, output_dir=str(output_dir)),
+        train_dataset=checkpoints.train_dataset,
+        processing_class=checkpoints.processing_class,
+    )
     with mock.patch.object(Trainer, "_load_from_checkpoint", wraps=trainer._load_from_checkpoint) as load:
         trainer.train(resume_from_checkpoint="latest")
     assert load.call_args.args[0] == str(output_dir / "checkpoint-1") and trainer.state.global_step == 2
@@ -247,8 +281,12 @@ def test_gpu_defaults_apply_on_cuda_only_and_never_over_a_given_option():
     from hf_ctx.training import apply_gpu_defaults
 
     def arguments(device):
-        return SimpleNamespace(device=torch.device(device), per_device_train_batch_size=8,
-                               per_device_eval_batch_size=8, train_sampling_strategy="random")
+        return SimpleNamespace(
+            device=torch.device(device),
+            per_device_train_batch_size=8,
+            per_device_eval_batch_size=8,
+            train_sampling_strategy="random",
+        )
 
     cpu = arguments("cpu")
     assert apply_gpu_defaults(cpu, [], per_device_train_batch_size=32, group_by_length=True) == {}
@@ -256,8 +294,13 @@ def test_gpu_defaults_apply_on_cuda_only_and_never_over_a_given_option():
 
     gpu = arguments("cuda")
     gpu.per_device_train_batch_size = 16  # as the parser sets it from the command line below
-    applied = apply_gpu_defaults(gpu, ["--per_device_train_batch_size=16", "--do_train"],
-                                 per_device_train_batch_size=32, per_device_eval_batch_size=32, group_by_length=True)
+    applied = apply_gpu_defaults(
+        gpu,
+        ["--per_device_train_batch_size=16", "--do_train"],
+        per_device_train_batch_size=32,
+        per_device_eval_batch_size=32,
+        group_by_length=True,
+    )
     assert applied == {"per_device_eval_batch_size": 32, "train_sampling_strategy": "group_by_length"}
     assert gpu.per_device_train_batch_size == 16  # the command line's value stays
     assert (gpu.per_device_eval_batch_size, gpu.train_sampling_strategy) == (32, "group_by_length")

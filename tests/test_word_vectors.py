@@ -104,12 +104,45 @@ def test_run_ner_taglm_with_packaged_vectors(tmp_path, caplog):
     words = sorted({w.lower() for w in train_words})[:10]
     root = write_package(tmp_path / "glove", words, np.random.default_rng(0).normal(size=(len(words), 6)))
     with caplog.at_level(logging.INFO, logger="hf_ctx"):
-        run_ner.main(["--model_type", "taglm", "--train_file", str(corpus["train"]), "--do_train",
-                      "--max_steps", "1", "--word_vectors", str(root), "--config_overrides", "word_embedding_dim=6",
-                      "--output_dir", str(tmp_path / "out"), "--report_to", "none", "--save_strategy", "no",
-                      "--disable_tqdm", "true"])
+        run_ner.main(
+            [
+                "--model_type",
+                "taglm",
+                "--train_file",
+                str(corpus["train"]),
+                "--do_train",
+                "--max_steps",
+                "1",
+                "--word_vectors",
+                str(root),
+                "--config_overrides",
+                "word_embedding_dim=6",
+                "--output_dir",
+                str(tmp_path / "out"),
+                "--report_to",
+                "none",
+                "--save_strategy",
+                "no",
+                "--disable_tqdm",
+                "true",
+            ]
+        )
     assert "word vectors from" in caplog.text and "vocabulary words" in caplog.text
     with pytest.raises(ValueError, match="has 6-dimensional word vectors, but the model's word embeddings have 50"):
-        run_ner.main(["--model_type", "taglm", "--train_file", str(corpus["train"]), "--do_train",
-                      "--max_steps", "1", "--word_vectors", str(root), "--output_dir", str(tmp_path / "out2"),
-                      "--report_to", "none"])
+        run_ner.main(
+            [
+                "--model_type",
+                "taglm",
+                "--train_file",
+                str(corpus["train"]),
+                "--do_train",
+                "--max_steps",
+                "1",
+                "--word_vectors",
+                str(root),
+                "--output_dir",
+                str(tmp_path / "out2"),
+                "--report_to",
+                "none",
+            ]
+        )

@@ -76,6 +76,12 @@ def elmo_token_classifier(folder):
 def taglm(folder):
     """A TagLM tagger on a tiny frozen biLM."""
     tokenizer = elmo_tokenizer()
-    config = TagLMConfig(vocab_size=len(tokenizer.get_vocab()), word_embedding_dim=8, char_cnn_filters=6,
-                         rnn_hidden_size=6, id2label=dict(enumerate(NER_LABELS)), tag_scheme="BIO")
+    config = TagLMConfig(
+        vocab_size=len(tokenizer.get_vocab()),
+        word_embedding_dim=8,
+        char_cnn_filters=6,
+        rnn_hidden_size=6,
+        id2label=dict(enumerate(NER_LABELS)),
+        tag_scheme="BIO",
+    )
     return TagLMForTokenClassification.from_bilm(ElmoModel(_elmo_config(tokenizer)), config), tokenizer

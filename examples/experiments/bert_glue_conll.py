@@ -27,39 +27,130 @@ from report import (  # noqa: E402
     run_example,
 )
 
-TASKS = {"cola": ("CoLA", "matthews_correlation"), "sst2": ("SST-2", "accuracy"), "mrpc": ("MRPC", "f1"),
-         "rte": ("RTE", "accuracy"), "conll": ("CoNLL-2003", "f1")}
+TASKS = {
+    "cola": ("CoLA", "matthews_correlation"),
+    "sst2": ("SST-2", "accuracy"),
+    "mrpc": ("MRPC", "f1"),
+    "rte": ("RTE", "accuracy"),
+    "conll": ("CoNLL-2003", "f1"),
+}
 
 PRESETS = {
     "smoke": {
-        "shards": ["wiki.train.0.txt.gz"], "size": "tiny",
-        "pretrain": ["--vocab_size", "200", "--max_seq_length", "32", "--max_steps", "4", "--eval_strategy", "steps",
-                     "--eval_steps", "2", "--logging_steps", "1", "--per_device_train_batch_size", "8",
-                     "--max_eval_samples", "16"],
-        "finetune": ["--max_steps", "2", "--per_device_train_batch_size", "8", "--max_train_samples", "32",
-                     "--max_eval_samples", "16"],
+        "shards": ["wiki.train.0.txt.gz"],
+        "size": "tiny",
+        "pretrain": [
+            "--vocab_size",
+            "200",
+            "--max_seq_length",
+            "32",
+            "--max_steps",
+            "4",
+            "--eval_strategy",
+            "steps",
+            "--eval_steps",
+            "2",
+            "--logging_steps",
+            "1",
+            "--per_device_train_batch_size",
+            "8",
+            "--max_eval_samples",
+            "16",
+        ],
+        "finetune": [
+            "--max_steps",
+            "2",
+            "--per_device_train_batch_size",
+            "8",
+            "--max_train_samples",
+            "32",
+            "--max_eval_samples",
+            "16",
+        ],
         "max_seq_length": "32",
     },
     "cpu": {  # one shard (8M words), BERT mini (11M parameters); a few hours on 2 cores (not yet measured)
-        "shards": ["wiki.train.0.txt.gz"], "size": "mini",
-        "pretrain": ["--vocab_size", "30522", "--tokenizer_train_samples", "2000", "--split_sentences",
-                     "--max_seq_length", "128", "--max_steps", "6000", "--per_device_train_batch_size", "64",
-                     "--learning_rate", "5e-4", "--warmup_steps", "300", "--eval_strategy", "steps",
-                     "--eval_steps", "1000", "--logging_steps", "100", "--max_eval_samples", "2000",
-                     "--preprocessing_num_workers", "2"],
-        "finetune": ["--num_train_epochs", "3", "--per_device_train_batch_size", "32", "--learning_rate", "1e-4",
-                     "--max_train_samples", "20000"],
+        "shards": ["wiki.train.0.txt.gz"],
+        "size": "mini",
+        "pretrain": [
+            "--vocab_size",
+            "30522",
+            "--tokenizer_train_samples",
+            "2000",
+            "--split_sentences",
+            "--max_seq_length",
+            "128",
+            "--max_steps",
+            "6000",
+            "--per_device_train_batch_size",
+            "64",
+            "--learning_rate",
+            "5e-4",
+            "--warmup_steps",
+            "300",
+            "--eval_strategy",
+            "steps",
+            "--eval_steps",
+            "1000",
+            "--logging_steps",
+            "100",
+            "--max_eval_samples",
+            "2000",
+            "--preprocessing_num_workers",
+            "2",
+        ],
+        "finetune": [
+            "--num_train_epochs",
+            "3",
+            "--per_device_train_batch_size",
+            "32",
+            "--learning_rate",
+            "1e-4",
+            "--max_train_samples",
+            "20000",
+        ],
         "max_seq_length": "128",
     },
     "gpu": {  # all 8 shards (64M words), BERT small, bf16
-        "shards": [f"wiki.train.{i}.txt.gz" for i in range(8)], "size": "small",
-        "pretrain": ["--vocab_size", "30522", "--tokenizer_train_samples", "5000", "--split_sentences",
-                     "--max_seq_length", "128", "--max_steps", "30000", "--per_device_train_batch_size", "256",
-                     "--learning_rate", "1e-3", "--warmup_steps", "2000", "--bf16", "--eval_strategy", "steps",
-                     "--eval_steps", "3000", "--logging_steps", "100", "--preprocessing_num_workers", "8",
-                     "--dataloader_num_workers", "4"],
-        "finetune": ["--num_train_epochs", "3", "--per_device_train_batch_size", "32", "--learning_rate", "1e-4",
-                     "--bf16"],
+        "shards": [f"wiki.train.{i}.txt.gz" for i in range(8)],
+        "size": "small",
+        "pretrain": [
+            "--vocab_size",
+            "30522",
+            "--tokenizer_train_samples",
+            "5000",
+            "--split_sentences",
+            "--max_seq_length",
+            "128",
+            "--max_steps",
+            "30000",
+            "--per_device_train_batch_size",
+            "256",
+            "--learning_rate",
+            "1e-3",
+            "--warmup_steps",
+            "2000",
+            "--bf16",
+            "--eval_strategy",
+            "steps",
+            "--eval_steps",
+            "3000",
+            "--logging_steps",
+            "100",
+            "--preprocessing_num_workers",
+            "8",
+            "--dataloader_num_workers",
+            "4",
+        ],
+        "finetune": [
+            "--num_train_epochs",
+            "3",
+            "--per_device_train_batch_size",
+            "32",
+            "--learning_rate",
+            "1e-4",
+            "--bf16",
+        ],
         "max_seq_length": "128",
     },
 }
@@ -69,25 +160,68 @@ RUN = ["--report_to", "none", "--save_strategy", "no", "--disable_tqdm", "true"]
 def pretrain_bert(args, preset, out: Path) -> Path:
     wiki = Path(args.data_dir) / "wiki"
     run_dir = out / "bert"
-    run_example("pretrain_bert", [
-        "--train_file", *[wiki / shard for shard in preset["shards"]], "--validation_file", wiki / "wiki.valid.txt.gz",
-        "--model_size", preset["size"], "--do_train", "--do_eval", "--seed", "0", "--output_dir", run_dir,
-        *preset["pretrain"], *args.device, *RUN,
-    ])
+    run_example(
+        "pretrain_bert",
+        [
+            "--train_file",
+            *[wiki / shard for shard in preset["shards"]],
+            "--validation_file",
+            wiki / "wiki.valid.txt.gz",
+            "--model_size",
+            preset["size"],
+            "--do_train",
+            "--do_eval",
+            "--seed",
+            "0",
+            "--output_dir",
+            run_dir,
+            *preset["pretrain"],
+            *args.device,
+            *RUN,
+        ],
+    )
     return run_dir
 
 
 def finetune(args, preset, task: str, init: list, run_dir: Path, seed: int) -> float:
     data = Path(args.data_dir)
-    common = ["--do_train", "--do_eval", "--seed", seed, "--output_dir", run_dir, *init, *preset["finetune"],
-              *args.device, *RUN]
+    common = [
+        "--do_train",
+        "--do_eval",
+        "--seed",
+        seed,
+        "--output_dir",
+        run_dir,
+        *init,
+        *preset["finetune"],
+        *args.device,
+        *RUN,
+    ]
     if task == "conll":
-        run_example("run_ner", ["--train_file", data / "conll2003" / "eng.train",
-                                "--validation_file", data / "conll2003" / "eng.testa", *common])
+        run_example(
+            "run_ner",
+            [
+                "--train_file",
+                data / "conll2003" / "eng.train",
+                "--validation_file",
+                data / "conll2003" / "eng.testa",
+                *common,
+            ],
+        )
         return final_eval(run_dir, "eval_f1")
     folder, metric = TASKS[task]
-    run_example("run_glue", ["--task_name", task, "--data_dir", data / "glue" / folder,
-                             "--max_seq_length", preset["max_seq_length"], *common])
+    run_example(
+        "run_glue",
+        [
+            "--task_name",
+            task,
+            "--data_dir",
+            data / "glue" / folder,
+            "--max_seq_length",
+            preset["max_seq_length"],
+            *common,
+        ],
+    )
     return final_eval(run_dir, f"eval_{metric}")
 
 
@@ -117,21 +251,35 @@ def main(argv=None):
     for task in args.tasks:
         name, metric = TASKS[task]
         if task == "conll":
-            inits = {pretrained_name: ["--model_name_or_path", bert],
-                     control_name: ["--model_type", "bert", "--model_size", preset["size"], "--tokenizer_name", bert]}
+            inits = {
+                pretrained_name: ["--model_name_or_path", bert],
+                control_name: ["--model_type", "bert", "--model_size", preset["size"], "--tokenizer_name", bert],
+            }
             baseline = ner_majority_f1()
         else:
-            inits = {pretrained_name: ["--model_name_or_path", bert],
-                     control_name: ["--model_type", "bert", "--config_name", bert, "--tokenizer_name", bert]}
+            inits = {
+                pretrained_name: ["--model_name_or_path", bert],
+                control_name: ["--model_type", "bert", "--config_name", bert, "--tokenizer_name", bert],
+            }
             label, values = glue_majority_baseline(task, Path(args.data_dir) / "glue" / name)
             baseline = (label, values[metric])
         scores = {}
         for init_name, init in inits.items():
             for seed in args.seeds:
-                run_dir = out / "finetune" / f"{task}_{'pretrained' if init_name == pretrained_name else 'random'}_{seed}"
+                run_dir = (
+                    out / "finetune" / f"{task}_{'pretrained' if init_name == pretrained_name else 'random'}_{seed}"
+                )
                 scores.setdefault(init_name, []).append(finetune(args, preset, task, init, run_dir, seed))
-        sections.append(markdown_table(f"{name} (dev), {metric}", metric, scores, args.seeds, baseline,
-                                       comparisons=[(pretrained_name, control_name)]))
+        sections.append(
+            markdown_table(
+                f"{name} (dev), {metric}",
+                metric,
+                scores,
+                args.seeds,
+                baseline,
+                comparisons=[(pretrained_name, control_name)],
+            )
+        )
 
     report = f"## BERT -> GLUE and CoNLL (preset {args.preset})\n\n" + "\n".join(sections)
     (out / "results.md").write_text(report)

@@ -39,38 +39,110 @@ from report import (  # noqa: E402
 
 from hf_ctx import ElmoForBiLM  # noqa: E402
 
-TINY_BILM = {"char_cnn": {"filters": [[1, 8], [2, 8], [3, 16]], "n_highway": 1},
-             "lstm": {"dim": 32, "projection_dim": 16}}
-CPU_BILM = {"char_cnn": {"filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]], "n_highway": 1},
-            "lstm": {"dim": 1024, "projection_dim": 128}}
+TINY_BILM = {
+    "char_cnn": {"filters": [[1, 8], [2, 8], [3, 16]], "n_highway": 1},
+    "lstm": {"dim": 32, "projection_dim": 16},
+}
+CPU_BILM = {
+    "char_cnn": {"filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]], "n_highway": 1},
+    "lstm": {"dim": 1024, "projection_dim": 128},
+}
 
 # Per preset: the shards pretrained on, pretrain_elmo.py arguments, and run_ner.py arguments for every tagger.
 PRESETS = {
     "smoke": {
         "shards": ["wiki.train.0.txt.gz"],
-        "pretrain": ["--config_overrides", json.dumps(TINY_BILM), "--vocab_min_count", "1", "--max_steps", "4",
-                     "--per_device_train_batch_size", "8", "--max_eval_samples", "16", "--eval_strategy", "steps",
-                     "--eval_steps", "2", "--logging_steps", "1"],
-        "tag": ["--max_steps", "2", "--per_device_train_batch_size", "8", "--max_train_samples", "32",
-                "--max_eval_samples", "16"],
+        "pretrain": [
+            "--config_overrides",
+            json.dumps(TINY_BILM),
+            "--vocab_min_count",
+            "1",
+            "--max_steps",
+            "4",
+            "--per_device_train_batch_size",
+            "8",
+            "--max_eval_samples",
+            "16",
+            "--eval_strategy",
+            "steps",
+            "--eval_steps",
+            "2",
+            "--logging_steps",
+            "1",
+        ],
+        "tag": [
+            "--max_steps",
+            "2",
+            "--per_device_train_batch_size",
+            "8",
+            "--max_train_samples",
+            "32",
+            "--max_eval_samples",
+            "16",
+        ],
     },
     "cpu": {  # one shard (8M words), a biLM of about 20M parameters; a few hours on 2 cores (not yet measured)
         "shards": ["wiki.train.0.txt.gz"],
-        "pretrain": ["--config_overrides", json.dumps(CPU_BILM), "--vocab_min_count", "5", "--num_sampled", "4096",
-                     "--max_words", "40", "--max_steps", "4000", "--per_device_train_batch_size", "32",
-                     "--learning_rate", "1e-3", "--warmup_steps", "200", "--eval_strategy", "steps",
-                     "--eval_steps", "1000", "--logging_steps", "100", "--max_eval_samples", "2000",
-                     "--preprocessing_num_workers", "2"],
+        "pretrain": [
+            "--config_overrides",
+            json.dumps(CPU_BILM),
+            "--vocab_min_count",
+            "5",
+            "--num_sampled",
+            "4096",
+            "--max_words",
+            "40",
+            "--max_steps",
+            "4000",
+            "--per_device_train_batch_size",
+            "32",
+            "--learning_rate",
+            "1e-3",
+            "--warmup_steps",
+            "200",
+            "--eval_strategy",
+            "steps",
+            "--eval_steps",
+            "1000",
+            "--logging_steps",
+            "100",
+            "--max_eval_samples",
+            "2000",
+            "--preprocessing_num_workers",
+            "2",
+        ],
         "tag": ["--num_train_epochs", "1", "--per_device_train_batch_size", "16", "--learning_rate", "5e-3"],
     },
     "gpu": {  # all 8 shards (64M words), the "small" preset with the original's sampled softmax, bf16
         "shards": [f"wiki.train.{i}.txt.gz" for i in range(8)],
-        "pretrain": ["--model_size", "small", "--vocab_min_count", "5", "--num_sampled", "8192", "--bf16",
-                     "--max_steps", "20000", "--per_device_train_batch_size", "128", "--learning_rate", "1e-3",
-                     "--warmup_steps", "1000", "--eval_strategy", "steps", "--eval_steps", "2000",
-                     "--logging_steps", "100", "--preprocessing_num_workers", "8", "--dataloader_num_workers", "4"],
-        "tag": ["--num_train_epochs", "5", "--per_device_train_batch_size", "32", "--learning_rate", "5e-3",
-                "--bf16"],
+        "pretrain": [
+            "--model_size",
+            "small",
+            "--vocab_min_count",
+            "5",
+            "--num_sampled",
+            "8192",
+            "--bf16",
+            "--max_steps",
+            "20000",
+            "--per_device_train_batch_size",
+            "128",
+            "--learning_rate",
+            "1e-3",
+            "--warmup_steps",
+            "1000",
+            "--eval_strategy",
+            "steps",
+            "--eval_steps",
+            "2000",
+            "--logging_steps",
+            "100",
+            "--preprocessing_num_workers",
+            "8",
+            "--dataloader_num_workers",
+            "4",
+        ],
+        "tag": ["--num_train_epochs", "5", "--per_device_train_batch_size", "32", "--learning_rate", "5e-3", "--bf16"],
     },
 }
 COMMON = ["--use_cpu"]  # replaced on GPU presets
@@ -80,10 +152,24 @@ RUN = ["--report_to", "none", "--save_strategy", "no", "--disable_tqdm", "true"]
 def pretrain_bilm(args, preset, out: Path) -> tuple[Path, dict]:
     wiki = Path(args.data_dir) / "wiki"
     run_dir = out / "bilm"
-    metrics = run_example("pretrain_elmo", [
-        "--train_file", *[wiki / shard for shard in preset["shards"]], "--validation_file", wiki / "wiki.valid.txt.gz",
-        "--do_train", "--do_eval", "--seed", "0", "--output_dir", run_dir, *preset["pretrain"], *args.device, *RUN,
-    ])
+    metrics = run_example(
+        "pretrain_elmo",
+        [
+            "--train_file",
+            *[wiki / shard for shard in preset["shards"]],
+            "--validation_file",
+            wiki / "wiki.valid.txt.gz",
+            "--do_train",
+            "--do_eval",
+            "--seed",
+            "0",
+            "--output_dir",
+            run_dir,
+            *preset["pretrain"],
+            *args.device,
+            *RUN,
+        ],
+    )
     return run_dir, metrics
 
 
@@ -97,10 +183,25 @@ def random_bilm(pretrained: Path, out: Path, seed: int) -> Path:
 
 def tag(args, preset, run_dir: Path, seed: int, extra: list) -> float:
     conll = Path(args.data_dir) / "conll2003"
-    run_example("run_ner", [
-        "--train_file", conll / "eng.train", "--validation_file", conll / "eng.testa", "--do_train", "--do_eval",
-        "--seed", seed, "--output_dir", run_dir, *extra, *preset["tag"], *args.device, *RUN,
-    ])
+    run_example(
+        "run_ner",
+        [
+            "--train_file",
+            conll / "eng.train",
+            "--validation_file",
+            conll / "eng.testa",
+            "--do_train",
+            "--do_eval",
+            "--seed",
+            seed,
+            "--output_dir",
+            run_dir,
+            *extra,
+            *preset["tag"],
+            *args.device,
+            *RUN,
+        ],
+    )
     return final_eval(run_dir, "eval_f1")
 
 
@@ -122,37 +223,63 @@ def main(argv=None):
     if args.bilm is None:
         bilm, metrics = pretrain_bilm(args, preset, out)
         plot_pretraining_curves(bilm, out / "bilm_pretraining.png", "ELMo biLM pretraining (wiki)")
-        sections.append(f"### biLM pretraining\n\nPerplexity on wiki.valid.txt.gz: {metrics['eval_perplexity']:.1f} "
-                        f"(forward {metrics['eval_forward_perplexity']:.1f}, backward "
-                        f"{metrics['eval_backward_perplexity']:.1f}); curves: `bilm_pretraining.png`.\n")
+        sections.append(
+            f"### biLM pretraining\n\nPerplexity on wiki.valid.txt.gz: {metrics['eval_perplexity']:.1f} "
+            f"(forward {metrics['eval_forward_perplexity']:.1f}, backward "
+            f"{metrics['eval_backward_perplexity']:.1f}); curves: `bilm_pretraining.png`.\n"
+        )
     else:
         bilm = Path(args.bilm)
 
     glove = ["--word_vectors", args.word_vectors]
     variants = {
         "TagLM + GloVe, no biLM": lambda seed: ["--model_type", "taglm", *glove],
-        "TagLM + GloVe + pretrained biLM": lambda seed: ["--model_type", "taglm", *glove,
-                                                         "--bilm_name_or_path", bilm],
+        "TagLM + GloVe + pretrained biLM": lambda seed: ["--model_type", "taglm", *glove, "--bilm_name_or_path", bilm],
         "TagLM + GloVe + random frozen biLM (control)": lambda seed: [
-            "--model_type", "taglm", *glove, "--bilm_name_or_path", random_bilm(bilm, out / f"random_bilm_{seed}", seed)],
-        "ELMo tagger (scalar mix), pretrained biLM": lambda seed: ["--model_type", "elmo", "--bilm_name_or_path", bilm],
+            "--model_type",
+            "taglm",
+            *glove,
+            "--bilm_name_or_path",
+            random_bilm(bilm, out / f"random_bilm_{seed}", seed),
+        ],
+        "ELMo tagger (scalar mix), pretrained biLM": lambda seed: [
+            "--model_type",
+            "elmo",
+            "--bilm_name_or_path",
+            bilm,
+        ],
         "ELMo tagger (scalar mix), random biLM (control)": lambda seed: [
-            "--model_type", "elmo", "--bilm_name_or_path", random_bilm(bilm, out / f"random_bilm_{seed}", seed)],
+            "--model_type",
+            "elmo",
+            "--bilm_name_or_path",
+            random_bilm(bilm, out / f"random_bilm_{seed}", seed),
+        ],
     }
     scores, run_dirs = {}, {}
     for name, extra in variants.items():
         for seed in args.seeds:
-            run_dir = out / "taggers" / f"{name.split(' (')[0].replace(' ', '_').replace(',', '').replace('+', '')}_{seed}"
+            run_dir = (
+                out / "taggers" / f"{name.split(' (')[0].replace(' ', '_').replace(',', '').replace('+', '')}_{seed}"
+            )
             scores.setdefault(name, []).append(tag(args, preset, run_dir, seed, extra(seed)))
             run_dirs.setdefault(name, []).append(run_dir)
     names = list(variants)
-    sections.append(markdown_table(
-        "CoNLL-2003 eng.testa, entity F1", "F1", scores, args.seeds, ner_majority_f1(),
-        comparisons=[(names[1], names[2]), (names[1], names[0]), (names[3], names[4])]))
+    sections.append(
+        markdown_table(
+            "CoNLL-2003 eng.testa, entity F1",
+            "F1",
+            scores,
+            args.seeds,
+            ner_majority_f1(),
+            comparisons=[(names[1], names[2]), (names[1], names[0]), (names[3], names[4])],
+        )
+    )
 
-    mixes = {f"{kind} biLM, seed {seed}": run_dir
-             for kind, name in (("pretrained", names[3]), ("random", names[4]))
-             for seed, run_dir in zip(args.seeds, run_dirs[name])}
+    mixes = {
+        f"{kind} biLM, seed {seed}": run_dir
+        for kind, name in (("pretrained", names[3]), ("random", names[4]))
+        for seed, run_dir in zip(args.seeds, run_dirs[name])
+    }
     plot_scalar_mix(mixes, out / "scalar_mix.png", "ELMo tagger: weight of each biLM layer (CoNLL-2003)")
     sections.append("Scalar-mix weights of the ELMo taggers: `scalar_mix.png`.\n")
 

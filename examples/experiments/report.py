@@ -33,7 +33,7 @@ def run_example(name: str, args: Sequence[str]) -> dict[str, float]:
 
 
 def mean_min_max(values: Sequence[float]) -> str:
-    """"0.812 (0.801–0.820)": the mean over seeds and its range."""
+    """ "0.812 (0.801–0.820)": the mean over seeds and its range."""
     return f"{statistics.mean(values):.4f} ({min(values):.4f}–{max(values):.4f})"
 
 
@@ -46,8 +46,14 @@ def verdict(pretrained: Sequence[float], control: Sequence[float]) -> str:
     return "no clear difference (the seeds overlap)"
 
 
-def markdown_table(title: str, metric: str, rows: dict[str, list[float]], seeds: Sequence[int],
-                   baseline: tuple[str, float], comparisons: Sequence[tuple[str, str]] = ()) -> str:
+def markdown_table(
+    title: str,
+    metric: str,
+    rows: dict[str, list[float]],
+    seeds: Sequence[int],
+    baseline: tuple[str, float],
+    comparisons: Sequence[tuple[str, str]] = (),
+) -> str:
     """A markdown table: one row per model (mean (min–max), then each seed), the majority-class baseline row,
     then a line per (pretrained, control) comparison."""
     header = f"| model | {metric}: mean (min–max) | " + " | ".join(f"seed {s}" for s in seeds) + " |"

@@ -32,37 +32,51 @@ from .text import load_text_documents, map_batches, sentence_words
 logger = logging.getLogger(__name__)
 
 
-def load_text_lines(files, cache_dir: str | None = None, streaming: bool = False,
-                    num_proc: int | None = None) -> Dataset | IterableDataset:
+def load_text_lines(
+    files, cache_dir: str | None = None, streaming: bool = False, num_proc: int | None = None
+) -> Dataset | IterableDataset:
     """Raw text files (plain or gzip-compressed; paths or glob patterns) -> a `Dataset` with one row per non-blank
     line, column "text", or a streaming `IterableDataset` of the same rows (see `hf_ctx.data.text`)."""
-    return load_text_documents(files, document_boundary="line", cache_dir=cache_dir, streaming=streaming,
-                               num_proc=num_proc)
+    return load_text_documents(
+        files, document_boundary="line", cache_dir=cache_dir, streaming=streaming, num_proc=num_proc
+    )
 
 
 def sentences_of(text: str, max_words: int, split_sentences: bool = True) -> list[list[str]]:
     """The sentences (lists of words) of one line of text, each cut into pieces of at most `max_words` words."""
     sentences = sentence_words(text) if split_sentences else [text.split()] if text.split() else []
-    return [sentence[start : start + max_words] for sentence in sentences
-            for start in range(0, len(sentence), max_words)]
+    return [
+        sentence[start : start + max_words] for sentence in sentences for start in range(0, len(sentence), max_words)
+    ]
 
 
 def _split_batch(batch, text_column, max_words, split_sentences):
-    return {"words": [s for text in batch[text_column] if text for s in sentences_of(text, max_words, split_sentences)]}
+    return {
+        "words": [s for text in batch[text_column] if text for s in sentences_of(text, max_words, split_sentences)]
+    }
 
 
-def split_into_sentences(dataset: Dataset | IterableDataset, max_words: int = 50, text_column: str = "text",
-                         split_sentences: bool = True, num_proc: int | None = None) -> Dataset | IterableDataset:
+def split_into_sentences(
+    dataset: Dataset | IterableDataset,
+    max_words: int = 50,
+    text_column: str = "text",
+    split_sentences: bool = True,
+    num_proc: int | None = None,
+) -> Dataset | IterableDataset:
     """One row per sentence: {"words": list of at most `max_words` words} (see the module docstring). A streaming
     dataset gives a streaming dataset of the same sentences in the same order."""
     if max_words < 1:
         raise ValueError(f"max_words must be at least 1, got {max_words}")
     if dataset.column_names is not None and text_column not in dataset.column_names:
         raise ValueError(f"the dataset has no column {text_column!r}; its columns are {dataset.column_names}")
-    return map_batches(dataset, _split_batch, num_proc=num_proc, desc="splitting sentences",
-                       fn_kwargs={"text_column": text_column, "max_words": max_words,
-                                  "split_sentences": split_sentences},
-                       features=Features({"words": List(Value("string"))}))
+    return map_batches(
+        dataset,
+        _split_batch,
+        num_proc=num_proc,
+        desc="splitting sentences",
+        fn_kwargs={"text_column": text_column, "max_words": max_words, "split_sentences": split_sentences},
+        features=Features({"words": List(Value("string"))}),
+    )
 
 
 def count_words(sentences: Dataset | IterableDataset | Iterable[list[str]]) -> Counter:
@@ -111,7 +125,9 @@ def build_vocabulary(counts: Counter, min_count: int = 1, max_size: int | None =
     specials = [BOS_TOKEN, EOS_TOKEN, UNK_TOKEN]
     if max_size is not None and max_size <= len(specials):
         raise ValueError(f"max_size must leave room for words besides {specials}, got {max_size}")
-    words = sorted((w for w, n in counts.items() if n >= min_count and w not in specials), key=lambda w: (-counts[w], w))
+    words = sorted(
+        (w for w, n in counts.items() if n >= min_count and w not in specials), key=lambda w: (-counts[w], w)
+    )
     if max_size is not None:
         words = words[: max_size - len(specials)]
     return specials + words
@@ -133,8 +149,15 @@ class BiLMDataCollator:
 
     def __call__(self, features: list[dict]) -> dict[str, torch.Tensor]:
         sentences = [feature["words"] for feature in features]
-        return dict(self.tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt",
-                                   pad_to_multiple_of=self.pad_to_multiple_of))
+        return dict(
+            self.tokenizer(
+                sentences,
+                is_split_into_words=True,
+                padding=True,
+                return_tensors="pt",
+                pad_to_multiple_of=self.pad_to_multiple_of,
+            )
+        )
 
 
 def preprocess_bilm_logits(logits, labels) -> torch.Tensor:
@@ -150,5 +173,8 @@ def compute_bilm_metrics(eval_prediction: EvalPrediction) -> dict[str, float]:
     """Forward, backward and average perplexity (exp of the mean of the two losses, bilm-tf's) of an evaluation."""
     losses = torch.as_tensor(eval_prediction.predictions).double().mean(dim=0)
     forward, backward = losses.tolist()
-    return {"forward_perplexity": math.exp(forward), "backward_perplexity": math.exp(backward),
-            "perplexity": math.exp((forward + backward) / 2)}
+    return {
+        "forward_perplexity": math.exp(forward),
+        "backward_perplexity": math.exp(backward),
+        "perplexity": math.exp((forward + backward) / 2),
+    }

@@ -113,8 +113,9 @@ def read_conll_file_with_scheme(path: str | Path, num_columns: int | None = 4) -
 # --- datasets -----------------------------------------------------------------------------------------
 
 
-def load_conll_dataset(data_files: dict[str, str | Path], tag_scheme: str = "IOB2",
-                       num_columns: int | None = 4) -> DatasetDict:
+def load_conll_dataset(
+    data_files: dict[str, str | Path], tag_scheme: str = "IOB2", num_columns: int | None = 4
+) -> DatasetDict:
     """Read CoNLL files into a `DatasetDict` whose "ner_tags" are strings in `tag_scheme`.
 
     Args:
@@ -139,8 +140,9 @@ def load_conll_dataset(data_files: dict[str, str | Path], tag_scheme: str = "IOB
     return DatasetDict(splits)
 
 
-def load_hub_ner_dataset(dataset_name: str, dataset_config_name: str | None = None, tag_scheme: str = "IOB2",
-                         cache_dir: str | None = None) -> DatasetDict:
+def load_hub_ner_dataset(
+    dataset_name: str, dataset_config_name: str | None = None, tag_scheme: str = "IOB2", cache_dir: str | None = None
+) -> DatasetDict:
     """A Hub (or local `datasets`) NER dataset with "tokens" and "ner_tags", with string tags in `tag_scheme`."""
     from datasets import load_dataset
 
@@ -150,8 +152,10 @@ def load_hub_ner_dataset(dataset_name: str, dataset_config_name: str | None = No
     for split, dataset in raw.items():
         for column in ("tokens", "ner_tags"):
             if column not in dataset.column_names:
-                raise ValueError(f"dataset {dataset_name!r} split {split!r} has no {column!r} column "
-                                 f"(columns: {dataset.column_names})")
+                raise ValueError(
+                    f"dataset {dataset_name!r} split {split!r} has no {column!r} column "
+                    f"(columns: {dataset.column_names})"
+                )
         feature = dataset.features["ner_tags"]
         tags = dataset["ner_tags"]
         if isinstance(feature, Sequence) and isinstance(feature.feature, ClassLabel):
@@ -161,10 +165,12 @@ def load_hub_ner_dataset(dataset_name: str, dataset_config_name: str | None = No
         if scheme != tag_scheme:
             logger.warning("%s/%s: converting %s tags to %s", dataset_name, split, scheme, tag_scheme)
         # Only words and NER tags: other columns (POS, chunk) are class ids whose names differ per dataset.
-        splits[split] = Dataset.from_dict({
-            "tokens": dataset["tokens"],
-            "ner_tags": [convert_tags(row, scheme, tag_scheme) for row in tags],
-        })
+        splits[split] = Dataset.from_dict(
+            {
+                "tokens": dataset["tokens"],
+                "ner_tags": [convert_tags(row, scheme, tag_scheme) for row in tags],
+            }
+        )
     return DatasetDict(splits)
 
 
@@ -186,8 +192,7 @@ def check_labels(dataset: Dataset, label2id: dict[str, int], split: str):
 # --- long sentences ------------------------------------------------------------------------------------
 
 
-def split_long_sentences(dataset: Dataset, word_costs, budget: int, desc: str = "splitting long sentences"
-                         ) -> Dataset:
+def split_long_sentences(dataset: Dataset, word_costs, budget: int, desc: str = "splitting long sentences") -> Dataset:
     """Split sentences whose words cost more than `budget` into consecutive pieces that fit.
 
     Args:
@@ -200,8 +205,11 @@ def split_long_sentences(dataset: Dataset, word_costs, budget: int, desc: str = 
         first word there). A single word costing more than `budget` gets a piece of its own (the encoder then
         truncates it). Logs a warning with the number of sentences split.
     """
-    word_columns = [c for c in dataset.column_names if c == "tokens" or c == "ner_tags"
-                    or c in CONLL2003_COLUMNS or c.startswith("column_")]
+    word_columns = [
+        c
+        for c in dataset.column_names
+        if c == "tokens" or c == "ner_tags" or c in CONLL2003_COLUMNS or c.startswith("column_")
+    ]
     other_columns = [c for c in dataset.column_names if c not in word_columns]
 
     def split_batch(batch, indices):
@@ -229,7 +237,10 @@ def split_long_sentences(dataset: Dataset, word_costs, budget: int, desc: str = 
         split_count = len({i for i, start in zip(pieces["sentence_id"], pieces["word_start"]) if start > 0})
         logger.warning(
             "%d of %d sentences are longer than the model allows (%d); each was split into pieces that fit "
-            "(predictions are joined back per sentence)", split_count, len(dataset), budget,
+            "(predictions are joined back per sentence)",
+            split_count,
+            len(dataset),
+            budget,
         )
     return pieces
 
@@ -246,8 +257,10 @@ def merge_split_predictions(pieces: Dataset, piece_predictions: list[list[str]])
         zip(pieces["sentence_id"], pieces["word_start"], piece_predictions), key=lambda x: (x[0], x[1])
     ):
         if len(merged[sentence_id]) != word_start:
-            raise ValueError(f"piece of sentence {sentence_id} starting at word {word_start} does not follow "
-                             f"the previous piece (which ended at word {len(merged[sentence_id])})")
+            raise ValueError(
+                f"piece of sentence {sentence_id} starting at word {word_start} does not follow "
+                f"the previous piece (which ended at word {len(merged[sentence_id])})"
+            )
         merged[sentence_id].extend(predictions)
     return [merged[i] for i in range(len(merged))]
 
@@ -257,6 +270,7 @@ def merge_split_predictions(pieces: Dataset, piece_predictions: list[list[str]])
 
 def subword_counts(tokenizer):
     """`word_costs` for `split_long_sentences`: how many sub-tokens a fast tokenizer makes of each word."""
+
     def costs(batch_tokens):
         encodings = tokenizer(batch_tokens, is_split_into_words=True, add_special_tokens=False)
         out = []
@@ -269,8 +283,9 @@ def subword_counts(tokenizer):
     return costs
 
 
-def encode_for_subwords(examples, tokenizer, label2id: dict[str, int], max_length: int,
-                        label_all_subwords: bool = False):
+def encode_for_subwords(
+    examples, tokenizer, label2id: dict[str, int], max_length: int, label_all_subwords: bool = False
+):
     """Tokenize pre-split words with a fast tokenizer and align the word labels to sub-tokens.
 
     The first sub-token of each word gets the word's label id; the other sub-tokens get -100 (or the label
@@ -357,12 +372,18 @@ def write_conll_predictions(path: str | Path, sentences: Dataset | list[dict], p
     with path.open("w", encoding="utf-8") as f:
         for index, (sentence, predicted) in enumerate(zip(sentences, predictions)):
             if len(predicted) != len(sentence["tokens"]):
-                raise ValueError(f"sentence {index} has {len(sentence['tokens'])} words but "
-                                 f"{len(predicted)} predictions")
+                raise ValueError(
+                    f"sentence {index} has {len(sentence['tokens'])} words but {len(predicted)} predictions"
+                )
             middle = [c for c in CONLL2003_COLUMNS[1:3] if c in sentence] + sorted(
-                c for c in sentence if c.startswith("column_"))
+                c for c in sentence if c.startswith("column_")
+            )
             for position, tag in enumerate(predicted):
-                fields = [sentence["tokens"][position], *(sentence[c][position] for c in middle),
-                          sentence["ner_tags"][position], tag]
+                fields = [
+                    sentence["tokens"][position],
+                    *(sentence[c][position] for c in middle),
+                    sentence["ner_tags"][position],
+                    tag,
+                ]
                 f.write(" ".join(fields) + "\n")
             f.write("\n")

@@ -101,31 +101,110 @@ GLUE_TASKS: dict[str, GlueTask] = {
     task.name: task
     for task in [
         GlueTask(
-            "cola", "CoLA", ("sentence",), ("sentence",), "label", _BINARY, ("unacceptable", "acceptable"),
+            "cola",
+            "CoLA",
+            ("sentence",),
+            ("sentence",),
+            "label",
+            _BINARY,
+            ("unacceptable", "acceptable"),
             headerless_columns=("source", "label", "original_label", "sentence"),
             headerless_splits=("train", "validation"),
             submission_files={"test": "CoLA.tsv"},
         ),
-        GlueTask("sst2", "SST-2", ("sentence",), ("sentence",), "label", _BINARY, ("negative", "positive"),
-                 submission_files={"test": "SST-2.tsv"}),
-        GlueTask("mrpc", "MRPC", ("sentence1", "sentence2"), ("#1 String", "#2 String"), "Quality", _BINARY,
-                 ("not_equivalent", "equivalent"), submission_files={"test": "MRPC.tsv"}),
-        GlueTask("stsb", "STS-B", ("sentence1", "sentence2"), ("sentence1", "sentence2"), "score", (), (),
-                 submission_files={"test": "STS-B.tsv"}),
-        GlueTask("qqp", "QQP", ("question1", "question2"), ("question1", "question2"), "is_duplicate", _BINARY,
-                 ("not_duplicate", "duplicate"), submission_files={"test": "QQP.tsv"}),
-        GlueTask("mnli", "MNLI", ("premise", "hypothesis"), ("sentence1", "sentence2"), "gold_label", _MNLI_LABELS,
-                 _MNLI_LABELS, split_files=_MNLI_SPLITS,
-                 submission_files={"test_matched": "MNLI-m.tsv", "test_mismatched": "MNLI-mm.tsv"}),
-        GlueTask("qnli", "QNLI", ("question", "sentence"), ("question", "sentence"), "label", _ENTAILMENT,
-                 _ENTAILMENT, submission_files={"test": "QNLI.tsv"}),
-        GlueTask("rte", "RTE", ("sentence1", "sentence2"), ("sentence1", "sentence2"), "label", _ENTAILMENT,
-                 _ENTAILMENT, submission_files={"test": "RTE.tsv"}),
-        GlueTask("wnli", "WNLI", ("sentence1", "sentence2"), ("sentence1", "sentence2"), "label", _BINARY,
-                 ("not_entailment", "entailment"), submission_files={"test": "WNLI.tsv"}),
+        GlueTask(
+            "sst2",
+            "SST-2",
+            ("sentence",),
+            ("sentence",),
+            "label",
+            _BINARY,
+            ("negative", "positive"),
+            submission_files={"test": "SST-2.tsv"},
+        ),
+        GlueTask(
+            "mrpc",
+            "MRPC",
+            ("sentence1", "sentence2"),
+            ("#1 String", "#2 String"),
+            "Quality",
+            _BINARY,
+            ("not_equivalent", "equivalent"),
+            submission_files={"test": "MRPC.tsv"},
+        ),
+        GlueTask(
+            "stsb",
+            "STS-B",
+            ("sentence1", "sentence2"),
+            ("sentence1", "sentence2"),
+            "score",
+            (),
+            (),
+            submission_files={"test": "STS-B.tsv"},
+        ),
+        GlueTask(
+            "qqp",
+            "QQP",
+            ("question1", "question2"),
+            ("question1", "question2"),
+            "is_duplicate",
+            _BINARY,
+            ("not_duplicate", "duplicate"),
+            submission_files={"test": "QQP.tsv"},
+        ),
+        GlueTask(
+            "mnli",
+            "MNLI",
+            ("premise", "hypothesis"),
+            ("sentence1", "sentence2"),
+            "gold_label",
+            _MNLI_LABELS,
+            _MNLI_LABELS,
+            split_files=_MNLI_SPLITS,
+            submission_files={"test_matched": "MNLI-m.tsv", "test_mismatched": "MNLI-mm.tsv"},
+        ),
+        GlueTask(
+            "qnli",
+            "QNLI",
+            ("question", "sentence"),
+            ("question", "sentence"),
+            "label",
+            _ENTAILMENT,
+            _ENTAILMENT,
+            submission_files={"test": "QNLI.tsv"},
+        ),
+        GlueTask(
+            "rte",
+            "RTE",
+            ("sentence1", "sentence2"),
+            ("sentence1", "sentence2"),
+            "label",
+            _ENTAILMENT,
+            _ENTAILMENT,
+            submission_files={"test": "RTE.tsv"},
+        ),
+        GlueTask(
+            "wnli",
+            "WNLI",
+            ("sentence1", "sentence2"),
+            ("sentence1", "sentence2"),
+            "label",
+            _BINARY,
+            ("not_entailment", "entailment"),
+            submission_files={"test": "WNLI.tsv"},
+        ),
         # The diagnostic set: test only, scored with an MNLI model.
-        GlueTask("ax", "diagnostic", ("premise", "hypothesis"), ("sentence1", "sentence2"), "label", _MNLI_LABELS,
-                 _MNLI_LABELS, split_files={"test": "diagnostic.tsv"}, submission_files={"test": "AX.tsv"}),
+        GlueTask(
+            "ax",
+            "diagnostic",
+            ("premise", "hypothesis"),
+            ("sentence1", "sentence2"),
+            "label",
+            _MNLI_LABELS,
+            _MNLI_LABELS,
+            split_files={"test": "diagnostic.tsv"},
+            submission_files={"test": "AX.tsv"},
+        ),
     ]
 }
 
@@ -260,8 +339,12 @@ def load_glue_files(task: str | GlueTask, data_dir: str | Path, splits: list[str
     return DatasetDict(datasets)
 
 
-def load_glue(task: str | GlueTask, data_dir: str | Path | None = None, dataset_name: str = HUB_DATASET,
-              cache_dir: str | None = None) -> DatasetDict:
+def load_glue(
+    task: str | GlueTask,
+    data_dir: str | Path | None = None,
+    dataset_name: str = HUB_DATASET,
+    cache_dir: str | None = None,
+) -> DatasetDict:
     """A GLUE task from local files (`data_dir`, see `load_glue_files`) or else from the Hub (`dataset_name`).
 
     The Hub copy (or a `datasets` dataset saved to disk and named by its folder) must have the task's text
@@ -276,8 +359,10 @@ def load_glue(task: str | GlueTask, data_dir: str | Path | None = None, dataset_
     for split, dataset in raw.items():
         missing = [c for c in (*task.text_columns, "label") if c not in dataset.column_names]
         if missing:
-            raise ValueError(f"{dataset_name} ({task.name}) split {split!r} lacks the column(s) {missing}; "
-                             f"it has {dataset.column_names}")
+            raise ValueError(
+                f"{dataset_name} ({task.name}) split {split!r} lacks the column(s) {missing}; "
+                f"it has {dataset.column_names}"
+            )
     return raw
 
 
@@ -318,8 +403,9 @@ def write_glue_predictions(path: str | Path, task: str | GlueTask, indices, pred
 # --- encoding and scoring -----------------------------------------------------------------------------------
 
 
-def encode_glue_for_subwords(dataset: DatasetDict | Dataset, task: str | GlueTask, tokenizer, max_seq_length: int,
-                             num_proc: int | None = None) -> DatasetDict | Dataset:
+def encode_glue_for_subwords(
+    dataset: DatasetDict | Dataset, task: str | GlueTask, tokenizer, max_seq_length: int, num_proc: int | None = None
+) -> DatasetDict | Dataset:
     """Tokenize a task's sentences (or sentence pairs, as `[CLS] a [SEP] b [SEP]` with segment ids) for BERT.
 
     Inputs longer than `max_seq_length` tokens are truncated, the longer sentence of a pair first, as BERT's
@@ -332,12 +418,23 @@ def encode_glue_for_subwords(dataset: DatasetDict | Dataset, task: str | GlueTas
         return tokenizer(*(batch[c] for c in task.text_columns), truncation=True, max_length=max_seq_length)
 
     def encode_split(split: Dataset, name: str) -> Dataset:
-        encoded = split.map(encode, batched=True, num_proc=num_proc, remove_columns=list(task.text_columns),
-                            desc=f"tokenizing {task.name} {name}")
+        encoded = split.map(
+            encode,
+            batched=True,
+            num_proc=num_proc,
+            remove_columns=list(task.text_columns),
+            desc=f"tokenizing {task.name} {name}",
+        )
         at_limit = sum(length >= max_seq_length for length in map(len, encoded["input_ids"]))
         if at_limit:
-            logger.warning("%s %s: %d of %d examples reach max_seq_length=%d tokens (longer ones are truncated)",
-                           task.name, name, at_limit, len(encoded), max_seq_length)
+            logger.warning(
+                "%s %s: %d of %d examples reach max_seq_length=%d tokens (longer ones are truncated)",
+                task.name,
+                name,
+                at_limit,
+                len(encoded),
+                max_seq_length,
+            )
         return encoded
 
     if isinstance(dataset, Dataset):
@@ -357,8 +454,9 @@ def split_words(text: str) -> list[str]:
     return WORD_PATTERN.findall(text)
 
 
-def encode_glue_for_words(dataset: DatasetDict | Dataset, task: str | GlueTask, tokenizer, max_words: int,
-                          num_proc: int | None = None) -> DatasetDict | Dataset:
+def encode_glue_for_words(
+    dataset: DatasetDict | Dataset, task: str | GlueTask, tokenizer, max_words: int, num_proc: int | None = None
+) -> DatasetDict | Dataset:
     """Encode a task's sentences for a word-level model (ELMo) with its `ElmoTokenizer`.
 
     Text is split into words and punctuation (`split_words`). A pair becomes one word sequence `a </S> <S> b`:
@@ -392,12 +490,23 @@ def encode_glue_for_words(dataset: DatasetDict | Dataset, task: str | GlueTask, 
         return out
 
     def encode_split(split: Dataset, name: str) -> Dataset:
-        encoded = split.map(encode, batched=True, num_proc=num_proc, remove_columns=list(task.text_columns),
-                            desc=f"encoding {task.name} {name} words")
+        encoded = split.map(
+            encode,
+            batched=True,
+            num_proc=num_proc,
+            remove_columns=list(task.text_columns),
+            desc=f"encoding {task.name} {name} words",
+        )
         cut = sum(encoded["was_cut"])
         if cut:
-            logger.warning("%s %s: %d of %d examples are longer than max_words=%d and were cut",
-                           task.name, name, cut, len(encoded), max_words)
+            logger.warning(
+                "%s %s: %d of %d examples are longer than max_words=%d and were cut",
+                task.name,
+                name,
+                cut,
+                len(encoded),
+                max_words,
+            )
         return encoded.remove_columns("was_cut")
 
     if isinstance(dataset, Dataset):

@@ -61,7 +61,9 @@ class DataCollatorForPretraining:
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {value}")
         if self.mlm_probability == 0:
-            raise ValueError("mlm_probability must be above 0: with 0 no token is predicted and the loss means nothing")
+            raise ValueError(
+                "mlm_probability must be above 0: with 0 no token is predicted and the loss means nothing"
+            )
         if self.mask_replace_prob + self.random_replace_prob > 1.0:
             raise ValueError(
                 f"mask_replace_prob + random_replace_prob must not exceed 1, got "
@@ -203,6 +205,10 @@ def add_fixed_masks(dataset: Dataset, collator: DataCollatorForPretraining, num_
     the same positions (the collator pads such examples without masking them again)."""
     fn_kwargs = {"collator": collator}
     return dataset.map(
-        _fixed_masks_batch, batched=True, num_proc=num_proc, fn_kwargs=fn_kwargs, desc="Masking",
+        _fixed_masks_batch,
+        batched=True,
+        num_proc=num_proc,
+        fn_kwargs=fn_kwargs,
+        desc="Masking",
         new_fingerprint=map_fingerprint(dataset, _fixed_masks_batch, fn_kwargs),  # found again by a second run
     )

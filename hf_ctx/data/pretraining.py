@@ -68,9 +68,13 @@ def _tokenize_batch(batch, tokenizer, text_column, split_sentences):
             lines = [" ".join(words) for line in lines for words in sentence_words(line)]
         lines_per_document.append(lines)
     lines = [line for document in lines_per_document for line in document]
-    ids = tokenizer(
-        lines, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False, verbose=False
-    )["input_ids"] if lines else []
+    ids = (
+        tokenizer(
+            lines, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False, verbose=False
+        )["input_ids"]
+        if lines
+        else []
+    )
     documents, position = [], 0
     for document in lines_per_document:
         segments = [segment for segment in ids[position : position + len(document)] if segment]
@@ -81,7 +85,10 @@ def _tokenize_batch(batch, tokenizer, text_column, split_sentences):
 
 
 def tokenize_documents(
-    documents: Dataset, tokenizer: PreTrainedTokenizerBase, text_column: str = "text", num_proc: int | None = None,
+    documents: Dataset,
+    tokenizer: PreTrainedTokenizerBase,
+    text_column: str = "text",
+    num_proc: int | None = None,
     split_sentences: bool = False,
 ) -> Dataset:
     """Tokenize every line of every document (no special tokens): column "segments", one token-id list a line.
@@ -283,11 +290,13 @@ def create_nsp_examples(
             "cls_id": cls_id,
             "sep_id": sep_id,
         },
-        features=Features({
-            "input_ids": List(Value("int32")),
-            "token_type_ids": List(Value("int8")),
-            "next_sentence_label": Value("int8"),
-        }),
+        features=Features(
+            {
+                "input_ids": List(Value("int32")),
+                "token_type_ids": List(Value("int8")),
+                "next_sentence_label": Value("int8"),
+            }
+        ),
         desc="Creating sentence pairs",
     )
     num_not_next = pc.sum(examples.data.column("next_sentence_label")).as_py() or 0
@@ -344,9 +353,7 @@ def create_packed_examples(
         _packed_examples_batch,
         num_proc=num_proc,
         fn_kwargs={"max_seq_length": max_seq_length, "cls_id": cls_id, "sep_id": sep_id},
-        features=Features(
-            {"input_ids": List(Value("int32")), "token_type_ids": List(Value("int8"))}
-        ),
+        features=Features({"input_ids": List(Value("int32")), "token_type_ids": List(Value("int8"))}),
         desc="Packing sequences",
     )
 
@@ -382,16 +389,18 @@ def build_pretraining_dataset(
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
     if not isinstance(documents, (Dataset, IterableDataset)):
-        documents = load_text_documents(documents, document_boundary=document_boundary, cache_dir=cache_dir,
-                                        num_proc=num_proc)
+        documents = load_text_documents(
+            documents, document_boundary=document_boundary, cache_dir=cache_dir, num_proc=num_proc
+        )
     if isinstance(documents, IterableDataset) and objective == "mlm_nsp":
         raise ValueError(
             "next-sentence pairs draw NotNext segments from random documents of the whole corpus, which a streaming "
             "dataset cannot reach: stream with the MLM-only objective ('mlm'), or prepare the corpus without "
             "streaming"
         )
-    tokenized = tokenize_documents(documents, tokenizer, text_column=text_column, num_proc=num_proc,
-                                   split_sentences=split_sentences)
+    tokenized = tokenize_documents(
+        documents, tokenizer, text_column=text_column, num_proc=num_proc, split_sentences=split_sentences
+    )
     if objective == "mlm_nsp":
         return create_nsp_examples(tokenized, tokenizer, max_seq_length, short_seq_prob, seed, num_proc)
     return create_packed_examples(tokenized, tokenizer, max_seq_length, num_proc)

@@ -19,29 +19,166 @@ from pathlib import Path
 from ..tag_schemes import TAG_SCHEMES, convert_tags
 
 FIRST_NAMES = [
-    "John", "Mary", "Peter", "Anna", "David", "Maria", "Michael", "Elena", "Thomas", "Sofia", "Paul", "Laura",
-    "Mark", "Julia", "Robert", "Nadia", "James", "Olga", "Carlos", "Yuki", "Ahmed", "Ingrid", "Pierre", "Chen",
-    "Kofi", "Lars", "Rafael", "Aisha", "Stefan", "Priya",
+    "John",
+    "Mary",
+    "Peter",
+    "Anna",
+    "David",
+    "Maria",
+    "Michael",
+    "Elena",
+    "Thomas",
+    "Sofia",
+    "Paul",
+    "Laura",
+    "Mark",
+    "Julia",
+    "Robert",
+    "Nadia",
+    "James",
+    "Olga",
+    "Carlos",
+    "Yuki",
+    "Ahmed",
+    "Ingrid",
+    "Pierre",
+    "Chen",
+    "Kofi",
+    "Lars",
+    "Rafael",
+    "Aisha",
+    "Stefan",
+    "Priya",
 ]
 LAST_NAMES = [
-    "Smith", "Jordan", "Muller", "Rossi", "Tanaka", "Novak", "Garcia", "Kowalski", "Berg", "Dubois", "Silva",
-    "Ivanov", "Khan", "Okafor", "Larsen", "Moreau", "Weber", "Costa", "Nakamura", "Petrov", "Schmidt", "Martin",
-    "Lopez", "Fischer", "Hansen", "Ali", "Mensah", "Romano", "Lindqvist", "Sato",
+    "Smith",
+    "Jordan",
+    "Muller",
+    "Rossi",
+    "Tanaka",
+    "Novak",
+    "Garcia",
+    "Kowalski",
+    "Berg",
+    "Dubois",
+    "Silva",
+    "Ivanov",
+    "Khan",
+    "Okafor",
+    "Larsen",
+    "Moreau",
+    "Weber",
+    "Costa",
+    "Nakamura",
+    "Petrov",
+    "Schmidt",
+    "Martin",
+    "Lopez",
+    "Fischer",
+    "Hansen",
+    "Ali",
+    "Mensah",
+    "Romano",
+    "Lindqvist",
+    "Sato",
 ]
 LOCATIONS = [
-    "London", "Paris", "Berlin", "Madrid", "Rome", "Moscow", "Tokyo", "Beijing", "Cairo", "Lagos", "Sydney",
-    "Toronto", "Chicago", "Boston", "Vienna", "Prague", "Warsaw", "Oslo", "Lisbon", "Athens", "Jordan",
-    "Germany", "France", "Brazil", "Kenya", "India", "Japan", "Canada", "Norway", "Egypt", "New York",
-    "South Africa", "Hong Kong", "Buenos Aires", "New Zealand", "Sao Paulo",
+    "London",
+    "Paris",
+    "Berlin",
+    "Madrid",
+    "Rome",
+    "Moscow",
+    "Tokyo",
+    "Beijing",
+    "Cairo",
+    "Lagos",
+    "Sydney",
+    "Toronto",
+    "Chicago",
+    "Boston",
+    "Vienna",
+    "Prague",
+    "Warsaw",
+    "Oslo",
+    "Lisbon",
+    "Athens",
+    "Jordan",
+    "Germany",
+    "France",
+    "Brazil",
+    "Kenya",
+    "India",
+    "Japan",
+    "Canada",
+    "Norway",
+    "Egypt",
+    "New York",
+    "South Africa",
+    "Hong Kong",
+    "Buenos Aires",
+    "New Zealand",
+    "Sao Paulo",
 ]
-ORG_HEADS = ["Apex", "Nordic", "Atlas", "Vertex", "Orion", "Summit", "Pioneer", "Harbor", "Crescent", "Granite",
-             "Meridian", "Falcon", "Sterling", "Cobalt", "Beacon", "Evergreen", "Jordan", "Lincoln"]
+ORG_HEADS = [
+    "Apex",
+    "Nordic",
+    "Atlas",
+    "Vertex",
+    "Orion",
+    "Summit",
+    "Pioneer",
+    "Harbor",
+    "Crescent",
+    "Granite",
+    "Meridian",
+    "Falcon",
+    "Sterling",
+    "Cobalt",
+    "Beacon",
+    "Evergreen",
+    "Jordan",
+    "Lincoln",
+]
 ORG_TAILS = ["Corp", "Bank", "Airlines", "Motors", "Group", "Holdings", "Energy", "Telecom", "Foods", "Steel"]
-ORGS_FIXED = ["United Nations", "European Union", "Reuters", "NATO", "OPEC", "Real Madrid", "Ajax", "Bayern Munich",
-              "Red Cross", "World Bank", "IMF", "Chelsea", "Juventus", "Interpol"]
-MISC = ["German", "French", "British", "Japanese", "Brazilian", "Olympic Games", "World Cup", "Euro", "Nobel Prize",
-        "Islamic", "Christian", "Russian", "Chinese", "Kenyan", "Tour de France", "Grand Prix", "Canadian",
-        "Norwegian", "Egyptian", "Indian"]
+ORGS_FIXED = [
+    "United Nations",
+    "European Union",
+    "Reuters",
+    "NATO",
+    "OPEC",
+    "Real Madrid",
+    "Ajax",
+    "Bayern Munich",
+    "Red Cross",
+    "World Bank",
+    "IMF",
+    "Chelsea",
+    "Juventus",
+    "Interpol",
+]
+MISC = [
+    "German",
+    "French",
+    "British",
+    "Japanese",
+    "Brazilian",
+    "Olympic Games",
+    "World Cup",
+    "Euro",
+    "Nobel Prize",
+    "Islamic",
+    "Christian",
+    "Russian",
+    "Chinese",
+    "Kenyan",
+    "Tour de France",
+    "Grand Prix",
+    "Canadian",
+    "Norwegian",
+    "Egyptian",
+    "Indian",
+]
 DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 
 # {PER}, {ORG}, {LOC}, {MISC} are entity slots; {NUM} and {DAY} are filled with plain words (tag O).
@@ -70,10 +207,38 @@ TEMPLATES = [
     "Prices fell for the {NUM} day in a row .",
 ]
 
-POS = {".": ".", ",": ",", "(": "(", ")": ")", "-": ":", ":": ":", "the": "DT", "The": "DT", "a": "DT",
-       "in": "IN", "on": "IN", "of": "IN", "for": "IN", "at": "IN", "after": "IN", "to": "TO", "and": "CC",
-       "said": "VBD", "told": "VBD", "beat": "VBD", "met": "VBD", "won": "VBD", "rose": "VBD", "fell": "VBD",
-       "would": "MD", "who": "WP", "that": "IN", "were": "VBD", "was": "VBD", "it": "PRP"}
+POS = {
+    ".": ".",
+    ",": ",",
+    "(": "(",
+    ")": ")",
+    "-": ":",
+    ":": ":",
+    "the": "DT",
+    "The": "DT",
+    "a": "DT",
+    "in": "IN",
+    "on": "IN",
+    "of": "IN",
+    "for": "IN",
+    "at": "IN",
+    "after": "IN",
+    "to": "TO",
+    "and": "CC",
+    "said": "VBD",
+    "told": "VBD",
+    "beat": "VBD",
+    "met": "VBD",
+    "won": "VBD",
+    "rose": "VBD",
+    "fell": "VBD",
+    "would": "MD",
+    "who": "WP",
+    "that": "IN",
+    "were": "VBD",
+    "was": "VBD",
+    "it": "PRP",
+}
 
 
 def _person(rng, names):
@@ -99,7 +264,8 @@ def _split_names(seed):
         return names[:cut], names[cut:]
 
     first, last, locations, heads, fixed, misc = map(
-        split, (FIRST_NAMES, LAST_NAMES, LOCATIONS, ORG_HEADS, ORGS_FIXED, MISC))
+        split, (FIRST_NAMES, LAST_NAMES, LOCATIONS, ORG_HEADS, ORGS_FIXED, MISC)
+    )
     seen = {"PER": (first[0], last[0]), "ORG": (heads[0], fixed[0]), "LOC": locations[0], "MISC": misc[0]}
     held_out = {"PER": (first[1], last[1]), "ORG": (heads[1], fixed[1]), "LOC": locations[1], "MISC": misc[1]}
     return seen, held_out
@@ -132,10 +298,12 @@ def _sentence(rng, names) -> tuple[list[str], list[str]]:
 
 
 def _pos_and_chunk(words, tags):
-    pos = [POS.get(w, "CD" if w.isdigit() else "NNP" if t != "O" or w[0].isupper() else "NN")
-           for w, t in zip(words, tags)]
-    chunk = ["O" if p in (".", ",", "(", ")", ":") else "I-VP" if p.startswith("V") or p == "MD" else "I-NP"
-             for p in pos]
+    pos = [
+        POS.get(w, "CD" if w.isdigit() else "NNP" if t != "O" or w[0].isupper() else "NN") for w, t in zip(words, tags)
+    ]
+    chunk = [
+        "O" if p in (".", ",", "(", ")", ":") else "I-VP" if p.startswith("V") or p == "MD" else "I-NP" for p in pos
+    ]
     return pos, chunk
 
 
@@ -150,9 +318,15 @@ def _write_tagged(path: Path, sentences, scheme: str):
             f.write("\n")
 
 
-def generate_ner_corpus(output_dir: str | Path, num_train: int = 1500, num_validation: int = 300,
-                        num_test: int = 300, num_raw: int = 6000, seed: int = 0, scheme: str = "IOB1"
-                        ) -> dict[str, Path]:
+def generate_ner_corpus(
+    output_dir: str | Path,
+    num_train: int = 1500,
+    num_validation: int = 300,
+    num_test: int = 300,
+    num_raw: int = 6000,
+    seed: int = 0,
+    scheme: str = "IOB1",
+) -> dict[str, Path]:
     """Write the corpus to `output_dir`; returns {"train", "validation", "test", "raw"} -> path.
 
     Args:
@@ -167,14 +341,27 @@ def generate_ner_corpus(output_dir: str | Path, num_train: int = 1500, num_valid
     output_dir.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     seen, held_out = _split_names(seed)
-    everything = {k: (tuple(a + b for a, b in zip(seen[k], held_out[k])) if isinstance(seen[k], tuple)
-                      else seen[k] + held_out[k]) for k in seen}
+    everything = {
+        k: (
+            tuple(a + b for a, b in zip(seen[k], held_out[k])) if isinstance(seen[k], tuple) else seen[k] + held_out[k]
+        )
+        for k in seen
+    }
     # Evaluation sentences mix held-out and seen names, as real test sets do.
-    evaluation = {k: (tuple(h + s[: len(h)] for h, s in zip(held_out[k], seen[k])) if isinstance(held_out[k], tuple)
-                      else held_out[k] + seen[k][: len(held_out[k])]) for k in seen}
+    evaluation = {
+        k: (
+            tuple(h + s[: len(h)] for h, s in zip(held_out[k], seen[k]))
+            if isinstance(held_out[k], tuple)
+            else held_out[k] + seen[k][: len(held_out[k])]
+        )
+        for k in seen
+    }
     paths = {}
-    for split, count, names in [("train", num_train, seen), ("validation", num_validation, evaluation),
-                                ("test", num_test, evaluation)]:
+    for split, count, names in [
+        ("train", num_train, seen),
+        ("validation", num_validation, evaluation),
+        ("test", num_test, evaluation),
+    ]:
         paths[split] = output_dir / f"{split}.txt"
         _write_tagged(paths[split], [_sentence(rng, names) for _ in range(count)], scheme)
     paths["raw"] = output_dir / "raw.txt"
@@ -194,8 +381,9 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--scheme", default="IOB1", choices=TAG_SCHEMES)
     args = parser.parse_args(argv)
-    paths = generate_ner_corpus(args.output_dir, args.num_train, args.num_validation, args.num_test,
-                                args.num_raw, args.seed, args.scheme)
+    paths = generate_ner_corpus(
+        args.output_dir, args.num_train, args.num_validation, args.num_test, args.num_raw, args.seed, args.scheme
+    )
     for split, path in paths.items():
         print(f"{split}: {path}")
 

@@ -214,21 +214,32 @@ def map_batches(dataset: Dataset | IterableDataset, function, num_proc=None, des
     fn_kwargs = fn_kwargs or {}
     if isinstance(dataset, IterableDataset):
         return dataset.map(function, batched=True, remove_columns=dataset.column_names, fn_kwargs=fn_kwargs, **kwargs)
-    return dataset.map(function, batched=True, remove_columns=dataset.column_names, num_proc=num_proc, desc=desc,
-                       fn_kwargs=fn_kwargs, new_fingerprint=map_fingerprint(dataset, function, fn_kwargs, kwargs),
-                       **kwargs)
+    return dataset.map(
+        function,
+        batched=True,
+        remove_columns=dataset.column_names,
+        num_proc=num_proc,
+        desc=desc,
+        fn_kwargs=fn_kwargs,
+        new_fingerprint=map_fingerprint(dataset, function, fn_kwargs, kwargs),
+        **kwargs,
+    )
 
 
 def map_fingerprint(dataset: Dataset, function, fn_kwargs: dict, map_kwargs: dict | None = None) -> str:
     """The fingerprint of `dataset.map(function, fn_kwargs=fn_kwargs, **map_kwargs)`, the same in every run for
     the same input, function and arguments (pass it as `new_fingerprint`, so that the cached result is found)."""
-    return Hasher.hash([
-        dataset._fingerprint,
-        # By its source: `datasets` hashes a module-level function by name, so an edited one would reuse stale files.
-        function.__module__, function.__qualname__, inspect.getsource(function),
-        {name: _stable_hash(value) for name, value in sorted(fn_kwargs.items())},
-        {name: _stable_hash(value) for name, value in sorted((map_kwargs or {}).items())},
-    ])
+    return Hasher.hash(
+        [
+            dataset._fingerprint,
+            # By its source: `datasets` hashes a module-level function by name, so an edited one would reuse stale files.
+            function.__module__,
+            function.__qualname__,
+            inspect.getsource(function),
+            {name: _stable_hash(value) for name, value in sorted(fn_kwargs.items())},
+            {name: _stable_hash(value) for name, value in sorted((map_kwargs or {}).items())},
+        ]
+    )
 
 
 def _stable_hash(value) -> str:

@@ -40,8 +40,10 @@ def _package_arrays(source: str) -> tuple[Path, Path] | None:
     if source in (GLOVE_PACKAGE, GLOVE_PACKAGE_MODULE):
         spec = importlib.util.find_spec(GLOVE_PACKAGE_MODULE)
         if spec is None or spec.origin is None:
-            raise ValueError(f"--word_vectors {source}: the package is not installed; run `pip install "
-                             f"{GLOVE_PACKAGE}==1.0.0` (or `pip install hf_ctx[glove]`)")
+            raise ValueError(
+                f"--word_vectors {source}: the package is not installed; run `pip install "
+                f"{GLOVE_PACKAGE}==1.0.0` (or `pip install hf_ctx[glove]`)"
+            )
         source = str(Path(spec.origin).parent / "data")
     path = Path(source)
     if path.is_dir():
@@ -49,8 +51,10 @@ def _package_arrays(source: str) -> tuple[Path, Path] | None:
             path = path / "data"  # the package folder rather than its data folder
         arrays = sorted(path.glob("*_emb.npy"))
         if len(arrays) != 1:
-            raise ValueError(f"{path}: expected one '*_emb.npy' vector array in the folder, found "
-                             f"{[a.name for a in arrays] or 'none'}")
+            raise ValueError(
+                f"{path}: expected one '*_emb.npy' vector array in the folder, found "
+                f"{[a.name for a in arrays] or 'none'}"
+            )
         path = arrays[0]
     if path.suffix != ".npy":
         return None
@@ -58,8 +62,10 @@ def _package_arrays(source: str) -> tuple[Path, Path] | None:
         raise FileNotFoundError(f"word vectors not found: {path}")
     indexes = sorted(path.parent.glob("*_index.parquet"))
     if len(indexes) != 1:
-        raise ValueError(f"{path}: expected one '*_index.parquet' word list beside the vectors, found "
-                         f"{[i.name for i in indexes] or 'none'}")
+        raise ValueError(
+            f"{path}: expected one '*_index.parquet' word list beside the vectors, found "
+            f"{[i.name for i in indexes] or 'none'}"
+        )
     return path, indexes[0]
 
 
@@ -72,8 +78,10 @@ def _read_package(vectors_path: Path, index_path: Path, wanted: set[str]) -> Ite
     words = table.column(INDEX_COLUMN).to_pylist()
     vectors = np.load(vectors_path, mmap_mode="r")  # memory-mapped: only the rows looked up are read
     if vectors.ndim != 2 or vectors.shape[0] != len(words):
-        raise ValueError(f"{vectors_path}: a (words, dim) array of {len(words)} rows was expected (the words of "
-                         f"{index_path.name}), found shape {vectors.shape}")
+        raise ValueError(
+            f"{vectors_path}: a (words, dim) array of {len(words)} rows was expected (the words of "
+            f"{index_path.name}), found shape {vectors.shape}"
+        )
     yield "", vectors[:0]  # announces the dimension before any word
     for row, word in enumerate(words):
         if word in wanted:
@@ -92,8 +100,10 @@ def _read_text(path: Path, wanted: set[str]) -> Iterator[tuple[str, np.ndarray]]
                 dim = len(fields) - 1
                 yield "", np.zeros((0, dim), dtype=np.float32)
             elif len(fields) != dim + 1:
-                raise ValueError(f"{path}:{line_number}: expected a word and {dim} numbers (as on the file's first "
-                                 f"vector line), found {len(fields) - 1} numbers")
+                raise ValueError(
+                    f"{path}:{line_number}: expected a word and {dim} numbers (as on the file's first "
+                    f"vector line), found {len(fields) - 1} numbers"
+                )
             if fields[0] in wanted:
                 try:
                     yield fields[0], np.array(fields[1:], dtype=np.float32)
@@ -103,9 +113,7 @@ def _read_text(path: Path, wanted: set[str]) -> Iterator[tuple[str, np.ndarray]]
         raise ValueError(f"{path} holds no word vectors")
 
 
-def load_word_vectors(
-    embedding: nn.Embedding, source: str | os.PathLike, vocabulary: Mapping[str, int]
-) -> int:
+def load_word_vectors(embedding: nn.Embedding, source: str | os.PathLike, vocabulary: Mapping[str, int]) -> int:
     """Initialise rows of `embedding` (vocab_size, dim) from pretrained word vectors (see the module docstring).
 
     Args:
@@ -132,8 +140,10 @@ def load_word_vectors(
     if arrays is None:
         path = Path(source_name)
         if not path.is_file():
-            raise FileNotFoundError(f"word vectors not found: {path} (give a GloVe/word2vec text file, a folder "
-                                    f"or .npy of packaged vectors, or '{GLOVE_PACKAGE}')")
+            raise FileNotFoundError(
+                f"word vectors not found: {path} (give a GloVe/word2vec text file, a folder "
+                f"or .npy of packaged vectors, or '{GLOVE_PACKAGE}')"
+            )
         rows = _read_text(path, set(wanted))
     else:
         rows = _read_package(*arrays, set(wanted))
@@ -142,9 +152,11 @@ def load_word_vectors(
     for word, vector in rows:
         if not word:  # the reader's first item gives the vectors' dimension
             if vector.shape[1] != dim:
-                raise ValueError(f"{source_name} has {vector.shape[1]}-dimensional word vectors, but the model's word "
-                                 f"embeddings have {dim} dimensions (config.word_embedding_dim): set "
-                                 f"word_embedding_dim={vector.shape[1]} or use vectors of size {dim}")
+                raise ValueError(
+                    f"{source_name} has {vector.shape[1]}-dimensional word vectors, but the model's word "
+                    f"embeddings have {dim} dimensions (config.word_embedding_dim): set "
+                    f"word_embedding_dim={vector.shape[1]} or use vectors of size {dim}"
+                )
             continue
         for index, rank in wanted[word]:
             if index not in found or rank < found[index][0]:

@@ -57,7 +57,9 @@ CONFIG_NAMES = ("cola", "mrpc", "qqp", "stsb", *ACCURACY_TASKS)
 class Glue(evaluate.Metric):
     def _info(self):
         if self.config_name not in CONFIG_NAMES:
-            raise ValueError(f"unknown GLUE metric configuration {self.config_name!r}; choose one of {list(CONFIG_NAMES)}")
+            raise ValueError(
+                f"unknown GLUE metric configuration {self.config_name!r}; choose one of {list(CONFIG_NAMES)}"
+            )
         value = datasets.Value("float32" if self.config_name == "stsb" else "int64")
         return evaluate.MetricInfo(
             description=_DESCRIPTION,

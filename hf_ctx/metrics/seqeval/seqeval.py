@@ -56,9 +56,7 @@ Example:
     0.5
 """
 
-SCHEMES = {
-    name: getattr(seqeval_schemes, name) for name in ("IOB1", "IOB2", "IOE1", "IOE2", "IOBES", "BILOU")
-}
+SCHEMES = {name: getattr(seqeval_schemes, name) for name in ("IOB1", "IOB2", "IOE1", "IOE2", "IOBES", "BILOU")}
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -78,13 +76,12 @@ class Seqeval(evaluate.Metric):
             reference_urls=["https://www.clips.uantwerpen.be/conll2003/ner/"],
         )
 
-    def _compute(self, predictions, references, suffix=False, scheme=None, mode=None, sample_weight=None,
-                 zero_division="warn"):
+    def _compute(
+        self, predictions, references, suffix=False, scheme=None, mode=None, sample_weight=None, zero_division="warn"
+    ):
         for i, (prediction, reference) in enumerate(zip(predictions, references)):
             if len(prediction) != len(reference):
-                raise ValueError(
-                    f"sentence {i} has {len(prediction)} predicted tags but {len(reference)} gold tags"
-                )
+                raise ValueError(f"sentence {i} has {len(prediction)} predicted tags but {len(reference)} gold tags")
         if scheme is not None:
             if scheme not in SCHEMES:
                 raise ValueError(f"scheme={scheme!r} is not one of {sorted(SCHEMES)}")
