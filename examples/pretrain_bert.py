@@ -15,7 +15,7 @@ the seed, the epoch and each example, so N processes with per-device batch B/N t
 B, and `--resume_from_checkpoint` continues exactly.
 
 Text files (plain or gzip-compressed; several files or glob patterns, e.g. `--train_file 'wiki/wiki.train.*.txt.gz'`)
-hold one sentence or paragraph a line with a blank line between documents (`--document_boundary line` when each
+hold one sentence or paragraph per line with a blank line between documents (`--document_boundary line` when each
 line is a document). Preparation runs as cached `datasets` passes (`--preprocessing_num_workers` processes,
 `--cache_dir`): a second run with the same files, tokenizer and settings reads the cache instead of tokenizing
 again. `--streaming` (with `--max_steps`, packed `--objective mlm`) reads the training text as it trains instead.
@@ -120,7 +120,7 @@ class DataArguments(TextCorpusArguments):
     split_sentences: bool = field(
         default=False,
         metadata={
-            "help": "cut lines into sentences after . ! ? first (text with a paragraph a line: sentence-sized "
+            "help": "cut lines into sentences after . ! ? first (text with a paragraph per line: sentence-sized "
             "NSP segments)"
         },
     )
@@ -233,7 +233,7 @@ def warn_if_few_is_next_pairs(dataset) -> float:
         logger.warning(
             f"only {share:.1%} of the {len(labels):,} next-sentence training pairs are IsNext (BERT's recipe makes "
             f"half): most documents have one segment, so the NSP accuracy will mostly show the majority class. "
-            f"For text with a paragraph a line, --split_sentences cuts it into sentence segments; for one-sentence "
+            f"For text with a paragraph per line, --split_sentences cuts it into sentence segments; for one-sentence "
             f"documents, --objective mlm"
         )
     return share

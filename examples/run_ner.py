@@ -16,7 +16,7 @@
 Data: CoNLL column files (`--train_file`, `--validation_file`, `--test_file`; word first, NER tag last; IOB1
 or IOB2, detected and converted to `--tag_scheme`) or a `datasets` dataset with "tokens" and "ner_tags"
 (`--dataset_name`). Evaluation reports entity-level precision/recall/F1 per type and overall (seqeval, the
-conlleval rules). `--do_predict` writes `predictions_<split>.txt` in `--output_dir`: one word a line with the
+conlleval rules). `--do_predict` writes `predictions_<split>.txt` in `--output_dir`: one word per line with the
 input columns, the gold tag and the predicted tag, which the `conlleval` script reads.
 
 A label at evaluation that training never saw is an error. Sentences longer than the model allows

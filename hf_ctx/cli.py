@@ -44,7 +44,7 @@ def _add_train_tokenizer(subparsers):
         description="Train a BERT WordPiece tokenizer (transformers' BertTokenizer) from raw text files and save it "
         "with save_pretrained.",
     )
-    p.add_argument("files", nargs="+", help="raw text files, one sentence or paragraph a line")
+    p.add_argument("files", nargs="+", help="raw text files, one sentence or paragraph per line")
     p.add_argument("--output_dir", required=True, help="where to save the tokenizer files")
     p.add_argument(
         "--vocab_size",
@@ -113,14 +113,14 @@ def _add_convert_elmo(subparsers):
 def _add_embed(subparsers):
     p = subparsers.add_parser(
         "embed",
-        help="write the ELMo vectors of a text file (one sentence a line) to HDF5, as AllenNLP's elmo command",
-        description="Write the ELMo vectors of every line of INPUT_FILE (one whitespace-tokenised sentence a line) "
+        help="write the ELMo vectors of a text file (one sentence per line) to HDF5, as AllenNLP's elmo command",
+        description="Write the ELMo vectors of every line of INPUT_FILE (one whitespace-tokenised sentence per line) "
         'to OUTPUT_FILE in AllenNLP\'s layout: a dataset per line index ("0", "1", ...) of shape '
         "(layers, words, 2P) with --all, (words, 2P) otherwise, and a sentence_to_index JSON dataset. "
         "An existing OUTPUT_FILE is extended (lines already there are skipped) unless --overwrite.",
     )
     p.add_argument("model", help="an ELMo checkpoint folder (hf-ctx convert-elmo, pretrain_elmo.py)")
-    p.add_argument("input_file", help="text file, one whitespace-tokenised sentence a line, no empty lines")
+    p.add_argument("input_file", help="text file, one whitespace-tokenised sentence per line, no empty lines")
     p.add_argument("output_file", help="the HDF5 file to write (or to extend)")
     which = p.add_mutually_exclusive_group()
     which.add_argument(
@@ -149,7 +149,7 @@ def _add_embed(subparsers):
     )
     p.add_argument(
         "--vocab_file",
-        help="words (one a line, e.g. bilm-tf's vocab.txt) whose token layer is "
+        help="words (one per line, e.g. bilm-tf's vocab.txt) whose token layer is "
         "computed once and looked up: faster, same vectors",
     )
     p.add_argument("--overwrite", action="store_true", help="replace OUTPUT_FILE instead of extending it")

@@ -95,13 +95,13 @@ def parse_scalar_mix_weights(text: str) -> list[float]:
 
 
 def read_sentences(path: str | os.PathLike) -> list[str]:
-    """The lines of a text file of one whitespace-tokenised sentence a line, stripped.
+    """The lines of a text file of one whitespace-tokenised sentence per line, stripped.
 
     Errors name the file and line: a file that cannot be opened (`FileNotFoundError`/`OSError`), a line that is
     not UTF-8, empty lines, no lines at all (`ValueError`).
     """
     if os.path.isdir(path):
-        raise IsADirectoryError(f"{path} is a folder; hf-ctx embed reads a text file, one sentence a line")
+        raise IsADirectoryError(f"{path} is a folder; hf-ctx embed reads a text file, one sentence per line")
     try:
         with open(path, "rb") as f:
             raw_lines = f.read().split(b"\n")
@@ -230,7 +230,7 @@ class ElmoEmbedder:
         return self.model.config.num_output_layers
 
     def cache_vocabulary(self, words_or_path) -> int:
-        """Cache the token layer of a vocabulary (a list of words, or a file of one word a line such as bilm-tf's
+        """Cache the token layer of a vocabulary (a list of words, or a file of one word per line such as bilm-tf's
         vocab.txt): see `ElmoModel.cache_token_embeddings`. Returns the number of words cached."""
         words = words_or_path
         if isinstance(words_or_path, (str, os.PathLike)):
@@ -274,7 +274,7 @@ class ElmoEmbedder:
         overwrite: bool = False,
         progress: bool = True,
     ) -> dict:
-        """Write the vectors of every line of `input_path` (one whitespace-tokenised sentence a line) to the HDF5
+        """Write the vectors of every line of `input_path` (one whitespace-tokenised sentence per line) to the HDF5
         file `output_path`, in AllenNLP's layout (see the module docstring).
 
         Sentences are batched `batch_size` at a time after sorting by length (little padding); datasets are named

@@ -90,7 +90,7 @@ def train_wordpiece_tokenizer(
     strip_accents: bool | None = None,
     model_max_length: int = 512,
 ) -> BertTokenizer:
-    """Train a BERT WordPiece tokenizer on raw text files (one sentence or paragraph a line).
+    """Train a BERT WordPiece tokenizer on raw text files (one sentence or paragraph per line).
 
     Args:
         files: text files to learn the vocabulary from.

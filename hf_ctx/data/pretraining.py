@@ -13,13 +13,13 @@ can stream instead (`load_text_documents(..., streaming=True)`): the packed MLM 
 `build_pretraining_dataset` chains them. Masking happens later, per batch, in `hf_ctx.data.masking`.
 
 Input, and how bad input is handled:
-- A text file holds one sentence or paragraph a line. A blank (or whitespace-only) line ends a document, and so
-  does the end of a file; with `document_boundary="line"` every line is a document (e.g. one article a line).
+- A text file holds one sentence or paragraph per line. A blank (or whitespace-only) line ends a document, and so
+  does the end of a file; with `document_boundary="line"` every line is a document (e.g. one article per line).
   A `datasets.Dataset` gives one document a row; the lines of a row's text are its segments.
 - A missing file is a `FileNotFoundError`; an empty file, a file that is not valid UTF-8 (reported with file
   and line), or a corpus with no text is a `ValueError`.
 - A file of many lines without a single blank line becomes one document, with a warning, since that usually
-  means one document a line (`document_boundary="line"`).
+  means one document per line (`document_boundary="line"`).
 - Next-sentence prediction needs at least two documents (a NotNext segment comes from another document) and some
   document of at least two segments (otherwise there is no IsNext pair); a corpus without them is a `ValueError`
   that suggests the fix.
@@ -91,10 +91,10 @@ def tokenize_documents(
     num_proc: int | None = None,
     split_sentences: bool = False,
 ) -> Dataset:
-    """Tokenize every line of every document (no special tokens): column "segments", one token-id list a line.
+    """Tokenize every line of every document (no special tokens): column "segments", one token-id list per line.
 
     With `split_sentences`, each line is first cut into sentences (`sentence_words`), so that text with a
-    paragraph a line gives BERT's sentence pairs sentence-sized segments. Documents with no tokens are dropped; a
+    paragraph per line gives BERT's sentence pairs sentence-sized segments. Documents with no tokens are dropped; a
     dataset left with no document is a `ValueError`.
     """
     if documents.column_names is not None and text_column not in documents.column_names:
@@ -303,7 +303,7 @@ def create_nsp_examples(
     if num_not_next == len(examples):
         raise ValueError(
             "every document has a single segment, so there is no IsNext pair for next-sentence prediction: put "
-            "one sentence or paragraph a line with several lines per document, or use the MLM-only objective"
+            "one sentence or paragraph per line with several lines per document, or use the MLM-only objective"
         )
     logger.info(
         f"{len(examples)} sentence pairs from {len(tokenized)} documents, "

