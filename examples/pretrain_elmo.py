@@ -34,9 +34,6 @@ from transformers import AutoModelForPreTraining, TrainingArguments
 
 from hf_ctx import ELMO_PRESETS, ElmoConfig, ElmoForBiLM, ElmoTokenizer
 from hf_ctx.checks import (
-    check_conflicting_arguments,
-    check_path_arguments,
-    check_positive_arguments,
     load_tokenizer,
 )
 from hf_ctx.data.bilm import (
@@ -164,11 +161,12 @@ def build_model_and_tokenizer(model_args: ModelArguments, train_sentences):
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
-        (ModelArguments, DataArguments, TrainingArguments), argv, logger
+        (ModelArguments, DataArguments, TrainingArguments),
+        argv,
+        logger,
+        ignored_together=IGNORED_TOGETHER,
+        positive=("max_words",),
     )
-    check_path_arguments(model_args)
-    check_conflicting_arguments(IGNORED_TOGETHER, model_args, data_args)
-    check_positive_arguments(data_args, names=("max_words",))
 
     train_lines, validation_lines = load_lines(data_args, training_args.seed)
     if training_args.do_eval and validation_lines is None:

@@ -37,9 +37,6 @@ from transformers import (
 
 from hf_ctx import BERT_PRESETS, ELMO_PRESETS, CtxBertConfig, ElmoConfig, ElmoTokenizer
 from hf_ctx.checks import (
-    check_conflicting_arguments,
-    check_path_arguments,
-    check_positive_arguments,
     load_tokenizer,
 )
 from hf_ctx.data.glue import (
@@ -170,11 +167,8 @@ def build_model(model_args: ModelArguments, task, tokenizer):
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
-        (ModelArguments, DataArguments, TrainingArguments), argv, logger
+        (ModelArguments, DataArguments, TrainingArguments), argv, logger, ignored_together=IGNORED_TOGETHER
     )
-    check_path_arguments(model_args)
-    check_conflicting_arguments(IGNORED_TOGETHER, model_args, data_args)
-    check_positive_arguments(data_args)
     applied = apply_gpu_defaults(training_args, argv, group_by_length=True)
     if applied:
         logger.info(f"GPU defaults (give the options to override them): {applied}")

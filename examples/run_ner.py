@@ -48,9 +48,6 @@ from hf_ctx import (
     train_wordpiece_tokenizer,
 )
 from hf_ctx.checks import (
-    check_conflicting_arguments,
-    check_path_arguments,
-    check_positive_arguments,
     load_tokenizer,
 )
 from hf_ctx.data import conll
@@ -294,11 +291,8 @@ def encode_splits(data, tokenizer, family: str, label2id: dict[str, int], max_se
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
-        (ModelArguments, DataArguments, TrainingArguments), argv, logger
+        (ModelArguments, DataArguments, TrainingArguments), argv, logger, ignored_together=IGNORED_TOGETHER
     )
-    check_path_arguments(model_args)
-    check_conflicting_arguments(IGNORED_TOGETHER, model_args, data_args)
-    check_positive_arguments(data_args)
 
     data = load_data(data_args, training_args)
     labels = labels_for(model_args, data_args, data)

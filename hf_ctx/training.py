@@ -24,6 +24,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy
 from transformers.utils.hub import PushInProgress
 
 from . import __version__
+from .checks import check_conflicting_arguments, check_path_arguments, check_positive_arguments
 from .remote_code import shareable_name
 
 logger = logging.getLogger(__name__)
@@ -114,13 +115,23 @@ def apply_gpu_defaults(training_args: TrainingArguments, argv: list[str] | None,
     return applied
 
 
-def parse_args_and_set_up(argument_classes: tuple, argv: list[str] | None, logger: logging.Logger) -> tuple:
-    """The start of every example script: parse the command line, set up logging, seed everything.
+def parse_args_and_set_up(
+    argument_classes: tuple,
+    argv: list[str] | None,
+    logger: logging.Logger,
+    *,
+    ignored_together: Iterable[tuple[str, str]] = (),
+    positive: tuple[str, ...] = ("max_seq_length",),
+) -> tuple:
+    """The start of every example script: parse the command line, set up logging, seed everything, and refuse
+    arguments the run could not use (see `hf_ctx.checks`).
 
     Args:
         argument_classes: the script's argument dataclasses, `TrainingArguments` last.
         argv: the arguments (`None`: `sys.argv`).
         logger: the script's logger (see `setup_logging`).
+        ignored_together: (argument, argument it makes the script ignore) pairs, refused together.
+        positive: size arguments that must be positive when given.
 
     Returns:
         One instance per class, in order.
@@ -129,6 +140,10 @@ def parse_args_and_set_up(argument_classes: tuple, argv: list[str] | None, logge
     training_args = parsed[-1]
     setup_logging(training_args, logger)
     transformers.set_seed(training_args.seed)
+    script_args = parsed[:-1]
+    check_path_arguments(*script_args)
+    check_conflicting_arguments(ignored_together, *script_args)
+    check_positive_arguments(*script_args, names=positive)
     return tuple(parsed)
 
 
