@@ -27,9 +27,18 @@ def load_example(name: str):
     return module
 
 
-def run_example(name: str, args: Sequence[str]) -> dict[str, float]:
+def run_example(name: str, args: Sequence[str], run_dir: str | Path) -> dict[str, float]:
+    """Run `examples/<name>.py` with `args` (whose `--output_dir` is `run_dir`) and return its evaluation metrics.
+
+    A run that finished before (its `run_dir` holds the saved model and `eval_results.json`) is not run again, so an
+    interrupted experiment goes on where it stopped when the same command is given again."""
+    finished = Path(run_dir) / "eval_results.json"
+    if finished.is_file() and (Path(run_dir) / "model.safetensors").is_file():
+        print(f"\nreusing the finished run {run_dir}", flush=True)
+        return json.loads(finished.read_text())
     print(f"\n$ python examples/{name}.py {' '.join(map(str, args))}", flush=True)
-    return load_example(name).main([str(a) for a in args])
+    load_example(name).main([str(a) for a in args])
+    return json.loads(finished.read_text())
 
 
 def mean_min_max(values: Sequence[float]) -> str:
