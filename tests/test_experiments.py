@@ -125,24 +125,12 @@ def test_elmo_taglm_smoke(data_dir, tmp_path):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_bert_glue_conll_smoke(data_dir, tmp_path):
+def test_bert_glue_conll_smoke(data_dir, tmp_path, capsys):
     out = tmp_path / "bert"
-    load("bert_glue_conll").main(
-        [
-            "--preset",
-            "smoke",
-            "--data_dir",
-            str(data_dir),
-            "--output_dir",
-            str(out),
-            "--tasks",
-            "rte",
-            "conll",
-            "--seeds",
-            *SEEDS,
-        ]
-    )
+    argv = ["--preset", "smoke", "--data_dir", str(data_dir), "--output_dir", str(out), "--tasks", "rte", "conll"]
+    load("bert_glue_conll").main([*argv, "--seeds", *SEEDS])
     results = (out / "results.md").read_text()
+    capsys.readouterr()
     rte = table_rows(results, "RTE (dev), accuracy")
     # The dev set has labels entailment for i % 3 == 0 (6 of 16); training's majority is not_entailment: 10/16.
     assert rte["majority-class baseline (always 'not_entailment')"][0] == "0.6250"
@@ -166,3 +154,12 @@ def test_bert_glue_conll_smoke(data_dir, tmp_path):
         "majority-class baseline (every word O)",
     }
     assert (out / "bert_pretraining.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # The same command again reuses every finished run (pretraining included) and re-runs only an unfinished one.
+    unfinished = out / "finetune" / "rte_random_1" / "eval_results.json"
+    unfinished.unlink()
+    load("bert_glue_conll").main([*argv, "--seeds", *SEEDS])
+    printed = capsys.readouterr().out
+    assert printed.count("reusing the finished run") == 1 + 2 * 2 * len(SEEDS) - 1
+    assert f"--output_dir {unfinished.parent}" in printed and "examples/pretrain_bert.py" not in printed
+    assert unfinished.is_file() and (out / "results.md").read_text() == results

@@ -132,7 +132,7 @@ def load_conll_dataset(
         if not sentences:
             raise ValueError(f"{path}: no sentences found")
         if scheme != tag_scheme:
-            logger.warning("%s: converting %s tags to %s", path, scheme, tag_scheme)
+            logger.info("%s: converting %s tags to %s", path, scheme, tag_scheme)
         for sentence in sentences:
             sentence["ner_tags"] = convert_tags(sentence["ner_tags"], scheme, tag_scheme)
             sentence["file"] = str(path)
@@ -163,7 +163,7 @@ def load_hub_ner_dataset(
         scheme = detect_tag_scheme(tags)
         logger.info("%s/%s: %d sentences, %s tags", dataset_name, split, len(dataset), scheme)
         if scheme != tag_scheme:
-            logger.warning("%s/%s: converting %s tags to %s", dataset_name, split, scheme, tag_scheme)
+            logger.info("%s/%s: converting %s tags to %s", dataset_name, split, scheme, tag_scheme)
         # Only words and NER tags: other columns (POS, chunk) are class ids whose names differ per dataset.
         splits[split] = Dataset.from_dict(
             {
