@@ -101,19 +101,26 @@ def glue_majority_baseline(task_name: str, data_dir: str | Path) -> tuple[str, d
 # --- Plots ----------------------------------------------------------------------------------------------------------
 
 
-def plot_pretraining_curves(run_dir: str | Path, png: str | Path, title: str) -> Path:
-    """Training loss and every evaluation metric logged in `run_dir/trainer_state.json`, against steps."""
+def plot_pretraining_curves(run_dirs: str | Path | Sequence[str | Path], png: str | Path, title: str) -> Path:
+    """Training loss and every evaluation metric logged in `run_dir/trainer_state.json`, against steps. Several
+    run folders are drawn one after the other: a pretraining continued with `--model_name_or_path`."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    history = json.loads((Path(run_dir) / "trainer_state.json").read_text())["log_history"]
+    history, offset = [], 0
+    for run_dir in [run_dirs] if isinstance(run_dirs, (str, Path)) else run_dirs:
+        state = json.loads((Path(run_dir) / "trainer_state.json").read_text())
+        history += [{**entry, "step": entry["step"] + offset} for entry in state["log_history"]]
+        offset += state["global_step"]
     series = {"train loss": [(e["step"], e["loss"]) for e in history if "loss" in e]}
     for key in ("eval_loss", "eval_perplexity", "eval_mlm_perplexity", "eval_mlm_accuracy", "eval_nsp_accuracy"):
         points = [(e["step"], e[key]) for e in history if key in e]
         if points:
             series[key] = points
+    if "eval_perplexity" in series or "eval_mlm_perplexity" in series:
+        del series["eval_loss"]  # the perplexity is its exponential
     figure, axes = plt.subplots(1, len(series), figsize=(4 * len(series), 3.2), squeeze=False)
     for axis, (name, points) in zip(axes[0], series.items()):
         steps, values = zip(*points)
