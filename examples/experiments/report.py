@@ -120,7 +120,7 @@ def plot_pretraining_curves(run_dirs: str | Path | Sequence[str | Path], png: st
         if points:
             series[key] = points
     if "eval_perplexity" in series or "eval_mlm_perplexity" in series:
-        del series["eval_loss"]  # the perplexity is its exponential
+        series.pop("eval_loss", None)  # the perplexity is its exponential
     figure, axes = plt.subplots(1, len(series), figsize=(4 * len(series), 3.2), squeeze=False)
     for axis, (name, points) in zip(axes[0], series.items()):
         steps, values = zip(*points)
