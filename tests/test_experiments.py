@@ -104,6 +104,7 @@ def test_elmo_taglm_smoke(data_dir, tmp_path):
         ]
     )
     results = (out / "results.md").read_text()
+    assert len(list((out / "taggers").iterdir())) == 5 * len(SEEDS)  # a folder per variant and seed
     assert "Perplexity on wiki.valid.txt.gz" in results
     rows = table_rows(results, "CoNLL-2003 eng.testa, entity F1")
     assert "| seed 0 | seed 1 |" in results

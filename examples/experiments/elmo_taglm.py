@@ -243,35 +243,41 @@ def main(argv=None):
         bilm = Path(args.bilm)
 
     glove = ["--word_vectors", args.word_vectors]
+    # name in the table -> (run folder, run_ner.py arguments for a seed)
     variants = {
-        "TagLM + GloVe, no biLM": lambda seed: ["--model_type", "taglm", *glove],
-        "TagLM + GloVe + pretrained biLM": lambda seed: ["--model_type", "taglm", *glove, "--bilm_name_or_path", bilm],
-        "TagLM + GloVe + random frozen biLM (control)": lambda seed: [
-            "--model_type",
-            "taglm",
-            *glove,
-            "--bilm_name_or_path",
-            random_bilm(bilm, out / f"random_bilm_{seed}", seed),
-        ],
-        "ELMo tagger (scalar mix), pretrained biLM": lambda seed: [
-            "--model_type",
-            "elmo",
-            "--bilm_name_or_path",
-            bilm,
-        ],
-        "ELMo tagger (scalar mix), random biLM (control)": lambda seed: [
-            "--model_type",
-            "elmo",
-            "--bilm_name_or_path",
-            random_bilm(bilm, out / f"random_bilm_{seed}", seed),
-        ],
+        "TagLM + GloVe, no biLM": ("taglm_glove", lambda seed: ["--model_type", "taglm", *glove]),
+        "TagLM + GloVe + pretrained biLM": (
+            "taglm_glove_bilm",
+            lambda seed: ["--model_type", "taglm", *glove, "--bilm_name_or_path", bilm],
+        ),
+        "TagLM + GloVe + random frozen biLM (control)": (
+            "taglm_glove_random_bilm",
+            lambda seed: [
+                "--model_type",
+                "taglm",
+                *glove,
+                "--bilm_name_or_path",
+                random_bilm(bilm, out / f"random_bilm_{seed}", seed),
+            ],
+        ),
+        "ELMo tagger (scalar mix), pretrained biLM": (
+            "elmo_bilm",
+            lambda seed: ["--model_type", "elmo", "--bilm_name_or_path", bilm],
+        ),
+        "ELMo tagger (scalar mix), random biLM (control)": (
+            "elmo_random_bilm",
+            lambda seed: [
+                "--model_type",
+                "elmo",
+                "--bilm_name_or_path",
+                random_bilm(bilm, out / f"random_bilm_{seed}", seed),
+            ],
+        ),
     }
     scores, run_dirs = {}, {}
-    for name, extra in variants.items():
+    for name, (folder, extra) in variants.items():
         for seed in args.seeds:
-            run_dir = (
-                out / "taggers" / f"{name.split(' (')[0].replace(' ', '_').replace(',', '').replace('+', '')}_{seed}"
-            )
+            run_dir = out / "taggers" / f"{folder}_{seed}"
             scores.setdefault(name, []).append(tag(args, preset, run_dir, seed, extra(seed)))
             run_dirs.setdefault(name, []).append(run_dir)
     names = list(variants)
