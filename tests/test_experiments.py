@@ -117,9 +117,7 @@ def test_elmo_taglm_smoke(data_dir, tmp_path):
     ):
         check_row(rows[name], scores[name])
     for seed, value in zip(SEEDS, scores["TagLM + GloVe + pretrained biLM"]):
-        reported = json.loads(
-            (out / "taggers" / f"TagLM__GloVe__pretrained_biLM_{seed}" / "eval_results.json").read_text()
-        )
+        reported = json.loads((out / "taggers" / f"taglm_glove_bilm_{seed}" / "eval_results.json").read_text())
         assert reported["eval_f1"] == pytest.approx(value)
     assert "TagLM + GloVe + pretrained biLM vs TagLM + GloVe + random frozen biLM (control):" in results
     for png in ("bilm_pretraining.png", "scalar_mix.png"):
