@@ -81,7 +81,7 @@ PRESETS = {
             "16",
         ],
     },
-    "cpu": {  # a 16M-parameter biLM, 48,000 sentences (11% of one shard); about 90 minutes on 2 cores
+    "cpu": {  # a 16M-parameter biLM, 48,000 sentences (11% of one shard); about 1 h 50 min on one core
         "shards": ["wiki.train.0.txt.gz"],
         "pretrain": [
             "--config_overrides",
