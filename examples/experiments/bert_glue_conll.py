@@ -19,11 +19,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report import (  # noqa: E402
-    final_eval,
+    RUN,
+    final_metric,
     glue_majority_baseline,
     markdown_table,
     ner_majority_f1,
     plot_pretraining_curves,
+    pretrain_on_wiki,
     run_example,
 )
 
@@ -158,33 +160,11 @@ PRESETS = {
         "max_seq_length": "128",
     },
 }
-RUN = ["--report_to", "none", "--save_strategy", "no", "--disable_tqdm", "true"]
 
 
 def pretrain_bert(args, preset, out: Path) -> Path:
-    wiki = Path(args.data_dir) / "wiki"
     run_dir = out / "bert"
-    run_example(
-        "pretrain_bert",
-        [
-            "--train_file",
-            *[wiki / shard for shard in preset["shards"]],
-            "--validation_file",
-            wiki / "wiki.valid.txt.gz",
-            "--model_size",
-            preset["size"],
-            "--do_train",
-            "--do_eval",
-            "--seed",
-            "0",
-            "--output_dir",
-            run_dir,
-            *preset["pretrain"],
-            *args.device,
-            *RUN,
-        ],
-        run_dir,
-    )
+    pretrain_on_wiki("pretrain_bert", args.data_dir, preset, args.device, run_dir, ["--model_size", preset["size"]])
     return run_dir
 
 
@@ -203,7 +183,7 @@ def finetune(args, preset, task: str, init: list, run_dir: Path, seed: int) -> f
         *RUN,
     ]
     if task == "conll":
-        run_example(
+        metrics = run_example(
             "run_ner",
             [
                 "--train_file",
@@ -214,9 +194,9 @@ def finetune(args, preset, task: str, init: list, run_dir: Path, seed: int) -> f
             ],
             run_dir,
         )
-        return final_eval(run_dir, "eval_f1")
+        return final_metric(metrics, "eval_f1", run_dir)
     folder, metric = TASKS[task]
-    run_example(
+    metrics = run_example(
         "run_glue",
         [
             "--task_name",
@@ -229,7 +209,7 @@ def finetune(args, preset, task: str, init: list, run_dir: Path, seed: int) -> f
         ],
         run_dir,
     )
-    return final_eval(run_dir, f"eval_{metric}")
+    return final_metric(metrics, f"eval_{metric}", run_dir)
 
 
 def main(argv=None):

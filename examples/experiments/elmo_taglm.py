@@ -29,11 +29,13 @@ from transformers import AutoConfig, AutoTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report import (  # noqa: E402
-    final_eval,
+    RUN,
+    final_metric,
     markdown_table,
     ner_majority_f1,
     plot_pretraining_curves,
     plot_scalar_mix,
+    pretrain_on_wiki,
     run_example,
 )
 
@@ -155,45 +157,27 @@ PRESETS = {
     },
 }
 COMMON = ["--use_cpu"]  # replaced on GPU presets
-RUN = ["--report_to", "none", "--save_strategy", "no", "--disable_tqdm", "true"]
 
 
 def pretrain_bilm(args, preset, out: Path) -> tuple[Path, dict]:
-    wiki = Path(args.data_dir) / "wiki"
     run_dir = out / "bilm"
-    metrics = run_example(
-        "pretrain_elmo",
-        [
-            "--train_file",
-            *[wiki / shard for shard in preset["shards"]],
-            "--validation_file",
-            wiki / "wiki.valid.txt.gz",
-            "--do_train",
-            "--do_eval",
-            "--seed",
-            "0",
-            "--output_dir",
-            run_dir,
-            *preset["pretrain"],
-            *args.device,
-            *RUN,
-        ],
-        run_dir,
-    )
-    return run_dir, metrics
+    return run_dir, pretrain_on_wiki("pretrain_elmo", args.data_dir, preset, args.device, run_dir)
 
 
 def random_bilm(pretrained: Path, out: Path, seed: int) -> Path:
-    """A biLM of the pretrained one's shape and vocabulary with random weights (seeded), saved for run_ner."""
+    """A biLM of the pretrained one's shape and vocabulary with random weights (seeded), saved for run_ner once and
+    shared by the variants that use it."""
+    if (out / "model.safetensors").is_file():
+        return out
     torch.manual_seed(seed)
-    ElmoForBiLM(AutoConfig.from_pretrained(pretrained)).save_pretrained(out)
     AutoTokenizer.from_pretrained(pretrained).save_pretrained(out)
+    ElmoForBiLM(AutoConfig.from_pretrained(pretrained)).save_pretrained(out)  # last: its file marks a complete folder
     return out
 
 
 def tag(args, preset, run_dir: Path, seed: int, extra: list) -> float:
     conll = Path(args.data_dir) / "conll2003"
-    run_example(
+    metrics = run_example(
         "run_ner",
         [
             "--train_file",
@@ -213,7 +197,7 @@ def tag(args, preset, run_dir: Path, seed: int, extra: list) -> float:
         ],
         run_dir,
     )
-    return final_eval(run_dir, "eval_f1")
+    return final_metric(metrics, "eval_f1", run_dir)
 
 
 def main(argv=None):

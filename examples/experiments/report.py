@@ -27,6 +27,9 @@ def load_example(name: str):
     return module
 
 
+RUN = ["--report_to", "none", "--save_strategy", "no", "--disable_tqdm", "true"]  # every run of the experiments
+
+
 def run_example(name: str, args: Sequence[str], run_dir: str | Path) -> dict[str, float]:
     """Run `examples/<name>.py` with `args` (whose `--output_dir` is `run_dir`) and return its evaluation metrics.
 
@@ -35,10 +38,36 @@ def run_example(name: str, args: Sequence[str], run_dir: str | Path) -> dict[str
     finished = Path(run_dir) / "eval_results.json"
     if finished.is_file() and (Path(run_dir) / "model.safetensors").is_file():
         print(f"\nreusing the finished run {run_dir}", flush=True)
-        return json.loads(finished.read_text())
-    print(f"\n$ python examples/{name}.py {' '.join(map(str, args))}", flush=True)
-    load_example(name).main([str(a) for a in args])
+    else:
+        print(f"\n$ python examples/{name}.py {' '.join(map(str, args))}", flush=True)
+        load_example(name).main([str(a) for a in args])
     return json.loads(finished.read_text())
+
+
+def pretrain_on_wiki(script: str, data_dir: str | Path, preset: dict, device: list, run_dir: Path, extra=()) -> dict:
+    """Run a pretraining example (`pretrain_bert` or `pretrain_elmo`) on the preset's wiki shards, validated on
+    `wiki.valid.txt.gz`, with seed 0; its evaluation metrics."""
+    wiki = Path(data_dir) / "wiki"
+    return run_example(
+        script,
+        [
+            "--train_file",
+            *[wiki / shard for shard in preset["shards"]],
+            "--validation_file",
+            wiki / "wiki.valid.txt.gz",
+            *extra,
+            "--do_train",
+            "--do_eval",
+            "--seed",
+            "0",
+            "--output_dir",
+            run_dir,
+            *preset["pretrain"],
+            *device,
+            *RUN,
+        ],
+        run_dir,
+    )
 
 
 def mean_min_max(values: Sequence[float]) -> str:
@@ -170,10 +199,9 @@ def plot_scalar_mix(models: dict[str, str | Path], png: str | Path, title: str) 
     return Path(png)
 
 
-def final_eval(run_dir: str | Path, key: str) -> float:
-    """The last logged value of `key` in a run's `trainer_state.json`, or its `eval_results.json`."""
-    path = Path(run_dir) / "eval_results.json"
-    value = json.loads(path.read_text()).get(key) if path.is_file() else None
+def final_metric(metrics: dict[str, float], key: str, run_dir: str | Path) -> float:
+    """`metrics[key]` of the run in `run_dir` (what `run_example` returned), which must be a finite number."""
+    value = metrics.get(key)
     if value is None or not math.isfinite(value):
-        raise ValueError(f"{run_dir}: no finite {key} in {path}")
+        raise ValueError(f"{run_dir}: no finite {key} in its eval_results.json")
     return float(value)
