@@ -39,6 +39,7 @@ from hf_ctx import BERT_PRESETS, ELMO_PRESETS, CtxBertConfig, ElmoConfig, ElmoTo
 from hf_ctx.checks import (
     load_tokenizer,
 )
+from hf_ctx.data.bilm_cache import BiLMCacheArguments, with_bilm_cache
 from hf_ctx.data.glue import (
     GLUE_TASKS,
     HUB_DATASET,
@@ -76,7 +77,7 @@ MODEL_TYPES = tuple(PRESETS)
 
 
 @dataclass
-class ModelArguments:
+class ModelArguments(BiLMCacheArguments):
     model_name_or_path: str | None = field(
         default=None, metadata={"help": "an hf_ctx checkpoint folder to fine-tune (e.g. a pretrained BERT)"}
     )
@@ -226,6 +227,18 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         pad_to = 8
     collator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=pad_to)
     eval_sets = {split: encoded[split] for split in task.validation_splits if split in encoded}
+    # A frozen biLM's states are computed once for every sentence the run reads (and, on disk, for later runs).
+    used = {"train": training_args.do_train, **dict.fromkeys(eval_sets, training_args.do_eval)}
+    used.update(dict.fromkeys(task.test_splits, training_args.do_predict))
+    collator = with_bilm_cache(
+        model,
+        tokenizer,
+        collator,
+        {split: encoded[split] for split, wanted in used.items() if wanted and split in encoded},
+        model_args,
+        training_args.output_dir,
+        training_args.device,
+    )
     # Evaluations during training: one dev set is reported as eval_*, MNLI's two as eval_matched_* and
     # eval_mismatched_*, as the final evaluation below does.
     eval_during_training = {eval_prefix(split).removeprefix("eval_"): data for split, data in eval_sets.items()}

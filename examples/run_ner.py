@@ -52,6 +52,7 @@ from hf_ctx.checks import (
 )
 from hf_ctx.data import conll
 from hf_ctx.data.bilm import build_vocabulary, count_words
+from hf_ctx.data.bilm_cache import BiLMCacheArguments, with_bilm_cache
 from hf_ctx.data.word_vectors import load_word_vectors
 from hf_ctx.errors import run_script
 from hf_ctx.families import MODEL_FAMILIES, model_family
@@ -81,7 +82,7 @@ MODEL_TYPES = tuple(MODEL_FAMILIES)
 
 
 @dataclass
-class ModelArguments:
+class ModelArguments(BiLMCacheArguments):
     model_type: str | None = field(
         default=None, metadata={"help": f"one of {MODEL_TYPES}: a new tagger (else --model_name_or_path's type)"}
     )
@@ -321,6 +322,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     # ElmoTokenizer.pad pads word-level labels itself; BERT's sub-token labels need the token-classification collator.
     collator = (
         DataCollatorForTokenClassification(tokenizer) if family == "bert" else DataCollatorWithPadding(tokenizer)
+    )
+    # A frozen biLM's states are computed once for every sentence of the run (and, on disk, for later runs).
+    collator = with_bilm_cache(
+        model, tokenizer, collator, encoded, model_args, training_args.output_dir, training_args.device
     )
     trainer = CtxTrainer(
         model=model,

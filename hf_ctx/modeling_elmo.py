@@ -134,6 +134,17 @@ def check_word_ids(config, input_word_ids: torch.Tensor, mask: torch.Tensor) -> 
             )
 
 
+def check_bilm_hidden_states(config: ElmoConfig, bilm_hidden_states: torch.Tensor, mask: torch.Tensor) -> None:
+    """A `ValueError` unless precomputed biLM states (what a frozen biLM gives for these words, e.g. from a cache)
+    have the shape (B, W, L + 1, 2P) of `config`'s biLM for the word mask (B, W) and a floating-point dtype."""
+    expected = (*mask.shape, config.num_output_layers, config.hidden_size)
+    if tuple(bilm_hidden_states.shape) != expected or not bilm_hidden_states.dtype.is_floating_point:
+        raise ValueError(
+            f"bilm_hidden_states has shape {tuple(bilm_hidden_states.shape)} and dtype {bilm_hidden_states.dtype}; "
+            f"expected floats of shape (batch, words, layers, 2 * projection_dim) = {expected}"
+        )
+
+
 class ElmoPreTrainedModel(AutoMapMixin, BatchMeanLossMixin, PreTrainedModel):
     """Weight initialisation (bilm-tf's) and loading for ELMo models."""
 
@@ -553,13 +564,21 @@ class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
     def frozen_bilm(self) -> nn.Module | None:
         return self.elmo if self.config.freeze_bilm else None
 
-    def word_features(self, input_ids, attention_mask, input_word_ids=None) -> tuple[torch.Tensor, torch.Tensor]:
+    def word_features(
+        self, input_ids, attention_mask, input_word_ids=None, bilm_hidden_states=None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, W, feature_size) task features of each word, and the word mask (B, W)."""
         mask = elmo_input_mask(self.config, input_ids, attention_mask)
-        with torch.set_grad_enabled(torch.is_grad_enabled() and not self.config.freeze_bilm):
-            layers = self.elmo(
-                input_ids=input_ids, attention_mask=mask, output_hidden_states=True, return_dict=True
-            ).hidden_states
+        if bilm_hidden_states is not None:
+            if not self.config.freeze_bilm:
+                raise ValueError("bilm_hidden_states replace a frozen biLM's output, but freeze_bilm=False")
+            check_bilm_hidden_states(self.config, bilm_hidden_states, mask)
+            layers = bilm_hidden_states.unbind(dim=2)
+        else:
+            with torch.set_grad_enabled(torch.is_grad_enabled() and not self.config.freeze_bilm):
+                layers = self.elmo(
+                    input_ids=input_ids, attention_mask=mask, output_hidden_states=True, return_dict=True
+                ).hidden_states
         features = self.scalar_mix(layers, mask)
         if self.word_embeddings is not None:
             if input_word_ids is None:
@@ -583,12 +602,15 @@ class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
         input_word_ids: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
         output_hidden_states: bool | None = None,
+        bilm_hidden_states: torch.Tensor | None = None,
         **kwargs,
     ) -> ModelOutput | tuple:
         """The task's `output_class` with `logits`, `loss` when `labels` are given, and the word features as
         `hidden_states` with `output_hidden_states`; see the task model for the shapes. `input_word_ids` (B, W):
-        word ids from the tokenizer, used with `config.task_word_embedding_size` only."""
-        features, mask = self.word_features(input_ids, attention_mask, input_word_ids)
+        word ids from the tokenizer, used with `config.task_word_embedding_size` only. `bilm_hidden_states`
+        (B, W, L + 1, 2P): the frozen biLM's layers for these words, computed beforehand (e.g. by
+        `hf_ctx.data.bilm_cache`); the biLM does not run then."""
+        features, mask = self.word_features(input_ids, attention_mask, input_word_ids, bilm_hidden_states)
         logits, loss = self._logits_and_loss(features, mask, labels)
         return self.output_class(loss=loss, logits=logits, hidden_states=(features,) if output_hidden_states else None)
 
@@ -652,6 +674,7 @@ class ElmoForTokenClassification(ElmoTaskModel):
 
 __all__ = [
     "FrozenBiLMMixin",
+    "check_bilm_hidden_states",
     "ElmoForBiLM",
     "ElmoForBiLMOutput",
     "ElmoForSequenceClassification",

@@ -39,7 +39,7 @@ from .configuration_taglm import TagLMConfig
 from .crf import ConditionalRandomField
 from .layers import run_packed_rnn
 from .losses import IGNORE_INDEX, BatchMeanLossMixin, check_label_range
-from .modeling_elmo import ElmoModel, FrozenBiLMMixin, check_character_ids, check_word_ids
+from .modeling_elmo import ElmoModel, FrozenBiLMMixin, check_bilm_hidden_states, check_character_ids, check_word_ids
 from .remote_code import AutoMapMixin, shareable_name
 from .tag_schemes import allowed_transitions
 
@@ -121,6 +121,8 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
         attention_mask: (B, W) 1 on words, 0 on padding (words first); derived from `input_ids` when omitted.
         input_word_ids: (B, W) word ids in [0, vocab_size).
         labels: (B, W) gold tag ids; every word needs one (-100 only on padding).
+        bilm_hidden_states: (B, W, L + 1, 2P), optional: the frozen biLM's layers for these words, computed
+            beforehand (e.g. by `hf_ctx.data.bilm_cache`); the biLM does not run then.
 
     Outputs (`TokenClassifierOutput`):
         loss: mean over sentences of the CRF negative log-likelihood (when `labels` are given).
@@ -222,6 +224,7 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
         input_word_ids: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
         output_hidden_states: bool | None = None,
+        bilm_hidden_states: torch.Tensor | None = None,
         **kwargs,
     ) -> TokenClassifierOutput | tuple:
         output_hidden_states = (
@@ -238,9 +241,16 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
         # Padding words may hold any id: only the words' ids were checked.
         tokens = torch.cat([self.word_embeddings(input_word_ids.masked_fill(~mask, 0)), chars], dim=-1)
         first = run_packed_rnn(self.first_rnn, self.dropout(tokens), lengths)
+        if self.bilm is None and bilm_hidden_states is not None:
+            raise ValueError("bilm_hidden_states given, but this TagLM has no biLM (bilm_config is None)")
         if self.bilm is not None:
-            with torch.no_grad():
-                states = self.bilm(input_ids=input_ids, attention_mask=mask, output_hidden_states=True).hidden_states
+            if bilm_hidden_states is not None:
+                check_bilm_hidden_states(self.bilm.config, bilm_hidden_states, mask)
+                states = bilm_hidden_states.unbind(dim=2)
+            else:
+                with torch.no_grad():
+                    states = self.bilm(input_ids=input_ids, attention_mask=mask, output_hidden_states=True)
+                    states = states.hidden_states
             first = torch.cat([first, *(states[i].to(first.dtype) for i in self.config.bilm_layers)], dim=-1)
         second = run_packed_rnn(self.second_rnn, self.dropout(first), lengths)
         emissions = self.classifier(self.dropout(second))
