@@ -390,6 +390,7 @@ def test_elmo_reads_sentence_pairs_with_its_biLM_frozen(setup, tmp_path):
         "1e-2",
     )
     assert {"eval_accuracy", "eval_f1", "eval_combined_score"} <= set(metrics)
+    assert list((tmp_path / "bilm_cache").glob("*/states-*.safetensors"))  # the frozen biLM's states, by default
     before, after = load_file(pretrained / "model.safetensors"), load_file(out / "model.safetensors")
     bilm = [name for name in before if name.startswith("elmo.")]
     assert len(bilm) > 10 and all(torch.equal(before[name], after[name]) for name in bilm)

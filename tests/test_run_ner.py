@@ -152,6 +152,8 @@ def test_word_level_taggers_train_on_a_frozen_bilm_evaluate_and_predict(
     for key in ("eval_f1", "eval_precision", "eval_recall", "predict_f1"):
         assert 0.0 <= metrics[key] <= 1.0
     check_prediction_file(out / "predictions_test.txt", corpus["test"], metrics["predict_f1"])
+    # The frozen biLM's states were cached on disk by default, beside the output folder.
+    assert list((tmp_path / "bilm_cache").glob("*/states-*.safetensors"))
     # The saved tagger reloads through the Auto class, with the overrides, and holds the biLM unchanged.
     tagger = AutoModelForTokenClassification.from_pretrained(out)
     assert type(tagger).__name__ == model_class
