@@ -28,7 +28,7 @@ from hf_ctx import (
     TagLMConfig,
     TagLMForTokenClassification,
 )
-from hf_ctx.data.bilm_cache import STORAGE_DTYPE, BiLMStateCache, BiLMStatesCollator
+from hf_ctx.data.bilm_cache import STORAGE_DTYPE, BiLMStateCache, BiLMStatesCollator, sentence_key
 from hf_ctx.data.conll import read_conll
 
 DEFAULT_CONLL = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "conll2003", "eng.train")
@@ -106,9 +106,10 @@ def main():
 
     config = ElmoConfig.from_preset(args.size, vocab_size=tokenizer.vocab_size)
     per_word = config.num_output_layers * config.hidden_size * torch.finfo(STORAGE_DTYPE).bits // 8
+    stored_words = sum(dict(sentence_key(f["input_ids"]) for f in features).values())  # each sentence once
     print(
-        f"cache file(s) for {total_words} words: {measured_bytes:,} bytes = {measured_bytes / total_words:,.0f} "
-        f"bytes a word (from the dims: {per_word:,}; the rest is the file's header)"
+        f"cache file(s) for {stored_words} words (repeated sentences stored once): {measured_bytes:,} bytes = "
+        f"{measured_bytes / stored_words:,.0f} bytes a word (from the dims: {per_word:,}; the rest is the header)"
     )
     for size in ELMO_PRESETS:
         config = ElmoConfig.from_preset(size, vocab_size=10)

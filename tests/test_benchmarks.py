@@ -1,6 +1,7 @@
 """The benchmark scripts' own correctness: what they compare must be what they claim to compare."""
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,32 @@ def test_elmo_benchmark_runs_on_cpu_and_gpu_table_reads_the_outputs(capsys, monk
     assert any(line.startswith("| BERT finetune_b32 |") and "not measured" in line for line in lines)
     elmo = [line for line in lines if line.startswith("| ELMo LSTM: hf_ctx")]
     assert len(elmo) == 2 and all("AllenNLP layout" in line for line in elmo)
+
+
+@pytest.mark.slow  # about 6 s on 2 busy cores
+def test_bilm_cache_benchmark_times_cached_epochs_and_measures_the_cache_size(capsys, monkeypatch, tmp_path):
+    """At a tiny size: both taggers' epochs are timed, and the measured cache file matches the size from the dims
+    that the table for the published sizes uses."""
+    from hf_ctx import configuration_elmo
+
+    tiny = {"char_cnn": {"n_highway": 1, "filters": [[1, 4], [2, 8]], "embedding": {"dim": 4}}}
+    monkeypatch.setitem(configuration_elmo.ELMO_PRESETS, "small", {**tiny, "lstm": {"dim": 16, "projection_dim": 8}})
+    conll = tmp_path / "train.txt"
+    conll.write_text(
+        "EU N N B-ORG\nrejects V V O\nGerman J J B-MISC\ncall N N O\n\nPeter N N B-PER\nBlackburn N N I-PER\n"
+    )
+    bench = load_benchmark("bilm_cache_speed")
+    monkeypatch.setattr("sys.argv", ["bilm_cache_speed.py", "--conll", str(conll), "--batch_size", "1"])
+    bench.main()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("2 sentences (6 words)")
+    assert [line.split()[0] for line in lines[1:3]] == ["TagLM", "ELMo"] and all(
+        "later epoch" in x for x in lines[1:3]
+    )
+    measured = next(line for line in lines if line.startswith("cache file"))
+    measured_bytes, from_dims = re.search(r"words: ([\d,]+) bytes .*dims: ([\d,]+)", measured).groups()
+    assert int(from_dims.replace(",", "")) == 3 * 16 * 4  # (L + 1) layers x 2P floats x 4 bytes
+    assert (
+        "for 6 words" in measured and 6 * 192 < int(measured_bytes.replace(",", "")) < 6 * 192 + 1024
+    )  # the states and a header
+    assert any(line.split()[:2] == ["original", "biLM"] and "1,229 MB per 100k words" in line for line in lines)
