@@ -107,7 +107,7 @@ def test_bilm_cache_benchmark_times_cached_epochs_and_measures_the_cache_size(ca
         "later epoch" in x for x in lines[1:3]
     )
     measured = next(line for line in lines if line.startswith("cache file"))
-    measured_bytes, from_dims = re.search(r"words: ([\d,]+) bytes .*dims: ([\d,]+)", measured).groups()
+    measured_bytes, from_dims = re.search(r"once\): ([\d,]+) bytes .*dims: ([\d,]+)", measured).groups()
     assert int(from_dims.replace(",", "")) == 3 * 16 * 4  # (L + 1) layers x 2P floats x 4 bytes
     assert (
         "for 6 words" in measured and 6 * 192 < int(measured_bytes.replace(",", "")) < 6 * 192 + 1024
