@@ -1,6 +1,7 @@
 """hf_ctx.data.bilm_cache: a frozen biLM's states computed once, exact, keyed by weights, tokenizer and text."""
 
 import errno
+import pickle
 import types
 
 import pytest
@@ -97,6 +98,7 @@ def test_the_disk_cache_is_reused_by_the_same_biLM_and_never_by_another(tokenize
     # A second run: a new model object with the same weights finds every sentence on disk.
     again = BiLMStateCache(taglm(tokenizer).bilm, tokenizer, "disk", tmp_path)
     assert len(again) == len(SENTENCES) and again.compute(features, progress=False) == 0
+    again = pickle.loads(pickle.dumps(again))  # as a data-loader worker process gets it
     batch = BiLMStatesCollator(DataCollatorWithPadding(tokenizer), again)(features)
     _, in_memory = cached_batch(model, tokenizer, features)
     assert torch.equal(batch["bilm_hidden_states"], in_memory)

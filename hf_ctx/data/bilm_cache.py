@@ -67,9 +67,8 @@ def bilm_fingerprint(bilm: torch.nn.Module, tokenizer) -> str:
     """A hex digest of the biLM's state dict (names, dtypes, shapes, values) and the tokenizer's saved files."""
     digest = hashlib.sha256(FORMAT.encode())
     for name, tensor in sorted(bilm.state_dict().items()):
-        tensor = tensor.detach().cpu().contiguous()
         digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
-        digest.update(tensor.view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
+        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
     with tempfile.TemporaryDirectory() as folder:
         tokenizer.save_pretrained(folder)
         for path in sorted(Path(folder).iterdir()):
@@ -104,7 +103,8 @@ class BiLMStateCache:
         self.fingerprint = bilm_fingerprint(bilm, tokenizer)
         self.folder = Path(directory) / self.fingerprint if mode == "disk" else None
         self._memory: dict[str, torch.Tensor] = {}
-        self._on_disk: dict[str, object] = {}  # key -> the open shard holding it
+        self._on_disk: dict[str, Path] = {}  # key -> the shard file holding it
+        self._shards: dict[Path, object] = {}  # shard file -> its open (memory-mapped) reader, per process
         self.computed = 0  # sentences this process ran through the biLM
         if self.folder is not None:
             self._read_shards()
@@ -119,9 +119,18 @@ class BiLMStateCache:
         for path in sorted(self.folder.glob("states-*.safetensors")):
             self._open_shard(path)
 
+    def __getstate__(self) -> dict:
+        # For data-loader worker processes: open readers do not pickle; each process opens its own.
+        return {**self.__dict__, "_shards": {}}
+
+    def _shard(self, path: Path):
+        if path not in self._shards:
+            self._shards[path] = safe_open(str(path), framework="pt")
+        return self._shards[path]
+
     def _open_shard(self, path: Path):
         try:
-            shard = safe_open(str(path), framework="pt")
+            shard = self._shard(path)
             metadata = shard.metadata() or {}
             keys = list(shard.keys())
         except (SafetensorError, OSError, ValueError) as error:
@@ -129,15 +138,14 @@ class BiLMStateCache:
         if metadata.get("format") != FORMAT or metadata.get("fingerprint") != self.fingerprint:
             raise ValueError(f"{path}: not a biLM cache file of this biLM; {_rebuild_hint(self.folder)}")
         for key in keys:
-            self._on_disk.setdefault(key, shard)
+            self._on_disk.setdefault(key, path)
 
     def get(self, key: str, words: int) -> torch.Tensor:
         """The states (words, L + 1, 2P) of the sentence with this key."""
         if key in self._memory:
             return self._memory[key]
-        shard = self._on_disk[key]
         try:
-            states = shard.get_tensor(key)
+            states = self._shard(self._on_disk[key]).get_tensor(key)
         except (SafetensorError, OSError) as error:
             raise ValueError(f"corrupt biLM cache in {self.folder} ({error}); {_rebuild_hint(self.folder)}") from error
         if tuple(states.shape) != (words, self.layers, self.width) or states.dtype != STORAGE_DTYPE:
@@ -255,6 +263,10 @@ def with_bilm_cache(model, tokenizer, collator, datasets: dict, args: BiLMCacheA
     for name, dataset in datasets.items():
         if dataset is not None:
             logger.info(f"biLM states of the {name} sentences")
+            if hasattr(dataset, "select_columns"):  # a `datasets.Dataset`: read only what the keys need
+                dataset = dataset.select_columns(
+                    [c for c in ("input_ids", "attention_mask") if c in dataset.column_names]
+                )
             cache.compute(dataset)
     where = f" in {cache.folder}" if cache.folder else " in memory"
     logger.info(f"biLM cache{where}: {found} sentences found, {cache.computed} computed")
