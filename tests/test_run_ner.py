@@ -1,6 +1,8 @@
 """examples/run_ner.py end to end on tiny generated data: train, evaluate, predict, reload; and its errors."""
 
 import json
+import logging
+import re
 import sys
 from pathlib import Path
 
@@ -162,6 +164,50 @@ def test_word_level_taggers_train_on_a_frozen_bilm_evaluate_and_predict(
     frozen = (tagger.bilm if model_type == "taglm" else tagger.elmo).state_dict()
     for key, tensor in AutoModel.from_pretrained(bilm).state_dict().items():
         assert torch.equal(frozen[key], tensor), key
+
+
+@pytest.mark.slow  # three short TagLM runs
+def test_biLM_cache_on_disk_is_reused_by_a_later_run_and_changes_no_result(corpus, bilm, tmp_path, caplog):
+    def train(cache: str, output: str) -> dict:
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="hf_ctx.data.bilm_cache"):
+            return run_ner.main(
+                [
+                    "--model_type",
+                    "taglm",
+                    "--bilm_name_or_path",
+                    str(bilm),
+                    "--config_overrides",
+                    "word_embedding_dim=8,rnn_hidden_size=8,char_cnn_filters=8",
+                    "--train_file",
+                    str(corpus["train"]),
+                    "--validation_file",
+                    str(corpus["validation"]),
+                    "--do_train",
+                    "--do_eval",
+                    "--num_train_epochs",
+                    "2",
+                    "--bilm_cache",
+                    cache,
+                    "--bilm_cache_dir",
+                    str(tmp_path / "states"),
+                    "--output_dir",
+                    str(tmp_path / output),
+                    *COMMON,
+                ]
+            )
+
+    plain = train("none", "plain")
+    assert not (tmp_path / "states").exists()
+    first = train("disk", "first")
+    computed = re.search(r"(\d+) sentences found, (\d+) computed", caplog.text).groups()
+    assert computed[0] == "0" and int(computed[1]) > 0
+    second = train("disk", "second")
+    assert f"{computed[1]} sentences found, 0 computed" in caplog.text
+    # The same training with the biLM run in every step: the states differ by float32 rounding at most.
+    for metrics in (first, second):
+        assert metrics["eval_f1"] == plain["eval_f1"]
+        assert metrics["eval_loss"] == pytest.approx(plain["eval_loss"], rel=1e-4)
 
 
 def test_unseen_label_at_evaluation_is_an_error(corpus, tmp_path):
