@@ -15,7 +15,7 @@ is never mistaken for another.
 
 Storage is float32, the dtype the biLM computes in: logits with the cache equal those without it to float32 rounding
 (bitwise where the biLM ran on the same batch; batching can move the last bit). float16 would halve the size (small
-biLM: 154 MB instead of 307 MB per 100k words) but change every state by up to 1e-3 relative, so the cache would no
+biLM: 154 MB instead of 307 MB per 100k words) but round every state by up to 2^-11 (5e-4) relative, so the cache would no
 longer be exact and could not be on by default.
 
 Files are safetensors (never pickle), written under a temporary name in the same folder, flushed and renamed, so an
