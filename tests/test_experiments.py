@@ -101,8 +101,10 @@ def test_elmo_taglm_smoke(data_dir, tmp_path):
             str(data_dir / "glove"),
             "--seeds",
             *SEEDS,
+            "--arms",
+            "full",
         ]
-    )
+    )["full"]
     results = (out / "results.md").read_text()
     assert len(list((out / "taggers").iterdir())) == 5 * len(SEEDS)  # a folder per variant and seed
     assert "Perplexity on wiki.valid.txt.gz" in results
@@ -122,6 +124,41 @@ def test_elmo_taglm_smoke(data_dir, tmp_path):
     assert "TagLM + GloVe + pretrained biLM vs TagLM + GloVe + random frozen biLM (control):" in results
     for png in ("bilm_pretraining.png", "scalar_mix.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+def test_elmo_taglm_few_label_arm_smoke(data_dir, tmp_path, capsys):
+    """The few-label arm alone, on a biLM given with --bilm: a table per fraction whose values are the eng.testa
+    (test-file) F1 of runs that selected their checkpoint on a slice held out of eng.train, the learning curve, no
+    checkpoint folders left behind, and finished runs reused by the same command."""
+    bilm = tmp_path / "bilm"
+    load("elmo_taglm").pretrain_bilm(
+        type("Args", (), {"data_dir": str(data_dir), "device": ["--use_cpu"]}),
+        load("elmo_taglm").PRESETS["smoke"],
+        tmp_path,
+    )
+    out = tmp_path / "few"
+    argv = ["--preset", "smoke", "--data_dir", str(data_dir), "--output_dir", str(out), "--bilm", str(bilm)]
+    argv += ["--word_vectors", str(data_dir / "glove"), "--seeds", *SEEDS, "--arms", "few_label"]
+    scores = load("elmo_taglm").main(argv)["few_label"]
+    results = (out / "results.md").read_text()
+    assert "Perplexity" not in results and not (out / "taggers").exists()  # neither pretraining nor the full arm
+    runs = sorted((out / "few_label").iterdir())
+    assert len(runs) == 3 * 2 * len(SEEDS) and not list((out / "few_label").glob("*/checkpoint-*"))
+    for fraction, size in ((0.25, 10), (0.5, 20)):  # of the 40 sentences of eng.train
+        rows = table_rows(results, f"Few labels: {fraction:.0%} of eng.train ({size} sentences)")
+        assert rows["majority-class baseline (every word O)"][0] == "0.0000"
+        for name, values in scores[fraction].items():
+            check_row(rows[name], values)
+        for seed, value in zip(SEEDS, scores[fraction]["TagLM + GloVe + pretrained biLM"]):
+            run = out / "few_label" / f"taglm_glove_bilm_{fraction:g}_{seed}"
+            assert json.loads((run / "predict_results.json").read_text())["predict_f1"] == pytest.approx(value)
+            state = json.loads((run / "trainer_state.json").read_text())
+            assert state["best_metric"] == json.loads((run / "eval_results.json").read_text())["eval_f1"]
+    assert (out / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    capsys.readouterr()
+    assert load("elmo_taglm").main(argv)["few_label"] == scores
+    assert capsys.readouterr().out.count("reusing the finished run") == len(runs)
 
 
 def test_bert_glue_conll_smoke(data_dir, tmp_path, capsys):
