@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import torch
 
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
 
@@ -159,6 +160,59 @@ def test_elmo_taglm_few_label_arm_smoke(data_dir, tmp_path, capsys):
     capsys.readouterr()
     assert load("elmo_taglm").main(argv)["few_label"] == scores
     assert capsys.readouterr().out.count("reusing the finished run") == len(runs)
+
+
+class Interrupt(Exception):
+    """A command cut off by its time limit."""
+
+
+def test_cut_pretraining_resumes_from_its_latest_checkpoint_and_ends_as_an_uninterrupted_run(
+    data_dir, tmp_path, monkeypatch
+):
+    """The slicing of benchmarks/gpu_window.sh, on CPU with the smoke preset (4 steps, a checkpoint every 2): a
+    pretraining cut off at step 3 leaves checkpoint-2; the same call again resumes from it (not from step 0) and
+    ends with the weights of a run that was never cut (the Trainer restores optimizer, scheduler and RNG states)."""
+    import transformers.trainer
+    from safetensors.torch import load_file
+
+    elmo_taglm = load("elmo_taglm")
+    preset, args = elmo_taglm.PRESETS["smoke"], type("Args", (), {"data_dir": str(data_dir), "device": ["--use_cpu"]})
+    whole = tmp_path / "whole"
+    elmo_taglm.pretrain_bilm(args, preset, whole)
+
+    class CutAtStep3(transformers.TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step == 3:
+                raise Interrupt
+
+    callbacks = transformers.trainer.DEFAULT_CALLBACKS
+    monkeypatch.setattr(transformers.trainer, "DEFAULT_CALLBACKS", [*callbacks, CutAtStep3])
+    cut = tmp_path / "cut"
+    with pytest.raises(Interrupt):
+        elmo_taglm.pretrain_bilm(args, preset, cut)
+    assert [c.name for c in sorted((cut / "bilm").glob("checkpoint-*"))] == ["checkpoint-2"]
+    assert not (cut / "bilm" / "model.safetensors").exists()
+    monkeypatch.setattr(transformers.trainer, "DEFAULT_CALLBACKS", callbacks)
+    resumed_from = []
+    monkeypatch.setattr(
+        transformers.Trainer,
+        "_load_from_checkpoint",
+        lambda self, folder, *a, _load=transformers.Trainer._load_from_checkpoint, **k: (
+            resumed_from.append(Path(folder).name),
+            _load(self, folder, *a, **k),
+        )[1],
+    )
+    elmo_taglm.pretrain_bilm(args, preset, cut)
+    assert resumed_from == ["checkpoint-2"]
+    state = json.loads((cut / "bilm" / "trainer_state.json").read_text())
+    assert state["global_step"] == 4 and not list((cut / "bilm").glob("checkpoint-*"))  # deleted once finished
+    expected, got = (
+        load_file(str(whole / "bilm" / "model.safetensors")),
+        load_file(str(cut / "bilm" / "model.safetensors")),
+    )
+    assert expected.keys() == got.keys()
+    for key in expected:
+        assert torch.allclose(got[key], expected[key], atol=1e-6), key
 
 
 def test_bert_glue_conll_smoke(data_dir, tmp_path, capsys):
