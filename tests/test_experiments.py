@@ -5,8 +5,10 @@ per seed with the values the runs reported, and the PNG plots are written."""
 import gzip
 import importlib.util
 import json
+import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -253,3 +255,30 @@ def test_bert_glue_conll_smoke(data_dir, tmp_path, capsys):
     assert printed.count("reusing the finished run") == 1 + 2 * 2 * len(SEEDS) - 1
     assert f"--output_dir {unfinished.parent}" in printed and "examples/pretrain_bert.py" not in printed
     assert unfinished.is_file() and (out / "results.md").read_text() == results
+
+
+def test_gpu_window_plan_lists_every_slice_within_its_budget_and_runs_nothing(tmp_path):
+    """`gpu_window.sh --plan`: the GPU checks within 8 minutes, each experiment's gpu preset within 30, commands of
+    at most 9 minutes, enough of them to use the budget; it prints the commands and creates nothing."""
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_window.sh"
+    out = tmp_path / "window"
+    env = {**os.environ, "OUT": str(out), "DATA": str(tmp_path / "data")}
+    plan = subprocess.run(["bash", str(script), "--plan"], env=env, capture_output=True, text=True, check=True).stdout
+    slices = re.findall(
+        r"slice \d+ (\w+): budget (\d+) min, commands of at most (\d+) min, at most (\d+) of them", plan
+    )
+    budgets = {name: int(budget) for name, budget, _, _ in slices}
+    assert list(budgets) == ["setup", "checks", "elmo_taglm", "bert_glue_conll", "summary"]
+    assert budgets["setup"] <= 1 and budgets["checks"] <= 8
+    assert budgets["elmo_taglm"] <= 30 and budgets["bert_glue_conll"] <= 30
+    for name, budget, limit, commands in slices:
+        assert int(limit) <= 9 and int(commands) * int(limit) >= int(budget), name
+    for preset in ("elmo_taglm.py --preset gpu", "bert_glue_conll.py --preset gpu", "gpu_checks.sh"):
+        assert preset in plan
+    assert f"--output_dir {out}/elmo_taglm" in plan and not out.exists()
+
+    # The summary before anything ran: every slice listed as not finished, no results yet.
+    (out / "logs").mkdir(parents=True)
+    summary = subprocess.run(["bash", str(script), "--summary"], env=env, capture_output=True, text=True, check=True)
+    assert "| elmo_taglm | 30 | 0.0 | not finished |" in summary.stdout
+    assert (out / "summary.md").read_text() == summary.stdout
