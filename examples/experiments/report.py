@@ -34,6 +34,12 @@ def load_example(name: str):
 RUN = ["--report_to", "none", "--disable_tqdm", "true"]  # every run of the experiments
 
 
+def checkpoint_every(steps: int) -> list[str]:
+    """Arguments of a pretraining that saves a checkpoint every `steps` steps (the latest two kept), so that a
+    command cut off by a time limit resumes from it when given again."""
+    return ["--save_strategy", "steps", "--save_steps", str(steps), "--save_total_limit", "2"]
+
+
 def checkpoints(run_dir: str | Path) -> list[Path]:
     """The Trainer's `checkpoint-N` folders in `run_dir`, oldest first."""
     found = Path(run_dir).glob(f"{PREFIX_CHECKPOINT_DIR}-*")
@@ -158,14 +164,31 @@ def glue_majority_baseline(task_name: str, data_dir: str | Path) -> tuple[str, d
 # --- Plots ----------------------------------------------------------------------------------------------------------
 
 
-def plot_pretraining_curves(run_dirs: str | Path | Sequence[str | Path], png: str | Path, title: str) -> Path:
-    """Training loss and every evaluation metric logged in `run_dir/trainer_state.json`, against steps. Several
-    run folders are drawn one after the other: a pretraining continued with `--model_name_or_path`."""
+def pyplot():
+    """matplotlib's pyplot, drawing to files only (no display needed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def save_plot(figure, axis, png: str | Path, title: str, ylabel: str) -> Path:
+    """Label `axis`, give it a legend, and write `figure` to `png`."""
+    axis.set_ylabel(ylabel)
+    axis.set_title(title)
+    axis.legend(fontsize="small")
+    figure.tight_layout()
+    figure.savefig(png, dpi=100)
+    pyplot().close(figure)
+    return Path(png)
+
+
+def plot_pretraining_curves(run_dirs: str | Path | Sequence[str | Path], png: str | Path, title: str) -> Path:
+    """Training loss and every evaluation metric logged in `run_dir/trainer_state.json`, against steps. Several
+    run folders are drawn one after the other: a pretraining continued with `--model_name_or_path`."""
+    plt = pyplot()
     history, offset = [], 0
     for run_dir in [run_dirs] if isinstance(run_dirs, (str, Path)) else run_dirs:
         state = json.loads((Path(run_dir) / "trainer_state.json").read_text())
@@ -196,11 +219,7 @@ def plot_pretraining_curves(run_dirs: str | Path | Sequence[str | Path], png: st
 def plot_learning_curves(curves: dict[str, dict[int, list[float]]], png: str | Path, title: str, metric: str) -> Path:
     """One line per model (label -> {number of labelled examples: a score per seed}): the mean over seeds, with
     the min–max band shaded, against the number of labelled examples on a log axis."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     figure, axis = plt.subplots(figsize=(6, 4))
     for label, scores in curves.items():
         sizes = sorted(scores)
@@ -208,13 +227,7 @@ def plot_learning_curves(curves: dict[str, dict[int, list[float]]], png: str | P
         axis.fill_between(sizes, [min(scores[n]) for n in sizes], [max(scores[n]) for n in sizes], alpha=0.2)
     axis.set_xscale("log")
     axis.set_xlabel("labelled training sentences (log scale)")
-    axis.set_ylabel(metric)
-    axis.set_title(title)
-    axis.legend(fontsize="small")
-    figure.tight_layout()
-    figure.savefig(png, dpi=100)
-    plt.close(figure)
-    return Path(png)
+    return save_plot(figure, axis, png, title, metric)
 
 
 def scalar_mix_weights(model_dir: str | Path) -> list[float]:
@@ -228,11 +241,7 @@ def scalar_mix_weights(model_dir: str | Path) -> list[float]:
 
 def plot_scalar_mix(models: dict[str, str | Path], png: str | Path, title: str) -> Path:
     """Grouped bars: for each task model (label -> checkpoint folder), the weight it gives each biLM layer."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     mixes = {label: scalar_mix_weights(path) for label, path in models.items()}
     num_layers = len(next(iter(mixes.values())))
     width = 0.8 / len(mixes)
@@ -242,13 +251,7 @@ def plot_scalar_mix(models: dict[str, str | Path], png: str | Path, title: str) 
     axis.axhline(1 / num_layers, color="grey", linestyle=":", linewidth=1, label="uniform")
     axis.set_xticks([layer + width * (len(mixes) - 1) / 2 for layer in range(num_layers)])
     axis.set_xticklabels(["characters (0)"] + [f"LSTM {k}" for k in range(1, num_layers)])
-    axis.set_ylabel("softmax weight")
-    axis.set_title(title)
-    axis.legend(fontsize="small")
-    figure.tight_layout()
-    figure.savefig(png, dpi=100)
-    plt.close(figure)
-    return Path(png)
+    return save_plot(figure, axis, png, title, "softmax weight")
 
 
 def final_metric(metrics: dict[str, float], key: str, run_dir: str | Path) -> float:
