@@ -215,13 +215,15 @@ PRESETS = {
         },
     },
 }
-# Few-label runs: validate on the held-out slice every epoch, keep the best checkpoint (only it and the latest are
-# on disk, and run_example deletes them when the run is done), stop after the preset's patience.
+# Few-label runs: validate on the held-out slice every epoch, keep the best epoch's weights (only the model, as the
+# run is never resumed; only the best checkpoint and the latest are on disk, and run_example deletes them when the
+# run is done), stop after the preset's patience.
 EARLY_STOPPING = [
     "--eval_strategy",
     "epoch",
     "--save_strategy",
     "epoch",
+    "--save_only_model",
     "--save_total_limit",
     "1",
     "--load_best_model_at_end",
