@@ -282,3 +282,61 @@ def test_gpu_window_plan_lists_every_slice_within_its_budget_and_runs_nothing(tm
     summary = subprocess.run(["bash", str(script), "--summary"], env=env, capture_output=True, text=True, check=True)
     assert "| elmo_taglm | 30 | 0.0 | not finished |" in summary.stdout
     assert (out / "summary.md").read_text() == summary.stdout
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_run_example_restarts_or_resumes_an_unfinished_run_and_deletes_a_finished_runs_checkpoints(
+    tmp_path, monkeypatch, resume
+):
+    """A cut run's stale checkpoints are removed before it starts again (taggers), or it resumes from its latest
+    complete checkpoint (pretraining); an incomplete checkpoint is never resumed from; once finished, the
+    checkpoint folders are gone and the metrics (evaluation and test) are returned."""
+    report = load("report")
+    run_dir = tmp_path / "run"
+    for step, files in (
+        (
+            2,
+            [
+                "config.json",
+                "model.safetensors",
+                "trainer_state.json",
+                "optimizer.pt",
+                "scheduler.pt",
+                "rng_state.pth",
+            ],
+        ),
+        (4, ["config.json"]),
+    ):
+        (run_dir / f"checkpoint-{step}").mkdir(parents=True)
+        for name in files:
+            (run_dir / f"checkpoint-{step}" / name).write_text("")
+    calls = []
+
+    class Example:
+        @staticmethod
+        def main(argv):
+            calls.append((argv, sorted(p.name for p in run_dir.glob("checkpoint-*"))))
+            (run_dir / "checkpoint-6").mkdir()  # what the finished run leaves
+            for split, value in (("eval", {"eval_f1": 0.5}), ("predict", {"predict_f1": 0.25})):
+                (run_dir / f"{split}_results.json").write_text(json.dumps(value))
+            (run_dir / "model.safetensors").write_text("")
+
+    monkeypatch.setattr(report, "load_example", lambda name: Example)
+    args = ["--output_dir", str(run_dir), "--save_strategy", "steps"]
+    metrics = report.run_example("run_ner", args, run_dir, resume=resume)
+    argv, checkpoints_at_start = calls[0]
+    if resume:
+        assert argv[-2:] == ["--resume_from_checkpoint", "latest"] and checkpoints_at_start == [
+            "checkpoint-2",
+            "checkpoint-4",
+        ]
+    else:
+        assert "--resume_from_checkpoint" not in argv and checkpoints_at_start == []
+    assert metrics == {"eval_f1": 0.5, "predict_f1": 0.25} and not list(run_dir.glob("checkpoint-*"))
+    assert report.run_example("run_ner", args, run_dir, resume=resume) == metrics and len(calls) == 1  # reused
+
+    # Without --save_strategy a run saves no checkpoints; with only an incomplete checkpoint it starts afresh.
+    (run_dir / "model.safetensors").unlink()
+    (run_dir / "checkpoint-8").mkdir()
+    report.run_example("run_ner", ["--output_dir", str(run_dir)], run_dir, resume=resume)
+    assert calls[1][0][-2:] == ["--save_strategy", "no"] and calls[1][1] == []
