@@ -154,9 +154,10 @@ PRESETS = {
     },
     # One H100 in at most 30 minutes, in commands of at most 9 (benchmarks/gpu_window.sh), sized from figures not
     # measured with this preset (estimates until it runs): pretrain_elmo.py --model_size small --bf16 at batch 128
-    # ran about 1,000 sentences/s, so 4,000 steps take about 9 min; a TagLM step is bound by kernel launches (about
-    # 80 ms at batch 8, issue 13), so the 15 full-arm taggers (7,000 sentences, 1 epoch) take about 7 min and the
-    # 27 few-label taggers (batch 32) about 12. Checkpoints every 500 steps let the next command resume.
+    # ran about 1,000 sentences/s, so 3,000 steps take about 6.5 min; a TagLM step is bound by kernel launches
+    # (about 80 ms at batch 8 with the small biLM, issue 13) and each run spends an estimated 10 s loading, so the 15
+    # full-arm taggers (5,000 sentences, 1 epoch) take about 7 min and the 27 few-label taggers (batch 32) about
+    # 13 (18 if none stops early). Checkpoints every 500 steps let the next command resume.
     "gpu": {
         "shards": ["wiki.train.0.txt.gz", "wiki.train.1.txt.gz"],
         "pretrain": [
@@ -168,13 +169,13 @@ PRESETS = {
             "8192",
             "--bf16",
             "--max_steps",
-            "4000",
+            "3000",
             "--per_device_train_batch_size",
             "128",
             "--learning_rate",
             "1e-3",
             "--warmup_steps",
-            "400",
+            "300",
             "--eval_strategy",
             "steps",
             "--eval_steps",
@@ -197,11 +198,11 @@ PRESETS = {
             "--learning_rate",
             "5e-3",
             "--max_train_samples",
-            "7000",
+            "5000",
             "--bf16",
         ],
         "few_label": {
-            "fractions": {0.01: ("20", "4"), 0.05: ("10", "3"), 0.2: ("4", "2")},
+            "fractions": {0.01: ("15", "3"), 0.05: ("8", "3"), 0.2: ("4", "2")},
             "held_out": "5",
             "tag": [
                 "--per_device_train_batch_size",
