@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -340,3 +341,74 @@ def test_run_example_restarts_or_resumes_an_unfinished_run_and_deletes_a_finishe
     (run_dir / "checkpoint-8").mkdir()
     report.run_example("run_ner", ["--output_dir", str(run_dir)], run_dir, resume=resume)
     assert calls[1][0][-2:] == ["--save_strategy", "no"] and calls[1][1] == []
+
+
+STUB_EXPERIMENT = """import pathlib, sys, time
+out = pathlib.Path(sys.argv[sys.argv.index("--output_dir") + 1])
+out.mkdir(parents=True, exist_ok=True)
+calls = out / "calls"
+count = int(calls.read_text()) if calls.exists() else 0
+calls.write_text(str(count + 1))
+if count == 0:
+    time.sleep(60)  # the first command is cut off by the command limit
+(out / "results.md").write_text("## " + pathlib.Path(sys.argv[0]).stem + " results\\n")
+"""
+
+
+def test_gpu_window_runs_one_command_a_call_and_a_cut_slice_continues_on_the_next_call(tmp_path):
+    """gpu_window.sh's driver on CPU, in a copy of the repository's layout whose experiments are stubs that need two
+    commands (the first is cut off by a 2-second command limit): each call runs one command and returns; a cut
+    slice is run again by the next call; the summary lists every slice as done with the experiments' tables."""
+    repo = Path(__file__).resolve().parents[1]
+    root = tmp_path / "repo"
+    (root / "benchmarks").mkdir(parents=True)
+    (root / "examples" / "experiments").mkdir(parents=True)
+    shutil.copy(repo / "benchmarks" / "gpu_window.sh", root / "benchmarks")
+    (root / "benchmarks" / "gpu_checks.sh").write_text('mkdir -p "$OUT" && echo "quick=$QUICK" > "$OUT/ran"\n')
+    (root / "benchmarks" / "gpu_table.py").write_text('print("| benchmark | ratio |")\n')
+    for name in ("elmo_taglm", "bert_glue_conll"):
+        (root / "examples" / "experiments" / f"{name}.py").write_text(STUB_EXPERIMENT)
+    data, bin_dir = tmp_path / "data", tmp_path / "bin"
+    for folder in ("wiki", "conll2003", "glue"):
+        (data / folder).mkdir(parents=True)
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text("#!/bin/sh\necho 'Fake GPU, 80 GiB'\n")
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    out = tmp_path / "window"
+    env = {
+        **os.environ,
+        "OUT": str(out),
+        "DATA": str(data),
+        "PYTHON": sys.executable,
+        "COMMAND_S": "2",
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+    }
+
+    def call():
+        result = subprocess.run(
+            ["bash", str(root / "benchmarks" / "gpu_window.sh")], env=env, capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout
+
+    printed = [call() for _ in range(8)]
+    started = [re.search(r"== slice (\w+)", p).group(1) if "== slice" in p else None for p in printed]
+    assert started == [
+        "setup",
+        "checks",
+        "elmo_taglm",
+        "elmo_taglm",
+        "bert_glue_conll",
+        "bert_glue_conll",
+        "summary",
+        None,
+    ]
+    assert "set-up complete" in printed[0] and (out / "checks" / "ran").read_text() == "quick=1\n"
+    assert "stopped at its 2 s command limit; run the same command again" in printed[2]
+    assert "all done" in printed[7]
+    summary = (out / "summary.md").read_text()
+    for name in ("setup", "checks", "elmo_taglm", "bert_glue_conll"):
+        assert re.search(rf"\| {name} \| \d+ \| [\d.]+ \| done \|", summary), name
+    assert (
+        "## elmo_taglm results" in summary and "## bert_glue_conll results" in summary and "| benchmark |" in summary
+    )
