@@ -136,9 +136,10 @@ PRESETS = {
             "7000",
         ],
         # 140, 702 and 2,808 sentences, (epochs at most, patience in epochs) each. Measured on one thread without a
-        # biLM: a step of 16 about 0.1 s, a validation pass over the held-out 703 sentences 2.5 s, eng.testa 15 s;
-        # a biLM adds about 36 ms a sentence each time it reads one (uncached). The caps fit the 27 taggers into
-        # about 40 minutes on 2 cores once the biLM features are cached; early stopping usually ends sooner.
+        # biLM: a step of 16 about 0.1 s (0.2 s at load 7), a validation pass over the held-out 703 sentences 2.5 s,
+        # eng.testa 7-15 s; a 20% tagger took 3.6 min at load 7 (5 epochs). A biLM adds 30-36 ms a sentence each
+        # time it reads one (uncached). The caps fit the 27 taggers into about 45-60 minutes on 2 cores once the
+        # biLM features are cached (hours without); early stopping usually ends the small samples sooner.
         "few_label": {
             "fractions": {0.01: ("30", "4"), 0.05: ("12", "3"), 0.2: ("5", "2")},
             "held_out": "5",
