@@ -226,6 +226,9 @@ def plot_learning_curves(curves: dict[str, dict[int, list[float]]], png: str | P
         axis.plot(sizes, [statistics.mean(scores[n]) for n in sizes], marker="o", label=label)
         axis.fill_between(sizes, [min(scores[n]) for n in sizes], [max(scores[n]) for n in sizes], alpha=0.2)
     axis.set_xscale("log")
+    sizes = sorted({n for scores in curves.values() for n in scores})
+    axis.set_xticks(sizes, [f"{n:,}" for n in sizes])  # the sample sizes, in place of powers of ten
+    axis.xaxis.set_minor_formatter(pyplot().NullFormatter())
     axis.set_xlabel("labelled training sentences (log scale)")
     return save_plot(figure, axis, png, title, metric)
 
