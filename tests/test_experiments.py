@@ -412,3 +412,11 @@ def test_gpu_window_runs_one_command_a_call_and_a_cut_slice_continues_on_the_nex
     assert (
         "## elmo_taglm results" in summary and "## bert_glue_conll results" in summary and "| benchmark |" in summary
     )
+
+    # --all: every command in turn, the cut ones again, in one call.
+    env["OUT"] = str(tmp_path / "window_all")
+    result = subprocess.run(
+        ["bash", str(root / "benchmarks" / "gpu_window.sh"), "--all"], env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0 and result.stdout.count("run the same command again") == 2
+    assert (tmp_path / "window_all" / "summary.md").read_text().count("| done |") == 4
