@@ -33,6 +33,8 @@ from transformers import (
     AutoModelForTokenClassification,
     DataCollatorForTokenClassification,
     DataCollatorWithPadding,
+    EarlyStoppingCallback,
+    IntervalStrategy,
     TrainingArguments,
 )
 
@@ -62,6 +64,7 @@ from hf_ctx.training import (
     CtxTrainer,
     apply_gpu_defaults,
     evaluation_data,
+    hold_out_validation,
     parse_args_and_set_up,
     parse_config_overrides,
     record_metrics,
@@ -76,6 +79,7 @@ IGNORED_TOGETHER = [
     ("model_name_or_path", "model_type"),
     ("model_name_or_path", "bilm_name_or_path"),
     ("dataset_name", "train_file"),
+    ("validation_file", "validation_split_percentage"),
 ]
 
 MODEL_TYPES = tuple(MODEL_FAMILIES)
@@ -112,6 +116,13 @@ class ModelArguments(BiLMCacheArguments):
     model_size: str = field(default="mini", metadata={"help": f"new BERT: size preset, one of {list(BERT_PRESETS)}"})
     vocab_size: int = field(default=8000, metadata={"help": "new BERT: WordPiece vocabulary trained on the data"})
     unpad_inputs: bool = unpad_inputs_field()
+    early_stopping_patience: int | None = field(
+        default=None,
+        metadata={
+            "help": "stop training once --metric_for_best_model has not improved for this many evaluations (with "
+            "--load_best_model_at_end, which then restores the best checkpoint)"
+        },
+    )
 
 
 @dataclass
@@ -135,7 +146,21 @@ class DataArguments:
         },
     )
     label_all_subwords: bool = field(default=False, metadata={"help": "BERT: label every sub-token, not the first"})
+    validation_split_percentage: float | None = field(
+        default=None,
+        metadata={
+            "help": "hold out this share of the training sentences (drawn with --seed) as the validation split, "
+            "instead of --validation_file: model selection that never sees the test data"
+        },
+    )
     max_train_samples: int | None = field(default=None, metadata={"help": "keep the first N training sentences"})
+    train_sample_seed: int | None = field(
+        default=None,
+        metadata={
+            "help": "with --max_train_samples: draw the N sentences at random with this seed instead of taking the "
+            "first N (after --validation_split_percentage); a smaller N gives a subset of a larger one's sentences"
+        },
+    )
     max_eval_samples: int | None = field(default=None, metadata={"help": "keep the first N validation sentences"})
     max_predict_samples: int | None = field(default=None, metadata={"help": "keep the first N test sentences"})
 
@@ -149,7 +174,14 @@ def load_data(data_args: DataArguments, training_args: TrainingArguments) -> dat
         data = conll.load_conll_dataset(
             {k: v for k, v in files.items() if v}, data_args.tag_scheme, data_args.num_columns or None
         )
-    needed = {"train": training_args.do_train, "validation": training_args.do_eval, "test": training_args.do_predict}
+    if data_args.validation_split_percentage:
+        data["train"], data["validation"] = hold_out_validation(
+            data["train"], None, data_args.validation_split_percentage, training_args.seed
+        )
+    if data_args.train_sample_seed is not None and "train" in data:
+        data["train"] = data["train"].shuffle(seed=data_args.train_sample_seed)
+    evaluating = training_args.do_eval or training_args.eval_strategy != IntervalStrategy.NO
+    needed = {"train": training_args.do_train, "validation": evaluating, "test": training_args.do_predict}
     for split, wanted in needed.items():
         if wanted and split not in data:
             raise ValueError(
@@ -292,7 +324,11 @@ def encode_splits(data, tokenizer, family: str, label2id: dict[str, int], max_se
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
-        (ModelArguments, DataArguments, TrainingArguments), argv, logger, ignored_together=IGNORED_TOGETHER
+        (ModelArguments, DataArguments, TrainingArguments),
+        argv,
+        logger,
+        ignored_together=IGNORED_TOGETHER,
+        positive=("max_seq_length", "validation_split_percentage", "early_stopping_patience"),
     )
 
     data = load_data(data_args, training_args)
@@ -300,6 +336,13 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     label2id = {label: i for i, label in enumerate(labels)}
     for split, dataset in data.items():
         conll.check_labels(dataset, label2id, split)
+    callbacks = []
+    if model_args.early_stopping_patience is not None:
+        if not (training_args.load_best_model_at_end and training_args.metric_for_best_model):
+            raise ValueError(
+                "--early_stopping_patience needs --load_best_model_at_end and --metric_for_best_model (e.g. f1)"
+            )
+        callbacks.append(EarlyStoppingCallback(model_args.early_stopping_patience))
     model, tokenizer, family = build_tagger(model_args, data_args, labels, data, training_args.output_dir)
     # On a GPU: length-grouped batches, and TagLM's small steps in batches of 32 instead of 8.
     gpu_defaults = {"group_by_length": True}
@@ -336,6 +379,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         data_collator=collator,
         compute_metrics=conll.ner_metrics(model.config.id2label),
         preprocess_logits_for_metrics=conll.logits_to_tags,
+        callbacks=callbacks,
     )
 
     metrics, eval_metrics = train_and_evaluate(trainer)
@@ -358,7 +402,13 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             family,
             dataset_name=dataset_name,
             dataset_id=data_args.dataset_name,
-            **evaluation_data(data_args.dataset_name, data_args.validation_file),
+            **evaluation_data(
+                data_args.dataset_name,
+                data_args.validation_file,
+                data_args.train_file,
+                data.get("validation"),
+                data_args.validation_split_percentage,
+            ),
             eval_metrics={"validation": eval_metrics} if eval_metrics else None,
             hyperparameters={"tag_scheme": data_args.tag_scheme},
         )

@@ -13,7 +13,7 @@ pytest.importorskip("datasets")
 pytest.importorskip("evaluate")
 import torch
 from seqeval.metrics import f1_score
-from transformers import AutoModel, AutoModelForTokenClassification
+from transformers import AutoModel, AutoModelForTokenClassification, HfArgumentParser
 
 from hf_ctx import ElmoConfig, ElmoForBiLM, ElmoTokenizer
 from hf_ctx.data.conll import read_conll
@@ -243,6 +243,102 @@ def test_malformed_training_file_names_file_and_line(corpus, tmp_path):
                 "bert",
                 "--train_file",
                 str(bad),
+                "--do_train",
+                "--output_dir",
+                str(tmp_path / "out"),
+                *COMMON,
+            ]
+        )
+
+
+def test_few_label_run_selects_on_a_held_out_slice_of_the_training_file_and_scores_the_test_file(corpus, tmp_path):
+    """--validation_split_percentage holds sentences out of the training file, --train_sample_seed draws the
+    training sample from the rest (nested: a smaller sample is part of a larger one), early stopping selects on the
+    held-out slice, and --test_file is scored only at the end."""
+
+    def split(max_train_samples, seed):
+        argv = ["--train_file", str(corpus["train"]), "--validation_split_percentage", "25", "--seed", "0"]
+        argv += ["--max_train_samples", str(max_train_samples), "--train_sample_seed", str(seed)]
+        args = HfArgumentParser((run_ner.DataArguments, run_ner.TrainingArguments)).parse_args_into_dataclasses(
+            [*argv, "--do_train", "--do_eval", "--output_dir", str(tmp_path / "unused")]
+        )
+        data = run_ner.load_data(*args)
+        return [" ".join(s) for s in data["train"]["tokens"]], [" ".join(s) for s in data["validation"]["tokens"]]
+
+    small, held_out = split(10, seed=1)
+    large, held_out_again = split(40, seed=1)
+    other, _ = split(10, seed=2)
+    assert len(held_out) == 30 and held_out == held_out_again  # ceil(25% of 120), drawn with --seed
+    assert len(small) == 10 and len(large) == 40 and small == large[:10] and small != other
+    assert not set(large) & set(held_out)
+
+    out = tmp_path / "few"
+    patience, max_steps = 2, 40
+    metrics = run_ner.main(
+        [
+            "--model_type",
+            "taglm",
+            "--config_overrides",
+            "word_embedding_dim=8,rnn_hidden_size=8,char_cnn_filters=8",
+            "--train_file",
+            str(corpus["train"]),
+            "--validation_split_percentage",
+            "25",
+            "--max_train_samples",
+            "32",
+            "--train_sample_seed",
+            "1",
+            "--test_file",
+            str(corpus["test"]),
+            "--do_train",
+            "--do_eval",
+            "--do_predict",
+            "--max_steps",
+            str(max_steps),
+            "--learning_rate",
+            "1e-2",
+            "--eval_strategy",
+            "steps",
+            "--eval_steps",
+            "2",
+            "--save_strategy",
+            "steps",
+            "--save_steps",
+            "2",
+            "--save_total_limit",
+            "1",
+            "--load_best_model_at_end",
+            "--metric_for_best_model",
+            "f1",
+            "--early_stopping_patience",
+            str(patience),
+            "--output_dir",
+            str(out),
+            *[a for a in COMMON if a not in ("--save_strategy", "no")],
+        ]
+    )
+    state = json.loads((out / "trainer_state.json").read_text())
+    curve = [entry["eval_f1"] for entry in state["log_history"] if "eval_f1" in entry]  # during training
+    best = curve.index(max(curve))
+    # Stopped after `patience` evaluations without a better F1 (or at the step cap), kept the best model.
+    assert len(curve) - 1 - best == patience or state["global_step"] == max_steps
+    assert metrics["eval_f1"] == pytest.approx(max(curve)) == pytest.approx(state["best_metric"])
+    check_prediction_file(out / "predictions_test.txt", corpus["test"], metrics["predict_f1"])
+    assert len(list(out.glob("checkpoint-*"))) <= 2  # --save_total_limit 1 keeps the best and the latest
+
+
+def test_validation_file_and_split_percentage_are_refused_together(corpus, tmp_path):
+    with pytest.raises(ValueError, match="--validation_file and --validation_split_percentage cannot be used"):
+        run_ner.main(
+            [
+                "--model_type",
+                "taglm",
+                "--train_file",
+                str(corpus["train"]),
+                "--validation_file",
+                str(corpus["validation"]),
+                "--validation_split_percentage",
+                "10",
                 "--do_train",
                 "--output_dir",
                 str(tmp_path / "out"),

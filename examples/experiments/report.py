@@ -8,6 +8,7 @@ the claim "every seed of the pretrained model beats every seed of the control" d
 import importlib.util
 import json
 import math
+import shutil
 import statistics
 from collections import Counter
 from collections.abc import Sequence
@@ -15,6 +16,9 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+from hf_ctx.training import missing_checkpoint_files
 
 EXAMPLES = Path(__file__).resolve().parents[1]
 
@@ -27,21 +31,50 @@ def load_example(name: str):
     return module
 
 
-RUN = ["--report_to", "none", "--save_strategy", "no", "--disable_tqdm", "true"]  # every run of the experiments
+RUN = ["--report_to", "none", "--disable_tqdm", "true"]  # every run of the experiments
 
 
-def run_example(name: str, args: Sequence[str], run_dir: str | Path) -> dict[str, float]:
-    """Run `examples/<name>.py` with `args` (whose `--output_dir` is `run_dir`) and return its evaluation metrics.
+def checkpoint_every(steps: int) -> list[str]:
+    """Arguments of a pretraining that saves a checkpoint every `steps` steps (the latest two kept), so that a
+    command cut off by a time limit resumes from it when given again."""
+    return ["--save_strategy", "steps", "--save_steps", str(steps), "--save_total_limit", "2"]
+
+
+def checkpoints(run_dir: str | Path) -> list[Path]:
+    """The Trainer's `checkpoint-N` folders in `run_dir`, oldest first."""
+    found = Path(run_dir).glob(f"{PREFIX_CHECKPOINT_DIR}-*")
+    return sorted((p for p in found if p.name.split("-")[-1].isdigit()), key=lambda p: int(p.name.split("-")[-1]))
+
+
+def run_example(name: str, args: Sequence[str], run_dir: str | Path, resume: bool = False) -> dict[str, float]:
+    """Run `examples/<name>.py` with `args` (whose `--output_dir` is `run_dir`) and return its evaluation metrics
+    (`eval_results.json`, and `predict_results.json` where `--do_predict` wrote one).
 
     A run that finished before (its `run_dir` holds the saved model and `eval_results.json`) is not run again, so an
-    interrupted experiment goes on where it stopped when the same command is given again."""
-    finished = Path(run_dir) / "eval_results.json"
-    if finished.is_file() and (Path(run_dir) / "model.safetensors").is_file():
+    interrupted experiment goes on where it stopped when the same command is given again. A run that did not
+    finish starts again from its beginning, its stale checkpoints removed first, unless `resume` (pretraining,
+    which `args` make save checkpoints with `--save_strategy steps`): then it continues from its latest complete
+    checkpoint. Runs save no checkpoints unless `args` give `--save_strategy`; a finished run's checkpoints (early
+    stopping's, or pretraining's) are deleted, as the model it kept is saved in `run_dir`."""
+    run_dir = Path(run_dir)
+    finished = run_dir / "eval_results.json"
+    if finished.is_file() and (run_dir / "model.safetensors").is_file():
         print(f"\nreusing the finished run {run_dir}", flush=True)
     else:
+        args = [*args] if "--save_strategy" in map(str, args) else [*args, "--save_strategy", "no"]
+        complete = [c for c in checkpoints(run_dir) if not missing_checkpoint_files(c)]
+        if resume and complete:
+            args += ["--resume_from_checkpoint", "latest"]
+        else:
+            for stale in checkpoints(run_dir):
+                shutil.rmtree(stale)
         print(f"\n$ python examples/{name}.py {' '.join(map(str, args))}", flush=True)
         load_example(name).main([str(a) for a in args])
-    return json.loads(finished.read_text())
+    for done in checkpoints(run_dir):
+        shutil.rmtree(done)
+    metrics = json.loads(finished.read_text())
+    predicted = run_dir / "predict_results.json"
+    return {**metrics, **json.loads(predicted.read_text())} if predicted.is_file() else metrics
 
 
 def pretrain_on_wiki(script: str, data_dir: str | Path, preset: dict, device: list, run_dir: Path, extra=()) -> dict:
@@ -67,6 +100,7 @@ def pretrain_on_wiki(script: str, data_dir: str | Path, preset: dict, device: li
             *RUN,
         ],
         run_dir,
+        resume=True,
     )
 
 
@@ -130,14 +164,31 @@ def glue_majority_baseline(task_name: str, data_dir: str | Path) -> tuple[str, d
 # --- Plots ----------------------------------------------------------------------------------------------------------
 
 
-def plot_pretraining_curves(run_dirs: str | Path | Sequence[str | Path], png: str | Path, title: str) -> Path:
-    """Training loss and every evaluation metric logged in `run_dir/trainer_state.json`, against steps. Several
-    run folders are drawn one after the other: a pretraining continued with `--model_name_or_path`."""
+def pyplot():
+    """matplotlib's pyplot, drawing to files only (no display needed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def save_plot(figure, axis, png: str | Path, title: str, ylabel: str) -> Path:
+    """Label `axis`, give it a legend, and write `figure` to `png`."""
+    axis.set_ylabel(ylabel)
+    axis.set_title(title)
+    axis.legend(fontsize="small")
+    figure.tight_layout()
+    figure.savefig(png, dpi=100)
+    pyplot().close(figure)
+    return Path(png)
+
+
+def plot_pretraining_curves(run_dirs: str | Path | Sequence[str | Path], png: str | Path, title: str) -> Path:
+    """Training loss and every evaluation metric logged in `run_dir/trainer_state.json`, against steps. Several
+    run folders are drawn one after the other: a pretraining continued with `--model_name_or_path`."""
+    plt = pyplot()
     history, offset = [], 0
     for run_dir in [run_dirs] if isinstance(run_dirs, (str, Path)) else run_dirs:
         state = json.loads((Path(run_dir) / "trainer_state.json").read_text())
@@ -165,6 +216,23 @@ def plot_pretraining_curves(run_dirs: str | Path | Sequence[str | Path], png: st
     return Path(png)
 
 
+def plot_learning_curves(curves: dict[str, dict[int, list[float]]], png: str | Path, title: str, metric: str) -> Path:
+    """One line per model (label -> {number of labelled examples: a score per seed}): the mean over seeds, with
+    the min–max band shaded, against the number of labelled examples on a log axis."""
+    plt = pyplot()
+    figure, axis = plt.subplots(figsize=(6, 4))
+    for label, scores in curves.items():
+        sizes = sorted(scores)
+        axis.plot(sizes, [statistics.mean(scores[n]) for n in sizes], marker="o", label=label)
+        axis.fill_between(sizes, [min(scores[n]) for n in sizes], [max(scores[n]) for n in sizes], alpha=0.2)
+    axis.set_xscale("log")
+    sizes = sorted({n for scores in curves.values() for n in scores})
+    axis.set_xticks(sizes, [f"{n:,}" for n in sizes])  # the sample sizes, in place of powers of ten
+    axis.xaxis.set_minor_formatter(pyplot().NullFormatter())
+    axis.set_xlabel("labelled training sentences (log scale)")
+    return save_plot(figure, axis, png, title, metric)
+
+
 def scalar_mix_weights(model_dir: str | Path) -> list[float]:
     """softmax of the scalar-mix parameters of an ELMo task model's checkpoint: the weight of each biLM layer."""
     weights = load_file(str(Path(model_dir) / "model.safetensors"))
@@ -176,11 +244,7 @@ def scalar_mix_weights(model_dir: str | Path) -> list[float]:
 
 def plot_scalar_mix(models: dict[str, str | Path], png: str | Path, title: str) -> Path:
     """Grouped bars: for each task model (label -> checkpoint folder), the weight it gives each biLM layer."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     mixes = {label: scalar_mix_weights(path) for label, path in models.items()}
     num_layers = len(next(iter(mixes.values())))
     width = 0.8 / len(mixes)
@@ -190,13 +254,7 @@ def plot_scalar_mix(models: dict[str, str | Path], png: str | Path, title: str) 
     axis.axhline(1 / num_layers, color="grey", linestyle=":", linewidth=1, label="uniform")
     axis.set_xticks([layer + width * (len(mixes) - 1) / 2 for layer in range(num_layers)])
     axis.set_xticklabels(["characters (0)"] + [f"LSTM {k}" for k in range(1, num_layers)])
-    axis.set_ylabel("softmax weight")
-    axis.set_title(title)
-    axis.legend(fontsize="small")
-    figure.tight_layout()
-    figure.savefig(png, dpi=100)
-    plt.close(figure)
-    return Path(png)
+    return save_plot(figure, axis, png, title, "softmax weight")
 
 
 def final_metric(metrics: dict[str, float], key: str, run_dir: str | Path) -> float:
