@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from datasets import load_dataset
-from transformers import AutoModelForPreTraining, TrainingArguments
+from transformers import AutoModelForPreTraining
 
 from hf_ctx import BERT_PRESETS, CtxBertConfig, CtxBertForPreTraining
 from hf_ctx.checks import (
@@ -53,6 +53,7 @@ from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
     CtxTrainer,
+    CtxTrainingArguments,
     TextCorpusArguments,
     evaluation_data,
     first_examples,
@@ -218,27 +219,38 @@ def card_hyperparameters(model_args: ModelArguments, data_args: DataArguments, t
 MIN_IS_NEXT_SHARE = 0.4
 
 
-def warn_if_few_is_next_pairs(dataset) -> float:
+def warn_if_few_is_next_pairs(dataset, split_sentences: bool) -> float:
     """Warn when fewer than `MIN_IS_NEXT_SHARE` of the NSP pairs are IsNext (label 0); returns the share.
 
     A document of one segment (one line, or one paragraph) only makes NotNext pairs: raw text with a paragraph a
-    line, or corpora of one-sentence documents, give mostly NotNext.
+    line, or corpora of one-sentence documents, give mostly NotNext. The advice depends on whether the lines were
+    already cut into sentences (`--split_sentences`).
     """
     labels = np.asarray(dataset.with_format("numpy")["next_sentence_label"])
     share = float((labels == 0).mean()) if len(labels) else 1.0
     if share < MIN_IS_NEXT_SHARE:
+        if split_sentences:
+            advice = (
+                "The lines are already cut into sentences (--split_sentences), so many documents are a single "
+                "sentence (in WikiText, each heading between blank lines is one): put blank lines between "
+                "documents only, not around headings and paragraphs, or pretrain with --objective mlm"
+            )
+        else:
+            advice = (
+                "For text with a paragraph per line, --split_sentences cuts it into sentence segments; for "
+                "one-sentence documents, --objective mlm"
+            )
         logger.warning(
             f"only {share:.1%} of the {len(labels):,} next-sentence training pairs are IsNext (BERT's recipe makes "
             f"half): most documents have one segment, so the NSP accuracy will mostly show the majority class. "
-            f"For text with a paragraph per line, --split_sentences cuts it into sentence segments; for one-sentence "
-            f"documents, --objective mlm"
+            + advice
         )
     return share
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
-        (ModelArguments, DataArguments, TrainingArguments), argv, logger, ignored_together=IGNORED_TOGETHER
+        (ModelArguments, DataArguments, CtxTrainingArguments), argv, logger, ignored_together=IGNORED_TOGETHER
     )
     # The checkpoint ("latest": the latest complete one) is resolved now: its tokenizer is the run's.
     training_args.resume_from_checkpoint = resolve_resume_checkpoint(
@@ -289,7 +301,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             train_dataset = build_pretraining_dataset(train_documents, **build)
             train_dataset = first_examples(train_dataset, data_args.max_train_samples)
             if data_args.objective == "mlm_nsp":
-                warn_if_few_is_next_pairs(train_dataset)
+                warn_if_few_is_next_pairs(train_dataset, data_args.split_sentences)
             if data_args.streaming:
                 train_dataset = shuffled_stream(train_dataset, training_args)
         if training_args.do_eval:

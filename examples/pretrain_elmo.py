@@ -30,7 +30,7 @@ import logging
 from dataclasses import dataclass, field
 
 from datasets import load_dataset
-from transformers import AutoModelForPreTraining, TrainingArguments
+from transformers import AutoModelForPreTraining
 
 from hf_ctx import ELMO_PRESETS, ElmoConfig, ElmoForBiLM, ElmoTokenizer
 from hf_ctx.checks import (
@@ -50,6 +50,7 @@ from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
     CtxTrainer,
+    CtxTrainingArguments,
     TextCorpusArguments,
     evaluation_data,
     first_examples,
@@ -161,7 +162,7 @@ def build_model_and_tokenizer(model_args: ModelArguments, train_sentences):
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
-        (ModelArguments, DataArguments, TrainingArguments),
+        (ModelArguments, DataArguments, CtxTrainingArguments),
         argv,
         logger,
         ignored_together=IGNORED_TOGETHER,

@@ -32,7 +32,6 @@ from transformers import (
     AutoConfig,
     AutoModelForSequenceClassification,
     DataCollatorWithPadding,
-    TrainingArguments,
 )
 
 from hf_ctx import BERT_PRESETS, ELMO_PRESETS, CtxBertConfig, ElmoConfig, ElmoTokenizer
@@ -55,6 +54,7 @@ from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
     CtxTrainer,
+    CtxTrainingArguments,
     apply_gpu_defaults,
     first_examples,
     parse_args_and_set_up,
@@ -167,7 +167,7 @@ def build_model(model_args: ModelArguments, task, tokenizer):
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
-        (ModelArguments, DataArguments, TrainingArguments), argv, logger, ignored_together=IGNORED_TOGETHER
+        (ModelArguments, DataArguments, CtxTrainingArguments), argv, logger, ignored_together=IGNORED_TOGETHER
     )
     applied = apply_gpu_defaults(training_args, argv, group_by_length=True)
     if applied:

@@ -59,6 +59,7 @@ from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
     CtxTrainer,
+    CtxTrainingArguments,
     apply_gpu_defaults,
     evaluation_data,
     parse_args_and_set_up,
@@ -291,7 +292,7 @@ def encode_splits(data, tokenizer, family: str, label2id: dict[str, int], max_se
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
-        (ModelArguments, DataArguments, TrainingArguments), argv, logger, ignored_together=IGNORED_TOGETHER
+        (ModelArguments, DataArguments, CtxTrainingArguments), argv, logger, ignored_together=IGNORED_TOGETHER
     )
 
     data = load_data(data_args, training_args)

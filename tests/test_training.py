@@ -151,10 +151,9 @@ def test_setup_logging_keeps_the_libraries_quiet_unless_asked(tmp_path, restore_
     assert args.dataloader_pin_memory is False  # no accelerator: pinning does nothing but warn
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        setup_logging(args, script_logger)  # after simplefilter: the targeted filter goes in front of it
+        setup_logging(args, script_logger)
         warnings.warn("LSTM with projections is not supported with oneDNN. Using default implementation.", UserWarning)
-        warnings.warn("another warning", UserWarning)
-    assert [str(w.message) for w in caught] == ["another warning"]
+    assert len(caught) == 1  # no warning is hidden: the one above is avoided where it arose (hf_ctx.layers)
 
     args = TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none", log_level="error")
     setup_logging(args, script_logger)
