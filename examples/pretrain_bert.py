@@ -49,7 +49,7 @@ from hf_ctx.data.pretraining import (
 )
 from hf_ctx.data.text import DOCUMENT_BOUNDARIES, load_text_documents
 from hf_ctx.errors import run_script
-from hf_ctx.hub import finish_run
+from hf_ctx.hub import dataset_size, finish_run
 from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
     CtxTrainer,
@@ -295,10 +295,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         num_proc=data_args.preprocessing_num_workers,
         split_sentences=data_args.split_sentences,
     )
-    train_dataset = eval_dataset = None
+    train_dataset = eval_dataset = train_available = eval_available = None
     with training_args.main_process_first(desc="building pretraining examples"):
         if training_args.do_train:
             train_dataset = build_pretraining_dataset(train_documents, **build)
+            train_available = dataset_size(train_dataset)  # for the model card: N used of M
             train_dataset = first_examples(train_dataset, data_args.max_train_samples)
             if data_args.objective == "mlm_nsp":
                 warn_if_few_is_next_pairs(train_dataset, data_args.split_sentences)
@@ -306,6 +307,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
                 train_dataset = shuffled_stream(train_dataset, training_args)
         if training_args.do_eval:
             eval_dataset = build_pretraining_dataset(validation_documents, **build)
+            eval_available = dataset_size(eval_dataset)
             eval_dataset = first_examples(eval_dataset, data_args.max_eval_samples)
             eval_dataset = add_fixed_masks(eval_dataset, collator, num_proc=data_args.preprocessing_num_workers)
 
@@ -342,6 +344,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             ),
             eval_metrics={"validation": eval_metrics} if eval_metrics else None,
             base_model=model_args.model_name_or_path,
+            num_train_available=train_available,
+            num_eval_available=eval_available,
             hyperparameters=card_hyperparameters(model_args, data_args, tokenizer),
         )
     return metrics

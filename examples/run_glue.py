@@ -216,6 +216,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             return data_args.max_train_samples
         return data_args.max_predict_samples if split.startswith("test") else data_args.max_eval_samples
 
+    available = {split: len(dataset) for split, dataset in raw.items()}  # for the model card: N used of M
     raw = datasets.DatasetDict({split: first_examples(dataset, limit(split)) for split, dataset in raw.items()})
     with training_args.main_process_first(desc="tokenizing"):
         encode = encode_glue_for_words if family == "elmo" else encode_glue_for_subwords
@@ -262,11 +263,14 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         finish_run(
             trainer,
             family,
-            dataset_name=f"GLUE {task.folder}",
-            dataset_id=HUB_DATASET,
+            # Local files are named as such; only data that came from the Hub gets a Hub id.
+            dataset_name=f"GLUE {task.folder}"
+            + (f" (the local file {task.split_files['train']})" if data_args.data_dir else ""),
+            dataset_id=None if data_args.data_dir else data_args.dataset_name,
             dataset_config=task.name,
-            training_data=f"the {task.folder} training set"
-            + (f" (first {len(encoded['train']):,} examples)" if data_args.max_train_samples else ""),
+            training_data=f"the {task.folder} training set",
+            num_train_available=available.get("train"),
+            num_eval_available=sum(available.get(split, 0) for split in task.validation_splits) or None,
             # Evaluated on the task's dev set: its files (--data_dir) or the Hub dataset's validation split(s).
             eval_dataset_name=(
                 f"GLUE {task.folder} " + ", ".join(task.split_files[s] for s in task.validation_splits)

@@ -314,12 +314,12 @@ def hold_out_validation(
 
 
 def training_data_name(dataset_name: str | None, train_files: str | Iterable[str] | None) -> str:
-    """How a model card names the training data: the `datasets` dataset, else the training files' names (never
-    their local paths)."""
+    """How a model card names the training data: the `datasets` dataset, else "the local file(s) ..." with the
+    training files' names (never their local paths), so that the card says where the data came from."""
     if dataset_name is not None:
         return shareable_name(dataset_name)  # a dataset saved to disk: its folder's name
     files = [train_files] if isinstance(train_files, str) else list(train_files or ())
-    return ", ".join(Path(f).name for f in files)
+    return f"the local file{'s' if len(files) > 1 else ''} " + ", ".join(Path(f).name for f in files)
 
 
 def evaluation_data(

@@ -170,8 +170,8 @@ def test_model_card_reports_the_run(single_run, corpus):
     # The card names the evaluation files, not the training files, in its text and its model-index.
     assert "Measured on valid.txt by the script" in card.text
     assert {(r.dataset_name, r.dataset_type) for r in results} == {("valid.txt", "valid.txt")}
-    assert "## Training data\n\ntrain.txt" in card.text
-    assert "Pretrained from scratch on train.txt" in card.text
+    assert "## Training data\n\nthe local file train.txt" in card.text
+    assert "Pretrained from scratch on the local file train.txt" in card.text
     vocab_size = len(AutoTokenizer.from_pretrained(output_dir))
     for row in [
         "| model_size | tiny |",

@@ -82,8 +82,8 @@ def test_first_examples_and_held_out_validation():
 
 def test_training_data_is_named_by_dataset_or_file_names():
     assert training_data_name("wikitext", ["/data/a.txt"]) == "wikitext"
-    assert training_data_name(None, ["/data/a.txt", "b.txt"]) == "a.txt, b.txt"
-    assert training_data_name(None, "/data/eng.train") == "eng.train"
+    assert training_data_name(None, ["/data/a.txt", "b.txt"]) == "the local files a.txt, b.txt"
+    assert training_data_name(None, "/data/eng.train") == "the local file eng.train"
 
 
 def test_parse_args_and_set_up_parses_logs_and_seeds(tmp_path):
