@@ -319,7 +319,12 @@ def training_data_name(dataset_name: str | None, train_files: str | Iterable[str
     if dataset_name is not None:
         return shareable_name(dataset_name)  # a dataset saved to disk: its folder's name
     files = [train_files] if isinstance(train_files, str) else list(train_files or ())
-    return f"the local file{'s' if len(files) > 1 else ''} " + ", ".join(Path(f).name for f in files)
+    return f"the local file{'s' if len(files) > 1 else ''} {_file_names(files)}"
+
+
+def _file_names(files: str | Iterable[str]) -> str:
+    """'a.txt, b.txt': the names of files, never their local paths."""
+    return ", ".join(Path(f).name for f in ([files] if isinstance(files, str) else files))
 
 
 def evaluation_data(
@@ -337,10 +342,10 @@ def evaluation_data(
     training"); else the `datasets` dataset's own validation split. Empty when there is no evaluation data.
     """
     if validation_files:
-        return {"eval_dataset_name": training_data_name(None, validation_files)}
+        return {"eval_dataset_name": _file_names(validation_files)}
     held_out = validation is not None and str(getattr(validation, "split", None)) != "validation"
     if held_out:
-        source = training_data_name(dataset_name, train_files)
+        source = shareable_name(dataset_name) if dataset_name is not None else _file_names(train_files or ())
         return {"eval_dataset_name": f"{validation_split_percentage:g}% of {source} held out from training"}
     if dataset_name is not None:  # the card lists `eval_dataset_id` only when it is a Hub id
         return {"eval_dataset_name": shareable_name(dataset_name), "eval_dataset_id": dataset_name}
