@@ -11,7 +11,8 @@
 4. The saved tagger is reloaded through `AutoConfig`, `AutoModelForTokenClassification` and `AutoTokenizer`, and
    `pipeline("token-classification")` (with hf_ctx's word-level pipeline class) tags a sentence.
 
-About a minute and a half on 2 CPU cores with the defaults (82 s measured). The same script takes real data:
+About a minute and a half on 2 idle CPU cores with the defaults (82 s measured); each stage prints its expected
+time as it starts. The same script takes real data:
 
     python examples/end_to_end.py --train_file eng.train --validation_file eng.testa \\
         --raw_text_file corpus.txt --bilm_epochs 1 --tagger_epochs 5 --output_dir runs/end_to_end_conll
@@ -42,9 +43,10 @@ TINY_BILM = {
     "char_cnn": {"filters": [[1, 16], [2, 16], [3, 32], [4, 32]], "embedding": {"dim": 16}, "n_highway": 1},
     "lstm": {"dim": 128, "projection_dim": 64, "cell_clip": None, "proj_clip": None},
 }
-# Seconds each stage takes with the defaults on 2 CPU cores (measured, docs/performance.md#threads-for-small-models),
-# printed as each starts so that a user on a slower or busier machine can tell slow from stuck.
-EXPECTED_SECONDS = {"data": 2, "bilm": 45, "tagger": 30, "reload": 5}
+# How long each stage takes with the defaults on 2 idle CPU cores, printed as it starts so that a user on a slower or
+# busier machine can tell slow from stuck. Estimates: each stage's share of a measured run, scaled to the 82 s the
+# whole job took on 2 idle cores (docs/performance.md#threads-for-small-models); on a busy machine expect more.
+EXPECTED_TIME = {"data": "1 s", "bilm": "60-80 s", "tagger": "15 s", "reload": "2 s"}
 # Names the generated training data never contains (held-out lists of synthetic_ner), in a familiar frame.
 DEMO_SENTENCE = "Ingrid Okafor , who works for Falcon Steel , arrived in Oslo on Monday ."
 
@@ -98,8 +100,8 @@ def training_flags(output_dir: Path, epochs: float, learning_rate: float, args: 
 
 
 def starting(stage: str, what: str) -> float:
-    """Say what starts and how long it takes on 2 CPU cores; returns the start time."""
-    print(f"... {what} (about {EXPECTED_SECONDS[stage]} s on 2 CPU cores with the default settings)", flush=True)
+    """Say what starts and how long it takes on 2 idle CPU cores; returns the start time."""
+    print(f"... {what} (about {EXPECTED_TIME[stage]} on 2 idle CPU cores with the default settings)", flush=True)
     return time.perf_counter()
 
 
