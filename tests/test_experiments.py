@@ -162,3 +162,11 @@ def test_bert_glue_conll_smoke(data_dir, tmp_path, capsys):
     assert printed.count("reusing the finished run") == 1 + 2 * 2 * len(SEEDS) - 1
     assert f"--output_dir {unfinished.parent}" in printed and "examples/pretrain_bert.py" not in printed
     assert unfinished.is_file() and (out / "results.md").read_text() == results
+
+
+def test_verdicts_say_better_or_worse_than_the_control():
+    """ "Loss" beside scores reads as the training loss (issue 26): the verdict says better or worse."""
+    verdict = load("report").verdict
+    assert verdict([0.61, 0.62], [0.3, 0.35]).startswith("better than the control (every seed above")
+    assert verdict([0.1, 0.2], [0.3, 0.35]).startswith("worse than the control (every seed below")
+    assert verdict([0.3, 0.4], [0.35, 0.36]) == "no clear difference (the seeds overlap)"
