@@ -67,8 +67,6 @@ def choose_num_threads(num_parameters: int, num_threads: int | None = None) -> i
     thread per `PARAMETERS_PER_THREAD` parameters, at least one and at most one per available core.
     """
     if num_threads is not None:
-        if num_threads < 1:
-            raise ValueError(f"--num_threads must be at least 1, got {num_threads}")
         return num_threads
     if os.environ.get("OMP_NUM_THREADS"):
         return None
@@ -483,6 +481,11 @@ class CtxTrainingArguments(TrainingArguments):
             "at most one per core: small models train fastest on one thread, and alone beside other jobs)"
         },
     )
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.num_threads is not None and self.num_threads < 1:
+            raise ValueError(f"--num_threads must be at least 1, got {self.num_threads}")
 
 
 class CtxTrainer(Trainer):

@@ -327,8 +327,6 @@ def test_small_models_train_on_one_thread_unless_told_otherwise(tmp_path, monkey
     assert training.choose_num_threads(45_000_000) == 2
     assert training.choose_num_threads(10**9) == 2  # never more than the cores
     assert training.choose_num_threads(460_000, num_threads=3) == 3  # --num_threads wins
-    with pytest.raises(ValueError, match="--num_threads must be at least 1, got 0"):
-        training.choose_num_threads(460_000, num_threads=0)
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     assert training.choose_num_threads(460_000) is None  # torch already follows the environment
     assert training.choose_num_threads(460_000, num_threads=1) == 1
@@ -344,6 +342,8 @@ def test_small_models_train_on_one_thread_unless_told_otherwise(tmp_path, monkey
     )
     training.CtxTrainer(model=model, args=args)
     assert torch.get_num_threads() == 2
+    with pytest.raises(ValueError, match="--num_threads must be at least 1, got 0"):
+        training.CtxTrainingArguments(output_dir=str(tmp_path), num_threads=0)
     args.num_threads = None
     training.CtxTrainer(model=model, args=args)
     assert torch.get_num_threads() == 1
