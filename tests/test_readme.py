@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 USAGE = README[README.index("## Usage") : README.index("## Example commands")]
@@ -70,6 +72,7 @@ def readme_commands() -> list[list[str]]:
     return commands
 
 
+@pytest.mark.slow  # a fresh Python process that builds BERT mini: about a minute on a busy 2-core machine
 def test_readme_usage_runs_without_warnings_or_load_reports(tmp_path):
     blocks = re.findall(r"```python\n(.*?)```", USAGE, re.S)
     commands = readme_commands()
