@@ -199,8 +199,8 @@ class LstmCellWithProjection(nn.Module):
         # Only the "enabled" flag changes, and only around this call: `torch.backends.mkldnn.flags()` would also
         # set oneDNN's TF32 flag, which warns on CPU builds.
         skip_onednn = self.weight_hr is not None and inputs.device.type == "cpu" and not torch.compiler.is_compiling()
-        onednn_enabled = torch._C._get_mkldnn_enabled()
         if skip_onednn:
+            onednn_enabled = torch._C._get_mkldnn_enabled()
             torch._C._set_mkldnn_enabled(False)
         try:
             # (input, (h0, c0), weights, has_biases, num_layers, dropout, train, bidirectional, batch_first)
