@@ -72,7 +72,7 @@ def readme_commands() -> list[list[str]]:
     return commands
 
 
-@pytest.mark.slow  # a fresh Python process that builds BERT mini: about a minute on a busy 2-core machine
+@pytest.mark.slow  # a fresh Python process that builds BERT mini: 8 s on a quiet 2-core machine, a minute on a busy one
 def test_readme_usage_runs_without_warnings_or_load_reports(tmp_path):
     blocks = re.findall(r"```python\n(.*?)```", USAGE, re.S)
     commands = readme_commands()
