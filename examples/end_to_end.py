@@ -46,7 +46,7 @@ TINY_BILM = {
 # How long each stage takes with the defaults on 2 idle CPU cores, printed as it starts so that a user on a slower or
 # busier machine can tell slow from stuck. Estimates: each stage's share of a measured run, scaled to the 82 s the
 # whole job took on 2 idle cores (docs/performance.md#threads-for-small-models); on a busy machine expect more.
-EXPECTED_TIME = {"data": "1 s", "bilm": "60-80 s", "tagger": "15 s", "reload": "2 s"}
+EXPECTED_TIME = {"data": "1 s", "bilm": "60-80 s", "tagger": "15-25 s", "reload": "2 s"}
 # Names the generated training data never contains (held-out lists of synthetic_ner), in a familiar frame.
 DEMO_SENTENCE = "Ingrid Okafor , who works for Falcon Steel , arrived in Oslo on Monday ."
 
