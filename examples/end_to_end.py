@@ -11,7 +11,8 @@
 4. The saved tagger is reloaded through `AutoConfig`, `AutoModelForTokenClassification` and `AutoTokenizer`, and
    `pipeline("token-classification")` (with hf_ctx's word-level pipeline class) tags a sentence.
 
-About a minute and a half on 2 CPU cores with the defaults (82 s measured). The same script takes real data:
+About a minute and a half on 2 idle CPU cores with the defaults (82 s measured); each stage prints its expected
+time as it starts. The same script takes real data:
 
     python examples/end_to_end.py --train_file eng.train --validation_file eng.testa \\
         --raw_text_file corpus.txt --bilm_epochs 1 --tagger_epochs 5 --output_dir runs/end_to_end_conll
@@ -22,6 +23,7 @@ Everything lands in `--output_dir`: `data/` (when generated), `bilm/`, `tagger/`
 
 import json
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +43,10 @@ TINY_BILM = {
     "char_cnn": {"filters": [[1, 16], [2, 16], [3, 32], [4, 32]], "embedding": {"dim": 16}, "n_highway": 1},
     "lstm": {"dim": 128, "projection_dim": 64, "cell_clip": None, "proj_clip": None},
 }
+# How long each stage takes with the defaults on 2 idle CPU cores, printed as it starts so that a user on a slower or
+# busier machine can tell slow from stuck. Estimates: each stage's share of a measured run, scaled to the 82 s the
+# whole job took on 2 idle cores (docs/performance.md#threads-for-small-models); on a busy machine expect more.
+EXPECTED_TIME = {"data": "1 s", "bilm": "60-80 s", "tagger": "15-25 s", "reload": "2 s"}
 # Names the generated training data never contains (held-out lists of synthetic_ner), in a familiar frame.
 DEMO_SENTENCE = "Ingrid Okafor , who works for Falcon Steel , arrived in Oslo on Monday ."
 
@@ -64,10 +70,14 @@ class EndToEndArguments:
     tagger_epochs: float = field(default=4.0, metadata={"help": "TagLM training epochs"})
     sentence: str = field(default=DEMO_SENTENCE, metadata={"help": "the sentence the reloaded pipeline tags"})
     seed: int = field(default=42, metadata={"help": "random seed of every step"})
+    num_threads: int | None = field(
+        default=None, metadata={"help": "CPU threads for training (default: hf_ctx's choice for the model's size)"}
+    )
 
 
-def training_flags(output_dir: Path, epochs: float, learning_rate: float, seed: int) -> list[str]:
-    return [
+def training_flags(output_dir: Path, epochs: float, learning_rate: float, args: EndToEndArguments) -> list[str]:
+    threads = [] if args.num_threads is None else ["--num_threads", str(args.num_threads)]
+    return threads + [
         "--output_dir",
         str(output_dir),
         "--num_train_epochs",
@@ -79,7 +89,7 @@ def training_flags(output_dir: Path, epochs: float, learning_rate: float, seed: 
         "--per_device_eval_batch_size",
         "64",
         "--seed",
-        str(seed),
+        str(args.seed),
         "--save_strategy",
         "no",
         "--report_to",
@@ -89,9 +99,16 @@ def training_flags(output_dir: Path, epochs: float, learning_rate: float, seed: 
     ]
 
 
+def starting(stage: str, what: str) -> float:
+    """Say what starts and how long it takes on 2 idle CPU cores; returns the start time."""
+    print(f"... {what} (about {EXPECTED_TIME[stage]} on 2 idle CPU cores with the default settings)", flush=True)
+    return time.perf_counter()
+
+
 def main(argv: list[str] | None = None) -> dict:
     (args,) = HfArgumentParser(EndToEndArguments).parse_args_into_dataclasses(args=argv)
     out = Path(args.output_dir)
+    started = starting("data", "preparing the data")
 
     if args.train_file is None:
         data = generate_ner_corpus(
@@ -103,7 +120,7 @@ def main(argv: list[str] | None = None) -> dict:
             seed=args.seed,
         )
         train, validation, test, raw = data["train"], data["validation"], data["test"], [data["raw"]]
-        print(f"[1/4] generated a NER corpus in {out / 'data'}")
+        print(f"[1/4] generated a NER corpus in {out / 'data'} ({time.perf_counter() - started:.0f} s)")
     else:
         if args.validation_file is None:
             raise ValueError("--train_file needs --validation_file (the tagger's F1 is measured on it)")
@@ -115,6 +132,7 @@ def main(argv: list[str] | None = None) -> dict:
     training_text.parent.mkdir(parents=True, exist_ok=True)
     training_text.write_text("".join(" ".join(s["tokens"]) + "\n" for s in read_conll(train)), encoding="utf-8")
     bilm_dir = out / "bilm"
+    started = starting("bilm", "pretraining the biLM")
     bilm_metrics = pretrain_elmo.main(
         [
             "--train_file",
@@ -128,19 +146,20 @@ def main(argv: list[str] | None = None) -> dict:
             args.bilm_config,
             "--do_train",
             "--do_eval",
-            *training_flags(bilm_dir, args.bilm_epochs, 3e-3, args.seed),
+            *training_flags(bilm_dir, args.bilm_epochs, 3e-3, args),
         ]
     )
     print(
         f"[2/4] biLM pretrained: validation perplexity {bilm_metrics['eval_perplexity']:.2f} "
         f"(forward {bilm_metrics['eval_forward_perplexity']:.2f}, backward "
-        f"{bilm_metrics['eval_backward_perplexity']:.2f}), saved in {bilm_dir}"
+        f"{bilm_metrics['eval_backward_perplexity']:.2f}), saved in {bilm_dir} ({time.perf_counter() - started:.0f} s)"
     )
 
     tagger_dir = out / "tagger"
     data_flags = ["--train_file", str(train), "--validation_file", str(validation)]
     if test:
         data_flags += ["--test_file", str(test), "--do_predict"]
+    started = starting("tagger", "training TagLM on the frozen biLM")
     metrics = run_ner.main(
         [
             "--model_type",
@@ -150,7 +169,7 @@ def main(argv: list[str] | None = None) -> dict:
             *data_flags,
             "--do_train",
             "--do_eval",
-            *training_flags(tagger_dir, args.tagger_epochs, 1e-2, args.seed),
+            *training_flags(tagger_dir, args.tagger_epochs, 1e-2, args),
         ]
     )
     per_type = ", ".join(
@@ -160,8 +179,9 @@ def main(argv: list[str] | None = None) -> dict:
     )
     print(
         f"[3/4] TagLM validation entity F1 {metrics['eval_f1']:.4f} (precision {metrics['eval_precision']:.4f}, "
-        f"recall {metrics['eval_recall']:.4f}; {per_type}), saved in {tagger_dir}"
+        f"recall {metrics['eval_recall']:.4f}; {per_type}), saved in {tagger_dir} ({time.perf_counter() - started:.0f} s)"
     )
+    started = starting("reload", "reloading the tagger through the Auto classes and tagging a sentence")
 
     config = AutoConfig.from_pretrained(tagger_dir)
     model = AutoModelForTokenClassification.from_pretrained(tagger_dir)
@@ -176,7 +196,7 @@ def main(argv: list[str] | None = None) -> dict:
     entities = tagger(args.sentence)
     print(
         f"[4/4] reloaded {type(config).__name__} / {type(model).__name__} / {type(tokenizer).__name__}; "
-        f'pipeline("token-classification") on "{args.sentence}":'
+        f'pipeline("token-classification") on "{args.sentence}" ({time.perf_counter() - started:.0f} s):'
     )
     for entity in entities:
         print(

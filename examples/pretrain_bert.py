@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from datasets import load_dataset
-from transformers import AutoModelForPreTraining, TrainingArguments
+from transformers import AutoModelForPreTraining
 
 from hf_ctx import BERT_PRESETS, CtxBertConfig, CtxBertForPreTraining
 from hf_ctx.checks import (
@@ -49,10 +49,11 @@ from hf_ctx.data.pretraining import (
 )
 from hf_ctx.data.text import DOCUMENT_BOUNDARIES, load_text_documents
 from hf_ctx.errors import run_script
-from hf_ctx.hub import finish_run
+from hf_ctx.hub import dataset_size, finish_run
 from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
     CtxTrainer,
+    CtxTrainingArguments,
     TextCorpusArguments,
     evaluation_data,
     first_examples,
@@ -218,27 +219,38 @@ def card_hyperparameters(model_args: ModelArguments, data_args: DataArguments, t
 MIN_IS_NEXT_SHARE = 0.4
 
 
-def warn_if_few_is_next_pairs(dataset) -> float:
+def warn_if_few_is_next_pairs(dataset, split_sentences: bool) -> float:
     """Warn when fewer than `MIN_IS_NEXT_SHARE` of the NSP pairs are IsNext (label 0); returns the share.
 
     A document of one segment (one line, or one paragraph) only makes NotNext pairs: raw text with a paragraph a
-    line, or corpora of one-sentence documents, give mostly NotNext.
+    line, or corpora of one-sentence documents, give mostly NotNext. The advice depends on whether the lines were
+    already cut into sentences (`--split_sentences`).
     """
     labels = np.asarray(dataset.with_format("numpy")["next_sentence_label"])
     share = float((labels == 0).mean()) if len(labels) else 1.0
     if share < MIN_IS_NEXT_SHARE:
+        if split_sentences:
+            advice = (
+                "The lines are already cut into sentences (--split_sentences), so many documents are a single "
+                "sentence (in WikiText, each heading between blank lines is one): put blank lines between "
+                "documents only, not around headings and paragraphs, or pretrain with --objective mlm"
+            )
+        else:
+            advice = (
+                "For text with a paragraph per line, --split_sentences cuts it into sentence segments; for "
+                "one-sentence documents, --objective mlm"
+            )
         logger.warning(
             f"only {share:.1%} of the {len(labels):,} next-sentence training pairs are IsNext (BERT's recipe makes "
             f"half): most documents have one segment, so the NSP accuracy will mostly show the majority class. "
-            f"For text with a paragraph per line, --split_sentences cuts it into sentence segments; for one-sentence "
-            f"documents, --objective mlm"
+            + advice
         )
     return share
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
-        (ModelArguments, DataArguments, TrainingArguments), argv, logger, ignored_together=IGNORED_TOGETHER
+        (ModelArguments, DataArguments, CtxTrainingArguments), argv, logger, ignored_together=IGNORED_TOGETHER
     )
     # The checkpoint ("latest": the latest complete one) is resolved now: its tokenizer is the run's.
     training_args.resume_from_checkpoint = resolve_resume_checkpoint(
@@ -283,17 +295,19 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         num_proc=data_args.preprocessing_num_workers,
         split_sentences=data_args.split_sentences,
     )
-    train_dataset = eval_dataset = None
+    train_dataset = eval_dataset = train_available = eval_available = None
     with training_args.main_process_first(desc="building pretraining examples"):
         if training_args.do_train:
             train_dataset = build_pretraining_dataset(train_documents, **build)
+            train_available = dataset_size(train_dataset)  # for the model card: N used of M
             train_dataset = first_examples(train_dataset, data_args.max_train_samples)
             if data_args.objective == "mlm_nsp":
-                warn_if_few_is_next_pairs(train_dataset)
+                warn_if_few_is_next_pairs(train_dataset, data_args.split_sentences)
             if data_args.streaming:
                 train_dataset = shuffled_stream(train_dataset, training_args)
         if training_args.do_eval:
             eval_dataset = build_pretraining_dataset(validation_documents, **build)
+            eval_available = dataset_size(eval_dataset)
             eval_dataset = first_examples(eval_dataset, data_args.max_eval_samples)
             eval_dataset = add_fixed_masks(eval_dataset, collator, num_proc=data_args.preprocessing_num_workers)
 
@@ -330,6 +344,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             ),
             eval_metrics={"validation": eval_metrics} if eval_metrics else None,
             base_model=model_args.model_name_or_path,
+            num_train_available=train_available,
+            num_eval_available=eval_available,
             hyperparameters=card_hyperparameters(model_args, data_args, tokenizer),
         )
     return metrics

@@ -30,7 +30,7 @@ import logging
 from dataclasses import dataclass, field
 
 from datasets import load_dataset
-from transformers import AutoModelForPreTraining, TrainingArguments
+from transformers import AutoModelForPreTraining
 
 from hf_ctx import ELMO_PRESETS, ElmoConfig, ElmoForBiLM, ElmoTokenizer
 from hf_ctx.checks import (
@@ -46,10 +46,11 @@ from hf_ctx.data.bilm import (
     split_into_sentences,
 )
 from hf_ctx.errors import run_script
-from hf_ctx.hub import finish_run
+from hf_ctx.hub import dataset_size, finish_run
 from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
     CtxTrainer,
+    CtxTrainingArguments,
     TextCorpusArguments,
     evaluation_data,
     first_examples,
@@ -124,6 +125,7 @@ def load_lines(data_args: DataArguments, seed: int):
 
 
 def sentences(lines, data_args: DataArguments, limit: int | None):
+    """(the first `limit` sentences of `lines`, how many there were: None when streamed)."""
     dataset = split_into_sentences(
         lines,
         data_args.max_words,
@@ -131,7 +133,7 @@ def sentences(lines, data_args: DataArguments, limit: int | None):
         data_args.split_sentences,
         num_proc=data_args.preprocessing_num_workers,
     )
-    return first_examples(dataset, limit)
+    return first_examples(dataset, limit), dataset_size(dataset)
 
 
 def build_model_and_tokenizer(model_args: ModelArguments, train_sentences):
@@ -161,7 +163,7 @@ def build_model_and_tokenizer(model_args: ModelArguments, train_sentences):
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
-        (ModelArguments, DataArguments, TrainingArguments),
+        (ModelArguments, DataArguments, CtxTrainingArguments),
         argv,
         logger,
         ignored_together=IGNORED_TOGETHER,
@@ -174,9 +176,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             "--do_eval needs validation data: --validation_file, a validation split, or --validation_split_percentage"
         )
     with training_args.main_process_first(desc="splitting sentences"):
-        train_sentences = sentences(train_lines, data_args, data_args.max_train_samples)
-        eval_sentences = (
-            sentences(validation_lines, data_args, data_args.max_eval_samples) if training_args.do_eval else None
+        train_sentences, train_available = sentences(train_lines, data_args, data_args.max_train_samples)
+        eval_sentences, eval_available = (
+            sentences(validation_lines, data_args, data_args.max_eval_samples)
+            if training_args.do_eval
+            else (None, None)
         )
     model, tokenizer = build_model_and_tokenizer(model_args, train_sentences)
     if data_args.streaming and training_args.do_train:
@@ -218,6 +222,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
                 data_args.validation_split_percentage,
             ),
             eval_metrics={"validation": eval_metrics} if eval_metrics else None,
+            base_model=model_args.model_name_or_path,
+            num_train_available=train_available,
+            num_eval_available=eval_available,
             hyperparameters={
                 "vocab_min_count": model_args.vocab_min_count,
                 "max_words": data_args.max_words,

@@ -32,7 +32,6 @@ from transformers import (
     AutoConfig,
     AutoModelForSequenceClassification,
     DataCollatorWithPadding,
-    TrainingArguments,
 )
 
 from hf_ctx import BERT_PRESETS, ELMO_PRESETS, CtxBertConfig, ElmoConfig, ElmoTokenizer
@@ -56,6 +55,7 @@ from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
     CtxTrainer,
+    CtxTrainingArguments,
     apply_gpu_defaults,
     first_examples,
     parse_args_and_set_up,
@@ -168,7 +168,7 @@ def build_model(model_args: ModelArguments, task, tokenizer):
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
-        (ModelArguments, DataArguments, TrainingArguments), argv, logger, ignored_together=IGNORED_TOGETHER
+        (ModelArguments, DataArguments, CtxTrainingArguments), argv, logger, ignored_together=IGNORED_TOGETHER
     )
     applied = apply_gpu_defaults(training_args, argv, group_by_length=True)
     if applied:
@@ -217,6 +217,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             return data_args.max_train_samples
         return data_args.max_predict_samples if split.startswith("test") else data_args.max_eval_samples
 
+    available = {split: len(dataset) for split, dataset in raw.items()}  # for the model card: N used of M
     raw = datasets.DatasetDict({split: first_examples(dataset, limit(split)) for split, dataset in raw.items()})
     with training_args.main_process_first(desc="tokenizing"):
         encode = encode_glue_for_words if family == "elmo" else encode_glue_for_subwords
@@ -275,11 +276,14 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         finish_run(
             trainer,
             family,
-            dataset_name=f"GLUE {task.folder}",
-            dataset_id=HUB_DATASET,
+            # Local files are named as such; only data that came from the Hub gets a Hub id.
+            dataset_name=f"GLUE {task.folder}"
+            + (f" (the local file {task.split_files['train']})" if data_args.data_dir else ""),
+            dataset_id=None if data_args.data_dir else data_args.dataset_name,
             dataset_config=task.name,
-            training_data=f"the {task.folder} training set"
-            + (f" (first {len(encoded['train']):,} examples)" if data_args.max_train_samples else ""),
+            training_data=f"the {task.folder} training set",
+            num_train_available=available.get("train"),
+            num_eval_available=sum(available.get(split, 0) for split in task.validation_splits) or None,
             # Evaluated on the task's dev set: its files (--data_dir) or the Hub dataset's validation split(s).
             eval_dataset_name=(
                 f"GLUE {task.folder} " + ", ".join(task.split_files[s] for s in task.validation_splits)

@@ -62,6 +62,7 @@ from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
     CtxTrainer,
+    CtxTrainingArguments,
     apply_gpu_defaults,
     evaluation_data,
     hold_out_validation,
@@ -165,8 +166,9 @@ class DataArguments:
     max_predict_samples: int | None = field(default=None, metadata={"help": "keep the first N test sentences"})
 
 
-def load_data(data_args: DataArguments, training_args: TrainingArguments) -> datasets.DatasetDict:
-    """The splits the run needs, with string tags in `data_args.tag_scheme`."""
+def load_data(data_args: DataArguments, training_args: TrainingArguments) -> tuple[datasets.DatasetDict, dict]:
+    """The splits the run needs, with string tags in `data_args.tag_scheme`, and each split's size before
+    `--max_*_samples` (for the model card)."""
     if data_args.dataset_name is not None:
         data = conll.load_hub_ner_dataset(data_args.dataset_name, data_args.dataset_config_name, data_args.tag_scheme)
     else:
@@ -193,13 +195,14 @@ def load_data(data_args: DataArguments, training_args: TrainingArguments) -> dat
         "validation": data_args.max_eval_samples,
         "test": data_args.max_predict_samples,
     }
-    return datasets.DatasetDict(
+    used = datasets.DatasetDict(
         {
             split: data[split].select(range(min(limits[split], len(data[split])))) if limits[split] else data[split]
             for split in needed
             if split in data and needed[split]
         }
     )
+    return used, {split: len(data[split]) for split in used}
 
 
 def labels_for(model_args, data_args, data) -> list[str]:
@@ -324,14 +327,14 @@ def encode_splits(data, tokenizer, family: str, label2id: dict[str, int], max_se
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
-        (ModelArguments, DataArguments, TrainingArguments),
+        (ModelArguments, DataArguments, CtxTrainingArguments),
         argv,
         logger,
         ignored_together=IGNORED_TOGETHER,
         positive=("max_seq_length", "validation_split_percentage", "early_stopping_patience"),
     )
 
-    data = load_data(data_args, training_args)
+    data, available = load_data(data_args, training_args)  # available: split -> examples before --max_*_samples
     labels = labels_for(model_args, data_args, data)
     label2id = {label: i for i, label in enumerate(labels)}
     for split, dataset in data.items():
@@ -410,6 +413,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
                 data_args.validation_split_percentage,
             ),
             eval_metrics={"validation": eval_metrics} if eval_metrics else None,
+            # A new ELMo tagger starts from the biLM; a TagLM tagger's card names its biLM from the config.
+            base_model=model_args.model_name_or_path or (model_args.bilm_name_or_path if family == "elmo" else None),
+            num_train_available=available.get("train"),
+            num_eval_available=available.get("validation"),
             hyperparameters={"tag_scheme": data_args.tag_scheme},
         )
     return metrics

@@ -13,8 +13,8 @@ import warnings
 from pathlib import Path
 
 DESCRIPTION = """\
-hf_ctx command line: train a BERT WordPiece tokenizer, and convert transformers BERT and published ELMo
-checkpoints into hf_ctx checkpoints. Errors in the input print one line (error: ...) and exit with status 1;
+hf_ctx command line: train a BERT WordPiece tokenizer, convert transformers BERT and published ELMo
+checkpoints into hf_ctx checkpoints, and embed a text file with ELMo into an HDF5 file. Errors in the input print one line (error: ...) and exit with status 1;
 --debug, or HF_CTX_DEBUG=1 in the environment, shows the traceback instead."""
 
 

@@ -53,7 +53,7 @@ def finish_run(trainer: Trainer, model_family: str, **card_facts) -> ModelCard |
 
     Call it at the end of an example script, on every process (saving may need all of them), after evaluation.
     The tokenizer is the Trainer's `processing_class`. The card is filled from the Trainer (hyperparameters,
-    evaluation log, dataset sizes) and `card_facts`, the keyword arguments of
+    evaluation log, dataset sizes, steps and batch size) and `card_facts`, the keyword arguments of
     `hf_ctx.model_card.build_model_card` (`dataset_name` is required; pass `eval_metrics={"validation": metrics}`
     with what `trainer.evaluate()` returned, and `hyperparameters` for settings outside `TrainingArguments`, which
     are added to the Trainer's). The Hub repository is `--hub_model_id` (default: the output folder's name),
@@ -76,8 +76,10 @@ def finish_run(trainer: Trainer, model_family: str, **card_facts) -> ModelCard |
     repo_id = trainer.hub_model_id or args.hub_model_id or Path(args.output_dir).absolute().name
     facts = {
         "training_log": training_log,
-        "num_train_examples": _size(trainer.train_dataset),
-        "num_eval_examples": _size(trainer.eval_dataset),
+        "num_train_examples": dataset_size(trainer.train_dataset),
+        "num_eval_examples": dataset_size(trainer.eval_dataset),
+        "train_steps": trainer.state.global_step or None,
+        "train_batch_size": args.train_batch_size * args.gradient_accumulation_steps * args.world_size,
         **card_facts,
         "hyperparameters": {**extract_hyperparameters_from_trainer(trainer), **card_facts.get("hyperparameters", {})},
     }
@@ -101,7 +103,7 @@ def finish_run(trainer: Trainer, model_family: str, **card_facts) -> ModelCard |
     return card
 
 
-def _size(dataset) -> int | None:
+def dataset_size(dataset) -> int | None:
     """Number of examples; None for no dataset, a streamed one (no length) or several (a dict of them)."""
     if dataset is None or isinstance(dataset, dict):
         return None

@@ -193,8 +193,21 @@ class LstmCellWithProjection(nn.Module):
             return run_lstms_with_projection([self], [inputs])[0]
         batch = inputs.shape[0]
         initial = (inputs.new_zeros(1, batch, self.projection_size), inputs.new_zeros(1, batch, self.cell_size))
-        # (input, (h0, c0), weights, has_biases, num_layers, dropout, train, bidirectional, batch_first)
-        return torch.lstm(inputs, initial, self.lstm_weights(), True, 1, 0.0, self.training, False, True)[0]
+        # On CPU, PyTorch offers an LSTM to oneDNN first; oneDNN has none with projections, so PyTorch warns
+        # ("LSTM with projections is not supported with oneDNN") and runs its own kernel. Asking for that kernel
+        # directly runs the same computation without a warning no user could act on.
+        # Only the "enabled" flag changes, and only around this call: `torch.backends.mkldnn.flags()` would also
+        # set oneDNN's TF32 flag, which warns on CPU builds.
+        skip_onednn = self.weight_hr is not None and inputs.device.type == "cpu" and not torch.compiler.is_compiling()
+        if skip_onednn:
+            onednn_enabled = torch._C._get_mkldnn_enabled()
+            torch._C._set_mkldnn_enabled(False)
+        try:
+            # (input, (h0, c0), weights, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+            return torch.lstm(inputs, initial, self.lstm_weights(), True, 1, 0.0, self.training, False, True)[0]
+        finally:
+            if skip_onednn:
+                torch._C._set_mkldnn_enabled(onednn_enabled)
 
     def lstm_weights(self) -> list[torch.Tensor]:
         """The weight list `torch.lstm` takes: [weight_ih, weight_hh, bias_ih, bias_hh(, weight_hr)].

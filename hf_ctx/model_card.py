@@ -117,6 +117,10 @@ def build_model_card(
     eval_dataset_id: str | None = None,
     num_train_examples: int | None = None,
     num_eval_examples: int | None = None,
+    num_train_available: int | None = None,
+    num_eval_available: int | None = None,
+    train_steps: int | None = None,
+    train_batch_size: int | None = None,
     eval_metrics: dict[str, dict[str, float]] | None = None,
     hyperparameters: dict | None = None,
     training_log: list[dict] | None = None,
@@ -144,13 +148,18 @@ def build_model_card(
             dataset, named by the keys of `eval_metrics`).
         eval_dataset_id: Hub dataset id of the evaluation data (its configuration is `dataset_config`); by default
             `dataset_id` when `eval_dataset_name` is left out, else none.
-        num_train_examples, num_eval_examples: dataset sizes.
+        num_train_examples, num_eval_examples: how many examples were used.
+        num_train_available, num_eval_available: how many the data had, where only the first
+            `num_train_examples` / `num_eval_examples` were used (`--max_train_samples`, `--max_eval_samples`).
+        train_steps, train_batch_size: optimizer steps taken and examples per step (all processes and gradient
+            accumulation together): the card says how many examples training saw.
         eval_metrics: `{split: Trainer.evaluate() output}`, e.g. `{"validation": metrics}`.
         hyperparameters: name -> value table of the training settings.
         training_log: rows (dicts) of intermediate evaluation results, as `transformers.modelcard.parse_log_history`
             returns them.
         base_model: the checkpoint training started from; listed in the metadata when it is a Hub id. A local path
-            is shown as its folder's name only.
+            is shown as its folder's name only. `None`: the card says the model started from random weights (a
+            TagLM tagger: all but its biLM, named by `config.bilm_name_or_path`).
         pipeline_tag: Hub pipeline tag; by default derived from the model class.
         task_name: human task name for the model-index; by default that of the pipeline tag.
         language, license, tags: metadata.
@@ -169,6 +178,10 @@ def build_model_card(
         eval_dataset_id = None
     base_model_id = base_model if _is_hub_id(base_model) else None
     base_model = shareable_name(base_model)  # no local paths in a card that may be published
+    starting_point = _starting_point(base_model, model.config)
+    amounts = _amounts_used(
+        num_train_examples, num_train_available, num_eval_examples, num_eval_available, train_steps, train_batch_size
+    )
     if pipeline_tag is None:
         pipeline_tag = next((tag for end, tag in _PIPELINE_TAGS.items() if model_class.endswith(end)), None)
     if task_name is None:
@@ -222,6 +235,9 @@ def build_model_card(
         training_log=make_markdown_table(training_log) if training_log else "",
         eval_results=eval_results,
         base_model=base_model,
+        starting_point=starting_point,
+        amounts_used=amounts,
+        bilm_layers=_bilm_layer_words(model.config),
         versions=_versions(),
     )
     # Block tags on lines of their own leave runs of blank lines; Markdown needs at most one.
@@ -233,6 +249,61 @@ def write_model_card(output_dir: str | os.PathLike, model_family: str, model, **
     card = build_model_card(model_family, model, **facts)
     card.save(Path(output_dir) / "README.md")
     return card
+
+
+def _starting_point(base_model: str | None, config) -> str:
+    """Where the weights started, in words: the named checkpoint, or random initialisation."""
+    if base_model:
+        return f"`{base_model}`"
+    bilm = getattr(config, "bilm_name_or_path", None)
+    if getattr(config, "bilm_config", None):
+        source = f"`{shareable_name(bilm)}`" if bilm else "a pretrained biLM"
+        return f"random initialisation, except the frozen biLM, loaded from {source}"
+    return "random initialisation (no pretrained weights)"
+
+
+def _count(used: int, available: int | None) -> str:
+    """'1,000' or 'the first 100 of 277'."""
+    if available is not None and available > used:
+        return f"the first {used:,} of {available:,}"
+    return f"{used:,}"
+
+
+def _amounts_used(num_train, train_available, num_eval, eval_available, steps, batch_size) -> list[str]:
+    """Sentences saying how much data the run used: N of M examples, and steps x batch = examples seen."""
+    sentences = []
+    if num_train is not None:
+        sentence = f"Training examples: {_count(num_train, train_available)}"
+        if steps is not None and batch_size:
+            seen = steps * batch_size
+            sentence += f"; {steps:,} steps of {batch_size:,} examples saw {seen:,} examples"
+            if num_train:
+                passes = float(f"{seen / num_train:.3g}")
+                sentence += f" ({passes:g} pass{'' if passes == 1 else 'es'} over them)"
+        sentences.append(sentence + ".")
+    elif steps is not None and batch_size:
+        sentences.append(
+            f"Training: {steps:,} steps of {batch_size:,} examples, {steps * batch_size:,} examples seen."
+        )
+    if num_eval is not None:
+        sentences.append(f"Evaluation examples: {_count(num_eval, eval_available)}.")
+    return sentences
+
+
+def _bilm_layer_words(config) -> str:
+    """TagLM's `bilm_layers` in words: [-1] -> "LSTM layer 2 of 2, the top one"."""
+    layers, bilm = getattr(config, "bilm_layers", None), getattr(config, "bilm_config", None)
+    if not layers or not bilm:
+        return ""
+    num_lstm = bilm.get("lstm", {}).get("n_layers", 2) if isinstance(bilm, dict) else bilm.lstm["n_layers"]
+    words = []
+    for layer in layers:
+        index = layer % (num_lstm + 1)
+        if index == 0:
+            words.append("the character-CNN layer below the LSTMs")
+        else:
+            words.append(f"LSTM layer {index} of {num_lstm}" + (", the top one" if index == num_lstm else ""))
+    return " and ".join(words)
 
 
 def _is_hub_id(name: str | None) -> bool:

@@ -435,6 +435,10 @@ class CtxBertPreTrainedModel(AutoMapMixin, BatchMeanLossMixin, PreTrainedModel):
     _supports_flash_attn = True
     _supports_attention_backend = True
     _no_split_modules = ["CtxBertEmbeddings", "CtxBertLayer"]
+    # A pretraining checkpoint (`CtxBertForPreTraining`) loaded into a model with fewer heads: the pretraining heads
+    # it leaves out (the next-sentence head and its pooler for masked LM; both heads for the base model and the task
+    # models) are expected to be dropped, not worth a load report.
+    _keys_to_ignore_on_load_unexpected = [r"^cls\.(predictions|seq_relationship)\.", r"^bert\.pooler\."]
 
     @torch.no_grad()
     def _init_weights(self, module):

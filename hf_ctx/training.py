@@ -11,12 +11,12 @@ import os
 import re
 import sys
 import tempfile
-import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import datasets
+import torch
 import transformers
 from huggingface_hub import HfApi
 from transformers import HfArgumentParser, Trainer, TrainingArguments
@@ -48,13 +48,41 @@ def unpad_inputs_field():
     )
 
 
-# Warnings a user of the examples can do nothing about, by their message. PyTorch's CPU build tries oneDNN for every
-# LSTM and falls back to its own kernel for ELMo's LSTMs with projections, which is the kernel wanted anyway.
-_UNACTIONABLE_WARNINGS = [(UserWarning, r"LSTM with projections is not supported with oneDNN")]
+# Parameters per intra-op thread. Below this, an op's work is too small for a second thread to pay for its
+# start-up and barrier, and on a shared machine the threads of OpenMP's team spin at their barriers against each
+# other and against other jobs: two copies of the main job side by side ran 14 times slower than one alone with
+# torch's default of one thread per core (docs/performance.md#threads-for-small-models).
+PARAMETERS_PER_THREAD = 20_000_000
+
+
+def available_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask, as `taskset` or a container limits it)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def choose_num_threads(num_parameters: int, num_threads: int | None = None) -> int | None:
+    """How many intra-op threads to train a model of `num_parameters` with, or `None` to leave torch's setting.
+
+    `num_threads` (`--num_threads`) wins; then `OMP_NUM_THREADS`, which torch already read at start-up; else one
+    thread per `PARAMETERS_PER_THREAD` parameters, at least one and at most one per available core.
+    """
+    if num_threads is not None:
+        return num_threads
+    if os.environ.get("OMP_NUM_THREADS"):
+        return None
+    return max(1, min(available_cores(), num_parameters // PARAMETERS_PER_THREAD))
+
+
+def set_num_threads(model, num_threads: int | None = None) -> None:
+    """Set torch's intra-op threads for training `model` on the CPU (see `choose_num_threads`)."""
+    chosen = choose_num_threads(sum(p.numel() for p in model.parameters()), num_threads)
+    if chosen is not None and chosen != torch.get_num_threads():
+        logger.info(f"training with {chosen} CPU thread(s) (--num_threads or OMP_NUM_THREADS sets another number)")
+        torch.set_num_threads(chosen)
 
 
 def setup_logging(training_args: TrainingArguments, logger: logging.Logger) -> None:
-    """Set up what an example script prints: log records to stdout, warnings worth reading, a short header.
+    """Set up what an example script prints: log records to stdout and a short header.
 
     `logger` (the script's) and hf_ctx log at INFO on the processes that should log (`training_args.should_log`:
     the main one, unless `--log_on_each_node` and friends say otherwise) and at WARNING on the others;
@@ -75,8 +103,6 @@ def setup_logging(training_args: TrainingArguments, logger: logging.Logger) -> N
         logging.getLogger(name).setLevel(own_level)
     datasets.utils.logging.set_verbosity(logging.WARNING if asked == "passive" else library_level)
     transformers.utils.logging.set_verbosity(library_level)
-    for category, message in _UNACTIONABLE_WARNINGS:
-        warnings.filterwarnings("ignore", message=message, category=category)
     if training_args.device.type == "cpu":
         training_args.dataloader_pin_memory = False
     logger.info(
@@ -286,12 +312,17 @@ def hold_out_validation(
 
 
 def training_data_name(dataset_name: str | None, train_files: str | Iterable[str] | None) -> str:
-    """How a model card names the training data: the `datasets` dataset, else the training files' names (never
-    their local paths)."""
+    """How a model card names the training data: the `datasets` dataset, else "the local file(s) ..." with the
+    training files' names (never their local paths), so that the card says where the data came from."""
     if dataset_name is not None:
         return shareable_name(dataset_name)  # a dataset saved to disk: its folder's name
     files = [train_files] if isinstance(train_files, str) else list(train_files or ())
-    return ", ".join(Path(f).name for f in files)
+    return f"the local file{'s' if len(files) > 1 else ''} {_file_names(files)}"
+
+
+def _file_names(files: str | Iterable[str]) -> str:
+    """'a.txt, b.txt': the names of files, never their local paths."""
+    return ", ".join(Path(f).name for f in ([files] if isinstance(files, str) else files))
 
 
 def evaluation_data(
@@ -309,10 +340,10 @@ def evaluation_data(
     training"); else the `datasets` dataset's own validation split. Empty when there is no evaluation data.
     """
     if validation_files:
-        return {"eval_dataset_name": training_data_name(None, validation_files)}
+        return {"eval_dataset_name": _file_names(validation_files)}
     held_out = validation is not None and str(getattr(validation, "split", None)) != "validation"
     if held_out:
-        source = training_data_name(dataset_name, train_files)
+        source = shareable_name(dataset_name) if dataset_name is not None else _file_names(train_files or ())
         return {"eval_dataset_name": f"{validation_split_percentage:g}% of {source} held out from training"}
     if dataset_name is not None:  # the card lists `eval_dataset_id` only when it is a Hub id
         return {"eval_dataset_name": shareable_name(dataset_name), "eval_dataset_id": dataset_name}
@@ -439,6 +470,24 @@ def resolve_resume_checkpoint(
     return folder
 
 
+@dataclass
+class CtxTrainingArguments(TrainingArguments):
+    """`TrainingArguments` and the one setting of the examples' training that it lacks: CPU threads."""
+
+    num_threads: int | None = field(
+        default=None,
+        metadata={
+            "help": "CPU threads for training (default: OMP_NUM_THREADS when set, else one per 20M parameters, "
+            "at most one per core: small models train fastest on one thread, and alone beside other jobs)"
+        },
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.num_threads is not None and self.num_threads < 1:
+            raise ValueError(f"--num_threads must be at least 1, got {self.num_threads}")
+
+
 class CtxTrainer(Trainer):
     """transformers' `Trainer`, made safe to push and to resume; the examples train with it.
 
@@ -447,6 +496,8 @@ class CtxTrainer(Trainer):
       names, tokenizer), so every revision of the repository loads with `trust_remote_code`. The Trainer's own
       state never goes: `Trainer` would upload `training_args.bin`, a pickle holding `--hub_token` and local
       paths. `--hub_strategy checkpoint` / `all_checkpoints` upload that state by design and are refused.
+    - On the CPU, torch's intra-op threads are set for the model's size (`set_num_threads`; `--num_threads`
+      of `CtxTrainingArguments` or `OMP_NUM_THREADS` overrides).
     - `train(resume_from_checkpoint=...)` checks the checkpoint is complete (`resolve_resume_checkpoint`):
       "latest" or `True` skips an incomplete one with a warning; a named incomplete one is an error naming the
       missing files.
@@ -463,6 +514,8 @@ class CtxTrainer(Trainer):
                 "--hub_token and local paths); use every_save or end"
             )
         super().__init__(model, args, *rest, **kwargs)
+        if self.args.device.type == "cpu":
+            set_num_threads(self.model, getattr(self.args, "num_threads", None))
 
     def _checkpoint_checks(self) -> dict:
         """Keyword arguments of `missing_checkpoint_files` for this Trainer's checkpoints."""

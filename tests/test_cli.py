@@ -46,6 +46,7 @@ print("IMPORTED", sorted(m for m in ("torch", "transformers", "hf_ctx") if m in 
     assert out.count("EXIT 0") == 3 and "EXIT 2" in out  # help, version, help; the missing arguments
     assert f"hf_ctx {hf_ctx.__version__}\n" in out
     assert "usage: hf-ctx" in out and "``" not in out
+    assert "embed a text file with ELMo" in " ".join(out.split())  # the description names every command
     assert "the following arguments are required: options_json, weights_hdf5, output_dir" in result.stderr
 
 

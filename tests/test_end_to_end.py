@@ -3,6 +3,7 @@
 import json
 import math
 import sys
+import warnings
 from pathlib import Path
 
 import torch
@@ -20,25 +21,33 @@ TINY_BILM = {
 }
 
 
-def test_end_to_end_example_runs_every_step_with_tiny_sizes(tmp_path):
-    results = end_to_end.main(
-        [
-            "--output_dir",
-            str(tmp_path),
-            "--num_train_sentences",
-            "64",
-            "--num_eval_sentences",
-            "24",
-            "--num_raw_sentences",
-            "64",
-            "--bilm_config",
-            json.dumps(TINY_BILM),
-            "--bilm_epochs",
-            "1",
-            "--tagger_epochs",
-            "1",
-        ]
-    )
+def test_end_to_end_example_runs_every_step_with_tiny_sizes(tmp_path, capfd):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", category=DeprecationWarning)  # hidden by Python's default filters too
+        results = end_to_end.main(
+            [
+                "--output_dir",
+                str(tmp_path),
+                "--num_train_sentences",
+                "64",
+                "--num_eval_sentences",
+                "24",
+                "--num_raw_sentences",
+                "64",
+                "--bilm_config",
+                json.dumps(TINY_BILM),
+                "--bilm_epochs",
+                "1",
+                "--tagger_epochs",
+                "1",
+            ]
+        )
+    # The main job prints nothing a user could not act on: no warning, no load report; and each stage's expected time.
+    assert [f"{w.category.__name__}: {w.message}" for w in caught] == []
+    output = capfd.readouterr()
+    assert "LOAD REPORT" not in output.out + output.err and "Warning" not in output.err
+    assert output.out.count("on 2 idle CPU cores with the default settings)") == 4
     perplexity = results["bilm"]["eval_perplexity"]
     assert math.isfinite(perplexity) and perplexity > 1
     tagger = AutoModelForTokenClassification.from_pretrained(tmp_path / "tagger")

@@ -420,3 +420,11 @@ def test_gpu_window_runs_one_command_a_call_and_a_cut_slice_continues_on_the_nex
     )
     assert result.returncode == 0 and result.stdout.count("run the same command again") == 2
     assert (tmp_path / "window_all" / "summary.md").read_text().count("| done |") == 4
+
+
+def test_verdicts_say_better_or_worse_than_the_control():
+    """ "Loss" beside scores reads as the training loss (issue 26): the verdict says better or worse."""
+    verdict = load("report").verdict
+    assert verdict([0.61, 0.62], [0.3, 0.35]).startswith("better than the control (every seed above")
+    assert verdict([0.1, 0.2], [0.3, 0.35]).startswith("worse than the control (every seed below")
+    assert verdict([0.3, 0.4], [0.35, 0.36]) == "no clear difference (the seeds overlap)"

@@ -105,7 +105,7 @@ def test_finish_run_saves_and_pushes_the_checkpoint_and_card(tmp_path, push_to_h
     assert result.metric_value == round(metrics["eval_accuracy"], 4)
     assert loaded_card.data.model_name == "me/tiny-sst"
     assert "| max_seq_length | 12 |" in loaded_card.text and "| learning_rate | 0.001 |" in loaded_card.text
-    assert "Training examples: 16." in loaded_card.text
+    assert "Training examples: 16; 2 steps of 8 examples saw 16 examples (1 pass over them)." in loaded_card.text
 
     if not push_to_hub:
         assert hub.created == [] and hub.uploads == []

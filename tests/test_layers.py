@@ -309,3 +309,23 @@ def test_unclipped_lstm_weights_are_one_cudnn_buffer_on_gpu(tmp_path):
     fresh = LstmCellWithProjection(4, 6, 3)
     fresh.load_state_dict(torch.load(tmp_path / "cell.pt"))
     torch.testing.assert_close(fresh(x), expected, atol=1e-5, rtol=1e-4)
+
+
+def test_unclipped_projected_lstm_skips_onednn_only_around_its_call():
+    """PyTorch's own CPU kernel is asked for directly (no oneDNN attempt, so no warning; tests/test_readme.py
+    checks that in a fresh process), and oneDNN stays enabled for everything else."""
+    cell = LstmCellWithProjection(4, 6, 3)
+    assert torch._C._get_mkldnn_enabled()
+    seen = []
+    original = torch.lstm
+
+    def spy(*args):
+        seen.append(torch._C._get_mkldnn_enabled())
+        return original(*args)
+
+    torch.lstm = spy
+    try:
+        cell(torch.randn(2, 5, 4))
+    finally:
+        torch.lstm = original
+    assert seen == [False] and torch._C._get_mkldnn_enabled()

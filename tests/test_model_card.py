@@ -156,6 +156,7 @@ def test_run_facts_reach_the_card(tmp_path):
     card = build_model_card("bert", model, model_id="me/tiny", **NER_FACTS)
     text = card.text
     assert "Training examples: 14,041." in text and "Evaluation examples: 3,250." in text
+    assert "| Starting point | `me/bert-mini-wiki` |" in text
     assert "(English) ([`eriktks/conll2003`](https://huggingface.co/datasets/eriktks/conll2003)): the original" in text
     assert "| learning_rate | 5e-05 |" in text
     assert "| validation | F1 | 0.9123 |" in text
@@ -235,3 +236,40 @@ def test_templates_ship_as_package_data():
     for name in [f"{family}.md" for family in MODEL_FAMILIES] + ["_base.md"]:
         assert (templates / name).is_file(), name
         assert any(fnmatch.fnmatch(f"model_cards/{name}", p) for p in patterns), name
+
+
+# The three cards of issue 26, each made as the run that wrote it was: they must say what happened.
+
+
+def test_a_card_says_how_much_of_the_data_was_used_and_seen(tmp_path):
+    """A pretraining run of 6 steps of 8 on 3,734 examples saw 48 of them; an evaluation on the first 100 of 277
+    says "of 277"."""
+    model, _ = bert_pretraining(tmp_path)
+    facts = {**NER_FACTS, "base_model": None, "num_train_examples": 3734, "num_eval_examples": 100}
+    card = build_model_card(
+        "bert", model, model_id="me/bert", **facts, train_steps=6, train_batch_size=8, num_eval_available=277
+    )
+    assert "Training examples: 3,734; 6 steps of 8 examples saw 48 examples (0.0129 passes over them)." in card.text
+    assert "Evaluation examples: the first 100 of 277." in card.text
+    card = build_model_card("bert", model, model_id="me/bert", **facts, num_train_available=10_000)
+    assert "Training examples: the first 3,734 of 10,000." in card.text
+
+
+def test_a_card_says_the_model_started_from_random_weights(tmp_path):
+    model, _ = bert_token_classifier(tmp_path)
+    card = build_model_card("bert", model, model_id="me/rte", **{**NER_FACTS, "base_model": None})
+    assert "| Starting point | random initialisation (no pretrained weights) |" in card.text
+    assert "starting from random initialisation (no pretrained weights)." in card.text
+
+
+def test_a_taglm_card_names_the_biLM_layers_in_words(tmp_path):
+    model, _ = taglm(tmp_path)
+    facts = {**NER_FACTS, "base_model": None}
+    model.config.bilm_layers = [-1]
+    card = build_model_card("taglm", model, model_id="me/tagger", **facts)
+    assert "the states of a frozen ELMo biLM (LSTM layer 2 of 2, the top one) concatenated" in card.text
+    assert "layers -1" not in card.text
+    assert "random initialisation, except the frozen biLM" in card.text
+    model.config.bilm_layers = [0, 1]
+    card = build_model_card("taglm", model, model_id="me/tagger", **facts)
+    assert "(the character-CNN layer below the LSTMs and LSTM layer 1 of 2)" in card.text

@@ -686,3 +686,27 @@ def test_the_pooler_reads_the_first_real_token_on_both_paths_with_left_padding()
     first_real = torch.tensor([0, 4, 8])  # rows with 11, 7 and 3 real tokens, right-aligned
     hidden = outputs[False].last_hidden_state[torch.arange(3), first_real]
     torch.testing.assert_close(outputs[False].pooler_output, torch.tanh(model.pooler.dense(hidden)))
+
+
+def test_a_pretraining_checkpoint_loads_into_smaller_heads_without_a_load_report(tmp_path):
+    """As the README's snippet does (save CtxBertForPreTraining, load it for fill-mask): the pretraining heads a
+    smaller model leaves out are expected, not reported (issue 26); any other stray weight still is."""
+    from transformers.testing_utils import CaptureLogger
+
+    config = CtxBertConfig(
+        vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
+    )
+    CtxBertForPreTraining(config).save_pretrained(tmp_path / "pretrained")
+    for auto_class in (transformers.AutoModelForMaskedLM, transformers.AutoModel):
+        with CaptureLogger(transformers.utils.logging.get_logger("transformers")) as captured:
+            auto_class.from_pretrained(tmp_path / "pretrained")
+        assert "LOAD REPORT" not in captured.out, (auto_class, captured.out)
+    with CaptureLogger(transformers.utils.logging.get_logger("transformers")) as captured:
+        transformers.AutoModelForSequenceClassification.from_pretrained(tmp_path / "pretrained")
+    assert "UNEXPECTED" not in captured.out and "classifier.weight" in captured.out  # the new head: worth saying
+    stray = CtxBertForPreTraining(config)
+    stray.register_buffer("stray", torch.zeros(2))
+    stray.save_pretrained(tmp_path / "stray")
+    with CaptureLogger(transformers.utils.logging.get_logger("transformers")) as captured:
+        transformers.AutoModelForMaskedLM.from_pretrained(tmp_path / "stray")
+    assert "LOAD REPORT" in captured.out and "stray" in captured.out and "seq_relationship" not in captured.out

@@ -170,8 +170,8 @@ def test_model_card_reports_the_run(single_run, corpus):
     # The card names the evaluation files, not the training files, in its text and its model-index.
     assert "Measured on valid.txt by the script" in card.text
     assert {(r.dataset_name, r.dataset_type) for r in results} == {("valid.txt", "valid.txt")}
-    assert "## Training data\n\ntrain.txt" in card.text
-    assert "Pretrained from scratch on train.txt" in card.text
+    assert "## Training data\n\nthe local file train.txt" in card.text
+    assert "Pretrained from scratch on the local file train.txt" in card.text
     vocab_size = len(AutoTokenizer.from_pretrained(output_dir))
     for row in [
         "| model_size | tiny |",
@@ -351,13 +351,20 @@ def test_few_is_next_pairs_are_a_warning(caplog):
     from datasets import Dataset
 
     example = load_example()
+    few_is_next = Dataset.from_dict({"next_sentence_label": [0, 1, 1, 1]})
     with caplog.at_level("WARNING"):
-        assert example.warn_if_few_is_next_pairs(Dataset.from_dict({"next_sentence_label": [0, 1, 1, 1]})) == 0.25
+        assert example.warn_if_few_is_next_pairs(few_is_next, split_sentences=False) == 0.25
     assert "only 25.0% of the 4 next-sentence training pairs are IsNext" in caplog.text
-    assert "--split_sentences" in caplog.text
+    assert "--split_sentences cuts it" in caplog.text
+    caplog.clear()
+    # The advice fits what the user passed: never --split_sentences to a run that already has it.
+    with caplog.at_level("WARNING"):
+        example.warn_if_few_is_next_pairs(few_is_next, split_sentences=True)
+    assert "only 25.0%" in caplog.text and "already cut into sentences" in caplog.text
+    assert "--split_sentences cuts" not in caplog.text and "--objective mlm" in caplog.text
     caplog.clear()
     with caplog.at_level("WARNING"):
-        example.warn_if_few_is_next_pairs(Dataset.from_dict({"next_sentence_label": [0, 1, 0, 1, 1]}))
+        example.warn_if_few_is_next_pairs(Dataset.from_dict({"next_sentence_label": [0, 1, 0, 1, 1]}), False)
     assert caplog.text == ""
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from huggingface_hub import ModelCard
 
 # Optional dependencies: where they are missing this module is skipped, not a collection error.
 pytest.importorskip("datasets")
@@ -276,6 +277,17 @@ def test_stsb_regression_metrics_and_scores(setup, tmp_path):
     expected = saved_model_outputs(tmp_path, list(zip(test["sentence1"], test["sentence2"])))[:, 0]
     assert [float(p) for p in predictions] == pytest.approx(expected.tolist(), abs=1e-3)
     assert all(len(p.split(".")[1]) == 3 for p in predictions)
+
+
+def test_the_card_of_a_run_on_local_files_from_random_weights_says_so(setup, tmp_path):
+    """Issue 26's card: GLUE from local TSV files, a new BERT, the first 20 of 48 dev examples, 2 steps of 16."""
+    run(setup, "cola", "CoLA", tmp_path, "--do_train", "--do_eval", "--max_steps", "2", "--max_eval_samples", "20")
+    card = ModelCard.load(tmp_path / "README.md")
+    assert card.data.datasets is None and "nyu-mll/glue" not in card.text  # nothing came from the Hub
+    assert "| Trained on | GLUE CoLA (the local file train.tsv) (`cola`) |" in card.text
+    assert "| Starting point | random initialisation (no pretrained weights) |" in card.text
+    assert "Training examples: 192; 2 steps of 16 examples saw 32 examples (0.167 passes over them)." in card.text
+    assert "Evaluation examples: the first 20 of 48." in card.text
 
 
 def test_mrpc_from_a_pretrained_checkpoint_keeps_its_encoder(setup, tmp_path):

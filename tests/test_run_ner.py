@@ -95,7 +95,10 @@ def test_bert_train_evaluate_predict_with_long_sentences_split(corpus, tmp_path,
     assert config["model_type"] == "hf_ctx_bert" and config["unpad_inputs"] is True
     card = (out / "README.md").read_text()
     assert f"Measured on {corpus['validation'].name} by the script" in card
-    assert f"## Training data\n\n{corpus['train'].name}" in card and str(corpus["train"].parent) not in card
+    assert (
+        f"## Training data\n\nthe local file {corpus['train'].name}" in card
+        and str(corpus["train"].parent) not in card
+    )
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ import pytest
 
 # Optional dependencies: where they are missing this module is skipped, not a collection error.
 pytest.importorskip("datasets")
+import torch
 import transformers
 from datasets import Dataset
 from transformers import BertConfig, TrainingArguments
@@ -82,8 +83,8 @@ def test_first_examples_and_held_out_validation():
 
 def test_training_data_is_named_by_dataset_or_file_names():
     assert training_data_name("wikitext", ["/data/a.txt"]) == "wikitext"
-    assert training_data_name(None, ["/data/a.txt", "b.txt"]) == "a.txt, b.txt"
-    assert training_data_name(None, "/data/eng.train") == "eng.train"
+    assert training_data_name(None, ["/data/a.txt", "b.txt"]) == "the local files a.txt, b.txt"
+    assert training_data_name(None, "/data/eng.train") == "the local file eng.train"
 
 
 def test_parse_args_and_set_up_parses_logs_and_seeds(tmp_path):
@@ -151,10 +152,9 @@ def test_setup_logging_keeps_the_libraries_quiet_unless_asked(tmp_path, restore_
     assert args.dataloader_pin_memory is False  # no accelerator: pinning does nothing but warn
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        setup_logging(args, script_logger)  # after simplefilter: the targeted filter goes in front of it
+        setup_logging(args, script_logger)
         warnings.warn("LSTM with projections is not supported with oneDNN. Using default implementation.", UserWarning)
-        warnings.warn("another warning", UserWarning)
-    assert [str(w.message) for w in caught] == ["another warning"]
+    assert len(caught) == 1  # no warning is hidden: the one above is avoided where it arose (hf_ctx.layers)
 
     args = TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none", log_level="error")
     setup_logging(args, script_logger)
@@ -307,3 +307,43 @@ def test_gpu_defaults_apply_on_cuda_only_and_never_over_a_given_option():
 
     chosen = arguments("cuda")
     assert apply_gpu_defaults(chosen, ["--train_sampling_strategy", "random"], group_by_length=True) == {}
+
+
+@pytest.fixture
+def restore_threads():
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_small_models_train_on_one_thread_unless_told_otherwise(tmp_path, monkeypatch, restore_threads):
+    """Issue 26: torch's one thread per core made two small jobs side by side 14x slower; hf_ctx picks one thread
+    per 20M parameters (at most one per core), and --num_threads or OMP_NUM_THREADS wins."""
+    import hf_ctx.training as training
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(training, "available_cores", lambda: 2)
+    assert training.choose_num_threads(460_000) == 1  # the main job's biLM
+    assert training.choose_num_threads(45_000_000) == 2
+    assert training.choose_num_threads(10**9) == 2  # never more than the cores
+    assert training.choose_num_threads(460_000, num_threads=3) == 3  # --num_threads wins
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert training.choose_num_threads(460_000) is None  # torch already follows the environment
+    assert training.choose_num_threads(460_000, num_threads=1) == 1
+    monkeypatch.delenv("OMP_NUM_THREADS")
+
+    model = torch.nn.Linear(10, 10)
+    torch.set_num_threads(2)
+    training.set_num_threads(model)
+    assert torch.get_num_threads() == 1
+    # Through the examples' arguments and trainer: --num_threads 2 is parsed and applied.
+    (args,) = transformers.HfArgumentParser(training.CtxTrainingArguments).parse_args_into_dataclasses(
+        args=["--output_dir", str(tmp_path), "--use_cpu", "--report_to", "none", "--num_threads", "2"]
+    )
+    training.CtxTrainer(model=model, args=args)
+    assert torch.get_num_threads() == 2
+    with pytest.raises(ValueError, match="--num_threads must be at least 1, got 0"):
+        training.CtxTrainingArguments(output_dir=str(tmp_path), num_threads=0)
+    args.num_threads = None
+    training.CtxTrainer(model=model, args=args)
+    assert torch.get_num_threads() == 1

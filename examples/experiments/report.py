@@ -110,11 +110,13 @@ def mean_min_max(values: Sequence[float]) -> str:
 
 
 def verdict(pretrained: Sequence[float], control: Sequence[float]) -> str:
-    """Whether every seed of the pretrained model beats every seed of the control: the only gain claimed."""
+    """Whether every seed of the pretrained model beats every seed of the control: the only improvement claimed.
+    Said as "better" / "worse" than the control, not "gain" / "loss", which a reader of training logs would take
+    for the training loss."""
     if min(pretrained) > max(control):
-        return "gain (every seed above every control seed)"
+        return "better than the control (every seed above every control seed)"
     if max(pretrained) < min(control):
-        return "loss (every seed below every control seed)"
+        return "worse than the control (every seed below every control seed)"
     return "no clear difference (the seeds overlap)"
 
 
