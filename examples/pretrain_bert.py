@@ -36,6 +36,7 @@ from datasets import load_dataset
 from transformers import AutoModelForPreTraining, TrainingArguments
 
 from hf_ctx import BERT_PRESETS, CtxBertConfig, CtxBertForPreTraining
+from hf_ctx.atomic_files import save_pretrained_atomically
 from hf_ctx.checks import (
     load_tokenizer,
 )
@@ -176,7 +177,7 @@ def load_or_train_tokenizer(model_args, training_args, train_documents, text_col
             vocab_size=model_args.vocab_size,
             lowercase=model_args.lowercase,
         )
-        tokenizer.save_pretrained(training_args.output_dir)
+        save_pretrained_atomically(tokenizer, training_args.output_dir)
         return tokenizer
 
 

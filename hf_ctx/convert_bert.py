@@ -15,6 +15,7 @@ import transformers
 from transformers import BertConfig
 
 from . import modeling_bert
+from .atomic_files import save_pretrained_atomically
 from .checks import check_output_dir, load_tokenizer
 from .configuration_bert import CtxBertConfig
 
@@ -167,5 +168,5 @@ def convert_bert_checkpoint(src_dir: str | os.PathLike, out_dir: str | os.PathLi
     target.tie_weights()
     target.save_pretrained(out_dir)
     if tokenizer is not None:
-        tokenizer.save_pretrained(out_dir)
+        save_pretrained_atomically(tokenizer, out_dir)
     return target

@@ -16,6 +16,8 @@ This module travels with the checkpoints of every model that imports it: it impo
 
 import os
 
+from .atomic_files import write_into_folder
+
 
 def shareable_name(name_or_path) -> str | None:
     """How a checkpoint may name another one it came from (a config's `bilm_name_or_path`, a card's base model)
@@ -80,8 +82,13 @@ class AutoMapMixin:
         super().__init__(config, *args, **kwargs)
 
     def save_pretrained(self, save_directory, *args, **kwargs):
+        """transformers' `save_pretrained`, written atomically (`write_into_folder`): a save that fails (a full
+        disk) leaves the previous checkpoint in `save_directory` as it was."""
         family = _FAMILY_AUTO_MAPS.get(self.config.model_type)
         if family:
             # transformers adds "AutoConfig" when it saves the config.
             self.config.auto_map = dict(family)
-        return super().save_pretrained(save_directory, *args, **kwargs)
+        save = super().save_pretrained
+        if kwargs.get("push_to_hub"):  # the Hub repository is named after save_directory
+            return save(save_directory, *args, **kwargs)
+        return write_into_folder(save_directory, lambda staging: save(staging, *args, **kwargs))

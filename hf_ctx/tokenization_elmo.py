@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from transformers import BatchEncoding, PreTrainedTokenizer
 
+from .atomic_files import write_into_folder
 from .elmo_characters import BOS_TOKEN, EOS_TOKEN, word_to_char_ids
 from .losses import IGNORE_INDEX
 
@@ -149,6 +150,13 @@ class ElmoTokenizer(PreTrainedTokenizer):
 
     def _tokenize(self, text: str, **kwargs) -> list[str]:
         return text.split()
+
+    def save_pretrained(self, save_directory, *args, **kwargs):
+        """transformers' `save_pretrained`, written atomically: a failed save leaves the folder as it was."""
+        save = super().save_pretrained
+        if kwargs.get("push_to_hub"):  # the Hub repository is named after save_directory
+            return save(save_directory, *args, **kwargs)
+        return write_into_folder(save_directory, lambda staging: save(staging, *args, **kwargs))
 
     def save_vocabulary(self, save_directory: str, filename_prefix: str | None = None) -> tuple[str, ...]:
         if not self.has_word_vocabulary:

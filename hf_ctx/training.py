@@ -24,6 +24,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy
 from transformers.utils.hub import PushInProgress
 
 from . import __version__
+from .atomic_files import write_into_folder, write_text
 from .checks import check_conflicting_arguments, check_path_arguments, check_positive_arguments
 from .remote_code import shareable_name
 
@@ -463,6 +464,50 @@ class CtxTrainer(Trainer):
                 "--hub_token and local paths); use every_save or end"
             )
         super().__init__(model, args, *rest, **kwargs)
+
+    # --- writing: every file the Trainer writes appears whole or not at all (hf_ctx.atomic_files) ---------
+
+    def _write_atomically(self, write, output_dir: str | None):
+        """Run `write(folder)` on a temporary folder and move its files into `output_dir` (`write_into_folder`);
+        directly where several processes write into the same folder (sharded saves)."""
+        output_dir = output_dir if output_dir is not None else self.args.output_dir
+        if self.args.world_size > 1 or self.is_deepspeed_enabled or self.is_fsdp_enabled:
+            return write(output_dir)
+        return write_into_folder(output_dir, write)
+
+    def _save(self, output_dir: str | None = None, state_dict=None) -> None:
+        self._write_atomically(lambda folder: Trainer._save(self, folder, state_dict), output_dir)
+
+    def _save_optimizer_and_scheduler(self, output_dir: str) -> None:
+        self._write_atomically(lambda folder: Trainer._save_optimizer_and_scheduler(self, folder), output_dir)
+
+    def _save_scaler(self, output_dir: str) -> None:
+        self._write_atomically(lambda folder: Trainer._save_scaler(self, folder), output_dir)
+
+    def _save_rng_state(self, output_dir: str) -> None:
+        self._write_atomically(lambda folder: Trainer._save_rng_state(self, folder), output_dir)
+
+    def save_state(self) -> None:
+        if self.is_world_process_zero():
+            self._write_atomically(
+                lambda folder: self.state.save_to_json(os.path.join(folder, "trainer_state.json")), None
+            )
+
+    def save_metrics(self, split: str, metrics: dict, combined: bool = True) -> None:
+        """`<split>_results.json` and, with `combined`, the metrics merged into `all_results.json`, each written
+        atomically (a full disk leaves the previous file)."""
+        if not self.is_world_process_zero():
+            return
+        write_text(
+            os.path.join(self.args.output_dir, f"{split}_results.json"), json.dumps(metrics, indent=4, sort_keys=True)
+        )
+        if combined:
+            path = os.path.join(self.args.output_dir, "all_results.json")
+            all_metrics = {}
+            if os.path.exists(path):
+                with open(path, encoding="utf-8") as f:
+                    all_metrics = json.load(f)
+            write_text(path, json.dumps({**all_metrics, **metrics}, indent=4, sort_keys=True))
 
     def _checkpoint_checks(self) -> dict:
         """Keyword arguments of `missing_checkpoint_files` for this Trainer's checkpoints."""

@@ -40,6 +40,7 @@ from report import (  # noqa: E402
 )
 
 from hf_ctx import ElmoForBiLM  # noqa: E402
+from hf_ctx.atomic_files import save_pretrained_atomically, write_text  # noqa: E402
 
 TINY_BILM = {
     "char_cnn": {"filters": [[1, 8], [2, 8], [3, 16]], "n_highway": 1},
@@ -170,7 +171,7 @@ def random_bilm(pretrained: Path, out: Path, seed: int) -> Path:
     if (out / "model.safetensors").is_file():
         return out
     torch.manual_seed(seed)
-    AutoTokenizer.from_pretrained(pretrained).save_pretrained(out)
+    save_pretrained_atomically(AutoTokenizer.from_pretrained(pretrained), out)
     ElmoForBiLM(AutoConfig.from_pretrained(pretrained)).save_pretrained(out)  # last: its file marks a complete folder
     return out
 
@@ -285,7 +286,7 @@ def main(argv=None):
     sections.append("Scalar-mix weights of the ELMo taggers: `scalar_mix.png`.\n")
 
     report = f"## ELMo -> TagLM (preset {args.preset})\n\n" + "\n".join(sections)
-    (out / "results.md").write_text(report)
+    write_text(out / "results.md", report)
     print(report)
     return scores
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from datasets import ClassLabel, Dataset, DatasetDict, Sequence
 
+from ..atomic_files import atomic_write
 from ..checks import utf8_lines
 from ..losses import IGNORE_INDEX
 from ..tag_schemes import canonical_scheme, convert_tags, detect_tag_scheme, split_tag
@@ -369,7 +370,7 @@ def write_conll_predictions(path: str | Path, sentences: Dataset | list[dict], p
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as f:
+    with atomic_write(path) as f:
         for index, (sentence, predicted) in enumerate(zip(sentences, predictions)):
             if len(predicted) != len(sentence["tokens"]):
                 raise ValueError(
