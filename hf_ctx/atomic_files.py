@@ -2,6 +2,9 @@
 
 - [`atomic_write`] writes one file: a temporary name in the same folder, flush, fsync, rename over the target.
   A failure (an exception, `ENOSPC`, a kill) leaves the previous file (or none) and no temporary file behind.
+- [`CommittedFile`] is a file updated in place (an HDF5 file that `hf-ctx embed` extends): writes are held in
+  memory and reach the disk at each `flush()`, new space first; a full disk during a flush leaves the file as
+  it was at the previous flush.
 - [`write_into_folder`] runs a function that writes several files (`save_pretrained`) into a temporary sibling
   folder, then moves each file into the target folder (renames, which need no space; `config.json` last) and
   removes weight files of the previous save that the new one replaced (a sharded save over a single file). A
@@ -12,6 +15,7 @@ every model and tokenizer that imports it (remote code): it imports only the sta
 """
 
 import contextlib
+import io
 import os
 import shutil
 import tempfile
@@ -117,10 +121,121 @@ def write_into_folder(folder: str | os.PathLike, write: Callable[[str], object])
         shutil.rmtree(staging, ignore_errors=True)
 
 
+class CommittedFile(io.RawIOBase):
+    """A binary file opened for update (h5py's file-object driver writes through it), whose writes reach the disk
+    only at `flush()`, and then so that a full disk cannot damage it.
+
+    Between flushes, writes are held in memory (reads see them). A flush first writes every byte that lies
+    beyond the file's committed end, and fsyncs: this is where space is allocated, so this is where `ENOSPC`
+    happens, while the committed bytes are untouched. The file is then cut back to its committed size and the
+    error raised; later writes are dropped (the writer's own close then changes nothing), so the file stays as
+    it was at the last successful flush. Only then are the bytes inside the committed end overwritten (space
+    that is already allocated) and the file fsynced again. A kill during that second step (milliseconds) is the
+    one case this does not cover; a kill at any other time leaves the last flushed state.
+
+    Args:
+        path: the file.
+        create: start an empty file (truncating an existing one) instead of updating `path`.
+    """
+
+    def __init__(self, path: str | os.PathLike, create: bool = False):
+        super().__init__()
+        self.path = os.fspath(path)
+        self._fd = os.open(self.path, os.O_RDWR | (os.O_CREAT | os.O_TRUNC if create else 0), 0o666)
+        self._committed_size = self._size = os.fstat(self._fd).st_size
+        self._pending: list[tuple[int, bytes]] = []  # (offset, bytes) written since the last flush, in order
+        self._position = 0
+        self.failed: OSError | None = None  # the error of the flush that failed; nothing is written after it
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._size}[whence]
+        self._position = base + offset
+        return self._position
+
+    def tell(self) -> int:
+        return self._position
+
+    def readinto(self, buffer) -> int:
+        view = memoryview(buffer).cast("B")
+        start, end = self._position, min(self._position + len(view), self._size)
+        if end <= start:
+            return 0
+        on_disk = os.pread(self._fd, max(0, min(end, self._committed_size) - start), start) if start < end else b""
+        data = bytearray(on_disk.ljust(end - start, b"\0"))
+        for offset, chunk in self._pending:
+            low, high = max(start, offset), min(end, offset + len(chunk))
+            if low < high:
+                data[low - start : high - start] = chunk[low - offset : high - offset]
+        view[: end - start] = data
+        self._position = end
+        return end - start
+
+    def write(self, data) -> int:
+        data = bytes(data)
+        if self.failed is None:
+            self._pending.append((self._position, data))
+            self._size = max(self._size, self._position + len(data))
+        self._position += len(data)
+        return len(data)
+
+    def truncate(self, size: int | None = None) -> int:
+        size = self._position if size is None else size
+        if self.failed is None:
+            self._pending = [
+                (offset, chunk[: max(0, size - offset)]) for offset, chunk in self._pending if offset < size
+            ]
+            self._size = size
+        return size
+
+    def flush(self) -> None:
+        """Write what was written since the last flush (see the class docstring); an `OSError` leaves the file as
+        it was after the last flush."""
+        if self.failed is not None or self.closed or (not self._pending and self._size == self._committed_size):
+            return
+        committed = self._committed_size
+        try:  # 1. new space: may run out, while the committed bytes stay as they are
+            for offset, chunk in self._pending:
+                if offset + len(chunk) > committed:
+                    cut = max(0, committed - offset)
+                    os.pwrite(self._fd, chunk[cut:], offset + cut)
+            if self._size > committed:
+                os.ftruncate(self._fd, self._size)
+            os.fsync(self._fd)
+        except OSError as error:
+            self.failed = error
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, committed)
+            raise
+        for offset, chunk in self._pending:  # 2. in place: space that is already allocated
+            if offset < committed:
+                os.pwrite(self._fd, chunk[: committed - offset], offset)
+        if self._size < committed:
+            os.ftruncate(self._fd, self._size)
+        os.fsync(self._fd)
+        self._committed_size, self._pending = self._size, []
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                self.flush()
+            finally:
+                os.close(self._fd)
+                super().close()
+
+
 def save_pretrained_atomically(saveable, folder: str | os.PathLike, **kwargs):
     """`saveable.save_pretrained(folder, **kwargs)` through `write_into_folder`: for objects whose class is not
     hf_ctx's own (transformers' `BertTokenizer`); hf_ctx's models and tokenizers save atomically themselves."""
     return write_into_folder(folder, lambda staging: saveable.save_pretrained(staging, **kwargs))
 
 
-__all__ = ["atomic_write", "save_pretrained_atomically", "write_into_folder", "write_text"]
+__all__ = ["CommittedFile", "atomic_write", "save_pretrained_atomically", "write_into_folder", "write_text"]

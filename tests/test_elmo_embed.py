@@ -2,6 +2,7 @@
 `ElmoModel.cache_token_embeddings`. The reference for every vector is `ElmoModel` run on one sentence alone."""
 
 import json
+import os
 
 import h5py
 import numpy as np
@@ -368,3 +369,56 @@ def test_feature_extraction_pipeline_gives_a_vector_per_word(elmo_dir):
     every_layer = extractor(sentence, output="all", return_tensors=True)
     assert every_layer[0]["vector"].shape == (3, 16)
     np.testing.assert_allclose(every_layer[1]["vector"].numpy(), layers[:, 1], atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("failing_write", [1, 3, 6, 1000])
+def test_embed_on_a_full_disk_keeps_finished_work_and_resumes(
+    elmo_dir, text_file, tmp_path, monkeypatch, failing_write
+):
+    """A disk that fills up at the n-th write: a one-line OSError, no crash; the rerun resumes and completes the
+    file as an uninterrupted run would (1000: the disk fills only when the last flush is done, nothing fails)."""
+    import errno
+
+    from hf_ctx import atomic_files
+
+    path = tmp_path / "vectors.hdf5"
+    embedder = ElmoEmbedder(elmo_dir, device="cpu")
+    real_pwrite, calls = os.pwrite, []
+
+    def pwrite(fd, data, offset):
+        calls.append(offset)
+        if len(calls) == failing_write:
+            real_pwrite(fd, data[: len(data) // 2], offset)  # part of it lands, then the disk is full
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_pwrite(fd, data, offset)
+
+    monkeypatch.setattr(atomic_files.os, "pwrite", pwrite)
+    try:
+        embedder.embed_file(text_file, path, batch_size=2, progress=False)
+    except OSError as error:
+        assert "No space left on device" in str(error) and "run the same command again" in str(error)
+        assert failing_write < 1000
+    monkeypatch.undo()
+    summary = embedder.embed_file(text_file, path, batch_size=2, progress=False)
+    assert summary["kept"] + summary["embedded"] == len(SENTENCES)
+    model = reference_model(elmo_dir)
+    with h5py.File(path, "r") as f:
+        assert json.loads(f["sentence_to_index"][0])["a dog"] == "1"
+        for i, sentence in enumerate(SENTENCES):
+            np.testing.assert_allclose(f[str(i)][...], layers_alone(model, sentence), atol=1e-6, rtol=0)
+
+
+def test_cli_embed_on_a_full_disk_prints_one_line(elmo_dir, text_file, tmp_path, monkeypatch, capsys):
+    import errno
+
+    from hf_ctx import atomic_files
+
+    def full(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(atomic_files.os, "pwrite", full)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["embed", str(elmo_dir), str(text_file), str(tmp_path / "v.hdf5"), "--device", "cpu", "--no_progress"])
+    assert exit_info.value.code == 1
+    error = [line for line in capsys.readouterr().err.splitlines() if line.strip() and not line.startswith("Loading")]
+    assert len(error) == 1 and error[0].startswith("error: writing") and "No space left" in error[0]
