@@ -5,6 +5,8 @@
 - [`CommittedFile`] is a file updated in place (an HDF5 file that `hf-ctx embed` extends): writes are held in
   memory and reach the disk at each `flush()`, new space first; a full disk during a flush leaves the file as
   it was at the previous flush.
+- [`damaged_file_reason`] says why a file that exists cannot be what its name says (a truncated safetensors,
+  `torch.save` archive or JSON file), without loading (or unpickling) it; [`damaged_files`] checks a folder.
 - [`write_into_folder`] runs a function that writes several files (`save_pretrained`) into a temporary sibling
   folder, then moves each file into the target folder (renames, which need no space; `config.json` last) and
   removes weight files of the previous save that the new one replaced (a sharded save over a single file). A
@@ -16,9 +18,12 @@ every model and tokenizer that imports it (remote code): it imports only the sta
 
 import contextlib
 import io
+import json
 import os
 import shutil
+import struct
 import tempfile
+import zipfile
 from collections.abc import Callable
 
 # Moved last: a loader reads these first, so until they change the folder is read as the previous save. (Only a
@@ -232,10 +237,77 @@ class CommittedFile(io.RawIOBase):
                 super().close()
 
 
+def _safetensors_reason(path: str) -> str | None:
+    """The safetensors layout: an 8-byte little-endian header length, a JSON header, then the tensors' bytes."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        if size < 8:
+            return f"{size} bytes, shorter than a safetensors header"
+        (header_length,) = struct.unpack("<Q", f.read(8))
+        if 8 + header_length > size:
+            return f"its header says {header_length} bytes of metadata, the file has {size - 8} after the length"
+        try:
+            header = json.loads(f.read(header_length))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return "its header is not valid JSON"
+    ends = [entry["data_offsets"][1] for name, entry in header.items() if name != "__metadata__"]
+    if 8 + header_length + max(ends, default=0) != size:
+        return f"its tensors need {8 + header_length + max(ends, default=0)} bytes, the file has {size}"
+    return None
+
+
+def damaged_file_reason(path: str | os.PathLike) -> str | None:
+    """Why the file at `path` is incomplete or corrupt, or None when it looks whole. Checked without loading it:
+    `.safetensors` (header and length), `.json` (parses), `.pt`/`.pth`/`.bin` written by `torch.save` (a zip
+    archive whose members' checksums match). Other files: None."""
+    path = os.fspath(path)
+    try:
+        if path.endswith(".safetensors"):
+            return _safetensors_reason(path)
+        if path.endswith(".json"):
+            with open(path, encoding="utf-8") as f:
+                json.load(f)
+        elif path.endswith((".pt", ".pth", ".bin")):
+            if not zipfile.is_zipfile(path):
+                return "not a complete torch.save archive"
+            with zipfile.ZipFile(path) as archive:
+                bad = archive.testzip()
+            if bad is not None:
+                return f"its member {bad} fails its checksum"
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        return f"not valid JSON ({error})"
+    except (zipfile.BadZipFile, EOFError, OSError) as error:
+        return f"unreadable ({error})"
+    return None
+
+
+def damaged_files(folder: str | os.PathLike, names=None) -> list[str]:
+    """ "name (reason)" for each file of `folder` (or each of `names` that exists there) that
+    `damaged_file_reason` finds incomplete or corrupt."""
+    folder = os.fspath(folder)
+    names = sorted(os.listdir(folder)) if names is None else names
+    found = []
+    for name in names:
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            reason = damaged_file_reason(path)
+            if reason is not None:
+                found.append(f"{name} ({reason})")
+    return found
+
+
 def save_pretrained_atomically(saveable, folder: str | os.PathLike, **kwargs):
     """`saveable.save_pretrained(folder, **kwargs)` through `write_into_folder`: for objects whose class is not
     hf_ctx's own (transformers' `BertTokenizer`); hf_ctx's models and tokenizers save atomically themselves."""
     return write_into_folder(folder, lambda staging: saveable.save_pretrained(staging, **kwargs))
 
 
-__all__ = ["CommittedFile", "atomic_write", "save_pretrained_atomically", "write_into_folder", "write_text"]
+__all__ = [
+    "CommittedFile",
+    "atomic_write",
+    "damaged_file_reason",
+    "damaged_files",
+    "save_pretrained_atomically",
+    "write_into_folder",
+    "write_text",
+]

@@ -16,7 +16,7 @@ This module travels with the checkpoints of every model that imports it: it impo
 
 import os
 
-from .atomic_files import write_into_folder
+from .atomic_files import damaged_files, write_into_folder
 
 
 def shareable_name(name_or_path) -> str | None:
@@ -80,6 +80,23 @@ class AutoMapMixin:
         if hasattr(config, "validate"):
             config.validate()
         super().__init__(config, *args, **kwargs)
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        """transformers' `from_pretrained`; a local folder that fails to load because one of its files is truncated
+        or damaged gets an `OSError` naming the file (transformers' own error, e.g. safetensors' "incomplete
+        metadata", names none)."""
+        try:
+            return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        except Exception as error:
+            folder = pretrained_model_name_or_path
+            damaged = damaged_files(folder) if isinstance(folder, (str, os.PathLike)) and os.path.isdir(folder) else []
+            if not damaged:
+                raise
+            raise OSError(
+                f"cannot load {os.fspath(folder)}: {', '.join(damaged)} is incomplete or corrupt (a save or copy "
+                "that was cut short?); save or copy it again"
+            ) from error
 
     def save_pretrained(self, save_directory, *args, **kwargs):
         """transformers' `save_pretrained`, written atomically (`write_into_folder`): a save that fails (a full

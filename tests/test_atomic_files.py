@@ -113,3 +113,16 @@ def test_trainer_metrics_survive_a_full_disk(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert json.loads((tmp_path / "run" / "all_results.json").read_text()) == {"eval_loss": 1.0}
     assert json.loads((tmp_path / "run" / "eval_results.json").read_text()) == {"eval_loss": 1.0}
+
+
+def test_loading_a_truncated_checkpoint_names_the_file(tmp_path):
+    model, _ = elmo_bilm(tmp_path)
+    model.save_pretrained(tmp_path / "ckpt")
+    weights = tmp_path / "ckpt" / "model.safetensors"
+    os.truncate(weights, weights.stat().st_size - 100)
+    with pytest.raises(
+        OSError, match=r"model.safetensors \(its tensors need \d+ bytes, the file has \d+\) is incomplete"
+    ):
+        ElmoForBiLM.from_pretrained(tmp_path / "ckpt")
+    with pytest.raises(OSError, match="model.safetensors .* is incomplete or corrupt"):
+        transformers.AutoModel.from_pretrained(tmp_path / "ckpt")

@@ -233,6 +233,24 @@ def test_resuming_from_an_incomplete_checkpoint_names_the_missing_file(checkpoin
         checkpoints.train(resume_from_checkpoint=str(checkpoint))
 
 
+@pytest.mark.parametrize("damaged", ["model.safetensors", "optimizer.pt", "scheduler.pt", "trainer_state.json"])
+def test_resuming_from_a_truncated_checkpoint_names_the_damaged_file(checkpoints, tmp_path, damaged):
+    """A truncated file (a full disk, a copy cut short) was a bare SafetensorError or PytorchStreamReader error."""
+    import os
+    import shutil
+
+    from hf_ctx.training import resolve_resume_checkpoint
+
+    output_dir = tmp_path / "run"
+    shutil.copytree(checkpoints.args.output_dir, output_dir)
+    path = output_dir / "checkpoint-2" / damaged
+    os.truncate(path, path.stat().st_size // 2)
+    with pytest.raises(ValueError, match=rf"checkpoint-2 .*: {damaged} \(.*\) is incomplete or corrupt"):
+        checkpoints.train(resume_from_checkpoint=str(output_dir / "checkpoint-2"))
+    checks = checkpoints._checkpoint_checks()
+    assert resolve_resume_checkpoint("latest", output_dir, **checks) == str(output_dir / "checkpoint-1")
+
+
 def test_resuming_from_the_latest_checkpoint_skips_an_incomplete_one(checkpoints, tmp_path, caplog):
     import dataclasses
     import shutil
