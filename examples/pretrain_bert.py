@@ -239,7 +239,11 @@ def warn_if_few_is_next_pairs(dataset) -> float:
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
-        (ModelArguments, DataArguments, TrainingArguments), argv, logger, ignored_together=IGNORED_TOGETHER
+        (ModelArguments, DataArguments, TrainingArguments),
+        argv,
+        logger,
+        ignored_together=IGNORED_TOGETHER,
+        steps=("do_train", "do_eval"),
     )
     # The checkpoint ("latest": the latest complete one) is resolved now: its tokenizer is the run's.
     training_args.resume_from_checkpoint = resolve_resume_checkpoint(

@@ -123,6 +123,7 @@ def parse_args_and_set_up(
     *,
     ignored_together: Iterable[tuple[str, str]] = (),
     positive: tuple[str, ...] = ("max_seq_length",),
+    steps: tuple[str, ...] = ("do_train", "do_eval", "do_predict"),
 ) -> tuple:
     """The start of every example script: parse the command line, set up logging, seed everything, and refuse
     arguments the run could not use (see `hf_ctx.checks`).
@@ -133,12 +134,16 @@ def parse_args_and_set_up(
         logger: the script's logger (see `setup_logging`).
         ignored_together: (argument, argument it makes the script ignore) pairs, refused together.
         positive: size arguments that must be positive when given.
+        steps: the script's `--do_*` steps; a run that asks for none of them is refused (it would exit having
+            done nothing, or only part of its preparation).
 
     Returns:
         One instance per class, in order.
     """
     parsed = HfArgumentParser(argument_classes).parse_args_into_dataclasses(args=argv)
     training_args = parsed[-1]
+    if not any(getattr(training_args, step) for step in steps):
+        raise ValueError(f"nothing to do: give {' and/or '.join('--' + step for step in steps)}")
     setup_logging(training_args, logger)
     transformers.set_seed(training_args.seed)
     script_args = parsed[:-1]
