@@ -38,6 +38,10 @@ def check_path_arguments(*argument_groups) -> None:
                 check_local_path(value, f"--{name}")
 
 
+# Files whose presence makes a folder a checkpoint (a model's or a tokenizer's).
+CHECKPOINT_MARKERS = ("config.json", "tokenizer_config.json", "model.safetensors", "model.safetensors.index.json")
+
+
 def check_output_dir(out_dir: str | os.PathLike, *, source_dir: str | os.PathLike | None = None) -> None:
     """Refuse an output folder that is a file, or that is the source folder (writing would overwrite it)."""
     out_dir = os.fspath(out_dir)
@@ -48,6 +52,34 @@ def check_output_dir(out_dir: str | os.PathLike, *, source_dir: str | os.PathLik
             f"output folder {out_dir} is the source folder; writing there would overwrite the source. "
             "Give another output folder"
         )
+
+
+def check_no_checkpoint_in(out_dir: str | os.PathLike) -> None:
+    """Refuse to write a whole new checkpoint (a converter's) into a folder that holds one already: the new files
+    would sit beside the old model's other files (its tokenizer, its code), and the folder would load a mix."""
+    out_dir = os.fspath(out_dir)
+    found = [name for name in CHECKPOINT_MARKERS if os.path.isfile(os.path.join(out_dir, name))]
+    if found:
+        raise ValueError(
+            f"output folder {out_dir} already holds a checkpoint ({', '.join(found)}); writing another one into it "
+            "would leave a mix of the two. Give a new or empty folder, or delete that one first"
+        )
+
+
+def check_finite_weights(state_dict, source: str | os.PathLike) -> None:
+    """A `ValueError` naming the first tensor of `state_dict` (name -> tensor) that holds NaN or an infinity: the
+    converters refuse weights that are damaged or come from a run that diverged, instead of a model that outputs
+    NaN. `source` is the file or folder they came from."""
+    import torch
+
+    for name, tensor in state_dict.items():
+        tensor = torch.as_tensor(tensor)
+        if tensor.is_floating_point() and not torch.isfinite(tensor).all():
+            bad = int((~torch.isfinite(tensor)).sum())
+            raise ValueError(
+                f"{os.fspath(source)}: the weights {name} hold {bad} NaN or infinite value(s); the checkpoint is "
+                "damaged or comes from a run that diverged"
+            )
 
 
 def check_tokenizer_vocabulary(tokenizer, source: str | os.PathLike):

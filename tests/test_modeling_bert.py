@@ -686,3 +686,17 @@ def test_the_pooler_reads_the_first_real_token_on_both_paths_with_left_padding()
     first_real = torch.tensor([0, 4, 8])  # rows with 11, 7 and 3 real tokens, right-aligned
     hidden = outputs[False].last_hidden_state[torch.arange(3), first_real]
     torch.testing.assert_close(outputs[False].pooler_output, torch.tanh(model.pooler.dense(hidden)))
+
+
+def test_convert_refuses_nan_weights_and_a_folder_holding_a_checkpoint(tmp_path):
+    _source_with_tokenizer(tmp_path / "src")
+    convert_bert_checkpoint(tmp_path / "src", tmp_path / "out")
+    with pytest.raises(ValueError, match=r"out already holds a checkpoint \(config.json, tokenizer_config.json"):
+        convert_bert_checkpoint(tmp_path / "src", tmp_path / "out")
+    model = transformers.BertForSequenceClassification.from_pretrained(tmp_path / "src")
+    with torch.no_grad():
+        model.bert.encoder.layer[0].output.dense.weight[0, 0] = float("nan")
+    model.save_pretrained(tmp_path / "src")
+    with pytest.raises(ValueError, match=r"src: the weights .*layers?\.0\..* hold 1 NaN or infinite value"):
+        convert_bert_checkpoint(tmp_path / "src", tmp_path / "new")
+    assert not (tmp_path / "new").exists()
