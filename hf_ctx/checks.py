@@ -7,9 +7,10 @@ transformers 5 is lenient in two places where a user wants an error:
 - `from_pretrained("/a/missing/folder")` reads the path as a Hub id and says "Repo id must be in the form ...".
 """
 
+import json
 import os
 
-from transformers import AutoTokenizer
+from transformers import CONFIG_MAPPING, AutoTokenizer
 
 
 def looks_like_local_path(name_or_path: str | os.PathLike) -> bool:
@@ -20,9 +21,33 @@ def looks_like_local_path(name_or_path: str | os.PathLike) -> bool:
 
 def check_local_path(name_or_path: str | os.PathLike, what: str = "checkpoint") -> None:
     """Raise `FileNotFoundError` when `name_or_path` is a local path (see `looks_like_local_path`) that does not
-    exist, instead of transformers' message about Hub repository ids."""
+    exist, instead of transformers' message about Hub repository ids; and refuse a local checkpoint whose config
+    names an unknown `model_type` (`check_model_type`)."""
     if looks_like_local_path(name_or_path) and not os.path.exists(os.path.expanduser(os.fspath(name_or_path))):
         raise FileNotFoundError(f"{what}: {os.fspath(name_or_path)} does not exist")
+    check_model_type(name_or_path, what)
+
+
+def check_model_type(name_or_path: str | os.PathLike, what: str = "checkpoint") -> None:
+    """A `ValueError` naming the type when the local folder `name_or_path` holds a config.json whose `model_type`
+    neither transformers nor hf_ctx registers. transformers would instead ask whether to run the checkpoint's own
+    code ("[y/N]"), or fail without naming the type; a Hub id is left to transformers."""
+    config_file = os.path.join(os.path.expanduser(os.fspath(name_or_path)), "config.json")
+    if not os.path.isfile(config_file):
+        return
+    try:
+        with open(config_file, encoding="utf-8") as f:
+            model_type = json.load(f).get("model_type")
+    except (UnicodeDecodeError, json.JSONDecodeError, AttributeError) as error:
+        raise ValueError(f"{what}: {config_file} is not a JSON config ({error})") from None
+    if model_type is not None and model_type not in CONFIG_MAPPING:
+        from .families import MODEL_FAMILIES
+
+        ours = [config_class.model_type for config_class in MODEL_FAMILIES.values()]
+        raise ValueError(
+            f"{what}: {config_file} has model_type {model_type!r}, which neither hf_ctx (its types: "
+            f"{', '.join(ours)}) nor transformers knows; a checkpoint of another library or a newer hf_ctx?"
+        )
 
 
 # The examples' arguments that name a checkpoint, config or tokenizer: a Hub id or a local path.

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from .atomic_files import CommittedFile
+from .checks import check_model_type
 from .configuration_elmo import ElmoConfig
 from .modeling_elmo import ElmoModel
 from .tokenization_elmo import ElmoTokenizer, read_vocabulary_file
@@ -156,6 +157,7 @@ def load_elmo(model_name_or_path: str | os.PathLike) -> ElmoModel:
         path.startswith((".", "/", "~")) or path.count("/") > 1 or os.sep in path and os.sep != "/"
     ):
         raise FileNotFoundError(f"model folder {path} does not exist")
+    check_model_type(path, "model")
     config = AutoConfig.from_pretrained(path)
     if not isinstance(config, ElmoConfig):
         raise ValueError(

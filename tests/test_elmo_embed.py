@@ -422,3 +422,13 @@ def test_cli_embed_on_a_full_disk_prints_one_line(elmo_dir, text_file, tmp_path,
     assert exit_info.value.code == 1
     error = [line for line in capsys.readouterr().err.splitlines() if line.strip() and not line.startswith("Loading")]
     assert len(error) == 1 and error[0].startswith("error: writing") and "No space left" in error[0]
+
+
+def test_cli_embed_names_an_unknown_model_type(tmp_path, text_file, capsys):
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text(
+        json.dumps({"model_type": "elmo_v9", "auto_map": {"AutoConfig": "configuration_elmo_v9.Config"}})
+    )
+    with pytest.raises(SystemExit):
+        main(["embed", str(tmp_path / "model"), str(text_file), str(tmp_path / "v.hdf5"), "--device", "cpu"])
+    assert "has model_type 'elmo_v9', which neither hf_ctx" in capsys.readouterr().err
