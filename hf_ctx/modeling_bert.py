@@ -39,6 +39,7 @@ from transformers.utils.generic import can_return_tuple
 
 from .configuration_bert import CtxBertConfig
 from .losses import IGNORE_INDEX, BatchMeanLossMixin, classification_loss, sequence_classification_loss
+from .model_size import ParameterMemoryMixin
 from .remote_code import AutoMapMixin
 
 
@@ -425,7 +426,7 @@ class CtxBertLMHead(nn.Module):
         return self.decoder(self.LayerNorm(self.activation(self.dense(hidden_states))))
 
 
-class CtxBertPreTrainedModel(AutoMapMixin, BatchMeanLossMixin, PreTrainedModel):
+class CtxBertPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, BatchMeanLossMixin, PreTrainedModel):
     """Weight initialisation, attention-implementation support and loading for all CtxBert models."""
 
     config_class = CtxBertConfig

@@ -36,6 +36,7 @@ from .layers import (
     run_packed_rnn,
 )
 from .losses import IGNORE_INDEX, BatchMeanLossMixin, classification_loss, sequence_classification_loss
+from .model_size import ParameterMemoryMixin
 from .remote_code import AutoMapMixin
 
 # Two polynomial hashes of a word's character ids, modulo primes below 2**31, make one 62-bit key per word for the
@@ -134,7 +135,7 @@ def check_word_ids(config, input_word_ids: torch.Tensor, mask: torch.Tensor) -> 
             )
 
 
-class ElmoPreTrainedModel(AutoMapMixin, BatchMeanLossMixin, PreTrainedModel):
+class ElmoPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, BatchMeanLossMixin, PreTrainedModel):
     """Weight initialisation (bilm-tf's) and loading for ELMo models."""
 
     config_class = ElmoConfig

@@ -39,6 +39,7 @@ from .configuration_taglm import TagLMConfig
 from .crf import ConditionalRandomField
 from .layers import run_packed_rnn
 from .losses import IGNORE_INDEX, BatchMeanLossMixin, check_label_range
+from .model_size import ParameterMemoryMixin
 from .modeling_elmo import ElmoModel, FrozenBiLMMixin, check_character_ids, check_word_ids
 from .remote_code import AutoMapMixin, shareable_name
 from .tag_schemes import allowed_transitions
@@ -78,7 +79,7 @@ class CharacterEncoder(nn.Module):
         return torch.cat([final[0], final[1]], dim=-1)
 
 
-class TagLMPreTrainedModel(AutoMapMixin, BatchMeanLossMixin, PreTrainedModel):
+class TagLMPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, BatchMeanLossMixin, PreTrainedModel):
     """Weight initialisation and loading for TagLM models."""
 
     config_class = TagLMConfig
