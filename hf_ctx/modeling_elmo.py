@@ -109,7 +109,14 @@ def check_character_ids(input_ids, attention_mask, max_characters: int, n_charac
 
 
 def elmo_input_mask(config: ElmoConfig, input_ids, attention_mask) -> torch.Tensor:
-    """`check_character_ids` with an ELMo config's width and character range: the word mask (B, W)."""
+    """`check_character_ids` with an ELMo config's width and character range, and no more words than
+    `config.max_sentence_words`: the word mask (B, W)."""
+    if input_ids.dim() >= 2 and input_ids.shape[1] > config.max_sentence_words:
+        raise ValueError(
+            f"the input has {input_ids.shape[1]} words per sentence, more than this ELMo's max_sentence_words="
+            f"{config.max_sentence_words}; split the text into sentences, encode with truncation=True (the "
+            "tokenizer keeps the first model_max_length words), or raise config.max_sentence_words"
+        )
     return check_character_ids(
         input_ids, attention_mask, config.max_characters_per_token, config.char_cnn["n_characters"]
     )

@@ -16,7 +16,7 @@ import torch
 from transformers import BatchEncoding, PreTrainedTokenizer
 
 from .atomic_files import write_into_folder
-from .elmo_characters import BOS_TOKEN, EOS_TOKEN, word_to_char_ids
+from .elmo_characters import BOS_TOKEN, EOS_TOKEN, MAX_SENTENCE_WORDS, word_to_char_ids
 from .losses import IGNORE_INDEX
 
 VOCAB_FILES_NAMES = {"vocab_file": "vocab.txt"}
@@ -51,7 +51,8 @@ class ElmoTokenizer(PreTrainedTokenizer):
           `<UNK>`'s id; padding gets the id of `pad_token` (`</S>`: ELMo has no padding word, and the attention
           mask tells padding apart).
     `padding=True` pads to the longest sentence, `padding="max_length"` to `max_length`;
-    `truncation=True, max_length=N` keeps a sentence's first N words. Padding is always on the right.
+    `truncation=True, max_length=N` keeps a sentence's first N words, `truncation=True` alone its first
+    `model_max_length` (default 1024, the model's `max_sentence_words`). Padding is always on the right.
 
     Args:
         vocab_file (`str`, *optional*): a word vocabulary file (one word per line, in id order, with `<S>`, `</S>`
@@ -90,6 +91,8 @@ class ElmoTokenizer(PreTrainedTokenizer):
     ):
         if vocab_file is not None and vocab is not None:
             raise ValueError("give the word vocabulary as vocab_file or as vocab, not both")
+        # The model's default limit (`ElmoConfig.max_sentence_words`): what `truncation=True` keeps.
+        kwargs.setdefault("model_max_length", MAX_SENTENCE_WORDS)
         if not isinstance(max_characters_per_token, int) or max_characters_per_token < 3:
             raise ValueError(f"max_characters_per_token must be an integer >= 3, got {max_characters_per_token!r}")
         if (str(bos_token), str(eos_token)) != (BOS_TOKEN, EOS_TOKEN):
