@@ -10,8 +10,8 @@ from hf_ctx import (
     ElmoForBiLM,
     TagLMConfig,
     TagLMForTokenClassification,
+    model_size,
 )
-from hf_ctx import model_size
 
 
 @pytest.mark.parametrize(
