@@ -102,7 +102,7 @@ def test_parse_args_and_set_up_parses_logs_and_seeds(tmp_path):
     logger = logging.getLogger("an_example_script")
     script_args, training_args = parse_args_and_set_up(
         (ScriptArguments, TrainingArguments),
-        ["--size", "3", "--output_dir", str(tmp_path), "--seed", "7", "--report_to", "none"],
+        ["--size", "3", "--output_dir", str(tmp_path), "--seed", "7", "--report_to", "none", "--do_eval"],
         logger,
     )
     assert script_args.size == 3 and training_args.seed == 7
@@ -110,6 +110,14 @@ def test_parse_args_and_set_up_parses_logs_and_seeds(tmp_path):
     drawn = torch.rand(3)
     torch.manual_seed(7)
     assert torch.equal(drawn, torch.rand(3))
+    # A run that asks for none of the script's steps would exit 0 having done nothing.
+    with pytest.raises(ValueError, match="nothing to do: give --do_train and/or --do_eval$"):
+        parse_args_and_set_up(
+            (ScriptArguments, TrainingArguments),
+            ["--output_dir", str(tmp_path), "--do_predict"],
+            logger,
+            steps=("do_train", "do_eval"),
+        )
 
 
 def test_evaluation_data_names_files_held_out_parts_and_hub_splits(tmp_path):
