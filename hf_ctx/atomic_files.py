@@ -136,7 +136,8 @@ class CommittedFile(io.RawIOBase):
     error raised; later writes are dropped (the writer's own close then changes nothing), so the file stays as
     it was at the last successful flush. Only then are the bytes inside the committed end overwritten (space
     that is already allocated) and the file fsynced again. A kill during that second step (milliseconds) is the
-    one case this does not cover; a kill at any other time leaves the last flushed state.
+    one case this does not cover, with an error there (an I/O error: the space is already allocated), where
+    `damaged` is set; a kill at any other time leaves the last flushed state.
 
     Args:
         path: the file.
@@ -151,6 +152,7 @@ class CommittedFile(io.RawIOBase):
         self._pending: list[tuple[int, bytes]] = []  # (offset, bytes) written since the last flush, in order
         self._position = 0
         self.failed: OSError | None = None  # the error of the flush that failed; nothing is written after it
+        self.damaged = False  # whether it failed while overwriting committed bytes (not a full disk: an I/O error)
 
     def readable(self) -> bool:
         return True
@@ -220,12 +222,16 @@ class CommittedFile(io.RawIOBase):
             with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, committed)
             raise
-        for offset, chunk in self._pending:  # 2. in place: space that is already allocated
-            if offset < committed:
-                os.pwrite(self._fd, chunk[: committed - offset], offset)
-        if self._size < committed:
-            os.ftruncate(self._fd, self._size)
-        os.fsync(self._fd)
+        try:  # 2. in place: space that is already allocated
+            for offset, chunk in self._pending:
+                if offset < committed:
+                    os.pwrite(self._fd, chunk[: committed - offset], offset)
+            if self._size < committed:
+                os.ftruncate(self._fd, self._size)
+            os.fsync(self._fd)
+        except OSError as error:
+            self.failed, self.damaged = error, True
+            raise
         self._committed_size, self._pending = self._size, []
 
     def close(self) -> None:

@@ -353,8 +353,13 @@ class ElmoEmbedder:
                 raise
             failed = store.failed
             message = OSError(
-                f"writing {output_path} failed ({failed.strerror or failed}); it keeps every sentence embedded "
-                f"before the failure: free space and run the same command again to resume"
+                f"writing {output_path} failed ({failed.strerror or failed}); "
+                + (
+                    "the file may be damaged: delete it, or run the same command with --overwrite"
+                    if store.damaged
+                    else "it keeps every sentence embedded before the failure: free space and run the same "
+                    "command again to resume"
+                )
             )
             message.errno = failed.errno
             raise message from error
