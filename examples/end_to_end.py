@@ -34,6 +34,7 @@ import pretrain_elmo  # noqa: E402
 import run_ner  # noqa: E402
 
 from hf_ctx import WordTokenClassificationPipeline  # noqa: E402
+from hf_ctx.atomic_files import write_text  # noqa: E402
 from hf_ctx.data.conll import read_conll  # noqa: E402
 from hf_ctx.data.synthetic_ner import generate_ner_corpus  # noqa: E402
 from hf_ctx.errors import run_script  # noqa: E402
@@ -130,7 +131,7 @@ def main(argv: list[str] | None = None) -> dict:
     # The biLM reads raw text: the given text plus the words of the training sentences, one sentence per line.
     training_text = out / "bilm_training_text.txt"
     training_text.parent.mkdir(parents=True, exist_ok=True)
-    training_text.write_text("".join(" ".join(s["tokens"]) + "\n" for s in read_conll(train)), encoding="utf-8")
+    write_text(training_text, "".join(" ".join(s["tokens"]) + "\n" for s in read_conll(train)))
     bilm_dir = out / "bilm"
     started = starting("bilm", "pretraining the biLM")
     bilm_metrics = pretrain_elmo.main(

@@ -36,6 +36,7 @@ from datasets import load_dataset
 from transformers import AutoModelForPreTraining
 
 from hf_ctx import BERT_PRESETS, CtxBertConfig, CtxBertForPreTraining
+from hf_ctx.atomic_files import save_pretrained_atomically
 from hf_ctx.checks import (
     load_tokenizer,
 )
@@ -177,7 +178,7 @@ def load_or_train_tokenizer(model_args, training_args, train_documents, text_col
             vocab_size=model_args.vocab_size,
             lowercase=model_args.lowercase,
         )
-        tokenizer.save_pretrained(training_args.output_dir)
+        save_pretrained_atomically(tokenizer, training_args.output_dir)
         return tokenizer
 
 
@@ -250,7 +251,11 @@ def warn_if_few_is_next_pairs(dataset, split_sentences: bool) -> float:
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
-        (ModelArguments, DataArguments, CtxTrainingArguments), argv, logger, ignored_together=IGNORED_TOGETHER
+        (ModelArguments, DataArguments, CtxTrainingArguments),
+        argv,
+        logger,
+        ignored_together=IGNORED_TOGETHER,
+        steps=("do_train", "do_eval"),
     )
     # The checkpoint ("latest": the latest complete one) is resolved now: its tokenizer is the run's.
     training_args.resume_from_checkpoint = resolve_resume_checkpoint(

@@ -168,6 +168,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         logger,
         ignored_together=IGNORED_TOGETHER,
         positive=("max_words",),
+        steps=("do_train", "do_eval"),
     )
 
     train_lines, validation_lines = load_lines(data_args, training_args.seed)

@@ -49,6 +49,7 @@ from hf_ctx import (
     tag_schemes,
     train_wordpiece_tokenizer,
 )
+from hf_ctx.atomic_files import write_text
 from hf_ctx.checks import (
     load_tokenizer,
 )
@@ -223,7 +224,7 @@ def _bert_tokenizer(model_args, data, output_dir: str):
         return load_tokenizer(model_args.tokenizer_name)
     text = Path(output_dir) / "wordpiece_training_text.txt"
     text.parent.mkdir(parents=True, exist_ok=True)
-    text.write_text("".join(" ".join(tokens) + "\n" for tokens in data["train"]["tokens"]), encoding="utf-8")
+    write_text(text, "".join(" ".join(tokens) + "\n" for tokens in data["train"]["tokens"]))
     logger.info("training a %d-token WordPiece vocabulary on the training sentences", model_args.vocab_size)
     tokenizer = train_wordpiece_tokenizer([text], vocab_size=model_args.vocab_size, lowercase=False)
     text.unlink()

@@ -7,9 +7,10 @@ transformers 5 is lenient in two places where a user wants an error:
 - `from_pretrained("/a/missing/folder")` reads the path as a Hub id and says "Repo id must be in the form ...".
 """
 
+import json
 import os
 
-from transformers import AutoTokenizer
+from transformers import CONFIG_MAPPING, AutoTokenizer
 
 
 def looks_like_local_path(name_or_path: str | os.PathLike) -> bool:
@@ -20,9 +21,33 @@ def looks_like_local_path(name_or_path: str | os.PathLike) -> bool:
 
 def check_local_path(name_or_path: str | os.PathLike, what: str = "checkpoint") -> None:
     """Raise `FileNotFoundError` when `name_or_path` is a local path (see `looks_like_local_path`) that does not
-    exist, instead of transformers' message about Hub repository ids."""
+    exist, instead of transformers' message about Hub repository ids; and refuse a local checkpoint whose config
+    names an unknown `model_type` (`check_model_type`)."""
     if looks_like_local_path(name_or_path) and not os.path.exists(os.path.expanduser(os.fspath(name_or_path))):
         raise FileNotFoundError(f"{what}: {os.fspath(name_or_path)} does not exist")
+    check_model_type(name_or_path, what)
+
+
+def check_model_type(name_or_path: str | os.PathLike, what: str = "checkpoint") -> None:
+    """A `ValueError` naming the type when the local folder `name_or_path` holds a config.json whose `model_type`
+    neither transformers nor hf_ctx registers. transformers would instead ask whether to run the checkpoint's own
+    code ("[y/N]"), or fail without naming the type; a Hub id is left to transformers."""
+    config_file = os.path.join(os.path.expanduser(os.fspath(name_or_path)), "config.json")
+    if not os.path.isfile(config_file):
+        return
+    try:
+        with open(config_file, encoding="utf-8") as f:
+            model_type = json.load(f).get("model_type")
+    except (UnicodeDecodeError, json.JSONDecodeError, AttributeError) as error:
+        raise ValueError(f"{what}: {config_file} is not a JSON config ({error})") from None
+    if model_type is not None and model_type not in CONFIG_MAPPING:
+        from .families import MODEL_FAMILIES
+
+        ours = [config_class.model_type for config_class in MODEL_FAMILIES.values()]
+        raise ValueError(
+            f"{what}: {config_file} has model_type {model_type!r}, which neither hf_ctx (its types: "
+            f"{', '.join(ours)}) nor transformers knows; a checkpoint of another library or a newer hf_ctx?"
+        )
 
 
 # The examples' arguments that name a checkpoint, config or tokenizer: a Hub id or a local path.
@@ -38,6 +63,10 @@ def check_path_arguments(*argument_groups) -> None:
                 check_local_path(value, f"--{name}")
 
 
+# Files whose presence makes a folder a checkpoint (a model's or a tokenizer's).
+CHECKPOINT_MARKERS = ("config.json", "tokenizer_config.json", "model.safetensors", "model.safetensors.index.json")
+
+
 def check_output_dir(out_dir: str | os.PathLike, *, source_dir: str | os.PathLike | None = None) -> None:
     """Refuse an output folder that is a file, or that is the source folder (writing would overwrite it)."""
     out_dir = os.fspath(out_dir)
@@ -48,6 +77,34 @@ def check_output_dir(out_dir: str | os.PathLike, *, source_dir: str | os.PathLik
             f"output folder {out_dir} is the source folder; writing there would overwrite the source. "
             "Give another output folder"
         )
+
+
+def check_no_checkpoint_in(out_dir: str | os.PathLike) -> None:
+    """Refuse to write a whole new checkpoint (a converter's) into a folder that holds one already: the new files
+    would sit beside the old model's other files (its tokenizer, its code), and the folder would load a mix."""
+    out_dir = os.fspath(out_dir)
+    found = [name for name in CHECKPOINT_MARKERS if os.path.isfile(os.path.join(out_dir, name))]
+    if found:
+        raise ValueError(
+            f"output folder {out_dir} already holds a checkpoint ({', '.join(found)}); writing another one into it "
+            "would leave a mix of the two. Give a new or empty folder, or delete that one first"
+        )
+
+
+def check_finite_weights(state_dict, source: str | os.PathLike) -> None:
+    """A `ValueError` naming the first tensor of `state_dict` (name -> tensor) that holds NaN or an infinity: the
+    converters refuse weights that are damaged or come from a run that diverged, instead of a model that outputs
+    NaN. `source` is the file or folder they came from."""
+    import torch
+
+    for name, tensor in state_dict.items():
+        tensor = torch.as_tensor(tensor)
+        if tensor.is_floating_point() and not torch.isfinite(tensor).all():
+            bad = int((~torch.isfinite(tensor)).sum())
+            raise ValueError(
+                f"{os.fspath(source)}: the weights {name} hold {bad} NaN or infinite value(s); the checkpoint is "
+                "damaged or comes from a run that diverged"
+            )
 
 
 def check_tokenizer_vocabulary(tokenizer, source: str | os.PathLike):

@@ -77,6 +77,7 @@ def _add_train_tokenizer(subparsers):
     )
 
     def run(args):
+        from .atomic_files import save_pretrained_atomically
         from .checks import check_output_dir
         from .tokenization_bert import train_wordpiece_tokenizer
 
@@ -88,7 +89,7 @@ def _add_train_tokenizer(subparsers):
             lowercase=args.lowercase,
             model_max_length=args.model_max_length,
         )
-        tokenizer.save_pretrained(args.output_dir)
+        save_pretrained_atomically(tokenizer, args.output_dir)
         print(f"wrote a {len(tokenizer)}-token WordPiece tokenizer to {args.output_dir}")
 
     p.set_defaults(func=run)

@@ -13,7 +13,7 @@ from .configuration_checks import (
     positive_number,
     probability,
 )
-from .elmo_characters import N_CHARACTERS
+from .elmo_characters import MAX_SENTENCE_WORDS, N_CHARACTERS
 
 # The `char_cnn` and `lstm` sections of bilm-tf's options.json, with the values of the original model.
 DEFAULT_CHAR_CNN = {
@@ -171,6 +171,9 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
             size and concatenate it to the ELMo vectors: the paper's recipe, which adds ELMo to a task model's own
             word vectors. 0: ELMo vectors only. Needs `vocab_size`.
         classifier_dropout (`float`, defaults to 0.5): dropout on the ELMo vectors and before the classifier.
+        max_sentence_words (`int`, defaults to 1024): the longest input, in words, the model accepts; a longer one
+            is an error naming its length (memory and time grow with it). The tokenizer's `model_max_length` is
+            the same limit: `truncation=True` keeps a sentence's first `model_max_length` words.
 
     Example:
     ```python
@@ -198,6 +201,7 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
         task_hidden_size=256,
         task_word_embedding_size=0,
         classifier_dropout=0.5,
+        max_sentence_words=MAX_SENTENCE_WORDS,
         **kwargs,
     ):
         # Sections given in part take the original model's values for the keys left out.
@@ -217,6 +221,7 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
         self.task_hidden_size = task_hidden_size
         self.task_word_embedding_size = task_word_embedding_size
         self.classifier_dropout = classifier_dropout
+        self.max_sentence_words = max_sentence_words
         kwargs.setdefault("tie_word_embeddings", False)  # nothing to tie: the input is characters
         super().__init__(**kwargs)
         self.check_fields_together()
@@ -234,6 +239,7 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
         "scalar_mix_layer_norm": boolean,
         "task_hidden_size": non_negative_int("no task LSTM"),
         "task_word_embedding_size": non_negative_int("ELMo vectors only"),
+        "max_sentence_words": positive_int,
     }
 
     def check_fields_together(self) -> None:

@@ -15,7 +15,8 @@ import transformers
 from transformers import BertConfig
 
 from . import modeling_bert
-from .checks import check_output_dir, load_tokenizer
+from .atomic_files import save_pretrained_atomically
+from .checks import check_finite_weights, check_no_checkpoint_in, check_output_dir, load_tokenizer
 from .configuration_bert import CtxBertConfig
 
 logger = logging.getLogger(__name__)
@@ -105,7 +106,8 @@ def convert_bert_checkpoint(src_dir: str | os.PathLike, out_dir: str | os.PathLi
     """Convert the transformers BERT checkpoint folder `src_dir` (config.json, model.safetensors or
     pytorch_model.bin, tokenizer files) into an hf_ctx checkpoint in `out_dir`.
 
-    Refused, before anything is written: `out_dir` being `src_dir` or a file; weights the architecture needs
+    Refused, before anything is written: `out_dir` being `src_dir` or a file, or holding a checkpoint already
+    (unless `weights_only`); weights with NaN or infinite values; weights the architecture needs
     that the source lacks or holds with another shape (transformers would initialise them at random); a source
     without tokenizer files (transformers 5 would give a tokenizer of 5 special tokens). `weights_only=True`
     converts the model alone and leaves any tokenizer in `out_dir` as it is.
@@ -157,6 +159,9 @@ def convert_bert_checkpoint(src_dir: str | os.PathLike, out_dir: str | os.PathLi
     target_class = getattr(modeling_bert, ARCHITECTURES[architecture])
     target = target_class(convert_bert_config(source_config)).eval()
     state_dict = convert_bert_state_dict(source.state_dict())
+    check_finite_weights(state_dict, src_dir)
+    if not weights_only:
+        check_no_checkpoint_in(out_dir)
     expected = target.state_dict()
     # The MLM decoder weight is tied to the word embeddings, so it need not come from the source.
     missing = [k for k in expected if k not in state_dict and k != "cls.predictions.decoder.weight"]
@@ -167,5 +172,5 @@ def convert_bert_checkpoint(src_dir: str | os.PathLike, out_dir: str | os.PathLi
     target.tie_weights()
     target.save_pretrained(out_dir)
     if tokenizer is not None:
-        tokenizer.save_pretrained(out_dir)
+        save_pretrained_atomically(tokenizer, out_dir)
     return target

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .checks import check_output_dir
+from .checks import check_finite_weights, check_no_checkpoint_in, check_output_dir
 from .configuration_elmo import N_CHARACTERS, ElmoConfig
 from .modeling_elmo import ElmoModel
 from .tokenization_elmo import ElmoTokenizer
@@ -35,31 +35,60 @@ logger = logging.getLogger(__name__)
 TF_FORGET_BIAS = 1.0
 
 
-def elmo_config_from_options(options: dict) -> ElmoConfig:
-    """An `ElmoConfig` with the architecture an options.json describes."""
+def _section(options: dict, name: str, source: str) -> dict:
+    """`options[name]`, which must be a JSON object; errors name the file and the key."""
+    if not isinstance(options, dict):
+        raise ValueError(f"{source}: {name.rsplit('.', 1)[0]} must be a JSON object, got {options!r}")
+    key = name.rsplit(".", 1)[-1]
+    if key not in options:
+        raise ValueError(f"{source} has no {name!r}: not a bilm-tf options file, or an incomplete one")
+    if not isinstance(options[key], dict):
+        raise ValueError(f"{source}: {name} must be a JSON object, got {options[key]!r}")
+    return options[key]
+
+
+def _value(section: dict, name: str, source: str):
+    """`section[key]` for the dotted `name` ("lstm.dim"); a missing key is an error naming the file and the key."""
+    key = name.rsplit(".", 1)[-1]
+    if key not in section:
+        raise ValueError(f"{source} has no {name!r}: not a bilm-tf options file, or an incomplete one")
+    return section[key]
+
+
+def elmo_config_from_options(options: dict, source: str = "options.json") -> ElmoConfig:
+    """An `ElmoConfig` with the architecture an options.json describes; a `ValueError` naming `source` (the
+    file) and the key that is missing or wrong."""
+    if not isinstance(options, dict):
+        raise ValueError(f"{source} must hold a JSON object, got {type(options).__name__}")
     if "char_cnn" not in options:
-        raise ValueError("options.json has no char_cnn section: only character-input ELMo models can be converted")
+        raise ValueError(f"{source} has no char_cnn section: only character-input ELMo models can be converted")
     if options.get("bidirectional") is False:
-        raise ValueError("options.json describes a one-directional language model; ELMo is bidirectional")
-    cnn, lstm = options["char_cnn"], options["lstm"]
+        raise ValueError(f"{source} describes a one-directional language model; ELMo is bidirectional")
+    cnn, lstm = _section(options, "char_cnn", source), _section(options, "lstm", source)
+    filters = _value(cnn, "char_cnn.filters", source)
+    if not isinstance(filters, list) or not all(isinstance(f, list) and len(f) == 2 for f in filters):
+        raise ValueError(f"{source}: char_cnn.filters must be a list of [width, count] pairs, got {filters!r}")
     char_cnn = {
-        "activation": cnn["activation"],
-        "embedding": {"dim": cnn["embedding"]["dim"]},
-        "filters": [list(f) for f in cnn["filters"]],
-        "max_characters_per_token": cnn["max_characters_per_token"],
+        "activation": _value(cnn, "char_cnn.activation", source),
+        "embedding": {"dim": _value(_section(cnn, "char_cnn.embedding", source), "char_cnn.embedding.dim", source)},
+        "filters": [list(f) for f in filters],
+        "max_characters_per_token": _value(cnn, "char_cnn.max_characters_per_token", source),
         # Training options say 261 characters; the converted model adds the padding id 0.
         "n_characters": N_CHARACTERS,
         "n_highway": cnn.get("n_highway") or 0,
     }
     lstm_section = {
-        "dim": lstm["dim"],
-        "projection_dim": lstm["projection_dim"],
+        "dim": _value(lstm, "lstm.dim", source),
+        "projection_dim": _value(lstm, "lstm.projection_dim", source),
         "n_layers": lstm.get("n_layers", 1),
         "cell_clip": lstm.get("cell_clip"),
         "proj_clip": lstm.get("proj_clip"),
         "use_skip_connections": bool(lstm.get("use_skip_connections")),
     }
-    return ElmoConfig(char_cnn=char_cnn, lstm=lstm_section, dropout=options.get("dropout", 0.1))
+    try:
+        return ElmoConfig(char_cnn=char_cnn, lstm=lstm_section, dropout=options.get("dropout", 0.1))
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{source}: {error}") from None
 
 
 class _WeightsFile:
@@ -69,8 +98,15 @@ class _WeightsFile:
         self.file, self.path = h5file, path
 
     def __call__(self, name: str, shape: tuple) -> np.ndarray:
+        import h5py
+
         if name not in self.file:
             raise ValueError(f"{self.path} has no dataset {name!r}: not an ELMo weights file for these options")
+        if not isinstance(self.file[name], h5py.Dataset):
+            raise ValueError(
+                f"{self.path}: {name} is an HDF5 {type(self.file[name]).__name__.lower()}, not a dataset of weights: "
+                "not an ELMo weights file for these options"
+            )
         value = self.file[name][...]
         if tuple(value.shape) != tuple(shape):
             raise ValueError(
@@ -178,7 +214,7 @@ def convert_elmo_checkpoint(options_json, weights_hdf5, output_dir, vocab_file=N
             options = json.load(f)
         except json.JSONDecodeError as error:
             raise ValueError(f"{options_json} is not a JSON options file: {error}") from None
-    config = elmo_config_from_options(options)
+    config = elmo_config_from_options(options, str(options_json))
     tokenizer = ElmoTokenizer(
         vocab_file=str(vocab_file) if vocab_file is not None else None,
         max_characters_per_token=config.max_characters_per_token,
@@ -189,6 +225,8 @@ def convert_elmo_checkpoint(options_json, weights_hdf5, output_dir, vocab_file=N
         config.unk_token_id = tokenizer.unk_token_id
     model = ElmoModel(config)
     state = bilm_tf_state_dict(config, weights_hdf5)
+    check_finite_weights(state, weights_hdf5)
+    check_no_checkpoint_in(output_dir)
     missing, unexpected = model.load_state_dict(state, strict=False)
     if missing or unexpected:  # a mismatch here is a bug in this converter, not in the files
         raise RuntimeError(f"converter produced a wrong state dict: missing {missing}, unexpected {unexpected}")

@@ -21,6 +21,11 @@ PADDING_CHARACTER = 260
 N_CHARACTERS = PADDING_CHARACTER + 2
 PADDING_CHARACTER_ID = PADDING_CHARACTER + 1
 
+# The longest sentence, in words, that ELMo's tokenizer (`model_max_length`: what `truncation=True` keeps) and
+# model (`ElmoConfig.max_sentence_words`) accept by default: a 100,000-word "sentence" (a file without line
+# breaks) would need gigabytes and run for many minutes. Both can be raised.
+MAX_SENTENCE_WORDS = 1024
+
 BOS_TOKEN = "<S>"
 EOS_TOKEN = "</S>"
 

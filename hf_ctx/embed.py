@@ -19,7 +19,9 @@ L + 1 layers) or `scalar_mix_weights` w_0 ... w_L (sum_k w_k h_k, the weights us
 
 A run can be resumed: lines whose datasets exist are skipped. Each dataset records its sentence (an HDF5
 attribute) and the file records the model (a hash of its weights), the output and the dtype, so a file is only
-extended with vectors of the same kind; anything else is an error asking for `overwrite`.
+extended with vectors of the same kind; anything else is an error asking for `overwrite`. The file is written
+through `hf_ctx.atomic_files.CommittedFile`: after each batch it is a complete HDF5 file, and a full disk (or a
+kill) leaves it as it was after the last batch, so the same command resumes from there.
 """
 
 import hashlib
@@ -30,6 +32,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from .atomic_files import CommittedFile
+from .checks import check_model_type
 from .configuration_elmo import ElmoConfig
 from .modeling_elmo import ElmoModel
 from .tokenization_elmo import ElmoTokenizer, read_vocabulary_file
@@ -153,6 +157,7 @@ def load_elmo(model_name_or_path: str | os.PathLike) -> ElmoModel:
         path.startswith((".", "/", "~")) or path.count("/") > 1 or os.sep in path and os.sep != "/"
     ):
         raise FileNotFoundError(f"model folder {path} does not exist")
+    check_model_type(path, "model")
     config = AutoConfig.from_pretrained(path)
     if not isinstance(config, ElmoConfig):
         raise ValueError(
@@ -302,41 +307,64 @@ class ElmoEmbedder:
             raise FileNotFoundError(f"the output folder {folder} does not exist")
         if os.path.exists(output_path) and os.path.samefile(output_path, input_path):
             raise ValueError(f"the output file {output_path} is the input file")
-        resume = os.path.exists(output_path) and not overwrite
+        # An empty file is what a run that failed before its first flush leaves: nothing to resume.
+        resume = os.path.exists(output_path) and os.path.getsize(output_path) > 0 and not overwrite
+        # Written through a CommittedFile: each flush is a durable point that a full disk cannot damage.
+        store = CommittedFile(output_path, create=not resume)
         try:
-            file = h5py.File(output_path, "a" if resume else "w")
+            file = h5py.File(store, "a" if resume else "w")
         except OSError as error:
+            store.close()
             if resume:
                 raise ValueError(
                     f"{output_path} exists and is not a readable HDF5 file ({error}); pass overwrite "
                     "(--overwrite) to replace it, or choose another output path"
                 ) from None
             raise
-        with file:
-            done = self._check_existing(file, settings, sentences, output_path) if resume else set()
-            if not resume:
-                file.attrs.update(settings)
-            todo = sorted(
-                (i for i in range(len(sentences)) if i not in done),
-                key=lambda i: len(sentences[i].split()),
-                reverse=True,
+        done, todo, words = set(), [], 0
+        try:
+            with file:
+                done = self._check_existing(file, settings, sentences, output_path) if resume else set()
+                if not resume:
+                    file.attrs.update(settings)
+                file.flush()
+                todo = sorted(
+                    (i for i in range(len(sentences)) if i not in done),
+                    key=lambda i: len(sentences[i].split()),
+                    reverse=True,
+                )
+                with tqdm(total=len(todo), unit="sentence", desc="embedding", disable=not progress) as bar:
+                    for start in range(0, len(todo), batch_size):
+                        indices = todo[start : start + batch_size]
+                        split = [sentences[i].split() for i in indices]
+                        for i, vectors in zip(indices, self.embed_batch(split, layer_output)):
+                            dataset = file.create_dataset(str(i), data=vectors, dtype="float32")
+                            dataset.attrs["sentence"] = sentences[i]
+                        file.flush()  # a durable point: what is written survives an interruption or a full disk
+                        words += sum(map(len, split))
+                        bar.update(len(indices))
+                if "sentence_to_index" in file:
+                    del file["sentence_to_index"]
+                sentence_to_index = {sentence: str(i) for i, sentence in enumerate(sentences)}
+                index = file.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
+                index[0] = json.dumps(sentence_to_index)
+        except Exception as error:
+            if store.failed is None:
+                raise
+            failed = store.failed
+            message = OSError(
+                f"writing {output_path} failed ({failed.strerror or failed}); "
+                + (
+                    "the file may be damaged: delete it, or run the same command with --overwrite"
+                    if store.damaged
+                    else "it keeps every sentence embedded before the failure: free space and run the same "
+                    "command again to resume"
+                )
             )
-            words = 0
-            with tqdm(total=len(todo), unit="sentence", desc="embedding", disable=not progress) as bar:
-                for start in range(0, len(todo), batch_size):
-                    indices = todo[start : start + batch_size]
-                    split = [sentences[i].split() for i in indices]
-                    for i, vectors in zip(indices, self.embed_batch(split, layer_output)):
-                        dataset = file.create_dataset(str(i), data=vectors, dtype="float32")
-                        dataset.attrs["sentence"] = sentences[i]
-                    file.flush()  # what is written survives an interruption
-                    words += sum(map(len, split))
-                    bar.update(len(indices))
-            if "sentence_to_index" in file:
-                del file["sentence_to_index"]
-            sentence_to_index = {sentence: str(i) for i, sentence in enumerate(sentences)}
-            index = file.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
-            index[0] = json.dumps(sentence_to_index)
+            message.errno = failed.errno
+            raise message from error
+        finally:
+            store.close()
         return {"sentences": len(sentences), "embedded": len(todo), "kept": len(done), "words": words}
 
     @staticmethod

@@ -13,6 +13,7 @@ from huggingface_hub import HfApi, ModelCard
 from transformers import Trainer
 from transformers.modelcard import extract_hyperparameters_from_trainer, parse_log_history
 
+from .atomic_files import write_text
 from .model_card import build_model_card
 
 
@@ -84,7 +85,7 @@ def finish_run(trainer: Trainer, model_family: str, **card_facts) -> ModelCard |
         "hyperparameters": {**extract_hyperparameters_from_trainer(trainer), **card_facts.get("hyperparameters", {})},
     }
     card = build_model_card(model_family, model, model_id=repo_id, **facts)
-    card.save(os.path.join(args.output_dir, "README.md"))
+    write_text(os.path.join(args.output_dir, "README.md"), str(card))
 
     if args.push_to_hub:
         # Checkpoint pushes still running would otherwise land after, and over, the final one.

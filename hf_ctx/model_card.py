@@ -19,6 +19,7 @@ from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers.modelcard import TASK_TAG_TO_NAME_MAPPING, make_markdown_table
 
 from . import __version__
+from .atomic_files import write_text
 from .families import MODEL_FAMILIES
 from .remote_code import registered_auto_class, shareable_name
 
@@ -247,7 +248,7 @@ def build_model_card(
 def write_model_card(output_dir: str | os.PathLike, model_family: str, model, **facts) -> ModelCard:
     """Build the card (see `build_model_card` for `facts`) and save it as `output_dir/README.md`."""
     card = build_model_card(model_family, model, **facts)
-    card.save(Path(output_dir) / "README.md")
+    write_text(Path(output_dir) / "README.md", str(card))
     return card
 
 

@@ -39,6 +39,7 @@ from transformers.utils.generic import can_return_tuple
 
 from .configuration_bert import CtxBertConfig
 from .losses import IGNORE_INDEX, BatchMeanLossMixin, classification_loss, sequence_classification_loss
+from .model_size import ParameterMemoryMixin
 from .remote_code import AutoMapMixin
 
 
@@ -425,7 +426,7 @@ class CtxBertLMHead(nn.Module):
         return self.decoder(self.LayerNorm(self.activation(self.dense(hidden_states))))
 
 
-class CtxBertPreTrainedModel(AutoMapMixin, BatchMeanLossMixin, PreTrainedModel):
+class CtxBertPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, BatchMeanLossMixin, PreTrainedModel):
     """Weight initialisation, attention-implementation support and loading for all CtxBert models."""
 
     config_class = CtxBertConfig
@@ -572,10 +573,8 @@ def masked_lm_logits_and_loss(lm_head, sequence_output, labels, config):
         labels = labels.reshape(-1)[labelled]
     else:
         logits = lm_head(sequence_output)
-    loss = F.cross_entropy(
-        logits.reshape(-1, config.vocab_size).float(), labels.reshape(-1), ignore_index=IGNORE_INDEX
-    )
-    return logits, loss
+    # 0, not NaN, for a batch without a masked token (as every hf_ctx head: see `classification_loss`).
+    return logits, classification_loss(logits, labels, config.vocab_size)
 
 
 def _classifier_dropout(config):
@@ -849,12 +848,16 @@ class CtxBertForQuestionAnswering(CtxBertPreTrainedModel):
         loss = None
         if start_positions is not None and end_positions is not None:
             # Spans outside the (possibly truncated) input point at an ignored index, as in transformers.
-            ignored = start_logits.shape[1]
-            start_positions = start_positions.view(-1).clamp(0, ignored)
-            end_positions = end_positions.view(-1).clamp(0, ignored)
+            # Here they become IGNORE_INDEX, so that a batch of such spans has loss 0, not NaN.
+            length = start_logits.shape[1]
+
+            def span_labels(positions):
+                positions = positions.view(-1).clamp(0, length)
+                return positions.masked_fill(positions == length, IGNORE_INDEX)
+
             loss = (
-                F.cross_entropy(start_logits, start_positions, ignore_index=ignored)
-                + F.cross_entropy(end_logits, end_positions, ignore_index=ignored)
+                classification_loss(start_logits, span_labels(start_positions), length)
+                + classification_loss(end_logits, span_labels(end_positions), length)
             ) / 2
         return QuestionAnsweringModelOutput(
             loss=loss,

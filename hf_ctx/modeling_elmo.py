@@ -36,6 +36,7 @@ from .layers import (
     run_packed_rnn,
 )
 from .losses import IGNORE_INDEX, BatchMeanLossMixin, classification_loss, sequence_classification_loss
+from .model_size import ParameterMemoryMixin
 from .remote_code import AutoMapMixin
 
 # Two polynomial hashes of a word's character ids, modulo primes below 2**31, make one 62-bit key per word for the
@@ -108,7 +109,14 @@ def check_character_ids(input_ids, attention_mask, max_characters: int, n_charac
 
 
 def elmo_input_mask(config: ElmoConfig, input_ids, attention_mask) -> torch.Tensor:
-    """`check_character_ids` with an ELMo config's width and character range: the word mask (B, W)."""
+    """`check_character_ids` with an ELMo config's width and character range, and no more words than
+    `config.max_sentence_words`: the word mask (B, W)."""
+    if input_ids.dim() >= 2 and input_ids.shape[1] > config.max_sentence_words:
+        raise ValueError(
+            f"the input has {input_ids.shape[1]} words per sentence, more than this ELMo's max_sentence_words="
+            f"{config.max_sentence_words}; split the text into sentences, encode with truncation=True (the "
+            "tokenizer keeps the first model_max_length words), or raise config.max_sentence_words"
+        )
     return check_character_ids(
         input_ids, attention_mask, config.max_characters_per_token, config.char_cnn["n_characters"]
     )
@@ -145,7 +153,7 @@ def check_bilm_hidden_states(config: ElmoConfig, bilm_hidden_states: torch.Tenso
         )
 
 
-class ElmoPreTrainedModel(AutoMapMixin, BatchMeanLossMixin, PreTrainedModel):
+class ElmoPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, BatchMeanLossMixin, PreTrainedModel):
     """Weight initialisation (bilm-tf's) and loading for ELMo models."""
 
     config_class = ElmoConfig

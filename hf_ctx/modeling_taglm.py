@@ -39,6 +39,7 @@ from .configuration_taglm import TagLMConfig
 from .crf import ConditionalRandomField
 from .layers import run_packed_rnn
 from .losses import IGNORE_INDEX, BatchMeanLossMixin, check_label_range
+from .model_size import ParameterMemoryMixin
 from .modeling_elmo import ElmoModel, FrozenBiLMMixin, check_bilm_hidden_states, check_character_ids, check_word_ids
 from .remote_code import AutoMapMixin, shareable_name
 from .tag_schemes import allowed_transitions
@@ -78,7 +79,7 @@ class CharacterEncoder(nn.Module):
         return torch.cat([final[0], final[1]], dim=-1)
 
 
-class TagLMPreTrainedModel(AutoMapMixin, BatchMeanLossMixin, PreTrainedModel):
+class TagLMPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, BatchMeanLossMixin, PreTrainedModel):
     """Weight initialisation and loading for TagLM models."""
 
     config_class = TagLMConfig
@@ -214,7 +215,46 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
                     "on a word the attention mask covers"
                 )
             check_label_range(labels[mask], config.num_labels)
+            self._check_label_transitions(labels, mask)
         return mask
+
+    def _check_label_transitions(self, labels: torch.Tensor, mask: torch.Tensor) -> None:
+        """A `ValueError` naming the sentence, word and transition where the gold tags break `config.tag_scheme`
+        (O -> I-PER under IOB2). The CRF scores such a transition -10000, so training on it gives a loss of about
+        10,000 and learns nothing; the data is then in another scheme (IOB1), to be converted first."""
+        if torch.compiler.is_compiling() or labels.shape[1] == 0:
+            return
+        allowed, t = self.crf.allowed, self.config.num_labels
+        tags = labels.masked_fill(~mask, 0)
+        lengths = mask.sum(1)
+        has_words = lengths > 0
+        # (B, W + 1) flags: start -> first tag, tag -> next tag, last tag -> end
+        bad_start = has_words & ~allowed[t, tags[:, 0]]
+        bad_inside = mask[:, 1:] & ~allowed[tags[:, :-1], tags[:, 1:]]
+        last = tags.gather(1, (lengths - 1).clamp(min=0).unsqueeze(1)).squeeze(1)
+        bad_end = has_words & ~allowed[last, t + 1]
+        bad = torch.cat([bad_start.unsqueeze(1), bad_inside, bad_end.unsqueeze(1)], dim=1)
+        if not bad.any():
+            return
+        sentence, position = (int(i) for i in bad.nonzero()[0])
+        names = {int(k): v for k, v in self.config.id2label.items()}
+        row = tags[sentence].tolist()
+        if position == 0:
+            where, transition = "at its first word", f"the sentence start -> {names[row[0]]}"
+        elif position == int(lengths[sentence]):
+            where, transition = "at its last word", f"{names[row[position - 1]]} -> the sentence end"
+        else:
+            where, transition = f"at word {position}", f"{names[row[position - 1]]} -> {names[row[position]]}"
+        hint = (
+            "Tags that start an entity with I- are IOB1: convert them (hf_ctx.tag_schemes.convert_tags(tags, "
+            "'IOB1', 'IOB2'); run_ner.py converts CoNLL files itself)"
+            if transition.split(" -> ")[-1].startswith("I-")
+            else "The data is in another scheme: convert it (hf_ctx.tag_schemes.convert_tags)"
+        )
+        raise ValueError(
+            f"the labels of sentence {sentence} of the batch break the {self.config.tag_scheme} tag scheme "
+            f"{where}: {transition} is not allowed. {hint}, or give the model the scheme of the data (tag_scheme)"
+        )
 
     @can_return_tuple
     def forward(

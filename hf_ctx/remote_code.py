@@ -16,6 +16,8 @@ This module travels with the checkpoints of every model that imports it: it impo
 
 import os
 
+from .atomic_files import damaged_files, write_into_folder
+
 
 def shareable_name(name_or_path) -> str | None:
     """How a checkpoint may name another one it came from (a config's `bilm_name_or_path`, a card's base model)
@@ -79,9 +81,31 @@ class AutoMapMixin:
             config.validate()
         super().__init__(config, *args, **kwargs)
 
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        """transformers' `from_pretrained`; a local folder that fails to load because one of its files is truncated
+        or damaged gets an `OSError` naming the file (transformers' own error, e.g. safetensors' "incomplete
+        metadata", names none)."""
+        try:
+            return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        except Exception as error:
+            folder = pretrained_model_name_or_path
+            damaged = damaged_files(folder) if isinstance(folder, (str, os.PathLike)) and os.path.isdir(folder) else []
+            if not damaged:
+                raise
+            raise OSError(
+                f"cannot load {os.fspath(folder)}: {', '.join(damaged)} is incomplete or corrupt (a save or copy "
+                "that was cut short?); save or copy it again"
+            ) from error
+
     def save_pretrained(self, save_directory, *args, **kwargs):
+        """transformers' `save_pretrained`, written atomically (`write_into_folder`): a save that fails (a full
+        disk) leaves the previous checkpoint in `save_directory` as it was."""
         family = _FAMILY_AUTO_MAPS.get(self.config.model_type)
         if family:
             # transformers adds "AutoConfig" when it saves the config.
             self.config.auto_map = dict(family)
-        return super().save_pretrained(save_directory, *args, **kwargs)
+        save = super().save_pretrained
+        if kwargs.get("push_to_hub"):  # the Hub repository is named after save_directory
+            return save(save_directory, *args, **kwargs)
+        return write_into_folder(save_directory, lambda staging: save(staging, *args, **kwargs))

@@ -15,7 +15,8 @@ import numpy as np
 import torch
 from transformers import BatchEncoding, PreTrainedTokenizer
 
-from .elmo_characters import BOS_TOKEN, EOS_TOKEN, word_to_char_ids
+from .atomic_files import write_into_folder
+from .elmo_characters import BOS_TOKEN, EOS_TOKEN, MAX_SENTENCE_WORDS, word_to_char_ids
 from .losses import IGNORE_INDEX
 
 VOCAB_FILES_NAMES = {"vocab_file": "vocab.txt"}
@@ -50,7 +51,8 @@ class ElmoTokenizer(PreTrainedTokenizer):
           `<UNK>`'s id; padding gets the id of `pad_token` (`</S>`: ELMo has no padding word, and the attention
           mask tells padding apart).
     `padding=True` pads to the longest sentence, `padding="max_length"` to `max_length`;
-    `truncation=True, max_length=N` keeps a sentence's first N words. Padding is always on the right.
+    `truncation=True, max_length=N` keeps a sentence's first N words, `truncation=True` alone its first
+    `model_max_length` (default 1024, the model's `max_sentence_words`). Padding is always on the right.
 
     Args:
         vocab_file (`str`, *optional*): a word vocabulary file (one word per line, in id order, with `<S>`, `</S>`
@@ -89,6 +91,8 @@ class ElmoTokenizer(PreTrainedTokenizer):
     ):
         if vocab_file is not None and vocab is not None:
             raise ValueError("give the word vocabulary as vocab_file or as vocab, not both")
+        # The model's default limit (`ElmoConfig.max_sentence_words`): what `truncation=True` keeps.
+        kwargs.setdefault("model_max_length", MAX_SENTENCE_WORDS)
         if not isinstance(max_characters_per_token, int) or max_characters_per_token < 3:
             raise ValueError(f"max_characters_per_token must be an integer >= 3, got {max_characters_per_token!r}")
         if (str(bos_token), str(eos_token)) != (BOS_TOKEN, EOS_TOKEN):
@@ -149,6 +153,13 @@ class ElmoTokenizer(PreTrainedTokenizer):
 
     def _tokenize(self, text: str, **kwargs) -> list[str]:
         return text.split()
+
+    def save_pretrained(self, save_directory, *args, **kwargs):
+        """transformers' `save_pretrained`, written atomically: a failed save leaves the folder as it was."""
+        save = super().save_pretrained
+        if kwargs.get("push_to_hub"):  # the Hub repository is named after save_directory
+            return save(save_directory, *args, **kwargs)
+        return write_into_folder(save_directory, lambda staging: save(staging, *args, **kwargs))
 
     def save_vocabulary(self, save_directory: str, filename_prefix: str | None = None) -> tuple[str, ...]:
         if not self.has_word_vocabulary:

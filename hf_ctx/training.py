@@ -24,6 +24,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy
 from transformers.utils.hub import PushInProgress
 
 from . import __version__
+from .atomic_files import damaged_file_reason, damaged_files, write_into_folder, write_text
 from .checks import check_conflicting_arguments, check_path_arguments, check_positive_arguments
 from .remote_code import shareable_name
 
@@ -148,6 +149,7 @@ def parse_args_and_set_up(
     *,
     ignored_together: Iterable[tuple[str, str]] = (),
     positive: tuple[str, ...] = ("max_seq_length",),
+    steps: tuple[str, ...] = ("do_train", "do_eval", "do_predict"),
 ) -> tuple:
     """The start of every example script: parse the command line, set up logging, seed everything, and refuse
     arguments the run could not use (see `hf_ctx.checks`).
@@ -158,12 +160,16 @@ def parse_args_and_set_up(
         logger: the script's logger (see `setup_logging`).
         ignored_together: (argument, argument it makes the script ignore) pairs, refused together.
         positive: size arguments that must be positive when given.
+        steps: the script's `--do_*` steps; a run that asks for none of them is refused (it would exit having
+            done nothing, or only part of its preparation).
 
     Returns:
         One instance per class, in order.
     """
     parsed = HfArgumentParser(argument_classes).parse_args_into_dataclasses(args=argv)
     training_args = parsed[-1]
+    if not any(getattr(training_args, step) for step in steps):
+        raise ValueError(f"nothing to do: give {' and/or '.join('--' + step for step in steps)}")
     setup_logging(training_args, logger)
     transformers.set_seed(training_args.seed)
     script_args = parsed[:-1]
@@ -402,41 +408,62 @@ def train_and_evaluate(
     return metrics, eval_metrics
 
 
-def missing_checkpoint_files(
-    folder: str | os.PathLike, *, world_size: int = 1, tokenizer_files=(), training_state: bool = True
+def _expected_checkpoint_files(
+    folder: str, *, world_size: int = 1, tokenizer_files=(), training_state: bool = True
 ) -> list[str]:
+    """The files a `checkpoint-N` folder written by the Trainer should hold (see `missing_checkpoint_files`)."""
+    expected = ["config.json", *tokenizer_files]
+    index = os.path.join(folder, "model.safetensors.index.json")
+    if os.path.isfile(index):
+        expected.append("model.safetensors.index.json")
+        if damaged_file_reason(index) is None:
+            with open(index, encoding="utf-8") as f:
+                expected += sorted(set(json.load(f)["weight_map"].values()))
+    else:
+        expected.append("model.safetensors")
+    if training_state:
+        expected += ["trainer_state.json", "optimizer.pt", "scheduler.pt"]
+        expected += ["rng_state.pth"] if world_size == 1 else [f"rng_state_{i}.pth" for i in range(world_size)]
+    return expected
+
+
+def missing_checkpoint_files(folder: str | os.PathLike, **check) -> list[str]:
     """The files a `checkpoint-N` folder written by the Trainer should hold but does not.
 
     A run killed while saving leaves a checkpoint with some files missing; resuming from it fails somewhere deep
     (or, without `scheduler.pt` or the RNG state, silently trains differently). Checked: `config.json`, the
     weights (`model.safetensors`, or the index and every shard it lists), `tokenizer_files` (the names the
     Trainer's tokenizer saves) and, with `training_state`, `trainer_state.json`, `optimizer.pt`, `scheduler.pt`
-    and the RNG state of each of the `world_size` processes.
+    and the RNG state of each of the `world_size` processes. `check`: `world_size`, `tokenizer_files`,
+    `training_state`.
     """
     folder = os.fspath(folder)
-    expected = ["config.json", *tokenizer_files]
-    index = os.path.join(folder, "model.safetensors.index.json")
-    if os.path.isfile(index):
-        with open(index, encoding="utf-8") as f:
-            expected += sorted(set(json.load(f)["weight_map"].values()))
-    else:
-        expected.append("model.safetensors")
-    if training_state:
-        expected += ["trainer_state.json", "optimizer.pt", "scheduler.pt"]
-        expected += ["rng_state.pth"] if world_size == 1 else [f"rng_state_{i}.pth" for i in range(world_size)]
-    return [name for name in expected if not os.path.isfile(os.path.join(folder, name))]
+    return [
+        name for name in _expected_checkpoint_files(folder, **check) if not os.path.isfile(os.path.join(folder, name))
+    ]
+
+
+def checkpoint_problems(folder: str | os.PathLike, **check) -> list[str]:
+    """What keeps a `checkpoint-N` folder from being resumed: "missing <files>" (`missing_checkpoint_files`) and
+    "<file> (<why>) is incomplete or corrupt" for each expected file that `damaged_file_reason` finds truncated
+    or damaged (checked without unpickling anything). Empty for a checkpoint that can be resumed."""
+    folder = os.fspath(folder)
+    missing = missing_checkpoint_files(folder, **check)
+    problems = [f"missing {', '.join(missing)}"] if missing else []
+    damaged = damaged_files(folder, _expected_checkpoint_files(folder, **check))
+    return problems + [f"{file} is incomplete or corrupt" for file in damaged]
 
 
 def resolve_resume_checkpoint(
     checkpoint: str | os.PathLike | bool | None, output_dir: str | os.PathLike, **check
 ) -> str | None:
-    """The checkpoint folder `--resume_from_checkpoint` means, checked to be complete.
+    """The checkpoint folder `--resume_from_checkpoint` means, checked to be complete and undamaged.
 
     `checkpoint` is a folder, or `True` / "latest" / "last" for the `checkpoint-N` of `output_dir` with the
-    highest N among the complete ones: an incomplete one (a run killed while saving it) is skipped with a warning
-    naming its missing files. A folder given by name must be complete: the error names what is missing.
-    `None` / `False` / "" give `None` (train from the start). `check`: the keyword arguments of
-    `missing_checkpoint_files`.
+    highest N among the complete ones: an incomplete or damaged one (a run killed while saving it, a full disk)
+    is skipped with a warning naming its files. A folder given by name must be complete: the error names what is
+    missing or damaged. `None` / `False` / "" give `None` (train from the start). `check`: the keyword arguments
+    of `missing_checkpoint_files`.
     """
     if checkpoint is None or checkpoint is False or checkpoint == "":
         return None
@@ -446,11 +473,11 @@ def resolve_resume_checkpoint(
         steps = sorted((int(m.group(1)) for m in map(pattern.match, found) if m), reverse=True)
         for step in steps:
             folder = os.path.join(output_dir, f"{PREFIX_CHECKPOINT_DIR}-{step}")
-            missing = missing_checkpoint_files(folder, **check)
-            if not missing:
+            problems = checkpoint_problems(folder, **check)
+            if not problems:
                 return folder
             logger.warning(
-                f"skipping the incomplete checkpoint {folder} (missing {', '.join(missing)}); it was "
+                f"skipping the incomplete checkpoint {folder} ({'; '.join(problems)}); it was "
                 "probably being saved when the run stopped"
             )
         raise ValueError(
@@ -460,11 +487,11 @@ def resolve_resume_checkpoint(
     folder = os.fspath(checkpoint)
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"--resume_from_checkpoint: {folder} does not exist or is not a folder")
-    missing = missing_checkpoint_files(folder, **check)
-    if missing:
+    problems = checkpoint_problems(folder, **check)
+    if problems:
         raise ValueError(
             f"--resume_from_checkpoint: {folder} is an incomplete checkpoint (the run probably stopped "
-            f"while saving it): missing {', '.join(missing)}. Resume from an earlier checkpoint, or "
+            f"while saving it): {'; '.join(problems)}. Resume from an earlier checkpoint, or "
             f"pass 'latest' to use the latest complete one in {output_dir}"
         )
     return folder
@@ -516,6 +543,50 @@ class CtxTrainer(Trainer):
         super().__init__(model, args, *rest, **kwargs)
         if self.args.device.type == "cpu":
             set_num_threads(self.model, getattr(self.args, "num_threads", None))
+
+    # --- writing: every file the Trainer writes appears whole or not at all (hf_ctx.atomic_files) ---------
+
+    def _write_atomically(self, write, output_dir: str | None):
+        """Run `write(folder)` on a temporary folder and move its files into `output_dir` (`write_into_folder`);
+        directly where several processes write into the same folder (sharded saves)."""
+        output_dir = output_dir if output_dir is not None else self.args.output_dir
+        if self.args.world_size > 1 or self.is_deepspeed_enabled or self.is_fsdp_enabled:
+            return write(output_dir)
+        return write_into_folder(output_dir, write)
+
+    def _save(self, output_dir: str | None = None, state_dict=None) -> None:
+        self._write_atomically(lambda folder: Trainer._save(self, folder, state_dict), output_dir)
+
+    def _save_optimizer_and_scheduler(self, output_dir: str) -> None:
+        self._write_atomically(lambda folder: Trainer._save_optimizer_and_scheduler(self, folder), output_dir)
+
+    def _save_scaler(self, output_dir: str) -> None:
+        self._write_atomically(lambda folder: Trainer._save_scaler(self, folder), output_dir)
+
+    def _save_rng_state(self, output_dir: str) -> None:
+        self._write_atomically(lambda folder: Trainer._save_rng_state(self, folder), output_dir)
+
+    def save_state(self) -> None:
+        if self.is_world_process_zero():
+            self._write_atomically(
+                lambda folder: self.state.save_to_json(os.path.join(folder, "trainer_state.json")), None
+            )
+
+    def save_metrics(self, split: str, metrics: dict, combined: bool = True) -> None:
+        """`<split>_results.json` and, with `combined`, the metrics merged into `all_results.json`, each written
+        atomically (a full disk leaves the previous file)."""
+        if not self.is_world_process_zero():
+            return
+        write_text(
+            os.path.join(self.args.output_dir, f"{split}_results.json"), json.dumps(metrics, indent=4, sort_keys=True)
+        )
+        if combined:
+            path = os.path.join(self.args.output_dir, "all_results.json")
+            all_metrics = {}
+            if os.path.exists(path):
+                with open(path, encoding="utf-8") as f:
+                    all_metrics = json.load(f)
+            write_text(path, json.dumps({**all_metrics, **metrics}, indent=4, sort_keys=True))
 
     def _checkpoint_checks(self) -> dict:
         """Keyword arguments of `missing_checkpoint_files` for this Trainer's checkpoints."""

@@ -77,6 +77,17 @@ def test_malformed_lines_name_file_and_line(tmp_path):
     assert read_conll(path, num_columns=None)[0]["ner_tags"] == ["B-ORG", "O"]
 
 
+@pytest.mark.parametrize("content", ["", "\n\n", "-DOCSTART- -X- -X- O\n\n-DOCSTART- -X- -X- O\n"])
+def test_a_file_without_sentences_is_refused_naming_it(tmp_path, content):
+    """It read as zero sentences with a detected scheme."""
+    from hf_ctx.data.conll import read_conll_file_with_scheme
+
+    path = tmp_path / "empty.conll"
+    path.write_text(content)
+    with pytest.raises(ValueError, match=rf"{path} holds no sentences"):
+        read_conll_file_with_scheme(path)
+
+
 def test_scheme_detection():
     assert detect_tag_scheme([["I-PER", "I-PER", "O"], ["O"]]) == "IOB1"
     assert detect_tag_scheme([["B-PER", "I-PER", "B-PER"]]) == "IOB2"

@@ -241,3 +241,71 @@ def test_swapped_or_wrong_files_say_which_argument_is_which(tmp_path):
     with pytest.raises(ValueError, match=r"not an HDF5 file \(it is JSON: the options\?\)"):
         convert_elmo_checkpoint(options, options, out)
     assert not out.exists()
+
+
+def _cli_error(capsys, *args) -> str:
+    """Run `hf-ctx convert-elmo ARGS`: it must fail with one line `error: ...` and exit status 1."""
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main(["convert-elmo", *map(str, args)])
+    assert exit_info.value.code == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "remove, key",
+    [
+        (("lstm",), "lstm"),
+        (("char_cnn", "embedding"), "char_cnn.embedding"),
+        (("char_cnn", "max_characters_per_token"), "char_cnn.max_characters_per_token"),
+        (("lstm", "projection_dim"), "lstm.projection_dim"),
+    ],
+)
+def test_options_missing_a_key_is_one_line_naming_file_and_key(tmp_path, capsys, remove, key):
+    options = options_for(True)
+    write_weights(tmp_path / "weights.hdf5", options, np.random.default_rng(3))
+    section = options
+    for name in remove[:-1]:
+        section = section[name]
+    del section[remove[-1]]
+    (tmp_path / "options.json").write_text(json.dumps(options))
+    line = _cli_error(capsys, tmp_path / "options.json", tmp_path / "weights.hdf5", tmp_path / "out")
+    assert f"{tmp_path / 'options.json'} has no '{key}'" in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_group_where_a_dataset_should_be_is_one_line(tmp_path, capsys):
+    options = options_for(True)
+    (tmp_path / "options.json").write_text(json.dumps(options))
+    write_weights(tmp_path / "weights.hdf5", options, np.random.default_rng(4))
+    with h5py.File(tmp_path / "weights.hdf5", "a") as f:
+        del f["CNN/b_cnn_1"]
+        f.create_group("CNN/b_cnn_1")
+    line = _cli_error(capsys, tmp_path / "options.json", tmp_path / "weights.hdf5", tmp_path / "out")
+    assert f"{tmp_path / 'weights.hdf5'}: CNN/b_cnn_1 is an HDF5 group, not a dataset" in line
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nan_or_infinite_weights_are_refused_naming_the_tensor(tmp_path, capsys, bad):
+    options = options_for(True)
+    (tmp_path / "options.json").write_text(json.dumps(options))
+    write_weights(tmp_path / "weights.hdf5", options, np.random.default_rng(5))
+    with h5py.File(tmp_path / "weights.hdf5", "a") as f:
+        f["CNN_high_1/W_carry"][3, 2] = bad
+    line = _cli_error(capsys, tmp_path / "options.json", tmp_path / "weights.hdf5", tmp_path / "out")
+    assert "the weights char_cnn.highway.layers.1.weight hold 1 NaN or infinite value(s)" in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_converting_into_a_folder_holding_another_model_is_refused(tmp_path, capsys):
+    options = options_for(True)
+    (tmp_path / "options.json").write_text(json.dumps(options))
+    write_weights(tmp_path / "weights.hdf5", options, np.random.default_rng(6))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "config.json").write_text('{"model_type": "hf_ctx_bert"}')
+    (out / "tokenizer_config.json").write_text("{}")
+    line = _cli_error(capsys, tmp_path / "options.json", tmp_path / "weights.hdf5", out)
+    assert f"output folder {out} already holds a checkpoint (config.json, tokenizer_config.json)" in line
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "tokenizer_config.json"]

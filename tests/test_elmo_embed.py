@@ -2,6 +2,7 @@
 `ElmoModel.cache_token_embeddings`. The reference for every vector is `ElmoModel` run on one sentence alone."""
 
 import json
+import os
 
 import h5py
 import numpy as np
@@ -368,3 +369,91 @@ def test_feature_extraction_pipeline_gives_a_vector_per_word(elmo_dir):
     every_layer = extractor(sentence, output="all", return_tensors=True)
     assert every_layer[0]["vector"].shape == (3, 16)
     np.testing.assert_allclose(every_layer[1]["vector"].numpy(), layers[:, 1], atol=1e-6, rtol=0)
+
+
+# The n-th write into new space fails; `kept`: the sentences of the batches flushed before (2 per batch).
+@pytest.mark.parametrize("failing_write, kept", [(1, 0), (5, 0), (9, 2), (11, 4), (13, 6), (14, 7), (1000, 7)])
+def test_embed_on_a_full_disk_keeps_finished_work_and_resumes(
+    elmo_dir, text_file, tmp_path, monkeypatch, failing_write, kept
+):
+    """A disk that fills up at the n-th write: a one-line OSError, no crash; the rerun resumes and completes the
+    file as an uninterrupted run would, keeping what was flushed before (1000: nothing fails)."""
+    import errno
+
+    from hf_ctx import atomic_files
+
+    path = tmp_path / "vectors.hdf5"
+    embedder = ElmoEmbedder(elmo_dir, device="cpu")
+    real_pwrite, calls = os.pwrite, []
+
+    def pwrite(fd, data, offset):
+        if offset + len(data) <= os.fstat(fd).st_size:  # overwriting allocated space needs no new space
+            return real_pwrite(fd, data, offset)
+        calls.append(offset)
+        if len(calls) == failing_write:
+            real_pwrite(fd, data[: len(data) // 2], offset)  # part of it lands, then the disk is full
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_pwrite(fd, data, offset)
+
+    monkeypatch.setattr(atomic_files.os, "pwrite", pwrite)
+    try:
+        embedder.embed_file(text_file, path, batch_size=2, progress=False)
+    except OSError as error:
+        assert "No space left on device" in str(error) and "run the same command again" in str(error)
+        assert failing_write < 1000
+    monkeypatch.undo()
+    summary = embedder.embed_file(text_file, path, batch_size=2, progress=False)
+    assert summary["kept"] + summary["embedded"] == len(SENTENCES)
+    assert summary["kept"] == kept
+    model = reference_model(elmo_dir)
+    with h5py.File(path, "r") as f:
+        assert json.loads(f["sentence_to_index"][0])["a dog"] == "1"
+        for i, sentence in enumerate(SENTENCES):
+            np.testing.assert_allclose(f[str(i)][...], layers_alone(model, sentence), atol=1e-6, rtol=0)
+
+
+def test_embed_names_a_file_damaged_by_an_io_error_while_overwriting(elmo_dir, text_file, tmp_path, monkeypatch):
+    """An error while overwriting space the file already has (not a full disk) says what to delete."""
+    import errno
+
+    from hf_ctx import atomic_files
+
+    real_pwrite, superblock_writes = os.pwrite, []
+
+    def pwrite(fd, data, offset):
+        # The superblock (offset 0) is rewritten in place at every flush after the first.
+        if offset == 0:
+            superblock_writes.append(offset)
+            if len(superblock_writes) == 2:
+                raise OSError(errno.EIO, "Input/output error")
+        return real_pwrite(fd, data, offset)
+
+    monkeypatch.setattr(atomic_files.os, "pwrite", pwrite)
+    with pytest.raises(OSError, match=r"Input/output error\); the file may be damaged: delete it, or .*--overwrite"):
+        ElmoEmbedder(elmo_dir, device="cpu").embed_file(text_file, tmp_path / "v.hdf5", progress=False)
+
+
+def test_cli_embed_on_a_full_disk_prints_one_line(elmo_dir, text_file, tmp_path, monkeypatch, capsys):
+    import errno
+
+    from hf_ctx import atomic_files
+
+    def full(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(atomic_files.os, "pwrite", full)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["embed", str(elmo_dir), str(text_file), str(tmp_path / "v.hdf5"), "--device", "cpu", "--no_progress"])
+    assert exit_info.value.code == 1
+    error = [line for line in capsys.readouterr().err.splitlines() if line.strip() and not line.startswith("Loading")]
+    assert len(error) == 1 and error[0].startswith("error: writing") and "No space left" in error[0]
+
+
+def test_cli_embed_names_an_unknown_model_type(tmp_path, text_file, capsys):
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text(
+        json.dumps({"model_type": "elmo_v9", "auto_map": {"AutoConfig": "configuration_elmo_v9.Config"}})
+    )
+    with pytest.raises(SystemExit):
+        main(["embed", str(tmp_path / "model"), str(text_file), str(tmp_path / "v.hdf5"), "--device", "cpu"])
+    assert "has model_type 'elmo_v9', which neither hf_ctx" in capsys.readouterr().err

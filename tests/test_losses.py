@@ -188,3 +188,35 @@ def test_gradient_accumulation_averages_the_micro_batches(build, tmp_path):
     assert changed
     for key in changed:
         torch.testing.assert_close(accumulated[key], whole[key], atol=1e-6, rtol=1e-5, msg=key)
+
+
+@pytest.mark.parametrize("sparse_prediction", [False, True])
+def test_every_head_gives_loss_zero_when_every_label_is_ignored(sparse_prediction):
+    """A batch without a labelled position has loss 0.0 in every head (masked LM gave NaN, token classification
+    0.0): the value documented in docs/models.md."""
+    from hf_ctx import (
+        CtxBertForMaskedLM,
+        CtxBertForPreTraining,
+        CtxBertForQuestionAnswering,
+        CtxBertForTokenClassification,
+    )
+
+    config = bert(2)[0].config
+    config.sparse_prediction = sparse_prediction
+    input_ids = torch.randint(5, 20, (2, 6))
+    ignored = torch.full((2, 6), IGNORE_INDEX)
+    for model_class in (CtxBertForMaskedLM, CtxBertForPreTraining, CtxBertForTokenClassification):
+        model = model_class(config).eval()
+        assert model(input_ids=input_ids, labels=ignored).loss.item() == 0.0, model_class.__name__
+    outside = torch.tensor([50, 60])  # spans cut off by truncation
+    qa = CtxBertForQuestionAnswering(config).eval()
+    assert qa(input_ids=input_ids, start_positions=outside, end_positions=outside).loss.item() == 0.0
+    # With one label, the loss is that position's cross-entropy.
+    labels = ignored.clone()
+    labels[0, 2] = 7
+    model = CtxBertForMaskedLM(config).eval()
+    config.sparse_prediction = False
+    logits = model(input_ids=input_ids).logits
+    config.sparse_prediction = sparse_prediction
+    expected = F.cross_entropy(logits[0, 2:3].float(), torch.tensor([7]))
+    torch.testing.assert_close(model(input_ids=input_ids, labels=labels).loss, expected)

@@ -710,3 +710,17 @@ def test_a_pretraining_checkpoint_loads_into_smaller_heads_without_a_load_report
     with CaptureLogger(transformers.utils.logging.get_logger("transformers")) as captured:
         transformers.AutoModelForMaskedLM.from_pretrained(tmp_path / "stray")
     assert "LOAD REPORT" in captured.out and "stray" in captured.out and "seq_relationship" not in captured.out
+
+
+def test_convert_refuses_nan_weights_and_a_folder_holding_a_checkpoint(tmp_path):
+    _source_with_tokenizer(tmp_path / "src")
+    convert_bert_checkpoint(tmp_path / "src", tmp_path / "out")
+    with pytest.raises(ValueError, match=r"out already holds a checkpoint \(config.json, tokenizer_config.json"):
+        convert_bert_checkpoint(tmp_path / "src", tmp_path / "out")
+    model = transformers.BertForSequenceClassification.from_pretrained(tmp_path / "src")
+    with torch.no_grad():
+        model.bert.encoder.layer[0].output.dense.weight[0, 0] = float("nan")
+    model.save_pretrained(tmp_path / "src")
+    with pytest.raises(ValueError, match=r"src: the weights .*layers?\.0\..* hold 1 NaN or infinite value"):
+        convert_bert_checkpoint(tmp_path / "src", tmp_path / "new")
+    assert not (tmp_path / "new").exists()

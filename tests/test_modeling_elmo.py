@@ -354,3 +354,21 @@ def test_character_embeddings_keep_a_zero_padding_row():
     for model in (ElmoForBiLM(config), ElmoForSequenceClassification(config)):
         weight = model.elmo.char_cnn.char_embeddings.weight
         assert not weight[0].any() and weight[1:].abs().sum(dim=1).gt(0).all()
+
+
+def test_a_very_long_sentence_is_refused_or_truncated_as_the_tokenizer_says(tokenizer):
+    """One 100,000-word sentence ran past 10 minutes and grew to 3.8 GB with no message."""
+    model = ElmoModel(tiny_config()).eval()
+    words = ["the", "cat"] * 50_000
+    assert tokenizer.model_max_length == model.config.max_sentence_words == 1024
+    with pytest.raises(ValueError, match=r"100000 words per sentence, more than this ELMo's max_sentence_words=1024"):
+        model(**tokenizer([words], is_split_into_words=True, return_tensors="pt"))
+    truncated = tokenizer([words], is_split_into_words=True, truncation=True, return_tensors="pt")
+    assert truncated["input_ids"].shape[1] == 1024
+    assert model(**truncated).last_hidden_state.shape[1] == 1024
+    # The limit is the user's to change, in the config and the tokenizer alike.
+    model.config.max_sentence_words = 2000
+    longer = ElmoTokenizer(model_max_length=2000)([words], is_split_into_words=True, truncation=True)
+    assert len(longer["input_ids"][0]) == 2000
+    with pytest.raises(ValueError, match="max_sentence_words must be a positive integer"):
+        model.config.max_sentence_words = 0

@@ -311,3 +311,23 @@ def test_an_empty_batch_is_refused():
     model = TagLMForTokenClassification(tiny_config())
     with pytest.raises(ValueError, match=r"batch size 0"):
         model(input_ids=torch.zeros(0, 3, 50, dtype=torch.long), input_word_ids=torch.zeros(0, 3, dtype=torch.long))
+
+
+@pytest.mark.parametrize(
+    "labels, message",
+    [
+        ([[1, 0, 0, 3], [0, 2, 0, -100], [3, -100, -100, -100]], r"sentence 1 .* at word 1: O -> I-PER"),
+        ([[1, 0, 0, 3], [1, 2, 0, -100], [4, -100, -100, -100]], r"sentence 2 .* first word: the sentence start"),
+        ([[1, 0, 0, 2], [1, 2, 0, -100], [3, -100, -100, -100]], r"sentence 0 .* at word 3: O -> I-PER"),
+    ],
+)
+def test_labels_the_scheme_forbids_are_refused(labels, message):
+    """O -> I-X under BIO scored -10000 in the CRF: a loss of about 10,000 and no warning."""
+    model = TagLMForTokenClassification(tiny_config()).eval()
+    input_ids, mask, word_ids = batch(SENTENCES, VOCAB)
+    with pytest.raises(ValueError, match=message + r".* not allowed\. Tags that start an entity with I- are IOB1"):
+        model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids, labels=torch.tensor(labels))
+    # Without a scheme every transition is allowed.
+    model = TagLMForTokenClassification(tiny_config(tag_scheme=None)).eval()
+    loss = model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids, labels=torch.tensor(labels)).loss
+    assert loss.item() < 100

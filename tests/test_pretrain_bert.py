@@ -390,3 +390,13 @@ def test_one_document_without_blank_lines_suggests_document_boundary_line(tmp_pa
                 "none",
             ]
         )
+
+
+@pytest.mark.parametrize("steps", [[], ["--do_predict"]])
+def test_a_run_without_a_step_is_refused(tmp_path, steps):
+    """Without --do_train it exited 0 having written only a tokenizer."""
+    (tmp_path / "text.txt").write_text("a cat runs .\n\na dog sleeps .\n")
+    arguments = ["--train_file", str(tmp_path / "text.txt"), "--output_dir", str(tmp_path / "out"), *steps]
+    with pytest.raises(ValueError, match="nothing to do: give --do_train and/or --do_eval"):
+        load_example().main([*arguments, "--use_cpu", "--report_to", "none"])
+    assert not (tmp_path / "out").exists()

@@ -533,3 +533,23 @@ def test_arguments_that_would_be_ignored_or_meaningless_are_refused(setup, tmp_p
             str(root / "config"),
             "--do_eval",
         )
+
+
+def test_a_checkpoint_of_an_unknown_model_type_is_named_not_a_remote_code_prompt(tmp_path):
+    """transformers asked "run the custom code? [y/N]" for a saved config with an unknown model_type."""
+    folder = tmp_path / "future-model"
+    folder.mkdir()
+    (folder / "config.json").write_text(
+        json.dumps({"model_type": "hf_ctx_future", "auto_map": {"AutoConfig": "configuration_future.FutureConfig"}})
+    )
+    args = [
+        "--model_name_or_path",
+        str(folder),
+        "--task_name",
+        "rte",
+        "--do_train",
+        "--output_dir",
+        str(tmp_path / "o"),
+    ]
+    with pytest.raises(ValueError, match=r"config.json has model_type 'hf_ctx_future', which neither hf_ctx"):
+        load_run_glue().main(args)

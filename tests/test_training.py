@@ -103,7 +103,7 @@ def test_parse_args_and_set_up_parses_logs_and_seeds(tmp_path):
     logger = logging.getLogger("an_example_script")
     script_args, training_args = parse_args_and_set_up(
         (ScriptArguments, TrainingArguments),
-        ["--size", "3", "--output_dir", str(tmp_path), "--seed", "7", "--report_to", "none"],
+        ["--size", "3", "--output_dir", str(tmp_path), "--seed", "7", "--report_to", "none", "--do_eval"],
         logger,
     )
     assert script_args.size == 3 and training_args.seed == 7
@@ -111,6 +111,14 @@ def test_parse_args_and_set_up_parses_logs_and_seeds(tmp_path):
     drawn = torch.rand(3)
     torch.manual_seed(7)
     assert torch.equal(drawn, torch.rand(3))
+    # A run that asks for none of the script's steps would exit 0 having done nothing.
+    with pytest.raises(ValueError, match="nothing to do: give --do_train and/or --do_eval$"):
+        parse_args_and_set_up(
+            (ScriptArguments, TrainingArguments),
+            ["--output_dir", str(tmp_path), "--do_predict"],
+            logger,
+            steps=("do_train", "do_eval"),
+        )
 
 
 def test_evaluation_data_names_files_held_out_parts_and_hub_splits(tmp_path):
@@ -231,6 +239,24 @@ def test_resuming_from_an_incomplete_checkpoint_names_the_missing_file(checkpoin
     assert missing_checkpoint_files(output_dir / "checkpoint-1", **checks) == []
     with pytest.raises(ValueError, match=rf"checkpoint-2 is an incomplete checkpoint .*: missing {removed}\."):
         checkpoints.train(resume_from_checkpoint=str(checkpoint))
+
+
+@pytest.mark.parametrize("damaged", ["model.safetensors", "optimizer.pt", "scheduler.pt", "trainer_state.json"])
+def test_resuming_from_a_truncated_checkpoint_names_the_damaged_file(checkpoints, tmp_path, damaged):
+    """A truncated file (a full disk, a copy cut short) was a bare SafetensorError or PytorchStreamReader error."""
+    import os
+    import shutil
+
+    from hf_ctx.training import resolve_resume_checkpoint
+
+    output_dir = tmp_path / "run"
+    shutil.copytree(checkpoints.args.output_dir, output_dir)
+    path = output_dir / "checkpoint-2" / damaged
+    os.truncate(path, path.stat().st_size // 2)
+    with pytest.raises(ValueError, match=rf"checkpoint-2 .*: {damaged} \(.*\) is incomplete or corrupt"):
+        checkpoints.train(resume_from_checkpoint=str(output_dir / "checkpoint-2"))
+    checks = checkpoints._checkpoint_checks()
+    assert resolve_resume_checkpoint("latest", output_dir, **checks) == str(output_dir / "checkpoint-1")
 
 
 def test_resuming_from_the_latest_checkpoint_skips_an_incomplete_one(checkpoints, tmp_path, caplog):

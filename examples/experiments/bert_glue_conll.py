@@ -30,6 +30,8 @@ from report import (  # noqa: E402
     run_example,
 )
 
+from hf_ctx.atomic_files import write_text  # noqa: E402
+
 TASKS = {
     "cola": ("CoLA", "matthews_correlation"),
     "sst2": ("SST-2", "accuracy"),
@@ -285,7 +287,7 @@ def main(argv=None):
         )
 
     report = f"## BERT -> GLUE and CoNLL (preset {args.preset})\n\n" + "\n".join(sections)
-    (out / "results.md").write_text(report)
+    write_text(out / "results.md", report)
     print(report)
 
 

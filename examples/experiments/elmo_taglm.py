@@ -45,6 +45,7 @@ from report import (  # noqa: E402
 )
 
 from hf_ctx import ElmoForBiLM  # noqa: E402
+from hf_ctx.atomic_files import save_pretrained_atomically, write_text  # noqa: E402
 from hf_ctx.data.conll import read_conll  # noqa: E402
 
 TINY_BILM = {
@@ -247,7 +248,7 @@ def random_bilm(pretrained: Path, out: Path, seed: int) -> Path:
     if (out / "model.safetensors").is_file():
         return out
     torch.manual_seed(seed)
-    AutoTokenizer.from_pretrained(pretrained).save_pretrained(out)
+    save_pretrained_atomically(AutoTokenizer.from_pretrained(pretrained), out)
     ElmoForBiLM(AutoConfig.from_pretrained(pretrained)).save_pretrained(out)  # last: its file marks a complete folder
     return out
 
@@ -424,7 +425,7 @@ def main(argv=None):
         sections += arm_sections
 
     report = f"## ELMo -> TagLM (preset {args.preset})\n\n" + "\n".join(sections)
-    (out / "results.md").write_text(report)
+    write_text(out / "results.md", report)
     print(report)
     return scores
 

@@ -26,6 +26,7 @@ from datasets import Dataset, Features, IterableDataset, List, Value
 from tqdm.auto import tqdm
 from transformers import EvalPrediction
 
+from ..atomic_files import atomic_write
 from ..tokenization_elmo import BOS_TOKEN, EOS_TOKEN, UNK_TOKEN
 from .text import load_text_documents, map_batches, sentence_words
 
@@ -99,10 +100,8 @@ def count_words(sentences: Dataset | IterableDataset | Iterable[list[str]]) -> C
         for words in sentences:
             counts.update(words)
     if cache_file is not None:
-        # Written to a temporary name first so that an interrupted run leaves no partial file behind.
-        with open(cache_file + ".tmp", "w", encoding="utf-8") as f:
+        with atomic_write(cache_file) as f:  # an interrupted run leaves no partial file behind
             json.dump(counts, f, ensure_ascii=False)
-        os.replace(cache_file + ".tmp", cache_file)
     return counts
 
 

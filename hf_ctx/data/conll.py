@@ -22,6 +22,7 @@ from pathlib import Path
 
 from datasets import ClassLabel, Dataset, DatasetDict, Sequence
 
+from ..atomic_files import atomic_write
 from ..checks import utf8_lines
 from ..losses import IGNORE_INDEX
 from ..tag_schemes import canonical_scheme, convert_tags, detect_tag_scheme, split_tag
@@ -57,7 +58,8 @@ def read_conll(path: str | Path, num_columns: int | None = 4) -> list[dict]:
 
     Raises:
         ValueError naming the file and line of a line with the wrong number of columns or an NER tag that is
-        neither `O` nor `<prefix>-<type>`.
+        neither `O` nor `<prefix>-<type>`; ValueError naming the file when it holds no sentence at all (empty,
+        blank lines or `-DOCSTART-` lines only).
     """
     path = Path(path)
     sentences, current, first_line = [], [], None
@@ -98,6 +100,11 @@ def read_conll(path: str | Path, num_columns: int | None = 4) -> list[dict]:
                 first_line = line_number
             current.append(fields)
     flush()
+    if not sentences:
+        raise ValueError(
+            f"{path} holds no sentences (it is empty, or has only blank and {DOCSTART} lines); give a CoNLL file "
+            "with one word and its tag per line"
+        )
     return sentences
 
 
@@ -129,8 +136,6 @@ def load_conll_dataset(
     splits = {}
     for split, path in data_files.items():
         sentences, scheme = read_conll_file_with_scheme(path, num_columns)
-        if not sentences:
-            raise ValueError(f"{path}: no sentences found")
         if scheme != tag_scheme:
             logger.info("%s: converting %s tags to %s", path, scheme, tag_scheme)
         for sentence in sentences:
@@ -369,7 +374,7 @@ def write_conll_predictions(path: str | Path, sentences: Dataset | list[dict], p
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as f:
+    with atomic_write(path) as f:
         for index, (sentence, predicted) in enumerate(zip(sentences, predictions)):
             if len(predicted) != len(sentence["tokens"]):
                 raise ValueError(

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
 
+from ..atomic_files import atomic_write
 from ..checks import utf8_lines
 
 logger = logging.getLogger(__name__)
@@ -389,7 +390,7 @@ def write_glue_predictions(path: str | Path, task: str | GlueTask, indices, pred
     indices, predictions = list(indices), list(predictions)
     if len(indices) != len(predictions):
         raise ValueError(f"{len(indices)} indices but {len(predictions)} predictions")
-    with path.open("w", encoding="utf-8") as f:
+    with atomic_write(path) as f:
         f.write("index\tprediction\n")
         for index, prediction in zip(indices, predictions):
             if task.is_regression:

@@ -16,6 +16,7 @@ import argparse
 import random
 from pathlib import Path
 
+from ..atomic_files import atomic_write
 from ..tag_schemes import TAG_SCHEMES, convert_tags
 
 FIRST_NAMES = [
@@ -308,7 +309,7 @@ def _pos_and_chunk(words, tags):
 
 
 def _write_tagged(path: Path, sentences, scheme: str):
-    with path.open("w", encoding="utf-8") as f:
+    with atomic_write(path) as f:
         f.write("-DOCSTART- -X- -X- O\n\n")
         for words, tags in sentences:
             tags = convert_tags(tags, "IOB2", scheme)
@@ -365,7 +366,7 @@ def generate_ner_corpus(
         paths[split] = output_dir / f"{split}.txt"
         _write_tagged(paths[split], [_sentence(rng, names) for _ in range(count)], scheme)
     paths["raw"] = output_dir / "raw.txt"
-    with paths["raw"].open("w", encoding="utf-8") as f:
+    with atomic_write(paths["raw"]) as f:
         for _ in range(num_raw):
             f.write(" ".join(_sentence(rng, everything)[0]) + "\n")
     return paths
