@@ -245,8 +245,8 @@ def test_every_module_takes_the_same_scheme_names():
     assert allowed_transitions("BIO", labels) == allowed_transitions("IOB2", labels)
     for name in SCHEME_NAMES:
         assert TagLMConfig(tag_scheme=name).tag_scheme == name
-    for bad in (lambda: convert_tags(IOB2, "BILOU", "IOB2"), lambda: allowed_transitions("BILOU", labels)):
-        with pytest.raises(ValueError, match=r"unknown tag scheme 'BILOU'; expected one of \('BIO', 'IOB1'"):
+    for bad in (lambda: convert_tags(IOB2, "BILOU2", "IOB2"), lambda: allowed_transitions("BILOU2", labels)):
+        with pytest.raises(ValueError, match=r"unknown tag scheme 'BILOU2'; expected one of \('BIO', 'IOB1'"):
             bad()
 
 
