@@ -294,20 +294,25 @@ def encode_for_subwords(
     if not tokenizer.is_fast:
         raise ValueError("encode_for_subwords needs a fast tokenizer (it uses word_ids() to align labels)")
     encodings = tokenizer(examples["tokens"], is_split_into_words=True, truncation=True, max_length=max_length)
-    labels = []
-    for i, tags in enumerate(examples["ner_tags"]):
-        row, previous = [], None
-        for word in encodings.word_ids(i):
-            if word is None:
-                row.append(IGNORE_INDEX)
-            elif word != previous or label_all_subwords:
-                row.append(label2id[tags[word]])
-            else:
-                row.append(IGNORE_INDEX)
-            previous = word
-        labels.append(row)
-    encodings["labels"] = labels
+    encodings["labels"] = [
+        align_labels(encodings.word_ids(i), tags, label2id, label_all_subwords)
+        for i, tags in enumerate(examples["ner_tags"])
+    ]
     return encodings
+
+
+def align_labels(word_ids, tags: list[str], label2id: dict[str, int], label_all_subwords: bool = False) -> list[int]:
+    """One sentence's word tags as label ids per token, from its `word_ids` (`BatchEncoding.word_ids(i)`, of a fast
+    tokenizer or of `ElmoTokenizer`): the first token of each word gets the word's label id, the word's other
+    tokens -100 (or the label too, with `label_all_subwords`), special tokens and padding (`None`) -100."""
+    labels, previous = [], None
+    for word in word_ids:
+        if word is None or (word == previous and not label_all_subwords):
+            labels.append(IGNORE_INDEX)
+        else:
+            labels.append(label2id[tags[word]])
+        previous = word
+    return labels
 
 
 def encode_for_words(examples, tokenizer, label2id: dict[str, int]):
