@@ -381,7 +381,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         eval_dataset=encoded.get("validation"),
         processing_class=tokenizer,
         data_collator=collator,
-        compute_metrics=conll.ner_metrics(model.config.id2label),
+        compute_metrics=conll.ner_metrics(model.config.id2label, data_args.tag_scheme),
         preprocess_logits_for_metrics=conll.logits_to_tags,
         callbacks=callbacks,
     )

@@ -54,8 +54,9 @@ class TagLMConfig(CheckedConfig, PreTrainedConfig):
             weights are saved inside the TagLM checkpoint).
         bilm_layers (`list[int]`, defaults to `[-1]`): which biLM layers to concatenate after the first RNN:
             indices into the biLM's L+1 layers (0 = token layer, -1 = top layer, TagLM's choice).
-        tag_scheme (`str`, *optional*): `"BIO"` (= `"IOB2"`), `"IOB1"` or `"BIOES"` forbids the CRF transitions that
-            scheme does not allow between the labels of `id2label`; `None` allows every transition.
+        tag_scheme (`str`, *optional*): `"BIO"` (= `"IOB2"`), `"IOB1"`, `"BIOES"` or `"BIOUL"` (= `"BILOU"`)
+            forbids the CRF transitions that scheme does not allow between the labels of `id2label`; `None`
+            allows every transition.
         initializer_range (`float`, defaults to 0.1): std of the normal init of word and character embeddings.
 
     Example:

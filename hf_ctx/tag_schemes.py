@@ -1,30 +1,79 @@
-"""Named-entity tag schemes: parsing tags, the schemes' names, converting between them, and which tag may follow
-which (the constraints a CRF decodes under).
+"""Named-entity tag schemes: parsing tags, the schemes' names, converting between them, which tag may follow
+which (the constraints a CRF decodes under) and how each is scored.
 
 A tag is `O` or `<prefix>-<type>`, e.g. `B-PER`. The schemes:
 - IOB2 (also called BIO): every entity starts with `B-`, and `I-` continues it.
 - IOB1 (CoNLL-2003 as released): `I-` may start an entity; `B-` only starts an entity that directly follows
   one of the same type.
 - BIOES: `S-` is a one-word entity, `E-` ends a longer one.
+- BIOUL (also called BILOU; AllenNLP's name): BIOES with `U-` (unit) for `S-` and `L-` (last) for `E-`.
 
-The data modules (`data/conll.py`, `data/synthetic_ner.py`), TagLM's config and the CRF import it from here.
-This module travels with a TagLM checkpoint's remote code; it imports only the standard library.
+Each scheme is one `TagScheme` record in `SCHEMES`: how it writes an entity, and how seqeval scores it. The
+functions below (conversion, allowed transitions, labels, detection) are derived from the records, so adding a
+scheme is adding a record. The data modules (`data/conll.py`, `data/synthetic_ner.py`), TagLM's config and the
+CRF import it from here. This module travels with a TagLM checkpoint's remote code; it imports nothing.
 """
 
+# Every prefix some scheme uses, in label order (`sort_labels`).
+PREFIX_ORDER = "BIESLU"
+
+
+class TagScheme:
+    """How a scheme writes an entity: the prefix of a one-word entity (`single`), or of a longer one's `first`,
+    `middle` and `last` words.
+
+    Args:
+        name: the canonical name; `aliases`: other names it goes by.
+        first_after_same_type: the prefix an entity's first word takes instead when the entity directly follows
+            one of the same type (IOB1's `B-`), or None.
+        seqeval_scheme: the seqeval scheme class (`seqeval.scheme.<name>`) whose `mode="strict"` reading scores
+            this scheme (only well-formed entities count); None keeps seqeval's default reading, conlleval's,
+            which the CoNLL shared tasks scored IOB1 and IOB2 with.
+    """
+
+    def __init__(self, name, aliases, single, first, middle, last, first_after_same_type=None, seqeval_scheme=None):
+        self.name, self.aliases = name, tuple(aliases)
+        self.single, self.first, self.middle, self.last = single, first, middle, last
+        self.first_after_same_type = first_after_same_type
+        self.seqeval_scheme = seqeval_scheme
+        used = {single, first, middle, last, first_after_same_type} - {None}
+        self.prefixes = "".join(p for p in PREFIX_ORDER if p in used)
+        # What the allowed transitions follow from:
+        self.opens = {single, first}  # may start an entity after anything that lets one start
+        self.continues = {middle, last}  # continue the entity of the word before
+        self.only_after_same_type = {first_after_same_type} - self.opens - {None}
+        self.left_open = {first, middle} | ({first_after_same_type} - {None})  # the entity may go on after these
+        # Where the last word of an entity has its own prefix, an entity left open must be continued.
+        self.must_close = last != middle
+
+
+SCHEMES = {
+    scheme.name: scheme
+    for scheme in (
+        TagScheme("IOB1", (), single="I", first="I", middle="I", last="I", first_after_same_type="B"),
+        TagScheme("IOB2", ("BIO",), single="B", first="B", middle="I", last="I"),
+        TagScheme("BIOES", (), single="S", first="B", middle="I", last="E", seqeval_scheme="IOBES"),
+        TagScheme("BIOUL", ("BILOU",), single="U", first="B", middle="I", last="L", seqeval_scheme="BILOU"),
+    )
+}
+
 # The schemes, by their canonical names; `convert_tags` converts between any two.
-TAG_SCHEMES = ("IOB1", "IOB2", "BIOES")
+TAG_SCHEMES = tuple(SCHEMES)
 # Other names a scheme goes by.
-SCHEME_ALIASES = {"BIO": "IOB2"}
-# Every name a user may give (e.g. `TagLMConfig.tag_scheme`).
-SCHEME_NAMES = ("BIO", *TAG_SCHEMES)
+SCHEME_ALIASES = {alias: scheme.name for scheme in SCHEMES.values() for alias in scheme.aliases}
+# Every name a user may give (e.g. `TagLMConfig.tag_scheme`); "BIO" first, the name most users know.
+SCHEME_NAMES = (
+    "BIO",
+    *(name for scheme in SCHEMES.values() for name in (scheme.name, *scheme.aliases) if name != "BIO"),
+)
 # The tag prefixes each scheme uses.
-SCHEME_PREFIXES = {"IOB1": "BI", "IOB2": "BI", "BIOES": "BIES"}
+SCHEME_PREFIXES = {name: scheme.prefixes for name, scheme in SCHEMES.items()}
 
 
 def canonical_scheme(name: str) -> str:
-    """'BIO' -> 'IOB2'; the canonical names unchanged; a `ValueError` for anything else."""
+    """'BIO' -> 'IOB2', 'BILOU' -> 'BIOUL'; the canonical names unchanged; a `ValueError` for anything else."""
     scheme = SCHEME_ALIASES.get(name, name)
-    if scheme not in TAG_SCHEMES:
+    if scheme not in SCHEMES:
         raise ValueError(f"unknown tag scheme {name!r}; expected one of {SCHEME_NAMES}")
     return scheme
 
@@ -34,74 +83,87 @@ def split_tag(tag: str) -> tuple[str, str]:
     if tag == "O":
         return "O", ""
     prefix, sep, entity = tag.partition("-")
-    if not sep or prefix not in ("B", "I", "E", "S") or not entity:
-        raise ValueError(f"NER tag {tag!r} is neither 'O' nor '<B|I|E|S>-<type>'")
+    if not sep or len(prefix) != 1 or prefix not in PREFIX_ORDER or not entity:
+        raise ValueError(f"NER tag {tag!r} is neither 'O' nor '<{'|'.join(PREFIX_ORDER)}>-<type>'")
     return prefix, entity
 
 
 def detect_tag_scheme(tag_sequences) -> str:
-    """'BIOES' if E-/S- tags occur, 'IOB1' if some entity starts with I-, else 'IOB2'."""
+    """The scheme whose own prefixes occur ('BIOES' for E-/S-, 'BIOUL' for L-/U-); else 'IOB1' if some entity
+    starts with I- (a transition IOB2 forbids), else 'IOB2'. Tags that mix two schemes' own prefixes are a
+    ValueError."""
     prefixes, inside_starts = set(), False
     for tags in tag_sequences:
-        previous = "O"
+        previous_prefix, previous_entity = "START", ""
         for tag in tags:
             prefix, entity = split_tag(tag)
             prefixes.add(prefix)
-            if prefix == "I" and previous not in (f"B-{entity}", f"I-{entity}"):
+            if prefix == "I" and not _is_transition_allowed("IOB2", previous_prefix, previous_entity, prefix, entity):
                 inside_starts = True
-            previous = tag
-    if prefixes & {"E", "S"}:
-        return "BIOES"
+            previous_prefix, previous_entity = prefix, entity
+    marked = [name for name, scheme in SCHEMES.items() if prefixes & (set(scheme.prefixes) - {"B", "I"})]
+    if len(marked) > 1:
+        raise ValueError(f"the tags mix the prefixes of {' and '.join(marked)}: {''.join(sorted(prefixes - {'O'}))}")
+    if marked:
+        return marked[0]
     return "IOB1" if inside_starts else "IOB2"
 
 
-def _to_iob2(tags: list[str], scheme: str) -> list[str]:
-    """One sentence's tags from `scheme` to IOB2."""
-    out, previous = [], "O"
-    for tag in tags:
-        prefix, entity = split_tag(tag)
-        if scheme == "IOB1" and prefix == "I" and previous not in (f"B-{entity}", f"I-{entity}"):
-            tag = f"B-{entity}"
-        elif scheme == "BIOES" and prefix in ("S", "E"):
-            tag = f"{'B' if prefix == 'S' else 'I'}-{entity}"
-        out.append(tag)
-        previous = tag
-    return out
+# conlleval's chunk reading knows BIOES's E- and S-; BIOUL's L- and U- are the same roles under other names.
+_CONLLEVAL_PREFIX = {"L": "E", "U": "S"}
 
 
-def _from_iob2(tags: list[str], scheme: str) -> list[str]:
-    """One sentence's IOB2 tags to `scheme`."""
-    out = []
-    for i, tag in enumerate(tags):
+def _entities(tags: list[str]) -> list[tuple[str, int, int]]:
+    """(type, start, end) of each entity of one sentence, read as conlleval reads chunks (in any scheme)."""
+    entities, start, previous_prefix, previous_entity = [], None, "O", ""
+    for i, tag in enumerate([*tags, "O"]):
         prefix, entity = split_tag(tag)
-        previous = tags[i - 1] if i > 0 else "O"
-        following = tags[i + 1] if i + 1 < len(tags) else "O"
-        continues = following == f"I-{entity}"
-        if scheme == "IOB1" and prefix == "B" and previous not in (f"B-{entity}", f"I-{entity}"):
-            tag = f"I-{entity}"
-        elif scheme == "BIOES" and prefix == "B" and not continues:
-            tag = f"S-{entity}"
-        elif scheme == "BIOES" and prefix == "I" and not continues:
-            tag = f"E-{entity}"
-        out.append(tag)
-    return out
+        prefix = _CONLLEVAL_PREFIX.get(prefix, prefix)
+        if start is not None and (
+            previous_prefix in ("E", "S") or prefix in ("B", "S", "O") or entity != previous_entity
+        ):
+            entities.append((previous_entity, start, i))
+            start = None
+        if start is None and prefix != "O":
+            start = i
+        previous_prefix, previous_entity = prefix, entity
+    return entities
+
+
+def _write_entities(entities: list[tuple[str, int, int]], length: int, scheme: TagScheme) -> list[str]:
+    """One sentence's tags in `scheme` for the entities (type, start, end) of `_entities`."""
+    tags, previous_end, previous_entity = ["O"] * length, None, None
+    for entity, start, end in entities:
+        if end - start == 1:
+            prefixes = [scheme.single]
+        else:
+            prefixes = [scheme.first, *[scheme.middle] * (end - start - 2), scheme.last]
+        if scheme.first_after_same_type and (previous_end, previous_entity) == (start, entity):
+            prefixes[0] = scheme.first_after_same_type
+        tags[start:end] = [f"{prefix}-{entity}" for prefix in prefixes]
+        previous_end, previous_entity = end, entity
+    return tags
 
 
 def convert_tags(tags: list[str], source: str, target: str) -> list[str]:
-    """Convert one sentence's tags between the IOB1, IOB2 and BIOES schemes (entities stay the same)."""
+    """Convert one sentence's tags from scheme `source` to scheme `target` (entities stay the same: those
+    conlleval reads in `source`). A tag whose prefix `source` does not use is a ValueError."""
     source, target = canonical_scheme(source), canonical_scheme(target)
     if source == target:
         return list(tags)
-    return _from_iob2(_to_iob2(tags, source), target)
+    for tag in tags:
+        prefix, _ = split_tag(tag)
+        if prefix != "O" and prefix not in SCHEMES[source].prefixes:
+            raise ValueError(f"tag {tag!r} has prefix {prefix!r}, which {source} does not use")
+    return _write_entities(_entities(tags), len(tags), SCHEMES[target])
 
 
 def sort_labels(labels) -> list[str]:
-    """'O' first, then by entity type, then by prefix (B, I, E, S): a stable order for label ids."""
-    order = {"O": 0, "B": 1, "I": 2, "E": 3, "S": 4}
+    """'O' first, then by entity type, then by prefix (B, I, E, S, L, U): a stable order for label ids."""
 
     def key(tag):
         prefix, entity = split_tag(tag)
-        return (prefix != "O", entity, order[prefix])
+        return (prefix != "O", entity, PREFIX_ORDER.find(prefix))
 
     return sorted(set(labels), key=key)
 
@@ -117,33 +179,25 @@ def scheme_labels(tags, scheme: str) -> list[str]:
     return sort_labels(["O", *(f"{prefix}-{entity}" for entity in types for prefix in prefixes)])
 
 
+def seqeval_arguments(scheme: str) -> dict:
+    """The arguments of seqeval (and of the shipped `seqeval` metric) that score `scheme`: `mode="strict"`
+    with seqeval's class for it where the record names one, else none (conlleval's reading)."""
+    seqeval_scheme = SCHEMES[canonical_scheme(scheme)].seqeval_scheme
+    return {"mode": "strict", "scheme": seqeval_scheme} if seqeval_scheme else {}
+
+
 def _is_transition_allowed(scheme: str, from_prefix: str, from_entity: str, to_prefix: str, to_entity: str) -> bool:
     """Whether `from -> to` may occur in `scheme` (a canonical name); START and END are the sentence boundaries."""
-    same = from_entity == to_entity
-    if scheme == "IOB2":
-        if from_prefix == "START":
-            return to_prefix in ("O", "B")
-        if to_prefix == "END":
-            return from_prefix in ("O", "B", "I")
-        # I-x continues an entity of type x; O and B-y may follow anything.
-        return to_prefix in ("O", "B") or (to_prefix == "I" and from_prefix in ("B", "I") and same)
-    if scheme == "IOB1":
-        if from_prefix == "START":
-            # B-x only separates two adjacent entities of the same type, so it never starts a sentence.
-            return to_prefix in ("O", "I")
-        if to_prefix == "END":
-            return from_prefix in ("O", "B", "I")
-        return to_prefix in ("O", "I") or (to_prefix == "B" and from_prefix in ("B", "I") and same)
-    if scheme == "BIOES":
-        if from_prefix == "START":
-            return to_prefix in ("O", "B", "S")
-        if to_prefix == "END":
-            return from_prefix in ("O", "E", "S")
-        if to_prefix in ("O", "B", "S"):
-            return from_prefix in ("O", "E", "S")
-        # I-x and E-x continue an open entity of type x.
-        return from_prefix in ("B", "I") and same
-    raise ValueError(f"unknown tag scheme {scheme!r}; expected one of {SCHEME_NAMES}")
+    record = SCHEMES[scheme]
+    if (from_prefix, to_prefix) == ("START", "END"):
+        return False  # a sentence has a word
+    # An entity that must be closed is open: only its continuation may follow.
+    blocked = record.must_close and from_prefix in record.left_open
+    if to_prefix in record.continues or to_prefix in record.only_after_same_type:
+        if from_prefix in record.left_open and from_entity == to_entity:
+            return True
+    # O, the sentence's end, or the start of an entity.
+    return (to_prefix in ("O", "END") or to_prefix in record.opens) and not blocked
 
 
 def allowed_transitions(scheme: str, id2label: dict[int, str]) -> list[tuple[int, int]]:
@@ -151,7 +205,7 @@ def allowed_transitions(scheme: str, id2label: dict[int, str]) -> list[tuple[int
 
     Id `T` (= len(id2label)) stands for the start of the sentence and `T + 1` for its end, so the result also
     says which tags may begin and end a sentence. Labels are 'O' or '<prefix>-<type>'; the prefixes must belong
-    to the scheme (B/I for BIO and IOB1, B/I/E/S for BIOES).
+    to the scheme (`SCHEME_PREFIXES`: B/I for BIO and IOB1, B/I/E/S for BIOES, B/I/L/U for BIOUL).
     """
     name, scheme = scheme, canonical_scheme(scheme)
     num_tags = len(id2label)

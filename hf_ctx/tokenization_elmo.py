@@ -38,6 +38,28 @@ def read_vocabulary_file(path: str | os.PathLike) -> list[str]:
     return words
 
 
+class WordBatchEncoding(BatchEncoding):
+    """What `ElmoTokenizer` returns: a `BatchEncoding` whose `word_ids(i)` is, as a fast tokenizer's, the word
+    of each token of sentence `i`: ELMo's tokens are the words, so `[0, 1, ..., n - 1]`, then `None` for padding.
+    One label-alignment function (`data.conll.align_labels`) thus serves word and sub-word tokenizers alike."""
+
+    def __init__(self, data=None, word_ids: list[list[int | None]] | None = None, tensor_type=None):
+        super().__init__(data, tensor_type=tensor_type)
+        self._word_ids = word_ids
+
+    def word_ids(self, batch_index: int = 0) -> list[int | None]:
+        if self._word_ids is None:
+            return super().word_ids(batch_index)
+        return list(self._word_ids[batch_index])
+
+    def __getstate__(self):
+        return {**super().__getstate__(), "word_ids": self._word_ids}
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self._word_ids = state.get("word_ids")
+
+
 class ElmoTokenizer(PreTrainedTokenizer):
     r"""
     Tokenizer of hf_ctx's ELMo: sentences to character ids (and word ids).
@@ -53,6 +75,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
     `padding=True` pads to the longest sentence, `padding="max_length"` to `max_length`;
     `truncation=True, max_length=N` keeps a sentence's first N words, `truncation=True` alone its first
     `model_max_length` (default 1024, the model's `max_sentence_words`). Padding is always on the right.
+    `word_ids(i)` maps each position to its word, as a fast tokenizer's does (see `WordBatchEncoding`).
 
     Args:
         vocab_file (`str`, *optional*): a word vocabulary file (one word per line, in id order, with `<S>`, `</S>`
@@ -208,6 +231,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
         batched, sentences = self._as_batch(text, is_split_into_words)
         if getattr(truncation_strategy, "value", truncation_strategy) != "do_not_truncate" and max_length:
             sentences = [words[:max_length] for words in sentences]
+        lengths = [len(words) for words in sentences]
         encoded = {"input_ids": [[list(self.char_ids(word)) for word in words] for words in sentences]}
         if self.has_word_vocabulary:
             encoded["input_word_ids"] = [[self._convert_token_to_id(word) for word in words] for words in sentences]
@@ -220,9 +244,11 @@ class ElmoTokenizer(PreTrainedTokenizer):
             encoded = self._pad_batch(
                 encoded, padding, max_length, pad_to_multiple_of, padding_side, return_attention_mask, return_tensors
             )
+        # One token per word: word i is token i, and padding belongs to no word.
+        word_ids = [[*range(n), *[None] * (len(row) - n)] for n, row in zip(lengths, encoded["input_ids"])]
         if not batched and return_tensors is None:
             encoded = {key: value[0] for key, value in encoded.items()}
-        return BatchEncoding(encoded, tensor_type=return_tensors)
+        return WordBatchEncoding(encoded, word_ids=word_ids, tensor_type=return_tensors)
 
     @staticmethod
     def _as_batch(text, is_split_into_words: bool) -> tuple[bool, list[list[str]]]:
@@ -374,4 +400,4 @@ def _is_single_sentence(input_ids: list) -> bool:
     return bool(first) and isinstance(first[0], int)
 
 
-__all__ = ["ElmoTokenizer", "read_vocabulary_file"]
+__all__ = ["ElmoTokenizer", "WordBatchEncoding", "read_vocabulary_file"]

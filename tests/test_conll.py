@@ -11,8 +11,10 @@ from datasets import ClassLabel, Dataset, Features, Sequence, Value
 from seqeval.metrics.sequence_labeling import get_entities
 
 from hf_ctx.data.conll import (
+    align_labels,
     check_labels,
     encode_for_subwords,
+    encode_for_words,
     load_conll_dataset,
     load_hub_ner_dataset,
     merge_split_predictions,
@@ -22,6 +24,7 @@ from hf_ctx.data.conll import (
     write_conll_predictions,
 )
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
+from hf_ctx.losses import IGNORE_INDEX
 from hf_ctx.metrics import load_metric
 from hf_ctx.tag_schemes import convert_tags, detect_tag_scheme, sort_labels
 
@@ -188,6 +191,23 @@ def test_first_subtoken_gets_the_label(wordpiece):
     assert sorted(set(encoded["labels"][0])) == [-100, 0, 1, 2]
 
 
+def test_one_label_alignment_serves_word_and_subword_tokenizers(wordpiece):
+    """`align_labels` reads `word_ids()`: on ELMo's words it gives `encode_for_words`' labels (-100 at padding),
+    on BERT's sub-tokens `encode_for_subwords`' (checked by hand above)."""
+    from hf_ctx import ElmoTokenizer
+
+    label2id = {"O": 0, "B-PER": 1, "I-PER": 2}
+    examples = {"tokens": [["the", "Thog", "dog"], ["dog"]], "ner_tags": [["O", "B-PER", "I-PER"], ["B-PER"]]}
+    for tokenizer, padding in ((ElmoTokenizer(), True), (wordpiece, False)):
+        encodings = tokenizer(examples["tokens"], is_split_into_words=True, padding=padding)
+        aligned = [align_labels(encodings.word_ids(i), tags, label2id) for i, tags in enumerate(examples["ner_tags"])]
+        if tokenizer is wordpiece:
+            assert aligned == encode_for_subwords(examples, wordpiece, label2id, max_length=16)["labels"]
+        else:
+            assert aligned == [[0, 1, 2], [1, IGNORE_INDEX, IGNORE_INDEX]]
+            assert aligned[0] == encode_for_words(examples, tokenizer, label2id)["labels"][0]
+
+
 def test_long_sentences_are_split_and_merged_back_not_dropped(wordpiece, caplog):
     long = ["the", "cat", "sat", "on", "the", "mat"] * 5  # 30 words, 1 sub-token each
     data = Dataset.from_dict({"tokens": [long, ["the", "dog"]], "ner_tags": [["O"] * 30, ["O", "B-PER"]]})
@@ -256,8 +276,8 @@ def test_every_module_takes_the_same_scheme_names():
     assert allowed_transitions("BIO", labels) == allowed_transitions("IOB2", labels)
     for name in SCHEME_NAMES:
         assert TagLMConfig(tag_scheme=name).tag_scheme == name
-    for bad in (lambda: convert_tags(IOB2, "BILOU", "IOB2"), lambda: allowed_transitions("BILOU", labels)):
-        with pytest.raises(ValueError, match=r"unknown tag scheme 'BILOU'; expected one of \('BIO', 'IOB1'"):
+    for bad in (lambda: convert_tags(IOB2, "BILOU2", "IOB2"), lambda: allowed_transitions("BILOU2", labels)):
+        with pytest.raises(ValueError, match=r"unknown tag scheme 'BILOU2'; expected one of \('BIO', 'IOB1'"):
             bad()
 
 

@@ -194,6 +194,7 @@ def is_valid(scheme, labels, sequence):
         ("BIO", BIO_LABELS),
         ("IOB1", {0: "O", 1: "I-PER", 2: "B-PER", 3: "I-LOC", 4: "B-LOC"}),
         ("BIOES", {0: "O", 1: "B-PER", 2: "I-PER", 3: "E-PER", 4: "S-PER"}),
+        ("BIOUL", {0: "O", 1: "B-PER", 2: "I-PER", 3: "L-PER", 4: "U-PER"}),
     ],
 )
 def test_decoding_never_breaks_the_scheme(scheme, labels):

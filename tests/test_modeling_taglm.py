@@ -159,6 +159,22 @@ def test_save_and_reload_through_auto_class(tmp_path):
     assert torch.equal(reloaded.crf.allowed, model.crf.allowed)
 
 
+def test_bilou_tagger_decodes_only_well_formed_sequences():
+    """tag_scheme="BILOU" (= "BIOUL"): every decoded sentence, however the weights push, is well-formed BIOUL."""
+    torch.manual_seed(0)
+    labels = ["O", "B-PER", "I-PER", "L-PER", "U-PER"]
+    model = TagLMForTokenClassification(tiny_config(id2label=dict(enumerate(labels)), tag_scheme="BILOU")).eval()
+    with torch.no_grad():  # make the forbidden transitions the most attractive ones
+        model.crf.transitions.copy_(torch.where(model.crf.allowed[:5, :5], -3.0, 3.0))
+    input_ids, mask, word_ids = batch(SENTENCES, VOCAB)
+    decoded = model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids).logits.argmax(-1)
+    allowed = model.crf.allowed
+    for row, n in zip(decoded.tolist(), mask.sum(-1).tolist()):
+        path = [5, *row[:n], 6]  # start, the words' tags, end
+        assert all(allowed[a, b] for a, b in zip(path, path[1:])), [labels[t] for t in row[:n]]
+    assert not allowed[1, 0] and not allowed[5, 3] and allowed[4, 4]  # B-PER -> O, start -> L-PER; U-PER -> U-PER
+
+
 # --- with a frozen biLM ------------------------------------------------------------------------------------
 
 from transformers import AutoTokenizer, Trainer, TrainingArguments, pipeline  # noqa: E402

@@ -1,6 +1,8 @@
 """ElmoTokenizer: the original character encoding (checked against hand-written ids and bilm-tf's algorithm
 written out here), word ids, padding, truncation, collators, saving and loading, bad input."""
 
+import pickle
+
 import pytest
 import torch
 from transformers import AutoTokenizer, DataCollatorWithPadding
@@ -62,6 +64,40 @@ def test_pre_split_words_and_single_sentences():
     assert batch["input_ids"].shape == (2, 2, 50) and batch["attention_mask"].tolist() == [[1, 1], [0, 0]]
     with_tensors = tokenizer("the cat", return_tensors="pt")
     assert with_tensors["input_ids"].shape == (1, 2, 50)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"padding": True},
+        {"padding": "max_length", "max_length": 5},
+        {"truncation": True, "max_length": 2, "padding": True},
+        {"padding": True, "return_tensors": "pt"},
+    ],
+)
+def test_word_ids_are_what_a_fast_tokenizer_gives(tmp_path, options):
+    """On words a BERT fast tokenizer keeps whole (one token per word, as ELMo's), without its special tokens,
+    the two give the same word_ids: word i at token i, None at padding, the first words after truncation."""
+    from hf_ctx.tokenization_bert import train_wordpiece_tokenizer
+
+    text = tmp_path / "text.txt"
+    text.write_text("the cat sat\n" * 20)
+    bert = train_wordpiece_tokenizer([text], vocab_size=60, min_frequency=1, model_max_length=16)
+    elmo = ElmoTokenizer(vocab=VOCAB)
+    sentences = [["the", "cat", "sat"], ["cat"], []]
+    ours = elmo(sentences, is_split_into_words=True, **options)
+    theirs = bert(sentences, is_split_into_words=True, add_special_tokens=False, **options)
+    assert bert.is_fast and [len(w) for w in theirs["input_ids"]] == [len(w) for w in ours["input_ids"]]
+    for i in range(len(sentences)):
+        assert ours.word_ids(i) == theirs.word_ids(i)
+    widths = [len(row) for row in ours["input_ids"]]
+    assert ours.word_ids(1) == [0, *[None] * (widths[1] - 1)] and ours.word_ids(2) == [None] * widths[2]
+    # BERT's [CLS] and [SEP] are None too; ELMo adds no special tokens (its model adds <S> and </S>).
+    assert bert(sentences[:1], is_split_into_words=True).word_ids(0) == [None, 0, 1, 2, None]
+    # One sentence, unbatched; and the word ids survive pickling (as `datasets.map` pickles).
+    assert elmo(["the", "cat"], is_split_into_words=True).word_ids() == [0, 1]
+    assert pickle.loads(pickle.dumps(ours)).word_ids(0) == ours.word_ids(0)
 
 
 def test_character_only_tokenizer_returns_no_word_ids():

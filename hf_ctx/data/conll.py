@@ -25,7 +25,7 @@ from datasets import ClassLabel, Dataset, DatasetDict, Sequence
 from ..atomic_files import atomic_write
 from ..checks import utf8_lines
 from ..losses import IGNORE_INDEX
-from ..tag_schemes import canonical_scheme, convert_tags, detect_tag_scheme, split_tag
+from ..tag_schemes import canonical_scheme, convert_tags, detect_tag_scheme, seqeval_arguments, split_tag
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ def load_conll_dataset(
 
     Args:
         data_files: split name -> path, e.g. {"train": "eng.train", "validation": "eng.testa"}.
-        tag_scheme: the scheme every split is converted to ("IOB1", "IOB2" (or "BIO") or "BIOES").
+        tag_scheme: the scheme every split is converted to (one of `tag_schemes.SCHEME_NAMES`).
         num_columns: see `read_conll`.
 
     Each split keeps the file's columns, "line" (where each sentence starts) and "file".
@@ -299,20 +299,25 @@ def encode_for_subwords(
     if not tokenizer.is_fast:
         raise ValueError("encode_for_subwords needs a fast tokenizer (it uses word_ids() to align labels)")
     encodings = tokenizer(examples["tokens"], is_split_into_words=True, truncation=True, max_length=max_length)
-    labels = []
-    for i, tags in enumerate(examples["ner_tags"]):
-        row, previous = [], None
-        for word in encodings.word_ids(i):
-            if word is None:
-                row.append(IGNORE_INDEX)
-            elif word != previous or label_all_subwords:
-                row.append(label2id[tags[word]])
-            else:
-                row.append(IGNORE_INDEX)
-            previous = word
-        labels.append(row)
-    encodings["labels"] = labels
+    encodings["labels"] = [
+        align_labels(encodings.word_ids(i), tags, label2id, label_all_subwords)
+        for i, tags in enumerate(examples["ner_tags"])
+    ]
     return encodings
+
+
+def align_labels(word_ids, tags: list[str], label2id: dict[str, int], label_all_subwords: bool = False) -> list[int]:
+    """One sentence's word tags as label ids per token, from its `word_ids` (`BatchEncoding.word_ids(i)`, of a fast
+    tokenizer or of `ElmoTokenizer`): the first token of each word gets the word's label id, the word's other
+    tokens -100 (or the label too, with `label_all_subwords`), special tokens and padding (`None`) -100."""
+    labels, previous = [], None
+    for word in word_ids:
+        if word is None or (word == previous and not label_all_subwords):
+            labels.append(IGNORE_INDEX)
+        else:
+            labels.append(label2id[tags[word]])
+        previous = word
+    return labels
 
 
 def encode_for_words(examples, tokenizer, label2id: dict[str, int]):
@@ -349,16 +354,21 @@ def logits_to_tags(logits, labels):
     return logits.argmax(-1)
 
 
-def ner_metrics(id2label: dict[int, str]):
+def ner_metrics(id2label: dict[int, str], tag_scheme: str | None = None):
     """`Trainer(compute_metrics=...)` for tag ids from `logits_to_tags`: entity-level scores from the shipped
-    seqeval metric ("precision", "recall", "f1", "accuracy" overall, and "<TYPE>_f1" per entity type)."""
+    seqeval metric ("precision", "recall", "f1", "accuracy" overall, and "<TYPE>_f1" per entity type).
+
+    `tag_scheme` scores the way `tag_schemes.seqeval_arguments` says: BIOES and BIOUL in seqeval's strict mode
+    (only well-formed entities count, and L-/U- are read), IOB1 and IOB2 (and `None`) as conlleval reads them.
+    """
     from ..metrics import load_metric
 
     seqeval = load_metric("seqeval")
+    scheme_arguments = seqeval_arguments(tag_scheme) if tag_scheme is not None else {}
 
     def compute(eval_prediction) -> dict[str, float]:
         predicted, gold = predictions_to_tags(eval_prediction.predictions, eval_prediction.label_ids, id2label)
-        scores = seqeval.compute(predictions=predicted, references=gold, zero_division=0)
+        scores = seqeval.compute(predictions=predicted, references=gold, zero_division=0, **scheme_arguments)
         metrics = {name: scores[f"overall_{name}"] for name in ("precision", "recall", "f1", "accuracy")}
         metrics.update({f"{entity}_f1": value["f1"] for entity, value in scores.items() if isinstance(value, dict)})
         return metrics

@@ -334,7 +334,7 @@ def generate_ner_corpus(
         num_train / num_validation / num_test: tagged sentences per split.
         num_raw: untagged sentences (all names, seen and held out) for language-model pretraining.
         seed: the same seed writes the same files.
-        scheme: tags of the tagged files: "IOB1" (as CoNLL-2003 is released), "IOB2" or "BIOES".
+        scheme: tags of the tagged files: "IOB1" (as CoNLL-2003 is released), "IOB2", "BIOES" or "BIOUL".
     """
     if scheme not in TAG_SCHEMES:
         raise ValueError(f"scheme must be one of {TAG_SCHEMES}, got {scheme!r}")
