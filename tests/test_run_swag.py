@@ -144,6 +144,15 @@ def test_other_columns_from_json_lines_three_choices_no_shared_start(setup, tmp_
     predictions = np.array(json.loads((out / "predictions.json").read_text()))
     assert len(predictions) == 10 and set(predictions) <= {0, 1, 2}
     assert metrics["eval_accuracy"] == pytest.approx((predictions == np.arange(10) % 3).mean())
+    # A test file without labels (as SWAG's test.csv): predictions only.
+    unlabelled = tmp_path / "test.jsonl"
+    unlabelled.write_text("".join(json.dumps({k: v for k, v in row.items() if k != "answer"}) + "\n" for row in rows))
+    metrics = run(
+        setup, tmp_path / "test_out", "--test_file", str(unlabelled), "--do_predict", "--context_column", "question",
+        "--ending_prefix_column", "", "--ending_columns", "A,B,C", "--label_column", "answer",
+    )  # fmt: skip
+    assert "predict_accuracy" not in metrics
+    assert json.loads((tmp_path / "test_out" / "predictions.json").read_text()) == predictions.tolist()
 
 
 def test_bad_files_name_the_file_and_row(setup, tmp_path):
