@@ -188,6 +188,10 @@ def test_bad_files_name_the_file_and_row(setup, tmp_path):
             "--context_column",
             "sentence",
         )
+    broken = tmp_path / "broken.csv"
+    broken.write_text("sent1,sent2,ending0,ending1,ending2,ending3,label\na,b,c,d,e,f,1\na,b,c,d,e,f,g,1\n")
+    with pytest.raises(ValueError, match=rf"{broken}: not a readable CSV file: .*Expected 7 fields in line 3, saw 8"):
+        run(setup, tmp_path / "out", "--validation_file", str(broken), "--do_eval")
     with pytest.raises(ValueError, match="--do_train needs --train_file"):
         run(setup, tmp_path / "out", "--do_train")
     with pytest.raises(ValueError, match="--ending_columns names 1 column"):

@@ -51,7 +51,8 @@ def read_multiple_choice_file(
     label column (SWAG's test file has none).
 
     Raises:
-        FileNotFoundError for a missing file; ValueError for another extension, a named column the file lacks
+        FileNotFoundError for a missing file; ValueError for another extension, a file the parser cannot read
+        (with the parser's line or row), a named column the file lacks
         (naming the file and the columns it has), a row whose text is missing, and a label that is not an integer
         in `range(len(columns.endings))` (naming the file and the row).
     """
@@ -61,7 +62,11 @@ def read_multiple_choice_file(
     builder = {".csv": "csv", ".json": "json", ".jsonl": "json"}.get(path.suffix)
     if builder is None:
         raise ValueError(f"{path}: expected a .csv, .json or .jsonl file")
-    data = datasets.load_dataset(builder, data_files=str(path), split="train", cache_dir=cache_dir)
+    try:
+        data = datasets.load_dataset(builder, data_files=str(path), split="train", cache_dir=cache_dir)
+    except datasets.exceptions.DatasetGenerationError as error:  # says only "An error occurred"; its cause says where
+        reason = " ".join(str(error.__cause__ or error).split())
+        raise ValueError(f"{path}: not a readable {builder.upper()} file: {reason}") from None
     if labelled is None:
         labelled = columns.label in data.column_names
     wanted = columns.text_columns + ([columns.label] if labelled else [])
