@@ -38,7 +38,6 @@ from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
     CtxTrainer,
-    apply_gpu_defaults,
     first_examples,
     parse_args_and_set_up,
     parse_config_overrides,
@@ -114,9 +113,6 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
         (ModelArguments, DataArguments, TrainingArguments), argv, logger, ignored_together=IGNORED_TOGETHER
     )
-    applied = apply_gpu_defaults(training_args, argv, group_by_length=True)
-    if applied:
-        logger.info(f"GPU defaults (give the options to override them): {applied}")
     columns = data_args.columns()
     files = {
         "train": data_args.train_file if training_args.do_train else None,
