@@ -125,7 +125,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     limits = {"train": data_args.max_train_samples, "validation": data_args.max_eval_samples}
     raw = {
         split: first_examples(
-            read_multiple_choice_file(path, columns, labelled=split != "test" or None, cache_dir=model_args.cache_dir),
+            read_multiple_choice_file(
+                path, columns, labelled=None if split == "test" else True, cache_dir=model_args.cache_dir
+            ),
             limits.get(split),
         )
         for split, path in files.items()
