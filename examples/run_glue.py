@@ -261,9 +261,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if training_args.do_predict:
         for split in task.test_splits:
             test_set = encoded[split].remove_columns("label")  # GLUE's test labels are hidden (-1)
-            logits = trainer.predict(test_set, metric_key_prefix="predict").predictions
-            logits = logits[0] if isinstance(logits, tuple) else logits
-            predictions = logits.squeeze(-1) if task.is_regression else logits.argmax(-1)
+            predictions = task.decode(trainer.predict(test_set, metric_key_prefix="predict").predictions)
             if trainer.is_world_process_zero():
                 path = write_glue_predictions(
                     Path(training_args.output_dir) / task.submission_files[split], task, test_set["idx"], predictions

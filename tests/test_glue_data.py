@@ -408,3 +408,46 @@ def test_invalid_utf8_in_a_glue_file_names_file_and_line(tmp_path):
     path.write_bytes(b"sentence\tlabel\ngood film\t1\nna\xefve plot\t0\n")
     with pytest.raises(ValueError, match=rf"{path}:3: not valid UTF-8"):
         read_glue_file(path, "sst2", "train")
+
+
+# --- the task records: what run_glue and the metric module read -------------------------------------------
+
+
+def test_records_of_the_tasks_not_yet_run_elsewhere():
+    """STS-B, MNLI, QQP and QNLI: labels in class-id order as the files write them, the metrics GLUE reports,
+    the metric configurations (one per MNLI dev set), and how model outputs become predictions."""
+    import numpy as np
+
+    expected = {
+        "stsb": ((), 1, ("pearson", "spearmanr"), ["stsb"]),
+        "mnli": (
+            ("entailment", "neutral", "contradiction"),
+            3,
+            ("accuracy",),
+            ["mnli", "mnli_matched", "mnli_mismatched"],
+        ),
+        "qqp": (("0", "1"), 2, ("accuracy", "f1"), ["qqp"]),
+        "qnli": (("entailment", "not_entailment"), 2, ("accuracy",), ["qnli"]),
+    }
+    for name, (values, num_labels, metrics, configurations) in expected.items():
+        task = GLUE_TASKS[name]
+        assert (task.label_values, task.num_labels, task.metrics) == (values, num_labels, metrics)
+        assert task.metric_configurations == configurations
+    logits = np.array([[0.1, 2.0, -1.0], [3.0, 0.0, 0.5]])
+    assert GLUE_TASKS["mnli"].decode(logits).tolist() == [1, 0]
+    assert GLUE_TASKS["mnli"].decode((logits, np.zeros((2, 4, 3)))).tolist() == [1, 0]  # hidden states beside
+    assert GLUE_TASKS["stsb"].decode(np.array([[4.25], [0.5]])).tolist() == [4.25, 0.5]
+    assert GLUE_TASKS["mnli"].validation_splits == ["validation_matched", "validation_mismatched"]
+    assert GLUE_TASKS["mnli"].submission_files == {"test_matched": "MNLI-m.tsv", "test_mismatched": "MNLI-mm.tsv"}
+
+
+def test_every_record_is_scored_by_the_metric_module():
+    """The metric module's configurations and result keys come from the same records."""
+    from hf_ctx.metrics import load_metric
+
+    for task in GLUE_TASKS.values():
+        for configuration in task.metric_configurations:
+            predictions = [0.5, 2.0, 4.0] if task.is_regression else [0, 1, 1]
+            references = [1.0, 2.5, 3.0] if task.is_regression else [0, 1, 0]
+            result = load_metric("glue", configuration).compute(predictions=predictions, references=references)
+            assert tuple(result) == task.metrics

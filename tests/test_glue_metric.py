@@ -111,3 +111,24 @@ def test_random_cases_match_independent_formulas(seed):
     assert result["pearson"] == pytest.approx(pearson(predicted32, gold32), abs=1e-9)
     assert result["spearmanr"] == pytest.approx(spearman(predicted32, gold32), abs=1e-9)
     assert 0.5 < result["pearson"] < 0.95  # the noise leaves a clear but imperfect correlation
+
+
+def test_stsb_against_scipy_and_qqp_mnli_qnli_by_hand():
+    from scipy.stats import pearsonr, spearmanr
+
+    predicted, gold = [4.5, 1.0, 3.2, 3.2, 0.4, 2.8], [5.0, 0.8, 2.5, 4.0, 0.0, 3.0]
+    result = compute("stsb", predicted, gold)
+    # float32 inputs (the module's feature type), as the reference sees them too
+    p32, g32 = np.float32(predicted).astype(np.float64), np.float32(gold).astype(np.float64)
+    assert result == {
+        "pearson": pytest.approx(pearsonr(p32, g32)[0], abs=1e-12),
+        "spearmanr": pytest.approx(spearmanr(p32, g32)[0], abs=1e-12),
+    }
+    # Ranks (6, 2, 4.5, 4.5, 1, 3) against (6, 2, 3, 5, 1, 4): Pearson of the ranks.
+    assert result["spearmanr"] == pytest.approx(pearson([6, 2, 4.5, 4.5, 1, 3], [6, 2, 3, 5, 1, 4]))
+    # QQP: tp=1 fp=1 fn=1 tn=2 -> accuracy 3/5, F1 2/(2+1+1)
+    assert compute("qqp", [1, 1, 0, 0, 0], [1, 0, 1, 0, 0]) == {"accuracy": 0.6, "f1": pytest.approx(0.5)}
+    # MNLI's two dev sets and QNLI: accuracy over three and two classes.
+    for task in ("mnli_matched", "mnli_mismatched"):
+        assert compute(task, [0, 1, 2, 2, 1], [0, 1, 2, 0, 0]) == {"accuracy": pytest.approx(0.6)}
+    assert compute("qnli", [0, 1, 1, 0], [0, 1, 0, 0]) == {"accuracy": 0.75}

@@ -22,7 +22,7 @@ from safetensors.torch import load_file
 from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
 from hf_ctx import CtxBertConfig, CtxBertForPreTraining, CtxBertForSequenceClassification, train_wordpiece_tokenizer
-from hf_ctx.data.glue import load_glue
+from hf_ctx.data.glue import GLUE_TASKS, load_glue
 from hf_ctx.metrics import load_metric
 
 RUN_GLUE = Path(__file__).resolve().parents[1] / "examples" / "run_glue.py"
@@ -126,11 +126,40 @@ def write_mrpc(folder: Path, rng):
     write_lines(folder / "test.tsv", rows(4, test=True))
 
 
+def write_qqp(folder: Path, rng):
+    """QQP's layout: `id qid1 qid2 question1 question2 is_duplicate`; the test file `id question1 question2`,
+    with ids that are not row numbers (a submission is keyed by them)."""
+
+    def rows(n):
+        yield ["id", "qid1", "qid2", "question1", "question2", "is_duplicate"]
+        for i in range(n):
+            yield [1000 + i, 2 * i, 2 * i + 1, f'{sentence(rng)} 5"?', f"{sentence(rng)}?", rng.randint(0, 1)]
+
+    write_lines(folder / "train.tsv", rows(32))
+    write_lines(folder / "dev.tsv", rows(16))
+    write_lines(folder / "test.tsv", [["id", "question1", "question2"], *([50 + 3 * i, "a?", "b?"] for i in range(5))])
+
+
+def write_qnli(folder: Path, rng):
+    """QNLI's layout: `index question sentence label`, labels written as words."""
+
+    def rows(n, test=False):
+        yield ["index", "question", "sentence"] + ([] if test else ["label"])
+        for i in range(n):
+            label = [] if test else [rng.choice(["entailment", "not_entailment"])]
+            yield [i, f"{sentence(rng)}?", sentence(rng)] + label
+
+    write_lines(folder / "train.tsv", rows(32))
+    write_lines(folder / "dev.tsv", rows(16))
+    write_lines(folder / "test.tsv", rows(4, test=True))
+
+
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("glue")
     rng = random.Random(0)
-    for folder, write in (("CoLA", write_cola), ("MNLI", write_mnli), ("STS-B", write_stsb), ("MRPC", write_mrpc)):
+    writers = [("CoLA", write_cola), ("MNLI", write_mnli), ("STS-B", write_stsb), ("MRPC", write_mrpc)]
+    for folder, write in writers + [("QQP", write_qqp), ("QNLI", write_qnli)]:
         write(root / "glue_data" / folder, rng)
     corpus = root / "corpus.txt"
     corpus.write_text(
@@ -288,6 +317,31 @@ def test_the_card_of_a_run_on_local_files_from_random_weights_says_so(setup, tmp
     assert "| Starting point | random initialisation (no pretrained weights) |" in card.text
     assert "Training examples: 192; 2 steps of 16 examples saw 32 examples (0.167 passes over them)." in card.text
     assert "Evaluation examples: the first 20 of 48." in card.text
+
+
+@pytest.mark.parametrize("task, folder", [("qqp", "QQP"), ("qnli", "QNLI")])
+def test_qqp_and_qnli_report_the_saved_models_metrics_and_submit_by_index(setup, tmp_path, task, folder):
+    metrics = run(setup, task, folder, tmp_path, "--do_train", "--do_eval", "--do_predict", "--max_steps", "3")
+    record = GLUE_TASKS[task]
+    glue = load_glue(task, setup[0] / "glue_data")
+    dev = glue["validation"]
+    predictions = saved_model_outputs(tmp_path, list(zip(*(dev[c] for c in record.text_columns)))).argmax(-1)
+    references = np.array(dev["label"])
+    assert metrics["eval_accuracy"] == pytest.approx(float((predictions == references).mean()))
+    if task == "qqp":  # F1 of "duplicate", by hand
+        tp = int(((predictions == 1) & (references == 1)).sum())
+        wrong = int((predictions != references).sum())
+        assert metrics["eval_f1"] == pytest.approx(2 * tp / (2 * tp + wrong))
+        assert metrics["eval_combined_score"] == pytest.approx((metrics["eval_accuracy"] + metrics["eval_f1"]) / 2)
+    else:
+        assert "eval_f1" not in metrics
+    config = AutoConfig.from_pretrained(tmp_path)
+    assert config.id2label == dict(enumerate(record.label_names))
+    indices, labels = read_submission(tmp_path / f"{folder}.tsv")
+    test = glue["test"]
+    assert indices == test["idx"] == ([50, 53, 56, 59, 62] if task == "qqp" else [0, 1, 2, 3])
+    expected = saved_model_outputs(tmp_path, list(zip(*(test[c] for c in record.text_columns)))).argmax(-1)
+    assert labels == [record.label_values[i] for i in expected]
 
 
 def test_mrpc_from_a_pretrained_checkpoint_keeps_its_encoder(setup, tmp_path):

@@ -45,6 +45,8 @@ class GlueTask:
         file_label_column: header name of the label column (absent from test files).
         label_values: the labels as the files write them, in class-id order; empty for regression (STS-B).
         label_names: class names in class-id order (the Hub's `ClassLabel` names).
+        metrics: what GLUE reports for the task, by the names the metric module (`hf_ctx/metrics/glue`) computes
+            them under: "accuracy", "f1" (of class 1), "matthews_correlation", "pearson", "spearmanr".
         split_files: split name -> file name inside `folder`.
         headerless_columns: for files without a header (CoLA train/dev), the names of their columns.
         headerless_splits: the splits whose files have no header.
@@ -58,6 +60,7 @@ class GlueTask:
     file_label_column: str
     label_values: tuple[str, ...]
     label_names: tuple[str, ...]
+    metrics: tuple[str, ...] = ("accuracy",)
     split_files: dict[str, str] = field(
         default_factory=lambda: {"train": "train.tsv", "validation": "dev.tsv", "test": "test.tsv"}
     )
@@ -80,6 +83,19 @@ class GlueTask:
     @property
     def test_splits(self) -> list[str]:
         return [split for split in self.split_files if split.startswith("test")]
+
+    @property
+    def metric_configurations(self) -> list[str]:
+        """The metric module's configuration names for this task: its name, and one per named dev set
+        ("mnli_matched", "mnli_mismatched")."""
+        named = [split.removeprefix("validation") for split in self.validation_splits if split != "validation"]
+        return [self.name] + [self.name + suffix for suffix in named]
+
+    def decode(self, logits):
+        """Predictions from a model's output (what `Trainer.predict` returns; a tuple's first item): class ids
+        (the argmax over the last axis) or, for regression, the scores (batch, 1) -> (batch,)."""
+        logits = logits[0] if isinstance(logits, tuple) else logits
+        return logits.squeeze(-1) if self.is_regression else logits.argmax(-1)
 
     def features(self) -> Features:
         """The Hub's features: the text columns, "label" (a `ClassLabel`, or float32 for STS-B) and "idx"."""
@@ -109,6 +125,7 @@ GLUE_TASKS: dict[str, GlueTask] = {
             "label",
             _BINARY,
             ("unacceptable", "acceptable"),
+            metrics=("matthews_correlation",),
             headerless_columns=("source", "label", "original_label", "sentence"),
             headerless_splits=("train", "validation"),
             submission_files={"test": "CoLA.tsv"},
@@ -131,6 +148,7 @@ GLUE_TASKS: dict[str, GlueTask] = {
             "Quality",
             _BINARY,
             ("not_equivalent", "equivalent"),
+            metrics=("accuracy", "f1"),
             submission_files={"test": "MRPC.tsv"},
         ),
         GlueTask(
@@ -141,6 +159,7 @@ GLUE_TASKS: dict[str, GlueTask] = {
             "score",
             (),
             (),
+            metrics=("pearson", "spearmanr"),
             submission_files={"test": "STS-B.tsv"},
         ),
         GlueTask(
@@ -151,6 +170,7 @@ GLUE_TASKS: dict[str, GlueTask] = {
             "is_duplicate",
             _BINARY,
             ("not_duplicate", "duplicate"),
+            metrics=("accuracy", "f1"),
             submission_files={"test": "QQP.tsv"},
         ),
         GlueTask(
@@ -404,6 +424,34 @@ def write_glue_predictions(path: str | Path, task: str | GlueTask, indices, pred
 # --- encoding and scoring -----------------------------------------------------------------------------------
 
 
+def _encode_splits(
+    dataset: DatasetDict | Dataset, task: GlueTask, encode, num_proc, desc: str, count_cut, cut_warning
+):
+    """Apply the batched `encode` to every split of `dataset` (or to one `Dataset`), dropping the text columns.
+
+    `desc` is the progress label, formatted with `task` and `split`; `count_cut(encoded)` returns how many
+    examples were cut to fit and the encoded split without any helper column; when some were, `cut_warning` is
+    logged with the task's name, the split's name, that count and the split's size.
+    """
+
+    def encode_split(split: Dataset, name: str) -> Dataset:
+        encoded = split.map(
+            encode,
+            batched=True,
+            num_proc=num_proc,
+            remove_columns=list(task.text_columns),
+            desc=desc.format(task=task.name, split=name),
+        )
+        cut, encoded = count_cut(encoded)
+        if cut:
+            logger.warning(cut_warning, task.name, name, cut, len(encoded))
+        return encoded
+
+    if isinstance(dataset, Dataset):
+        return encode_split(dataset, "data")
+    return DatasetDict({name: encode_split(split, name) for name, split in dataset.items()})
+
+
 def encode_glue_for_subwords(
     dataset: DatasetDict | Dataset, task: str | GlueTask, tokenizer, max_seq_length: int, num_proc: int | None = None
 ) -> DatasetDict | Dataset:
@@ -418,29 +466,18 @@ def encode_glue_for_subwords(
     def encode(batch):
         return tokenizer(*(batch[c] for c in task.text_columns), truncation=True, max_length=max_seq_length)
 
-    def encode_split(split: Dataset, name: str) -> Dataset:
-        encoded = split.map(
-            encode,
-            batched=True,
-            num_proc=num_proc,
-            remove_columns=list(task.text_columns),
-            desc=f"tokenizing {task.name} {name}",
-        )
-        at_limit = sum(length >= max_seq_length for length in map(len, encoded["input_ids"]))
-        if at_limit:
-            logger.warning(
-                "%s %s: %d of %d examples reach max_seq_length=%d tokens (longer ones are truncated)",
-                task.name,
-                name,
-                at_limit,
-                len(encoded),
-                max_seq_length,
-            )
-        return encoded
+    def count_cut(encoded: Dataset) -> tuple[int, Dataset]:
+        return sum(length >= max_seq_length for length in map(len, encoded["input_ids"])), encoded
 
-    if isinstance(dataset, Dataset):
-        return encode_split(dataset, "data")
-    return DatasetDict({name: encode_split(split, name) for name, split in dataset.items()})
+    return _encode_splits(
+        dataset,
+        task,
+        encode,
+        num_proc,
+        "tokenizing {task} {split}",
+        count_cut,
+        f"%s %s: %d of %d examples reach max_seq_length={max_seq_length} tokens (longer ones are truncated)",
+    )
 
 
 # Words and punctuation apart, numbers ("3.5", "1,000") and English clitics ("it's" -> "it", "'s") kept whole:
@@ -490,36 +527,25 @@ def encode_glue_for_words(
         out["was_cut"] = [cut for _, cut in encoded]
         return out
 
-    def encode_split(split: Dataset, name: str) -> Dataset:
-        encoded = split.map(
-            encode,
-            batched=True,
-            num_proc=num_proc,
-            remove_columns=list(task.text_columns),
-            desc=f"encoding {task.name} {name} words",
-        )
-        cut = sum(encoded["was_cut"])
-        if cut:
-            logger.warning(
-                "%s %s: %d of %d examples are longer than max_words=%d and were cut",
-                task.name,
-                name,
-                cut,
-                len(encoded),
-                max_words,
-            )
-        return encoded.remove_columns("was_cut")
+    def count_cut(encoded: Dataset) -> tuple[int, Dataset]:
+        return sum(encoded["was_cut"]), encoded.remove_columns("was_cut")
 
-    if isinstance(dataset, Dataset):
-        return encode_split(dataset, "data")
-    return DatasetDict({name: encode_split(split, name) for name, split in dataset.items()})
+    return _encode_splits(
+        dataset,
+        task,
+        encode,
+        num_proc,
+        "encoding {task} {split} words",
+        count_cut,
+        f"%s %s: %d of %d examples are longer than max_words={max_words} and were cut",
+    )
 
 
 def glue_compute_metrics(task: str | GlueTask):
     """A `compute_metrics` for `Trainer`: GLUE's metric of `task` (from `hf_ctx.metrics`) on its predictions.
 
-    Classification logits (batch, num_labels) are scored by their argmax, STS-B's (batch, 1) as scores. For
-    tasks with two metrics (MRPC, QQP, STS-B) "combined_score" is their mean, as GLUE's leaderboard averages.
+    Predictions are decoded as the task's record says (`GlueTask.decode`). For tasks with two metrics (MRPC,
+    QQP, STS-B) "combined_score" is their mean, as GLUE's leaderboard averages.
     """
     from ..metrics import load_metric
 
@@ -527,9 +553,7 @@ def glue_compute_metrics(task: str | GlueTask):
     metric = load_metric("glue", task.name)
 
     def compute_metrics(eval_prediction) -> dict[str, float]:
-        logits = eval_prediction.predictions
-        logits = logits[0] if isinstance(logits, tuple) else logits
-        predictions = logits.squeeze(-1) if task.is_regression else logits.argmax(-1)
+        predictions = task.decode(eval_prediction.predictions)
         result = metric.compute(predictions=predictions, references=eval_prediction.label_ids)
         if len(result) > 1:
             result["combined_score"] = sum(result.values()) / len(result)

@@ -7,7 +7,8 @@ An `evaluate` metric module shipped inside hf_ctx, so it loads offline:
     >>> glue.compute(predictions=[1, 0, 1, 1], references=[1, 0, 0, 1])
     {'accuracy': 0.75, 'f1': 0.8}
 
-As GLUE scores them (Wang et al., 2019):
+Which metrics each task reports comes from its record, `hf_ctx.data.glue.GLUE_TASKS` (`GlueTask.metrics`), which
+`examples/run_glue.py` reads too. As GLUE scores them (Wang et al., 2019):
 - CoLA: Matthews correlation coefficient;
 - MRPC, QQP: accuracy and F1 of the positive class (1 = equivalent / duplicate);
 - STS-B: Pearson and Spearman correlation between predicted and gold similarity scores;
@@ -19,6 +20,8 @@ import evaluate
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 from sklearn.metrics import f1_score, matthews_corrcoef
+
+from hf_ctx.data.glue import GLUE_TASKS
 
 _CITATION = """\
 @inproceedings{wang2019glue,
@@ -49,18 +52,26 @@ Example:
     0.5773502691896258
 """
 
-ACCURACY_TASKS = ("sst2", "mnli", "mnli_matched", "mnli_mismatched", "qnli", "rte", "wnli", "ax")
-CONFIG_NAMES = ("cola", "mrpc", "qqp", "stsb", *ACCURACY_TASKS)
+# Configuration name -> the task's record ("mnli_matched" and "mnli_mismatched" are MNLI's).
+CONFIGURATIONS = {name: task for task in GLUE_TASKS.values() for name in task.metric_configurations}
+# Metric name -> f(predictions, references), for every name a task's record may list.
+METRICS = {
+    "accuracy": lambda p, r: (p == r).mean(),
+    "f1": lambda p, r: f1_score(r, p, zero_division=0.0),
+    "matthews_correlation": lambda p, r: matthews_corrcoef(r, p),
+    "pearson": lambda p, r: pearsonr(p, r)[0],
+    "spearmanr": lambda p, r: spearmanr(p, r)[0],
+}
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Glue(evaluate.Metric):
     def _info(self):
-        if self.config_name not in CONFIG_NAMES:
+        if self.config_name not in CONFIGURATIONS:
             raise ValueError(
-                f"unknown GLUE metric configuration {self.config_name!r}; choose one of {list(CONFIG_NAMES)}"
+                f"unknown GLUE metric configuration {self.config_name!r}; choose one of {list(CONFIGURATIONS)}"
             )
-        value = datasets.Value("float32" if self.config_name == "stsb" else "int64")
+        value = datasets.Value("float32" if CONFIGURATIONS[self.config_name].is_regression else "int64")
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
             citation=_CITATION,
@@ -71,19 +82,12 @@ class Glue(evaluate.Metric):
         )
 
     def _compute(self, predictions, references):
+        task = CONFIGURATIONS[self.config_name]
         predictions, references = np.asarray(predictions), np.asarray(references)
-        if self.config_name == "cola":
-            return {"matthews_correlation": float(matthews_corrcoef(references, predictions))}
-        if self.config_name == "stsb":
+        if task.is_regression:
             predictions, references = predictions.astype(np.float64), references.astype(np.float64)
-            return {
-                "pearson": float(pearsonr(predictions, references)[0]),
-                "spearmanr": float(spearmanr(predictions, references)[0]),
-            }
-        accuracy = float((predictions == references).mean())
-        if self.config_name in ("mrpc", "qqp"):
+        if "f1" in task.metrics:  # of class 1: the labels must be binary
             for name, values in (("predictions", predictions), ("references", references)):
                 if not np.isin(values, (0, 1)).all():
                     raise ValueError(f"{self.config_name} {name} must be 0 or 1, got {sorted(set(values.tolist()))}")
-            return {"accuracy": accuracy, "f1": float(f1_score(references, predictions, zero_division=0.0))}
-        return {"accuracy": accuracy}
+        return {name: float(METRICS[name](predictions, references)) for name in task.metrics}

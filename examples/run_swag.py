@@ -1,0 +1,201 @@
+#!/usr/bin/env python
+"""Fine-tune and evaluate a model on multiple choice: SWAG, or any CSV or JSON file of a context and endings.
+
+    python examples/run_swag.py --model_name_or_path runs/bert-mini \\
+        --train_file swag/train.csv --validation_file swag/val.csv --do_train --do_eval --output_dir runs/swag
+    python examples/run_swag.py --model_name_or_path runs/bert-mini --train_file train.jsonl \\
+        --validation_file dev.jsonl --context_column question --ending_prefix_column "" \\
+        --ending_columns A,B,C,D,E --label_column answer ...                      # another layout
+    python examples/run_swag.py --config_name runs/bert-mini --tokenizer_name runs/bert-mini ...  # random weights
+
+The files are in SWAG's CSV layout by default (`sent1` the context, `sent2` the start every ending shares,
+`ending0` ... `ending3`, `label` the index of the right ending); `--context_column`, `--ending_prefix_column`
+(`""` for none), `--ending_columns` and `--label_column` name other columns. Each choice is encoded as the pair
+(context, start + ending) and scored by an `AutoModelForMultipleChoice` (hf_ctx's `CtxBertForMultipleChoice`, or
+a transformers BERT); the reported metric is accuracy. `--do_predict` writes `predictions.json`, the chosen
+ending of each `--test_file` example in file order (and its accuracy, where the file has labels). As transformers' `examples/pytorch/multiple-choice/run_swag.py`.
+"""
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from transformers import AutoConfig, AutoModelForMultipleChoice, TrainingArguments
+
+from hf_ctx.checks import load_tokenizer
+from hf_ctx.data.multiple_choice import (
+    MultipleChoiceCollator,
+    MultipleChoiceColumns,
+    decode_choices,
+    encode_multiple_choice,
+    multiple_choice_accuracy,
+    read_multiple_choice_file,
+    write_json_atomically,
+)
+from hf_ctx.errors import run_script
+from hf_ctx.families import model_family
+from hf_ctx.hub import finish_run
+from hf_ctx.training import (
+    CONFIG_OVERRIDES_HELP,
+    CtxTrainer,
+    first_examples,
+    parse_args_and_set_up,
+    parse_config_overrides,
+    record_metrics,
+    train_and_evaluate,
+    unpad_inputs_field,
+)
+
+logger = logging.getLogger(__name__)
+IGNORED_TOGETHER = [("model_name_or_path", "config_name")]
+SWAG = MultipleChoiceColumns()
+
+
+@dataclass
+class ModelArguments:
+    model_name_or_path: str | None = field(
+        default=None, metadata={"help": "a checkpoint folder to fine-tune (e.g. a pretrained BERT)"}
+    )
+    config_name: str | None = field(
+        default=None, metadata={"help": "without --model_name_or_path: a config.json or folder, for random weights"}
+    )
+    tokenizer_name: str | None = field(default=None, metadata={"help": "tokenizer folder (default: the checkpoint's)"})
+    config_overrides: str | None = field(default=None, metadata={"help": CONFIG_OVERRIDES_HELP})
+    cache_dir: str | None = field(default=None, metadata={"help": "where downloads and parsed files are cached"})
+    unpad_inputs: bool = unpad_inputs_field()
+
+
+@dataclass
+class DataArguments:
+    train_file: str | None = field(default=None, metadata={"help": "training data, .csv or .json(l)"})
+    validation_file: str | None = field(default=None, metadata={"help": "evaluation data, .csv or .json(l)"})
+    test_file: str | None = field(
+        default=None, metadata={"help": "--do_predict: data to choose endings for, labelled or not"}
+    )
+    context_column: str = field(default=SWAG.context, metadata={"help": "the context every choice starts from"})
+    ending_prefix_column: str = field(
+        default=SWAG.ending_prefix, metadata={"help": 'the start every ending shares ("" for none)'}
+    )
+    ending_columns: str = field(
+        default=",".join(SWAG.endings), metadata={"help": "the endings' columns, comma-separated, in label order"}
+    )
+    label_column: str = field(default=SWAG.label, metadata={"help": "the index of the right ending"})
+    max_seq_length: int = field(default=128, metadata={"help": "longest (context, ending) pair in tokens"})
+    max_train_samples: int | None = field(default=None, metadata={"help": "use only the first N training examples"})
+    max_eval_samples: int | None = field(default=None, metadata={"help": "evaluate only the first N examples"})
+    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "processes for tokenization"})
+    pad_to_multiple_of: int | None = field(
+        default=None, metadata={"help": "pad each batch to a multiple of this many tokens (default: 8 on a GPU)"}
+    )
+
+    def columns(self) -> MultipleChoiceColumns:
+        endings = tuple(name.strip() for name in self.ending_columns.split(",") if name.strip())
+        if len(endings) < 2:
+            raise ValueError(f"--ending_columns names {len(endings)} column(s); a choice needs at least 2")
+        return MultipleChoiceColumns(
+            self.context_column, endings, self.label_column, self.ending_prefix_column or None
+        )
+
+
+def build_model(model_args: ModelArguments):
+    overrides = parse_config_overrides(model_args.config_overrides)
+    if model_args.model_name_or_path is not None:
+        return AutoModelForMultipleChoice.from_pretrained(
+            model_args.model_name_or_path, cache_dir=model_args.cache_dir, **overrides
+        )
+    if model_args.config_name is None:
+        raise ValueError("give --model_name_or_path, or --config_name for a randomly initialised model")
+    config = AutoConfig.from_pretrained(model_args.config_name, cache_dir=model_args.cache_dir, **overrides)
+    return AutoModelForMultipleChoice.from_config(config)
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    model_args, data_args, training_args = parse_args_and_set_up(
+        (ModelArguments, DataArguments, TrainingArguments), argv, logger, ignored_together=IGNORED_TOGETHER
+    )
+    columns = data_args.columns()
+    files = {
+        "train": data_args.train_file if training_args.do_train else None,
+        "validation": data_args.validation_file if training_args.do_eval else None,
+        "test": data_args.test_file if training_args.do_predict else None,
+    }
+    for split, step in (("train", "train"), ("validation", "eval"), ("test", "predict")):
+        if getattr(training_args, f"do_{step}") and files[split] is None:
+            raise ValueError(f"--do_{step} needs --{split}_file")
+    limits = {"train": data_args.max_train_samples, "validation": data_args.max_eval_samples}
+    raw = {
+        split: first_examples(
+            read_multiple_choice_file(
+                path, columns, labelled=None if split == "test" else True, cache_dir=model_args.cache_dir
+            ),
+            limits.get(split),
+        )
+        for split, path in files.items()
+        if path is not None
+    }
+
+    tokenizer_source = model_args.tokenizer_name or model_args.model_name_or_path
+    if tokenizer_source is None:
+        raise ValueError("give --tokenizer_name (or a --model_name_or_path that holds a tokenizer)")
+    tokenizer = load_tokenizer(tokenizer_source, cache_dir=model_args.cache_dir)
+    model = build_model(model_args)
+    if hasattr(model.config, "unpad_inputs"):  # hf_ctx's BERT: compute on the real tokens only
+        model.config.unpad_inputs = model_args.unpad_inputs
+    max_positions = getattr(model.config, "max_position_embeddings", None)
+    if max_positions is not None and data_args.max_seq_length > max_positions:
+        raise ValueError(
+            f"--max_seq_length {data_args.max_seq_length} exceeds the model's max_position_embeddings ({max_positions})"
+        )
+    if len(tokenizer) > getattr(model.config, "vocab_size", len(tokenizer)):
+        raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but the model only {model.config.vocab_size}")
+    logger.info(f"{type(model).__name__} with {model.num_parameters():,} parameters, {len(columns.endings)} choices")
+
+    with training_args.main_process_first(desc="tokenizing"):
+        encoded = {
+            split: encode_multiple_choice(
+                data, columns, tokenizer, data_args.max_seq_length, data_args.preprocessing_num_workers, split
+            )
+            for split, data in raw.items()
+        }
+    pad_to = data_args.pad_to_multiple_of
+    if pad_to is None and (training_args.fp16 or training_args.bf16 or training_args.device.type == "cuda"):
+        pad_to = 8
+    trainer = CtxTrainer(
+        model=model,
+        args=training_args,
+        train_dataset=encoded.get("train"),
+        eval_dataset=encoded.get("validation"),
+        processing_class=tokenizer,
+        data_collator=MultipleChoiceCollator(tokenizer, pad_to_multiple_of=pad_to),
+        compute_metrics=multiple_choice_accuracy,
+    )
+    metrics, eval_metrics = train_and_evaluate(trainer)
+    if training_args.do_predict:
+        result = trainer.predict(encoded["test"], metric_key_prefix="predict")
+        if "label" in encoded["test"].column_names:
+            metrics.update(result.metrics)
+            record_metrics(trainer, "predict", result.metrics)
+        if trainer.is_world_process_zero():
+            path = write_json_atomically(
+                Path(training_args.output_dir) / "predictions.json", decode_choices(result.predictions).tolist()
+            )
+            logger.info(f"wrote {len(encoded['test'])} predictions to {path}")
+    if training_args.do_train:
+        train_file = Path(data_args.train_file).name
+        finish_run(
+            trainer,
+            model_family(model.config),
+            dataset_name=train_file,
+            training_data=f"{train_file}"
+            + (f" (first {len(encoded['train']):,} examples)" if data_args.max_train_samples else ""),
+            eval_dataset_name=Path(data_args.validation_file).name if data_args.validation_file else None,
+            eval_metrics={"validation": eval_metrics} if eval_metrics else None,
+            base_model=model_args.model_name_or_path,
+            pipeline_tag="multiple-choice",
+            hyperparameters={"max_seq_length": data_args.max_seq_length, "choices": len(columns.endings)},
+        )
+    return metrics
+
+
+if __name__ == "__main__":
+    run_script(main)
