@@ -140,6 +140,12 @@ class ElmoPreTrainedModel(AutoMapMixin, BatchMeanLossMixin, PreTrainedModel):
     config_class = ElmoConfig
     base_model_prefix = "elmo"
     main_input_name = "input_ids"
+    # Gradient checkpointing recomputes each biLSTM layer (`ProjectedLstm`) in the backward pass.
+    supports_gradient_checkpointing = True
+    # Units that FSDP shards whole and `device_map` keeps on one device: a biLSTM layer runs both directions'
+    # weights in one batched matmul, so the stack stays together; the softmax stays with the model, which calls
+    # its `loss` method rather than its forward.
+    _no_split_modules = ["CharacterCNN", "ProjectedLstm"]
     # A biLM checkpoint (`ElmoForBiLM`) loaded as the encoder of a model without the language-model softmax: its
     # softmax weights are expected to be left out, not worth a load report.
     _keys_to_ignore_on_load_unexpected = [r"^(backward_)?softmax\."]
