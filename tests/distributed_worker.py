@@ -3,7 +3,7 @@ imported, for the one-process reference): a tiny BERT sentence classifier withou
 sentences, `TrainingArguments` from the command line, e.g.
 
     torchrun --nproc_per_node 2 tests/distributed_worker.py --output_dir out --per_device_train_batch_size 4
-    torchrun --nproc_per_node 2 tests/distributed_worker.py --output_dir out --fsdp "full_shard auto_wrap"
+    torchrun --nproc_per_node 2 tests/distributed_worker.py --output_dir out --fsdp
 
 Each process writes `rank<N>.json` to `--output_dir`: the logged training losses (the mean over all processes)
 and how many parameter values it holds itself (`local_parameters`, fewer than `model_parameters` when sharded).
@@ -57,6 +57,7 @@ def run(args: TrainingArguments) -> dict:
         "model_parameters": model_parameters,
         "world_size": args.world_size,
     }
+    os.makedirs(args.output_dir, exist_ok=True)
     with open(os.path.join(args.output_dir, f"rank{args.process_index}.json"), "w", encoding="utf-8") as f:
         json.dump(result, f)
     return result

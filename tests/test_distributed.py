@@ -16,6 +16,7 @@ from unittest import mock
 
 import pytest
 import torch
+from accelerate.utils.deepspeed import HfDeepSpeedConfig
 from datasets import Dataset
 from distributed_worker import parse, run
 from transformers import TrainingArguments
@@ -91,7 +92,7 @@ def test_fsdp_on_cpu_processes_is_refused(tmp_path):
     CPU, and the run would be plain DDP; CtxTrainer says so and stops."""
     rendezvous = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1"}
     rendezvous |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
-    command = [sys.executable, str(WORKER), "--output_dir", str(tmp_path), "--use_cpu", "--fsdp", "full_shard"]
+    command = [sys.executable, str(WORKER), "--output_dir", str(tmp_path), "--use_cpu", "--fsdp"]
     process = subprocess.run(
         command, env={**environment(), **rendezvous}, capture_output=True, text=True, timeout=300
     )
@@ -124,13 +125,11 @@ def test_each_process_reads_its_own_share_of_a_stream(tmp_path):
         assert abs(len(seen[0]) - len(seen[1])) <= 10, num_shards  # shares, not all on one process
 
 
-def _gpu_run(tmp_path, launch: list[str], *training_args: str) -> list[dict]:
+def _gpu_run(output_dir: Path, launch: list[str], *training_args: str) -> list[dict]:
     """The worker on 2 GPUs with `launch` (torchrun or accelerate launch options); every rank's result."""
     world_size = 2
     if torch.cuda.device_count() < world_size:
         pytest.skip(f"needs {world_size} CUDA devices to shard over; this machine has {torch.cuda.device_count()}")
-    output_dir = tmp_path / "_".join(a.strip("-").replace("/", "") for a in training_args[:2] or ["ddp"])
-    output_dir.mkdir()
     command = [*launch, str(WORKER), "--output_dir", str(output_dir), "--per_device_train_batch_size", "4"]
     process = subprocess.run(
         command + list(training_args), env=environment(), capture_output=True, text=True, timeout=600
@@ -146,12 +145,10 @@ def _torchrun():
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_fsdp2_shards_on_gpus_and_matches_ddp(tmp_path):
-    """Trainer --fsdp (FSDP2, auto-wrapped at `_no_split_modules`) on 2 GPUs: each rank holds part of the
+    """Trainer --fsdp (FSDP2, one unit per class of `_no_split_modules`) on 2 GPUs: each rank holds part of the
     parameters, and the losses are DDP's."""
-    ddp = _gpu_run(tmp_path, _torchrun())
-    fsdp = _gpu_run(
-        tmp_path, _torchrun(), "--fsdp", "full_shard auto_wrap", "--fsdp_config", '{"fsdp_version": 2}'
-    )
+    ddp = _gpu_run(tmp_path / "ddp", _torchrun())
+    fsdp = _gpu_run(tmp_path / "fsdp", _torchrun(), "--fsdp", "--fsdp_config", '{"version": 2}')
     for rank in fsdp:
         assert rank["local_parameters"] < rank["model_parameters"]
     assert fsdp[0]["losses"] == pytest.approx(ddp[0]["losses"], rel=1e-4)
@@ -161,14 +158,23 @@ def test_fsdp2_shards_on_gpus_and_matches_ddp(tmp_path):
 @pytest.mark.slow
 def test_accelerate_fsdp_config_shards_and_matches_ddp(tmp_path):
     """examples/accelerate/fsdp.yaml (FSDP2, one unit per CtxBertLayer) through `accelerate launch`, fp32."""
-    pytest.importorskip("accelerate")
-    ddp = _gpu_run(tmp_path, _torchrun())
+    ddp = _gpu_run(tmp_path / "ddp", _torchrun())
     launch = [sys.executable, "-m", "accelerate.commands.launch", "--config_file"]
     launch += [str(ACCELERATE_CONFIGS / "fsdp.yaml"), "--num_processes", "2", "--mixed_precision", "no"]
-    fsdp = _gpu_run(tmp_path, launch, "--run_name", "accelerate-fsdp")
+    fsdp = _gpu_run(tmp_path / "fsdp", launch)
     for rank in fsdp:
         assert rank["local_parameters"] < rank["model_parameters"]
     assert fsdp[0]["losses"] == pytest.approx(ddp[0]["losses"], rel=1e-4)
+
+
+@pytest.mark.parametrize("stage", [2, 3])
+def test_deepspeed_configs_are_read_as_their_zero_stage(stage):
+    """What the Trainer's DeepSpeed integration reads from examples/accelerate/ds_zero{2,3}.json (accelerate's
+    reader, which needs no deepspeed); the "auto" values are the Trainer's to fill."""
+    config = HfDeepSpeedConfig(str(ACCELERATE_CONFIGS / f"ds_zero{stage}.json"))
+    assert config.get_value("zero_optimization.stage") == stage
+    assert (config.is_zero2(), config.is_zero3()) == (stage == 2, stage == 3)
+    assert config.get_value("train_micro_batch_size_per_gpu") == "auto"  # --per_device_train_batch_size
 
 
 @pytest.mark.gpu
@@ -178,9 +184,9 @@ def test_deepspeed_zero_matches_ddp(tmp_path, stage):
     """Trainer --deepspeed with examples/accelerate/ds_zero{2,3}.json on 2 GPUs: the losses are DDP's; ZeRO-3
     leaves each rank part of the parameters (ZeRO-2 shards gradients and optimizer state only)."""
     pytest.importorskip("deepspeed")
-    ddp = _gpu_run(tmp_path, _torchrun())
+    ddp = _gpu_run(tmp_path / "ddp", _torchrun())
     config = str(ACCELERATE_CONFIGS / f"ds_zero{stage}.json")
-    zero = _gpu_run(tmp_path, _torchrun(), "--deepspeed", config)
+    zero = _gpu_run(tmp_path / "zero", _torchrun(), "--deepspeed", config)
     if stage == 3:
         for rank in zero:
             assert rank["local_parameters"] < rank["model_parameters"]
