@@ -38,7 +38,7 @@ from .configuration_elmo import ElmoConfig
 from .configuration_taglm import TagLMConfig
 from .crf import ConditionalRandomField
 from .layers import checkpointed, run_packed_rnn
-from .losses import IGNORE_INDEX, BatchMeanLossMixin, check_label_range
+from .losses import IGNORE_INDEX, BatchMeanLossMixin, check_label_range, host_syncs_allowed
 from .modeling_elmo import ElmoModel, FrozenBiLMMixin, check_character_ids, check_word_ids
 from .remote_code import AutoMapMixin, shareable_name
 from .tag_schemes import allowed_transitions
@@ -213,7 +213,7 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
                 raise ValueError(
                     f"labels has shape {tuple(labels.shape)}, expected (batch, words) = {tuple(mask.shape)}"
                 )
-            if not torch.compiler.is_compiling() and (labels[mask] < 0).any():
+            if host_syncs_allowed(labels) and (labels[mask] < 0).any():
                 raise ValueError(
                     f"labels must give every word a tag id; found a negative label (e.g. {IGNORE_INDEX}) "
                     "on a word the attention mask covers"

@@ -6,12 +6,14 @@
 - on GPUs (`gpu`): FSDP2 and DeepSpeed ZeRO-2/3 shard the model and match the DDP losses.
 """
 
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from unittest import mock
 
 import pytest
@@ -19,9 +21,11 @@ import torch
 from accelerate.utils.deepspeed import HfDeepSpeedConfig
 from datasets import Dataset
 from distributed_worker import parse, run
+from tiny_checkpoints import bert_pretraining, elmo_bilm
 from transformers import TrainingArguments
 
 from hf_ctx import CtxBertConfig, CtxBertForSequenceClassification
+from hf_ctx.losses import host_syncs_allowed
 from hf_ctx.training import CtxTrainer
 
 WORKER = Path(__file__).resolve().parent / "distributed_worker.py"
@@ -191,3 +195,36 @@ def test_deepspeed_zero_matches_ddp(tmp_path, stage):
         for rank in zero:
             assert rank["local_parameters"] < rank["model_parameters"]
     assert zero[0]["losses"] == pytest.approx(ddp[0]["losses"], rel=1e-3)
+
+
+# What reads a tensor's values back to the host: each is a sync on an XLA device.
+HOST_READS = ["item", "tolist", "__bool__", "__int__", "__float__", "__index__", "nonzero", "cpu", "numpy"]
+
+
+def test_host_syncs_are_not_allowed_on_xla_devices():
+    assert not host_syncs_allowed(SimpleNamespace(device=torch.device("xla")))
+    assert host_syncs_allowed(torch.zeros(1))
+
+
+@pytest.mark.parametrize("build", [bert_pretraining, elmo_bilm])
+def test_a_forward_pass_on_xla_reads_nothing_back(tmp_path, build):
+    """BERT pretraining (dense MLM head, as examples/accelerate/tpu.yaml runs it) and the ELMo biLM compute their
+    loss without reading a value back to the host when `host_syncs_allowed` says no, as it does for XLA
+    tensors: every host read of a tensor raises here."""
+    model, tokenizer = build(tmp_path)
+    if build is bert_pretraining:
+        model.config.sparse_prediction = False
+        batch = tokenizer(["red cat runs fast", "dog"], padding="max_length", max_length=8, return_tensors="pt")
+        batch["labels"] = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
+        batch["next_sentence_label"] = torch.tensor([0, 1])
+    else:
+        batch = tokenizer([["red", "cat", "runs"], ["dog"]], is_split_into_words=True, padding=True, return_tensors="pt")
+    modules = [module for name, module in sys.modules.items() if name.startswith("hf_ctx.")]
+    with contextlib.ExitStack() as stack:
+        for module in modules:
+            if hasattr(module, "host_syncs_allowed"):
+                stack.enter_context(mock.patch.object(module, "host_syncs_allowed", lambda tensor: False))
+        for name in HOST_READS:
+            stack.enter_context(mock.patch.object(torch.Tensor, name, side_effect=RuntimeError(f"host read: {name}")))
+        loss = model(**batch).loss
+    assert torch.isfinite(loss)
