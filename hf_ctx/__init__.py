@@ -42,6 +42,7 @@ from .modeling_bert import (
     CtxBertPreTrainedModel,
 )
 from .tokenization_bert import train_wordpiece_tokenizer
+from .lora import lora_target_modules
 
 _AUTO_CONFIGS.append(CtxBertConfig)
 _AUTO_MODELS += [
