@@ -30,6 +30,7 @@ _AUTO_TOKENIZERS = []
 from transformers import BertTokenizer  # hf_ctx BERT uses transformers' WordPiece tokenizer as is
 
 from .configuration_bert import BERT_PRESETS, CtxBertConfig
+from .lora import lora_target_modules
 from .modeling_bert import (
     CtxBertForMaskedLM,
     CtxBertForMultipleChoice,
@@ -42,7 +43,6 @@ from .modeling_bert import (
     CtxBertPreTrainedModel,
 )
 from .tokenization_bert import train_wordpiece_tokenizer
-from .lora import lora_target_modules
 
 _AUTO_CONFIGS.append(CtxBertConfig)
 _AUTO_MODELS += [

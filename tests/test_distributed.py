@@ -97,9 +97,7 @@ def test_fsdp_on_cpu_processes_is_refused(tmp_path):
     rendezvous = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1"}
     rendezvous |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
     command = [sys.executable, str(WORKER), "--output_dir", str(tmp_path), "--use_cpu", "--fsdp"]
-    process = subprocess.run(
-        command, env={**environment(), **rendezvous}, capture_output=True, text=True, timeout=300
-    )
+    process = subprocess.run(command, env={**environment(), **rendezvous}, capture_output=True, text=True, timeout=300)
     assert process.returncode != 0
     assert "FSDP was asked for, but accelerate set up MULTI_CPU on cpu" in process.stderr, process.stderr[-3000:]
     assert not (tmp_path / "rank0.json").exists()
@@ -218,7 +216,9 @@ def test_a_forward_pass_on_xla_reads_nothing_back(tmp_path, build):
         batch["labels"] = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
         batch["next_sentence_label"] = torch.tensor([0, 1])
     else:
-        batch = tokenizer([["red", "cat", "runs"], ["dog"]], is_split_into_words=True, padding=True, return_tensors="pt")
+        batch = tokenizer(
+            [["red", "cat", "runs"], ["dog"]], is_split_into_words=True, padding=True, return_tensors="pt"
+        )
     modules = [module for name, module in sys.modules.items() if name.startswith("hf_ctx.")]
     with contextlib.ExitStack() as stack:
         for module in modules:

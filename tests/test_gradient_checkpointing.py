@@ -40,8 +40,8 @@ def test_checkpointed_gradients_equal_plain_ones(tmp_path, build, checkpointed_m
     assert module.gradient_checkpointing
     replayed = []
     checkpoint = module._gradient_checkpointing_func
-    module._gradient_checkpointing_func = lambda function, *args: replayed.append(function) or checkpoint(
-        function, *args
+    module._gradient_checkpointing_func = lambda function, *args: (
+        replayed.append(function) or checkpoint(function, *args)
     )
     checkpointed = _gradients(model, batch)
 
