@@ -1,9 +1,11 @@
 """Training beyond one process with `CtxTrainer` (tests/distributed_worker.py, a tiny BERT classifier):
 
 - two `torchrun --nnodes 2` nodes on this machine train like one process with twice the batch;
-- FSDP asked for on CPU processes is refused (accelerate would silently run plain DDP);
+- FSDP asked for on CPU processes is refused (accelerate would silently run plain DDP), while torch's FSDP2 itself
+  shards every family at its `_no_split_modules` there (tests/fsdp2_worker.py);
 - a streamed training set is split between the processes, each reading its own share;
-- on GPUs (`gpu`): FSDP2 and DeepSpeed ZeRO-2/3 shard the model and match the DDP losses.
+- on GPUs (`gpu`): FSDP2 and DeepSpeed ZeRO-2/3 shard the model and match the DDP losses;
+- a forward pass reads nothing back to the host where that would sync an XLA device.
 """
 
 import contextlib
@@ -125,6 +127,27 @@ def test_each_process_reads_its_own_share_of_a_stream(tmp_path):
         assert not set(map(tuple, seen[0])) & set(map(tuple, seen[1])), num_shards
         assert sorted(seen[0] + seen[1]) == sorted(examples), num_shards
         assert abs(len(seen[0]) - len(seen[1])) <= 10, num_shards  # shares, not all on one process
+
+
+@pytest.mark.slow
+def test_fsdp2_shards_every_family_at_its_no_split_modules(tmp_path):
+    """torch's FSDP2 on 2 CPU processes (gloo), which accelerate does not offer (see above) but torch does: BERT,
+    the ELMo biLM and TagLM, one shard unit per class of `_no_split_modules` plus the root, each process holding
+    half of the parameter values; trained on half a batch each, the gathered gradients equal an unsharded
+    model's on the whole batch. (ELMo's softmax and TagLM's CRF, used through methods other than `forward`, stay
+    in the root unit.)"""
+    free_port()  # torchrun --standalone picks its own port; skip where none can be bound
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    command += [str(WORKER.parent / "fsdp2_worker.py"), str(tmp_path)]
+    check(subprocess.run(command, env=environment(), capture_output=True, text=True, timeout=300))
+    ranks = [json.loads((tmp_path / f"fsdp2_rank{rank}.json").read_text()) for rank in (0, 1)]
+    assert ranks[0]["elmo_bilm"]["units"] == ["CharacterCNN", "ProjectedLstm"]
+    assert ranks[0]["taglm"]["units"] == ["CharacterCNN", "CharacterEncoder", "ProjectedLstm"]
+    for family in ("bert_sequence_classifier", "elmo_bilm", "taglm"):
+        first, second = ranks[0][family], ranks[1][family]
+        assert first["local_parameters"] + second["local_parameters"] == first["model_parameters"], family
+        assert max(first["local_parameters"], second["local_parameters"]) < 0.6 * first["model_parameters"]
+        assert first["trained_parameters"] > 0 and first["max_gradient_difference"] < 1e-5, (family, first)
 
 
 def _gpu_run(output_dir: Path, launch: list[str], *training_args: str) -> list[dict]:
