@@ -261,7 +261,7 @@ class TextCorpusArguments:
 def shuffled_stream(dataset: datasets.IterableDataset, training_args: TrainingArguments, buffer_size: int = 10_000):
     """A streaming training set for `Trainer`: shuffled within a buffer of `buffer_size` examples, seeded by
     `--seed` (the Trainer reseeds it every epoch). A stream has no length, so `--max_steps` must say how long to
-    train."""
+    train. On several processes `CtxTrainer.get_train_dataloader` gives each process its own share of it."""
     if training_args.max_steps is None or training_args.max_steps <= 0:
         raise ValueError("--streaming needs --max_steps: a streamed corpus has no length to count epochs in")
     return dataset.shuffle(seed=training_args.seed, buffer_size=buffer_size)
