@@ -441,7 +441,10 @@ class CtxBertPreTrainedModel(AutoMapMixin, BatchMeanLossMixin, PreTrainedModel):
     _supports_sdpa = True
     _supports_flash_attn = True
     _supports_attention_backend = True
-    _no_split_modules = ["CtxBertEmbeddings", "CtxBertLayer"]
+    # FSDP's shard units and what `device_map` keeps on one device. Not `CtxBertEmbeddings` (transformers' BERT
+    # lists its embeddings): the MLM decoder shares the word embeddings' weight, so FSDP2 must hold the two in one
+    # group (accelerate forms it), which fails once the embeddings module is a unit of its own.
+    _no_split_modules = ["CtxBertLayer"]
 
     @torch.no_grad()
     def _init_weights(self, module):

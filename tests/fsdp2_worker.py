@@ -1,7 +1,8 @@
 """FSDP2 (`torch.distributed.fsdp.fully_shard`) on CPU processes (gloo), for tests/test_distributed.py: each hf_ctx
-family sharded with one unit per class of its `_no_split_modules` plus the root, as the Trainer's FSDP wraps it.
-Each process trains on its half of a batch; the gradients, gathered, must equal one unsharded model's on the
-whole batch (every loss here is a mean over equal halves: sentences, or the same number of predicted words).
+family sharded as the Trainer's `--fsdp` shards it (accelerate's FSDP2 preparation): one unit per class of its
+`_no_split_modules`, tied input and output embeddings in one group, then the root. Each process trains on its half
+of a batch; the gradients, gathered, must equal one unsharded model's on the whole batch (every loss here is a
+mean over equal halves: sentences, tokens or predicted words).
 
     torchrun --nproc_per_node 2 tests/fsdp2_worker.py OUTPUT_DIR
 
@@ -21,22 +22,38 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tiny_checkpoints import WORDS, bert_sequence_classifier, elmo_bilm, taglm  # noqa: E402
+from tiny_checkpoints import WORDS, bert_pretraining, elmo_bilm, taglm  # noqa: E402
 
 # Two halves of 2 sentences: 5 + 3 words and 4 + 4 words (the biLM predicts as many words in each).
 SENTENCES = [WORDS[:5], WORDS[3:6], WORDS[6:10], WORDS[1:5]]
 
 
 def batch_for(build, tokenizer):
-    if build is bert_sequence_classifier:
+    if build is bert_pretraining:  # every position predicted, padding too: as many tokens in each half
         batch = tokenizer(
             [" ".join(s) for s in SENTENCES], padding="max_length", max_length=12, truncation=True, return_tensors="pt"
         )
-        return {**batch, "labels": torch.tensor([0, 1, 1, 0])}
+        return {**batch, "labels": batch["input_ids"].clone(), "next_sentence_label": torch.tensor([0, 1, 1, 0])}
     batch = dict(tokenizer(SENTENCES, is_split_into_words=True, padding=True, return_tensors="pt"))
     if build is taglm:
         batch["labels"] = torch.where(batch["attention_mask"].bool(), 1, -100)
     return batch
+
+
+def shard(model, mesh) -> list[str]:
+    """Wrap `model` as accelerate's `fsdp2_prepare_model` does; returns the unit classes."""
+    units = sorted(model._no_split_modules)
+    for module in model.modules():
+        if type(module).__name__ in units:
+            fully_shard(module, mesh=mesh)
+    try:
+        tied = [model.get_input_embeddings(), model.get_output_embeddings()]
+    except NotImplementedError:  # ELMo and TagLM have no vocabulary-to-vector input embedding to tie
+        tied = []
+    if tied and tied[1] is not None and tied[0].weight is tied[1].weight:
+        fully_shard(tied, mesh=mesh, reshard_after_forward=False)
+    fully_shard(model, mesh=mesh)
+    return units
 
 
 def run(output_dir: str) -> None:
@@ -44,7 +61,7 @@ def run(output_dir: str) -> None:
     rank, world_size = dist.get_rank(), dist.get_world_size()
     mesh = init_device_mesh("cpu", (world_size,))
     results = {}
-    for build in (bert_sequence_classifier, elmo_bilm, taglm):
+    for build in (bert_pretraining, elmo_bilm, taglm):
         torch.manual_seed(0)
         folder = Path(output_dir) / f"rank{rank}"  # the BERT tokenizer writes its corpus there
         folder.mkdir(parents=True, exist_ok=True)
@@ -54,11 +71,7 @@ def run(output_dir: str) -> None:
         reference = copy.deepcopy(model)
         reference(**batch).loss.backward()
 
-        units = sorted(model._no_split_modules)
-        for module in model.modules():
-            if type(module).__name__ in units:
-                fully_shard(module, mesh=mesh)
-        fully_shard(model, mesh=mesh)
+        units = shard(model, mesh)
         share = len(SENTENCES) // world_size
         model(**{k: v[rank * share : (rank + 1) * share] for k, v in batch.items()}).loss.backward()
 

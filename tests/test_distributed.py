@@ -131,19 +131,20 @@ def test_each_process_reads_its_own_share_of_a_stream(tmp_path):
 
 @pytest.mark.slow
 def test_fsdp2_shards_every_family_at_its_no_split_modules(tmp_path):
-    """torch's FSDP2 on 2 CPU processes (gloo), which accelerate does not offer (see above) but torch does: BERT,
-    the ELMo biLM and TagLM, one shard unit per class of `_no_split_modules` plus the root, each process holding
-    half of the parameter values; trained on half a batch each, the gathered gradients equal an unsharded
-    model's on the whole batch. (ELMo's softmax and TagLM's CRF, used through methods other than `forward`, stay
+    """torch's FSDP2 on 2 CPU processes (gloo), which accelerate does not offer (see above) but torch does: BERT
+    pretraining (tied MLM decoder), the ELMo biLM and TagLM, wrapped as accelerate wraps them (one unit per class
+    of `_no_split_modules`, tied embeddings in one group, the root), each process holding half of the parameter
+    values; trained on half a batch each, the gathered gradients equal an unsharded model's on the whole batch. (ELMo's softmax and TagLM's CRF, used through methods other than `forward`, stay
     in the root unit.)"""
     free_port()  # torchrun --standalone picks its own port; skip where none can be bound
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
     command += [str(WORKER.parent / "fsdp2_worker.py"), str(tmp_path)]
     check(subprocess.run(command, env=environment(), capture_output=True, text=True, timeout=300))
     ranks = [json.loads((tmp_path / f"fsdp2_rank{rank}.json").read_text()) for rank in (0, 1)]
+    assert ranks[0]["bert_pretraining"]["units"] == ["CtxBertLayer"]  # tied MLM decoder: see modeling_bert.py
     assert ranks[0]["elmo_bilm"]["units"] == ["CharacterCNN", "ProjectedLstm"]
     assert ranks[0]["taglm"]["units"] == ["CharacterCNN", "CharacterEncoder", "ProjectedLstm"]
-    for family in ("bert_sequence_classifier", "elmo_bilm", "taglm"):
+    for family in ("bert_pretraining", "elmo_bilm", "taglm"):
         first, second = ranks[0][family], ranks[1][family]
         assert first["local_parameters"] + second["local_parameters"] == first["model_parameters"], family
         assert max(first["local_parameters"], second["local_parameters"]) < 0.6 * first["model_parameters"]
