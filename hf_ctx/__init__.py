@@ -30,6 +30,7 @@ _AUTO_TOKENIZERS = []
 from transformers import BertTokenizer  # hf_ctx BERT uses transformers' WordPiece tokenizer as is
 
 from .configuration_bert import BERT_PRESETS, CtxBertConfig
+from .lora import lora_target_modules
 from .modeling_bert import (
     CtxBertForMaskedLM,
     CtxBertForMultipleChoice,

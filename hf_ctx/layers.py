@@ -304,7 +304,12 @@ class ProjectedLstm(nn.Module):
     Input: (B, T, input_size) and mask (B, T) (True on real steps, which come first).
     Output: a list of `num_layers` tensors (B, T, 2 * projection_size): [forward ; backward] states of each
     layer, zero at padding steps.
+
+    With gradient checkpointing on (`gradient_checkpointing_enable()` on the model), each layer's activations are
+    recomputed in the backward pass instead of kept (see `checkpointed`).
     """
+
+    gradient_checkpointing = False  # set by transformers' `gradient_checkpointing_enable`
 
     def __init__(
         self,
@@ -332,21 +337,28 @@ class ProjectedLstm(nn.Module):
         lengths = mask.sum(dim=1)
         forward_input, backward_input = inputs, reverse_padded_sequences(inputs, lengths)
         outputs = []
-        for index, (forward_layer, backward_layer) in enumerate(zip(self.forward_layers, self.backward_layers)):
-            forward_input, backward_input = self.dropout(forward_input), self.dropout(backward_input)
-            if forward_layer.clipped:
-                forward_output, backward_output = run_lstms_with_projection(
-                    [forward_layer, backward_layer], [forward_input, backward_input]
-                )
-            else:
-                forward_output, backward_output = forward_layer(forward_input), backward_layer(backward_input)
-            if self.use_skip_connections and index > 0:
-                forward_output = forward_output + forward_input
-                backward_output = backward_output + backward_input
-            both = torch.cat([forward_output, reverse_padded_sequences(backward_output, lengths)], dim=-1)
-            outputs.append(both * mask.unsqueeze(-1).to(both.dtype))
-            forward_input, backward_input = forward_output, backward_output
+        for index in range(len(self.forward_layers)):
+            forward_input, backward_input, both = checkpointed(
+                self, self._layer, index, forward_input, backward_input, lengths, mask
+            )
+            outputs.append(both)
         return outputs
+
+    def _layer(self, index: int, forward_input, backward_input, lengths, mask):
+        """BiLSTM layer `index`: (forward output, backward output (reversed), both (B, T, 2P) zero at padding)."""
+        forward_layer, backward_layer = self.forward_layers[index], self.backward_layers[index]
+        forward_input, backward_input = self.dropout(forward_input), self.dropout(backward_input)
+        if forward_layer.clipped:
+            forward_output, backward_output = run_lstms_with_projection(
+                [forward_layer, backward_layer], [forward_input, backward_input]
+            )
+        else:
+            forward_output, backward_output = forward_layer(forward_input), backward_layer(backward_input)
+        if self.use_skip_connections and index > 0:
+            forward_output = forward_output + forward_input
+            backward_output = backward_output + backward_input
+        both = torch.cat([forward_output, reverse_padded_sequences(backward_output, lengths)], dim=-1)
+        return forward_output, backward_output, both * mask.unsqueeze(-1).to(both.dtype)
 
 
 class ScalarMix(nn.Module):
@@ -449,6 +461,16 @@ class WordSoftmax(nn.Module):
         return torch.log(self.num_sampled * probability).to(self.weight.dtype)
 
 
+def checkpointed(module: nn.Module, function, *args):
+    """`function(*args)`, its activations recomputed in the backward pass instead of kept, when `module` has
+    gradient checkpointing on and trains with gradients. transformers' `gradient_checkpointing_enable()` sets
+    `module.gradient_checkpointing` and `module._gradient_checkpointing_func` (`torch.utils.checkpoint`, which
+    replays dropout with the same random numbers) on every module with a `gradient_checkpointing` attribute."""
+    if module.gradient_checkpointing and module.training and torch.is_grad_enabled():
+        return module._gradient_checkpointing_func(function, *args)
+    return function(*args)
+
+
 def run_packed_rnn(rnn: nn.RNNBase, inputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """Run a `batch_first` RNN (e.g. bidirectional) over left-aligned sequences of different lengths, so that the
     backward direction starts at each sequence's real end.
@@ -468,6 +490,7 @@ __all__ = [
     "ProjectedLstm",
     "ScalarMix",
     "WordSoftmax",
+    "checkpointed",
     "lstm_projection_step",
     "lstm_with_projection_scan",
     "reverse_padded_sequences",

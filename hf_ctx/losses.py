@@ -23,14 +23,21 @@ class BatchMeanLossMixin:
     accepts_loss_kwargs = False
 
 
+def host_syncs_allowed(tensor: torch.Tensor) -> bool:
+    """Whether a forward pass may read values of `tensor` back to the host (the input checks that cost one host
+    sync, BERT's unpadding). Not while `torch.compile` traces (data-dependent control flow breaks the graph), and
+    not on an XLA device (TPU): there each read runs the lazily built graph and waits for it, every step, and a
+    data-dependent shape compiles a new graph."""
+    return not torch.compiler.is_compiling() and tensor.device.type != "xla"
+
+
 def check_label_range(labels: torch.Tensor, num_classes: int) -> None:
     """A `ValueError` unless every label is a class id in [0, num_classes) or `IGNORE_INDEX`.
 
     An out-of-range id would otherwise be an opaque index error on CPU or a device-side assert on CUDA. The
-    check costs one host sync and is skipped while `torch.compile` traces the model (its data-dependent
-    indexing would break the graph).
+    check costs one host sync and is skipped where `host_syncs_allowed` says no (under `torch.compile`, on XLA).
     """
-    if torch.compiler.is_compiling():
+    if not host_syncs_allowed(labels):
         return
     used = labels[labels != IGNORE_INDEX]
     if used.numel() == 0:

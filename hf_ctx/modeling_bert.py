@@ -38,7 +38,13 @@ from transformers.utils import ModelOutput
 from transformers.utils.generic import can_return_tuple
 
 from .configuration_bert import CtxBertConfig
-from .losses import IGNORE_INDEX, BatchMeanLossMixin, classification_loss, sequence_classification_loss
+from .losses import (
+    IGNORE_INDEX,
+    BatchMeanLossMixin,
+    classification_loss,
+    host_syncs_allowed,
+    sequence_classification_loss,
+)
 from .model_size import ParameterMemoryMixin
 from .remote_code import AutoMapMixin
 
@@ -47,7 +53,8 @@ def validate_bert_inputs(config, input_ids, attention_mask, token_type_ids, posi
     """Check shapes and id ranges before any kernel runs.
 
     An out-of-range id would otherwise surface as an opaque index error on CPU or a device-side assert on
-    CUDA. The range check costs one small host sync; it is skipped while `torch.compile` traces the model.
+    CUDA. The range check costs one small host sync; it is skipped where `host_syncs_allowed` says no (while
+    `torch.compile` traces the model, on XLA devices).
     """
     if (input_ids is None) == (inputs_embeds is None):
         raise ValueError("pass exactly one of input_ids or inputs_embeds")
@@ -75,7 +82,7 @@ def validate_bert_inputs(config, input_ids, attention_mask, token_type_ids, posi
             raise ValueError(f"{name} has shape {tuple(tensor.shape)} but input_ids has shape {shape}")
     if position_ids is not None and position_ids.shape[-1] != shape[1]:
         raise ValueError(f"position_ids has shape {tuple(position_ids.shape)}; expected (..., {shape[1]})")
-    if torch.compiler.is_compiling():
+    if not host_syncs_allowed(input_ids if input_ids is not None else inputs_embeds):
         return
     # One host sync for all range checks. The attention mask holds 1 (or True) for real tokens and 0 for
     # padding; a mask of other values, e.g. an additive 0 / -inf mask, would be read inverted, so it is refused
@@ -435,7 +442,10 @@ class CtxBertPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, BatchMeanLossMi
     _supports_sdpa = True
     _supports_flash_attn = True
     _supports_attention_backend = True
-    _no_split_modules = ["CtxBertEmbeddings", "CtxBertLayer"]
+    # FSDP's shard units and what `device_map` keeps on one device. Not `CtxBertEmbeddings` (transformers' BERT
+    # lists its embeddings): the MLM decoder shares the word embeddings' weight, so FSDP2 must hold the two in one
+    # group (accelerate forms it), which fails once the embeddings module is a unit of its own.
+    _no_split_modules = ["CtxBertLayer"]
     # A pretraining checkpoint (`CtxBertForPreTraining`) loaded into a model with fewer heads: the pretraining heads
     # it leaves out (the next-sentence head and its pooler for masked LM; both heads for the base model and the task
     # models) are expected to be dropped, not worth a load report.
@@ -528,16 +538,20 @@ class CtxBertModel(CtxBertPreTrainedModel):
             # The eager kernel (the only one that returns probabilities) takes a boolean mask.
             mask = None if attention_mask is None else attention_mask.bool()[:, None, None, :]
         else:
-            # The mask form each kernel wants (None when nothing is padded, so sdpa may pick its fastest path).
+            # The mask form each kernel wants (None when nothing is padded, so sdpa may pick its fastest path;
+            # finding that out reads the mask back, so where host syncs are not allowed the mask is always made).
             mask = create_bidirectional_mask(
-                config=self.config, inputs_embeds=embeddings, attention_mask=attention_mask
+                config=self.config,
+                inputs_embeds=embeddings,
+                attention_mask=attention_mask,
+                allow_is_bidirectional_skip=host_syncs_allowed(embeddings),
             )
         layout = None
         if (
             self.config.unpad_inputs
             and attention_mask is not None
             and not output_attentions
-            and not torch.compiler.is_compiling()
+            and host_syncs_allowed(attention_mask)
             and not attention_mask.bool().all()
         ):
             layout = UnpaddedLayout.from_attention_mask(attention_mask, mask)

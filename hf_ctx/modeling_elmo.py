@@ -35,7 +35,13 @@ from .layers import (
     WordSoftmax,
     run_packed_rnn,
 )
-from .losses import IGNORE_INDEX, BatchMeanLossMixin, classification_loss, sequence_classification_loss
+from .losses import (
+    IGNORE_INDEX,
+    BatchMeanLossMixin,
+    classification_loss,
+    host_syncs_allowed,
+    sequence_classification_loss,
+)
 from .model_size import ParameterMemoryMixin
 from .remote_code import AutoMapMixin
 
@@ -68,7 +74,8 @@ def check_character_ids(input_ids, attention_mask, max_characters: int, n_charac
         max_characters, n_characters: the model's width and character-id range.
 
     Bad input is a `ValueError` before any kernel runs (an out-of-range id would otherwise be a device-side
-    assert on CUDA). The value checks cost one host sync and are skipped while `torch.compile` traces the model.
+    assert on CUDA). The value checks cost one host sync and are skipped where `host_syncs_allowed` says no (while
+    `torch.compile` traces the model, on XLA devices).
     """
     if input_ids is None:
         raise ValueError("input_ids (character ids from ElmoTokenizer) are required")
@@ -89,7 +96,7 @@ def check_character_ids(input_ids, attention_mask, max_characters: int, n_charac
             f"{tuple(input_ids.shape[:2])}"
         )
     mask = attention_mask.bool()
-    if torch.compiler.is_compiling() or input_ids.numel() == 0:
+    if not host_syncs_allowed(input_ids) or input_ids.numel() == 0:
         return mask
     low, high = torch.stack([input_ids.min(), input_ids.max()]).tolist()
     if low < 0 or high >= n_characters:
@@ -124,7 +131,7 @@ def elmo_input_mask(config: ElmoConfig, input_ids, attention_mask) -> torch.Tens
 
 def check_word_ids(config, input_word_ids: torch.Tensor, mask: torch.Tensor) -> None:
     """A `ValueError` unless `input_word_ids` has the word mask's shape (B, W) and, at the words, ids in
-    `[0, config.vocab_size)`. It costs one host sync and is skipped while `torch.compile` traces.
+    `[0, config.vocab_size)`. It costs one host sync and is skipped where `host_syncs_allowed` says no.
 
     `config` is an ELMo or a TagLM config: both have `vocab_size`, the size of the tokenizer's word vocabulary.
     """
@@ -132,7 +139,7 @@ def check_word_ids(config, input_word_ids: torch.Tensor, mask: torch.Tensor) -> 
         raise ValueError(
             f"input_word_ids has shape {tuple(input_word_ids.shape)}, expected (batch, words) = {tuple(mask.shape)}"
         )
-    if not torch.compiler.is_compiling() and mask.any():
+    if host_syncs_allowed(mask) and mask.any():
         words = input_word_ids[mask]
         low, high = words.min().item(), words.max().item()
         if low < 0 or high >= config.vocab_size:
@@ -159,6 +166,12 @@ class ElmoPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, BatchMeanLossMixin
     config_class = ElmoConfig
     base_model_prefix = "elmo"
     main_input_name = "input_ids"
+    # Gradient checkpointing recomputes each biLSTM layer (`ProjectedLstm`) in the backward pass.
+    supports_gradient_checkpointing = True
+    # Units that FSDP shards whole and `device_map` keeps on one device: a biLSTM layer runs both directions'
+    # weights in one batched matmul, so the stack stays together; the softmax stays with the model, which calls
+    # its `loss` method rather than its forward.
+    _no_split_modules = ["CharacterCNN", "ProjectedLstm"]
     # A biLM checkpoint (`ElmoForBiLM`) loaded as the encoder of a model without the language-model softmax: its
     # softmax weights are expected to be left out, not worth a load report.
     _keys_to_ignore_on_load_unexpected = [r"^(backward_)?softmax\."]

@@ -37,8 +37,8 @@ from transformers.utils.generic import can_return_tuple
 from .configuration_elmo import ElmoConfig
 from .configuration_taglm import TagLMConfig
 from .crf import ConditionalRandomField
-from .layers import run_packed_rnn
-from .losses import IGNORE_INDEX, BatchMeanLossMixin, check_label_range
+from .layers import checkpointed, run_packed_rnn
+from .losses import IGNORE_INDEX, BatchMeanLossMixin, check_label_range, host_syncs_allowed
 from .model_size import ParameterMemoryMixin
 from .modeling_elmo import ElmoModel, FrozenBiLMMixin, check_bilm_hidden_states, check_character_ids, check_word_ids
 from .remote_code import AutoMapMixin, shareable_name
@@ -85,6 +85,11 @@ class TagLMPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, BatchMeanLossMixi
     config_class = TagLMConfig
     base_model_prefix = "taglm"
     main_input_name = "input_ids"
+    # Gradient checkpointing recomputes the two biRNNs in the backward pass (the frozen biLM keeps nothing).
+    supports_gradient_checkpointing = True
+    # FSDP / `device_map` units; the biLM's own (`ElmoModel._no_split_modules`) are added by transformers. The CRF
+    # stays with the model, which calls its `max_marginals` method rather than its forward.
+    _no_split_modules = ["CharacterEncoder"]
 
     @torch.no_grad()
     def _init_weights(self, module):
@@ -131,6 +136,8 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
         hidden_states: with `output_hidden_states`, the token representation (B, W, E + C), the first RNN's
             output concatenated with the biLM states, and the second RNN's output (B, W, 2R).
     """
+
+    gradient_checkpointing = False  # set by transformers' `gradient_checkpointing_enable`
 
     def __init__(self, config: TagLMConfig):
         super().__init__(config)
@@ -209,7 +216,7 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
                 raise ValueError(
                     f"labels has shape {tuple(labels.shape)}, expected (batch, words) = {tuple(mask.shape)}"
                 )
-            if not torch.compiler.is_compiling() and (labels[mask] < 0).any():
+            if host_syncs_allowed(labels) and (labels[mask] < 0).any():
                 raise ValueError(
                     f"labels must give every word a tag id; found a negative label (e.g. {IGNORE_INDEX}) "
                     "on a word the attention mask covers"
@@ -280,7 +287,7 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
             chars[mask] = self.char_encoder(input_ids[mask]).to(chars.dtype)
         # Padding words may hold any id: only the words' ids were checked.
         tokens = torch.cat([self.word_embeddings(input_word_ids.masked_fill(~mask, 0)), chars], dim=-1)
-        first = run_packed_rnn(self.first_rnn, self.dropout(tokens), lengths)
+        first = checkpointed(self, run_packed_rnn, self.first_rnn, self.dropout(tokens), lengths)
         if self.bilm is None and bilm_hidden_states is not None:
             raise ValueError("bilm_hidden_states given, but this TagLM has no biLM (bilm_config is None)")
         if self.bilm is not None:
@@ -292,7 +299,7 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
                     states = self.bilm(input_ids=input_ids, attention_mask=mask, output_hidden_states=True)
                     states = states.hidden_states
             first = torch.cat([first, *(states[i].to(first.dtype) for i in self.config.bilm_layers)], dim=-1)
-        second = run_packed_rnn(self.second_rnn, self.dropout(first), lengths)
+        second = checkpointed(self, run_packed_rnn, self.second_rnn, self.dropout(first), lengths)
         emissions = self.classifier(self.dropout(second))
 
         loss = -self.crf(emissions, labels, mask).mean() if labels is not None else None

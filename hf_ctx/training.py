@@ -18,7 +18,10 @@ from pathlib import Path
 import datasets
 import torch
 import transformers
+from accelerate.data_loader import prepare_data_loader
+from datasets.distributed import split_dataset_by_node
 from huggingface_hub import HfApi
+from torch.utils.data import DataLoader
 from transformers import HfArgumentParser, Trainer, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy
 from transformers.utils.hub import PushInProgress
@@ -290,7 +293,7 @@ class TextCorpusArguments:
 def shuffled_stream(dataset: datasets.IterableDataset, training_args: TrainingArguments, buffer_size: int = 10_000):
     """A streaming training set for `Trainer`: shuffled within a buffer of `buffer_size` examples, seeded by
     `--seed` (the Trainer reseeds it every epoch). A stream has no length, so `--max_steps` must say how long to
-    train."""
+    train. On several processes `CtxTrainer.get_train_dataloader` gives each process its own share of it."""
     if training_args.max_steps is None or training_args.max_steps <= 0:
         raise ValueError("--streaming needs --max_steps: a streamed corpus has no length to count epochs in")
     return dataset.shuffle(seed=training_args.seed, buffer_size=buffer_size)
@@ -543,6 +546,41 @@ class CtxTrainer(Trainer):
         super().__init__(model, args, *rest, **kwargs)
         if self.args.device.type == "cpu":
             set_num_threads(self.model, getattr(self.args, "num_threads", None))
+        self._refuse_unsharded_fsdp()
+
+    def _refuse_unsharded_fsdp(self) -> None:
+        """FSDP asked for (`--fsdp`, or `accelerate launch` with an FSDP config) but not set up is an error:
+        accelerate shards only on GPUs and other accelerators; on CPU processes (gloo) it falls back to plain DDP,
+        each process holding the whole model, and says nothing."""
+        asked = bool(self.args.fsdp) or os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true"
+        if asked and not self.is_fsdp_enabled:
+            raise ValueError(
+                f"FSDP was asked for, but accelerate set up {self.accelerator.distributed_type.value} on "
+                f"{self.args.device.type}: it shards only on GPUs or other accelerators, so these processes would "
+                "each hold the whole model (plain DDP). Leave out --fsdp (DDP) or run on GPUs"
+            )
+
+    def get_train_dataloader(self):
+        """As `Trainer`'s, except for a streamed training set (`datasets.IterableDataset`) on several processes:
+        each process reads its own share of the stream (`datasets.distributed.split_dataset_by_node`: its own
+        files when the stream has a multiple of the process count of them, else every N-th example), so no
+        example is read twice and none is left out. `Trainer` would have the main process read every batch and
+        send each process its part (accelerate's `dispatch_batches`)."""
+        dataset = self.train_dataset
+        if not isinstance(dataset, datasets.IterableDataset) or self.args.world_size == 1:
+            return super().get_train_dataloader()
+        own_share = split_dataset_by_node(dataset, rank=self.args.process_index, world_size=self.args.world_size)
+        loader = DataLoader(
+            own_share,
+            batch_size=self._train_batch_size,
+            collate_fn=self._get_collator_with_removed_columns(self.data_collator, description="training"),
+            num_workers=self.args.dataloader_num_workers,
+            pin_memory=self.args.dataloader_pin_memory,
+        )
+        # Already split: accelerate only moves the batches to the device (one process's view, no second split).
+        return prepare_data_loader(
+            loader, self.args.device, num_processes=1, process_index=0, put_on_device=True, dispatch_batches=False
+        )
 
     # --- writing: every file the Trainer writes appears whole or not at all (hf_ctx.atomic_files) ---------
 

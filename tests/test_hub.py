@@ -17,7 +17,7 @@ import torch
 from datasets import Dataset
 from fake_hub import FakeHub, folder_files
 from huggingface_hub import ModelCard
-from tiny_checkpoints import WORDS, bert_sequence_classifier
+from tiny_checkpoints import WORDS, bert_sequence_classifier, taglm
 from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
 
 from hf_ctx.hub import finish_run, push_checkpoint
@@ -193,3 +193,28 @@ def test_hub_strategies_that_upload_the_training_state_are_refused(tmp_path, hub
     with FakeHub() as hub, pytest.raises(ValueError, match=f"hub_strategy={hub_strategy}.*training_args.bin"):
         CtxTrainer(model=model, args=args, processing_class=tokenizer)
     assert hub.uploads == []
+
+
+@pytest.mark.parametrize("build", [bert_sequence_classifier, taglm])
+def test_transformers_push_to_hub_sends_no_token_and_no_local_path(tmp_path, build):
+    """`model.push_to_hub(...)` and `tokenizer.push_to_hub(...)`, transformers' own calls (through
+    `HfApi.create_commit`), on a model loaded from a local folder: every file sent holds neither the token nor a
+    local path, and the repository holds what `trust_remote_code` needs to load it."""
+    model, tokenizer = build(tmp_path)
+    local = tmp_path / "trained"
+    model.save_pretrained(local)
+    tokenizer.save_pretrained(local)
+    model = type(model).from_pretrained(local)
+    with FakeHub() as hub:
+        model.push_to_hub("me/pushed", token=TOKEN)
+        tokenizer.push_to_hub("me/pushed", token=TOKEN)
+
+    assert hub.created == ["me/pushed", "me/pushed"] and len(hub.uploads) == 2
+    local_paths = {str(tmp_path), str(tmp_path.resolve()), str(Path.home())}
+    for upload in hub.uploads:
+        for name, content in upload["files"].items():
+            assert TOKEN.encode() not in content, name
+            assert not any(path.encode() in content for path in local_paths), name
+    files = hub.repos["me/pushed"]
+    assert {"config.json", "model.safetensors", "README.md"} <= set(files)
+    assert _code_files_needed(files) <= set(files), sorted(files)
