@@ -73,7 +73,9 @@ class ModelArguments:
     )
     config_name: str | None = field(
         default=None,
-        metadata={"help": f"with --model_type: a config.json or checkpoint folder, or a size preset {list(BERT_PRESETS)}"},
+        metadata={
+            "help": f"with --model_type: a config.json or checkpoint folder, or a size preset {list(BERT_PRESETS)}"
+        },
     )
     tokenizer_name: str | None = field(default=None, metadata={"help": "tokenizer folder (default: the checkpoint's)"})
     config_overrides: str | None = field(default=None, metadata={"help": CONFIG_OVERRIDES_HELP})
@@ -159,6 +161,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     wanted = {"train": training_args.do_train, "validation": training_args.do_eval}
     files = {"train": data_args.train_file, "validation": data_args.validation_file}
+    if not any(wanted.values()):
+        raise ValueError("nothing to do: give --do_train and/or --do_eval")
     raw = squad.load_squad(
         {split: path for split, path in files.items() if wanted[split]},
         data_args.dataset_name,
@@ -168,7 +172,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     )
     for split, flag in (("train", "--do_train"), ("validation", "--do_eval")):
         if wanted[split] and split not in raw:
-            raise ValueError(f"{flag} needs {split} data: --{split}_file, or a --dataset_name with that split")
+            raise ValueError(f"{flag} needs {split} data: --{split}_file, or a --dataset_name with a {split} split")
     sources = {split: files[split] or f"{data_args.dataset_name} ({split})" for split in wanted}
     limits = {"train": data_args.max_train_samples, "validation": data_args.max_eval_samples}
     raw = {split: first_examples(raw[split], limits[split]) for split in wanted if wanted[split]}

@@ -39,7 +39,13 @@ def check_window_room(tokenizer, questions: list[str], ids: list[str], max_seq_l
 
 
 def encode_windows(
-    tokenizer, questions: list[str], contexts: list[str], max_seq_length: int, doc_stride: int, ids=None, source="input"
+    tokenizer,
+    questions: list[str],
+    contexts: list[str],
+    max_seq_length: int,
+    doc_stride: int,
+    ids=None,
+    source="input",
 ):
     """Tokenize (question, context) pairs as `[CLS] question [SEP] context window [SEP]`: a context longer than
     the room left by the question is cut into windows of `max_seq_length` tokens that overlap by `doc_stride`
@@ -135,7 +141,9 @@ def best_answers(
     if with_null and null is not None and null not in candidates:
         candidates.append(null)
     if not candidates:
-        candidates = [{"text": "", "start": 0, "end": 0, "score": -np.inf, "start_logit": -np.inf, "end_logit": -np.inf}]
+        candidates = [
+            {"text": "", "start": 0, "end": 0, "score": -np.inf, "start_logit": -np.inf, "end_logit": -np.inf}
+        ]
     scores = np.array([c["score"] for c in candidates])
     probabilities = np.exp(scores - scores.max()) if np.isfinite(scores.max()) else np.ones_like(scores)
     for candidate, probability in zip(candidates, probabilities / probabilities.sum()):
