@@ -27,6 +27,14 @@ from hf_ctx.question_answering import best_answers, encode_windows, postprocess_
 RUN_QA = Path(__file__).resolve().parents[1] / "examples" / "run_qa.py"
 FILLER = "the a of river town hill road stone bridge field old new small large north south east west".split()
 COLORS = "red blue green black white pink gray brown".split()
+# The same tiny size for hf_ctx's BERT and transformers'.
+TINY_BERT = {
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 64,
+    "max_position_embeddings": 64,
+}
 
 
 def load_run_qa():
@@ -92,14 +100,7 @@ def setup(tmp_path_factory):
     )
     tokenizer = train_wordpiece_tokenizer([corpus], vocab_size=200, min_frequency=1, model_max_length=64)
     tokenizer.save_pretrained(root / "tokenizer")
-    config = CtxBertConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-    )
+    config = CtxBertConfig(vocab_size=len(tokenizer), **TINY_BERT)
     config.save_pretrained(root / "config")
     return root, load_run_qa()
 
@@ -328,14 +329,7 @@ def test_transformers_bert_and_its_conversion_give_the_same_answers(setup, tmp_p
     root, _ = setup
     tokenizer = AutoTokenizer.from_pretrained(root / "tokenizer")
     torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-    )
+    config = BertConfig(vocab_size=len(tokenizer), **TINY_BERT)
     reference = BertForQuestionAnswering(config)
     with torch.no_grad():
         reference.qa_outputs.weight.normal_(0, 1.0)  # spread the scores so that the ranking is not a near tie
