@@ -12,9 +12,12 @@ tokenizer), with the output format of transformers 4's pipeline:
 """
 
 import collections
+import logging
 
 import numpy as np
 import torch
+
+logger = logging.getLogger(__name__)
 
 # The window's positions of one feature outside the context (question, special tokens, padding) have no offsets.
 NO_OFFSET = None
@@ -198,13 +201,22 @@ def postprocess_predictions(
         predictions[qid], difference = choose_answer(n_best[qid], version_2_with_negative, null_score_diff_threshold)
         if version_2_with_negative:
             null_differences[qid] = difference
+    spanless = sum(not np.isfinite(n_best[qid][0]["score"]) for qid, _ in examples)
+    if spanless:
+        logger.warning(
+            "%d of %d questions got no valid span (none of the n best starts and ends pair up inside the context "
+            "within max_answer_length) and are answered with the empty text",
+            spanless,
+            len(examples),
+        )
     return predictions, n_best, null_differences
 
 
 class QuestionAnsweringPipeline:
     """Answers from a question-answering model in one call: `reader(question=..., context=...)`.
 
-    The context is read in windows (`max_seq_length`, `doc_stride`) and the best span over them is returned as
+    The context is read in windows (`max_seq_length` tokens, at most the model's `max_position_embeddings`,
+    overlapping by `doc_stride`) and the best span over them is returned as
     {"score" (its probability among the n best), "start", "end" (character offsets), "answer"}; `top_k` > 1
     gives a list of the `top_k` best. `handle_impossible_answer=True` (SQuAD 2.0 models) lets the empty answer
     win when the model scores it higher. Lists of questions and contexts give a list of results.

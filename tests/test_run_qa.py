@@ -200,7 +200,7 @@ def test_evaluation_windows_overlap_by_the_stride_and_keep_context_offsets_only(
     assert all(len(ids) <= 16 for ids in encoded["input_ids"])
 
 
-def test_best_answers_by_hand():
+def test_best_answers_by_hand(caplog):
     context = "aa bb cc dd"
     offsets = [None, (0, 2), (3, 5), (6, 8), (9, 11), None]
     start = np.array([5.0, 1.0, 0.0, 3.0, 0.0, 9.0])  # the first and last positions are outside the context
@@ -214,6 +214,9 @@ def test_best_answers_by_hand():
     assert best_answers(context, [(start, end, offsets)], max_answer_length=1)[0]["text"] == "cc"
     # Only the n best starts and ends are paired: the 2 best starts ([CLS] and the last) are outside the context.
     assert best_answers(context, [(start, end, offsets)], n_best_size=2)[0]["text"] == ""
+    with caplog.at_level(logging.WARNING, logger="hf_ctx"):
+        assert postprocess_predictions([("q", context)], [(0, offsets)], [start], [end], n_best_size=2)[0] == {"q": ""}
+    assert "1 of 1 questions got no valid span" in caplog.text
     # SQuAD 2.0: the null answer scores [CLS]'s 5 + 5 and beats the best span by 6.
     predictions, n_best, null = postprocess_predictions(
         [("q", context)], [(0, offsets)], [start], [end], version_2_with_negative=True
