@@ -287,6 +287,19 @@ def test_run_qa_refuses_bad_input_naming_file_and_question(setup, tmp_path):
         run(setup, tmp_path / "out", "--do_train")
 
 
+def test_a_bad_file_is_one_line_on_the_command_line(setup, tmp_path, capsys):
+    from hf_ctx.errors import run_script
+
+    shifted = squad_json([("the red road", [("x1", "which colour ?", [("red", 5)])])])
+    data = write_json(tmp_path / "shifted.json", shifted)
+    args = ["--validation_file", str(data), "--do_eval", "--output_dir", str(tmp_path), "--model_type", "bert"]
+    with pytest.raises(SystemExit) as exit_info:
+        run_script(setup[1].main, args)
+    assert exit_info.value.code == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-1].startswith("error: ") and "shifted.json: question 'x1': answer_start 5" in lines[-1]
+
+
 # --- end to end --------------------------------------------------------------------------------------------
 
 
