@@ -195,8 +195,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     logger.info(f"{type(model).__name__} with {model.num_parameters():,} parameters")
 
     windows = {}
-    window_args = {"tokenizer": tokenizer, "max_seq_length": data_args.max_seq_length}
-    window_args["doc_stride"] = data_args.doc_stride
+    window_args = {
+        "tokenizer": tokenizer,
+        "max_seq_length": data_args.max_seq_length,
+        "doc_stride": data_args.doc_stride,
+    }
     with training_args.main_process_first(desc="tokenizing"):
         for split, encode in (("train", squad.encode_for_training), ("validation", squad.encode_for_evaluation)):
             if split in raw:
@@ -255,6 +258,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             family,
             dataset_name=training_data_name(data_args.dataset_name, data_args.train_file),
             dataset_id=data_args.dataset_name,
+            # Questions, not the windows the Trainer saw.
+            num_train_examples=len(raw["train"]),
+            num_eval_examples=len(raw["validation"]) if "validation" in raw else None,
             **evaluation_data(data_args.dataset_name, data_args.validation_file),
             eval_metrics={"validation": eval_metrics} if eval_metrics else None,
             hyperparameters={

@@ -331,7 +331,9 @@ def test_a_tiny_bert_learns_the_answers_and_the_pipeline_gives_the_scripts_answe
         "f1": pytest.approx(metrics["eval_f1"]),
     }
     assert json.loads((tmp_path / "eval_results.json").read_text())["eval_f1"] == pytest.approx(metrics["eval_f1"])
-    assert "question answering" in (tmp_path / "README.md").read_text().lower()
+    card = (tmp_path / "README.md").read_text()
+    assert "Training examples: 160. Evaluation examples: 40." in card  # questions, not windows
+    assert "QuestionAnsweringPipeline.from_pretrained" in card and 'pipeline("question-answering"' not in card
 
     reader = QuestionAnsweringPipeline.from_pretrained(tmp_path, max_seq_length=24, doc_stride=8)
     answers = reader(question=dev["question"], context=dev["context"])
