@@ -11,7 +11,9 @@ from hf_ctx.metrics import load_metric
 
 
 def refs(*answer_lists):
-    return [{"id": str(i), "answers": {"text": list(a), "answer_start": [0] * len(a)}} for i, a in enumerate(answer_lists)]
+    return [
+        {"id": str(i), "answers": {"text": list(a), "answer_start": [0] * len(a)}} for i, a in enumerate(answer_lists)
+    ]
 
 
 def preds(*texts, probabilities=None):
