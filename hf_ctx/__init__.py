@@ -42,6 +42,7 @@ from .modeling_bert import (
     CtxBertModel,
     CtxBertPreTrainedModel,
 )
+from .question_answering import QuestionAnsweringPipeline  # transformers 5 has no QA pipeline any more
 from .tokenization_bert import train_wordpiece_tokenizer
 
 _AUTO_CONFIGS.append(CtxBertConfig)

@@ -1,0 +1,276 @@
+#!/usr/bin/env python
+"""Fine-tune and evaluate an extractive question-answering model (SQuAD v1.1 or v2.0) with hf_ctx BERT.
+
+From the official JSON files (offline) or the Hub (`--dataset_name squad` / `squad_v2`, for users online):
+
+    python examples/run_qa.py --model_name_or_path runs/bert-mini \\
+        --train_file train-v1.1.json --validation_file dev-v1.1.json \\
+        --do_train --do_eval --output_dir runs/squad
+    python examples/run_qa.py --model_type bert --config_name mini --tokenizer_name runs/wordpiece-8k ...  # random init
+    python examples/run_qa.py --model_name_or_path runs/bert-mini --dataset_name squad_v2 \\
+        --version_2_with_negative ...                                                            # SQuAD 2.0, Hub
+    python examples/run_qa.py --model_name_or_path runs/squad --validation_file dev-v1.1.json \\
+        --do_eval --output_dir runs/squad-eval                                                  # evaluate only
+
+As transformers' `run_qa.py`: each question and its context become `[CLS] question [SEP] context [SEP]` windows
+of `--max_seq_length` tokens overlapping by `--doc_stride` tokens; the model scores every token as the answer's
+start and end, and the best span over the windows (`--n_best_size` starts by ends, at most `--max_answer_length`
+tokens; with `--version_2_with_negative` the empty answer competes through the [CLS] scores and
+`--null_score_diff_threshold`) is the answer. Evaluation writes `predictions.json` ({id: answer}, what the
+official evaluation script reads) and `nbest_predictions.json` (and `null_odds.json` for v2.0) to
+`--output_dir`, and reports exact match and F1 as the official scripts define them (`load_metric("squad")`).
+
+`--model_name_or_path` is an hf_ctx BERT checkpoint (pretrained: a new QA head is added) or a QA checkpoint; a
+transformers BERT folder evaluates as well (convert it with `hf-ctx convert-bert` to fine-tune it here).
+Training on a question whose answer no window holds whole would teach "no answer": such questions are
+dropped, and the log says how many.
+"""
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from transformers import AutoConfig, AutoModelForQuestionAnswering, DataCollatorWithPadding, TrainingArguments
+
+from hf_ctx import BERT_PRESETS, CtxBertConfig
+from hf_ctx.checks import load_tokenizer
+from hf_ctx.data import squad
+from hf_ctx.errors import run_script
+from hf_ctx.families import model_family
+from hf_ctx.hub import finish_run
+from hf_ctx.metrics import load_metric
+from hf_ctx.question_answering import postprocess_predictions
+from hf_ctx.training import (
+    CONFIG_OVERRIDES_HELP,
+    CtxTrainer,
+    apply_gpu_defaults,
+    evaluation_data,
+    first_examples,
+    parse_args_and_set_up,
+    parse_config_overrides,
+    train_and_evaluate,
+    training_data_name,
+    unpad_inputs_field,
+)
+
+logger = logging.getLogger(__name__)
+# (argument, argument it makes the script ignore): refused together.
+IGNORED_TOGETHER = [
+    ("model_name_or_path", "config_name"),
+    ("model_name_or_path", "model_type"),
+    ("train_file", "dataset_name"),
+    ("validation_file", "dataset_name"),
+]
+
+
+@dataclass
+class ModelArguments:
+    model_name_or_path: str | None = field(
+        default=None, metadata={"help": "an hf_ctx BERT checkpoint folder: pretrained, or a QA model to evaluate"}
+    )
+    model_type: str | None = field(
+        default=None, metadata={"help": "without --model_name_or_path: 'bert', a QA model from random weights"}
+    )
+    config_name: str | None = field(
+        default=None,
+        metadata={
+            "help": f"with --model_type: a config.json or checkpoint folder, or a size preset {list(BERT_PRESETS)}"
+        },
+    )
+    tokenizer_name: str | None = field(default=None, metadata={"help": "tokenizer folder (default: the checkpoint's)"})
+    config_overrides: str | None = field(default=None, metadata={"help": CONFIG_OVERRIDES_HELP})
+    cache_dir: str | None = field(default=None, metadata={"help": "where Hub downloads are cached"})
+    unpad_inputs: bool = unpad_inputs_field()
+
+
+@dataclass
+class DataArguments:
+    train_file: str | None = field(default=None, metadata={"help": "SQuAD JSON training file"})
+    validation_file: str | None = field(default=None, metadata={"help": "SQuAD JSON evaluation file"})
+    dataset_name: str | None = field(
+        default=None, metadata={"help": "without files: a Hub dataset in the squad layout ('squad', 'squad_v2')"}
+    )
+    dataset_config_name: str | None = field(default=None, metadata={"help": "its configuration"})
+    version_2_with_negative: bool = field(
+        default=False, metadata={"help": "SQuAD 2.0: some questions have no answer (the empty prediction)"}
+    )
+    max_seq_length: int = field(default=384, metadata={"help": "tokens per window: question, context and 3 specials"})
+    doc_stride: int = field(default=128, metadata={"help": "tokens shared by consecutive windows of one context"})
+    n_best_size: int = field(default=20, metadata={"help": "best starts and ends tried per window"})
+    max_answer_length: int = field(default=30, metadata={"help": "longest answer, in tokens"})
+    null_score_diff_threshold: float = field(
+        default=0.0, metadata={"help": "v2.0: answer '' when the null score beats the best span by more than this"}
+    )
+    max_train_samples: int | None = field(default=None, metadata={"help": "use only the first N training questions"})
+    max_eval_samples: int | None = field(default=None, metadata={"help": "use only the first N evaluation questions"})
+    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "processes for tokenization"})
+    pad_to_multiple_of: int | None = field(
+        default=None, metadata={"help": "pad each batch to a multiple of this many tokens (default: 8 on a GPU)"}
+    )
+
+
+class QuestionAnsweringTrainer(CtxTrainer):
+    """`CtxTrainer` whose evaluation turns the windows' start and end logits into answers and scores them:
+    `answer((start_logits, end_logits))` of the evaluation windows returns the metrics (transformers'
+    `trainer_qa.py`)."""
+
+    def __init__(self, *args, answer=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.answer = answer
+
+    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None, **kwargs):
+        output = super().evaluation_loop(dataloader, description, False, ignore_keys, **kwargs)
+        prefix = kwargs.get("metric_key_prefix", "eval")
+        scores = self.answer(output.predictions)
+        output.metrics.update({f"{prefix}_{name}": value for name, value in scores.items()})
+        return output
+
+
+def build_model(model_args: ModelArguments, tokenizer):
+    overrides = parse_config_overrides(model_args.config_overrides)
+    if model_args.model_name_or_path is not None:
+        return AutoModelForQuestionAnswering.from_pretrained(
+            model_args.model_name_or_path, cache_dir=model_args.cache_dir, **overrides
+        )
+    if model_args.model_type != "bert" or model_args.config_name is None:
+        raise ValueError(
+            "give --model_name_or_path, or --model_type bert with --config_name for a randomly initialised model"
+        )
+    if model_args.config_name in BERT_PRESETS:
+        config = CtxBertConfig.from_preset(
+            model_args.config_name, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, **overrides
+        )
+    else:
+        config = AutoConfig.from_pretrained(model_args.config_name, cache_dir=model_args.cache_dir, **overrides)
+    if config.model_type != CtxBertConfig.model_type:
+        raise ValueError(f"--config_name {model_args.config_name} is a {config.model_type!r} config, not BERT's")
+    return AutoModelForQuestionAnswering.from_config(config)
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    model_args, data_args, training_args = parse_args_and_set_up(
+        (ModelArguments, DataArguments, TrainingArguments),
+        argv,
+        logger,
+        ignored_together=IGNORED_TOGETHER,
+        positive=("max_seq_length", "n_best_size", "max_answer_length"),
+    )
+    applied = apply_gpu_defaults(training_args, argv)
+    if applied:
+        logger.info(f"GPU defaults (give the options to override them): {applied}")
+
+    wanted = {"train": training_args.do_train, "validation": training_args.do_eval}
+    files = {"train": data_args.train_file, "validation": data_args.validation_file}
+    if not any(wanted.values()):
+        raise ValueError("nothing to do: give --do_train and/or --do_eval")
+    raw = squad.load_squad(
+        {split: path for split, path in files.items() if wanted[split]},
+        data_args.dataset_name,
+        data_args.dataset_config_name,
+        data_args.version_2_with_negative,
+        cache_dir=model_args.cache_dir,
+    )
+    for split, flag in (("train", "--do_train"), ("validation", "--do_eval")):
+        if wanted[split] and split not in raw:
+            raise ValueError(f"{flag} needs {split} data: --{split}_file, or a --dataset_name with a {split} split")
+    sources = {split: files[split] or f"{data_args.dataset_name} ({split})" for split in wanted}
+    limits = {"train": data_args.max_train_samples, "validation": data_args.max_eval_samples}
+    raw = {split: first_examples(raw[split], limits[split]) for split in wanted if wanted[split]}
+
+    tokenizer_source = model_args.tokenizer_name or model_args.model_name_or_path
+    if tokenizer_source is None:
+        raise ValueError("give --tokenizer_name (or a --model_name_or_path that holds a tokenizer)")
+    tokenizer = load_tokenizer(tokenizer_source, cache_dir=model_args.cache_dir)
+    model = build_model(model_args, tokenizer)
+    # The card and the Hub upload describe hf_ctx models; a transformers BERT only evaluates here.
+    family = model_family(model.config) if training_args.do_train else None
+    if model.config.model_type == CtxBertConfig.model_type:
+        model.config.unpad_inputs = model_args.unpad_inputs
+    limit = model.config.max_position_embeddings
+    if data_args.max_seq_length > limit or len(tokenizer) > model.config.vocab_size:
+        raise ValueError(
+            f"--max_seq_length {data_args.max_seq_length} and the tokenizer's {len(tokenizer)} tokens must fit the "
+            f"model's max_position_embeddings ({limit}) and vocab_size ({model.config.vocab_size})"
+        )
+    logger.info(f"{type(model).__name__} with {model.num_parameters():,} parameters")
+
+    windows = {}
+    window_args = {
+        "tokenizer": tokenizer,
+        "max_seq_length": data_args.max_seq_length,
+        "doc_stride": data_args.doc_stride,
+    }
+    with training_args.main_process_first(desc="tokenizing"):
+        for split, encode in (("train", squad.encode_for_training), ("validation", squad.encode_for_evaluation)):
+            if split in raw:
+                windows[split] = raw[split].map(
+                    encode,
+                    batched=True,
+                    remove_columns=raw[split].column_names,
+                    num_proc=data_args.preprocessing_num_workers,
+                    fn_kwargs={**window_args, "source": sources[split]},
+                    desc=f"{split} windows",
+                )
+        if "train" in windows:
+            windows["train"] = squad.drop_unanswerable_windows(windows["train"], len(raw["train"]), sources["train"])
+
+    metric = load_metric("squad_v2" if data_args.version_2_with_negative else "squad")
+    output_dir = Path(training_args.output_dir)
+
+    def answer(logits) -> dict[str, float]:
+        """Answers to the evaluation questions from their windows' logits: written out, then scored."""
+        examples, features = raw["validation"], windows["validation"]
+        index = {qid: i for i, qid in enumerate(examples["id"])}
+        predictions, n_best, null_odds = postprocess_predictions(
+            list(zip(examples["id"], examples["context"])),
+            [(index[qid], offsets) for qid, offsets in zip(features["example_id"], features["offset_mapping"])],
+            *logits[:2],
+            n_best_size=data_args.n_best_size,
+            max_answer_length=data_args.max_answer_length,
+            version_2_with_negative=data_args.version_2_with_negative,
+            null_score_diff_threshold=data_args.null_score_diff_threshold,
+        )
+        if trainer.is_world_process_zero():
+            squad.write_json(output_dir / "predictions.json", predictions)
+            squad.write_json(output_dir / "nbest_predictions.json", n_best)
+            if data_args.version_2_with_negative:
+                squad.write_json(output_dir / "null_odds.json", null_odds)
+        inputs = squad.metric_inputs(predictions, examples, data_args.version_2_with_negative)
+        return metric.compute(**inputs)
+
+    pad_to = data_args.pad_to_multiple_of
+    if pad_to is None and (training_args.fp16 or training_args.bf16 or training_args.device.type == "cuda"):
+        pad_to = 8
+    trainer = QuestionAnsweringTrainer(
+        model=model,
+        args=training_args,
+        train_dataset=windows.get("train"),
+        eval_dataset=windows.get("validation"),
+        processing_class=tokenizer,
+        # The Trainer drops the columns the model does not take (example_id, offset_mapping) before collating.
+        data_collator=DataCollatorWithPadding(tokenizer, pad_to_multiple_of=pad_to),
+        answer=answer,
+    )
+    metrics, eval_metrics = train_and_evaluate(trainer)
+    if training_args.do_train:
+        finish_run(
+            trainer,
+            family,
+            dataset_name=training_data_name(data_args.dataset_name, data_args.train_file),
+            dataset_id=data_args.dataset_name,
+            # Questions, not the windows the Trainer saw.
+            num_train_examples=len(raw["train"]),
+            num_eval_examples=len(raw["validation"]) if "validation" in raw else None,
+            **evaluation_data(data_args.dataset_name, data_args.validation_file),
+            eval_metrics={"validation": eval_metrics} if eval_metrics else None,
+            hyperparameters={
+                "max_seq_length": data_args.max_seq_length,
+                "doc_stride": data_args.doc_stride,
+                "version_2_with_negative": data_args.version_2_with_negative,
+            },
+        )
+    return metrics
+
+
+if __name__ == "__main__":
+    run_script(main)

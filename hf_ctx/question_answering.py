@@ -1,0 +1,288 @@
+"""Extractive question answering: question + context into overlapping windows, and start/end scores back into
+answer texts. `examples/run_qa.py` and `QuestionAnsweringPipeline` share these steps.
+
+transformers 5 removed its question-answering pipeline; `QuestionAnsweringPipeline` answers in one call from a
+trained checkpoint (an hf_ctx `CtxBertForQuestionAnswering`, or any `AutoModelForQuestionAnswering` with a fast
+tokenizer), with the output format of transformers 4's pipeline:
+
+    >>> from hf_ctx import QuestionAnsweringPipeline
+    >>> reader = QuestionAnsweringPipeline.from_pretrained("runs/squad")
+    >>> reader(question="Who won Super Bowl 50?", context="The Denver Broncos defeated the Carolina Panthers ...")
+    {'score': 0.83, 'start': 4, 'end': 18, 'answer': 'Denver Broncos'}
+"""
+
+import collections
+import logging
+
+import numpy as np
+import torch
+
+logger = logging.getLogger(__name__)
+
+# The window's positions of one feature outside the context (question, special tokens, padding) have no offsets.
+NO_OFFSET = None
+
+
+def question_lengths(tokenizer, questions: list[str]) -> list[int]:
+    return [len(ids) for ids in tokenizer(questions, add_special_tokens=False)["input_ids"]]
+
+
+def check_window_room(tokenizer, questions: list[str], ids: list[str], max_seq_length: int, doc_stride: int, source):
+    """Refuse a question that leaves its context windows no more room than `doc_stride` tokens (the windows
+    could not advance), naming `source` (a file) and the question id."""
+    special = tokenizer.num_special_tokens_to_add(pair=True)
+    for qid, length in zip(ids, question_lengths(tokenizer, questions)):
+        room = max_seq_length - special - length
+        if room <= doc_stride:
+            raise ValueError(
+                f"{source}: question {qid!r} is {length} tokens long, which leaves its context windows "
+                f"{room} of --max_seq_length {max_seq_length} tokens, not more than --doc_stride {doc_stride}; "
+                "raise --max_seq_length, lower --doc_stride or shorten the question"
+            )
+
+
+def encode_windows(
+    tokenizer,
+    questions: list[str],
+    contexts: list[str],
+    max_seq_length: int,
+    doc_stride: int,
+    ids=None,
+    source="input",
+):
+    """Tokenize (question, context) pairs as `[CLS] question [SEP] context window [SEP]`: a context longer than
+    the room left by the question is cut into windows of `max_seq_length` tokens that overlap by `doc_stride`
+    tokens, as BERT's and transformers' SQuAD code do.
+
+    Returns the tokenizer's encoding, one row per window, with "example_index" (the pair it comes from) and
+    "offset_mapping" ((start, end) character offsets into the context for context tokens, None elsewhere).
+    A question too long to leave room for windows is a `ValueError` naming `source` and its id (`ids`, default
+    its index).
+    """
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError(f"question answering needs a fast tokenizer (offsets); got {type(tokenizer).__name__}")
+    if tokenizer.padding_side != "right":
+        raise ValueError("question answering puts the question first and pads on the right; the tokenizer pads left")
+    questions = [question.lstrip() for question in questions]  # leading spaces only waste window room
+    ids = list(range(len(questions))) if ids is None else ids
+    check_window_room(tokenizer, questions, ids, max_seq_length, doc_stride, source)
+    encoded = tokenizer(
+        questions,
+        contexts,
+        truncation="only_second",
+        max_length=max_seq_length,
+        stride=doc_stride,
+        return_overflowing_tokens=True,
+        return_offsets_mapping=True,
+    )
+    encoded["example_index"] = encoded.pop("overflow_to_sample_mapping")
+    encoded["offset_mapping"] = [
+        [offset if sequence_id == 1 else NO_OFFSET for offset, sequence_id in zip(offsets, encoded.sequence_ids(i))]
+        for i, offsets in enumerate(encoded["offset_mapping"])
+    ]
+    return encoded
+
+
+def answer_token_span(offsets: list, start_char: int, end_char: int) -> tuple[int, int] | None:
+    """The first and last token of a window whose context tokens cover the characters [start_char, end_char),
+    or None when the answer is not wholly inside the window."""
+    context = [i for i, offset in enumerate(offsets) if offset is not NO_OFFSET]
+    if not context or offsets[context[0]][0] > start_char or offsets[context[-1]][1] < end_char:
+        return None
+    start = next(i for i in context if offsets[i][1] > start_char)
+    end = next(i for i in reversed(context) if offsets[i][0] < end_char)
+    return start, end
+
+
+def best_answers(
+    context: str,
+    windows: list[tuple[np.ndarray, np.ndarray, list]],
+    n_best_size: int = 20,
+    max_answer_length: int = 30,
+    with_null: bool = False,
+) -> list[dict]:
+    """The `n_best_size` best answers to one question, best first, from its windows' (start_logits, end_logits,
+    offset_mapping): each {"text", "start", "end" (character offsets into `context`), "score" (start + end
+    logit), "start_logit", "end_logit", "probability" (softmax over the listed scores)}.
+
+    Candidates are the `n_best_size` best starts by the `n_best_size` best ends of each window, spans inside
+    the context, ending after they start and at most `max_answer_length` tokens long (transformers'
+    `postprocess_qa_predictions`). With `with_null` (SQuAD 2.0) the null answer {"text": ""} competes with the
+    score of the first token ([CLS]), its lowest over the windows, and is always listed. Without any valid span
+    (v1.1) the answer is the empty text with score -inf.
+    """
+    candidates, null = [], None
+    for start_logits, end_logits, offsets in windows:
+        length = len(offsets)  # logits past it are padding
+        start_logits, end_logits = np.asarray(start_logits)[:length], np.asarray(end_logits)[:length]
+        null_score = float(start_logits[0] + end_logits[0])
+        if null is None or null_score < null["score"]:
+            null = {"text": "", "start": 0, "end": 0, "score": null_score}
+            null.update(start_logit=float(start_logits[0]), end_logit=float(end_logits[0]))
+        best_starts = np.argsort(start_logits)[::-1][:n_best_size]
+        best_ends = np.argsort(end_logits)[::-1][:n_best_size]
+        for start in best_starts:
+            for end in best_ends:
+                if offsets[start] is NO_OFFSET or offsets[end] is NO_OFFSET:
+                    continue
+                if end < start or end - start + 1 > max_answer_length:
+                    continue
+                first, last = offsets[start][0], offsets[end][1]
+                candidates.append(
+                    {
+                        "text": context[first:last],
+                        "start": int(first),
+                        "end": int(last),
+                        "score": float(start_logits[start] + end_logits[end]),
+                        "start_logit": float(start_logits[start]),
+                        "end_logit": float(end_logits[end]),
+                    }
+                )
+    if with_null and null is not None:
+        candidates.append(null)
+    candidates = sorted(candidates, key=lambda c: c["score"], reverse=True)[:n_best_size]
+    if with_null and null is not None and null not in candidates:
+        candidates.append(null)
+    if not candidates:
+        candidates = [
+            {"text": "", "start": 0, "end": 0, "score": -np.inf, "start_logit": -np.inf, "end_logit": -np.inf}
+        ]
+    scores = np.array([c["score"] for c in candidates])
+    probabilities = np.exp(scores - scores.max()) if np.isfinite(scores.max()) else np.ones_like(scores)
+    for candidate, probability in zip(candidates, probabilities / probabilities.sum()):
+        candidate["probability"] = float(probability)
+    return candidates
+
+
+def choose_answer(n_best: list[dict], with_null: bool, null_score_diff_threshold: float = 0.0) -> tuple[str, float]:
+    """(answer text, null score minus the best span's score) from `best_answers`' list: the best span, or for
+    SQuAD 2.0 "" when the null answer beats the best span by more than `null_score_diff_threshold`."""
+    spans = [c for c in n_best if c["text"]]
+    if not with_null:
+        return n_best[0]["text"], 0.0
+    null = next(c for c in n_best if not c["text"])
+    if not spans:
+        return "", float("inf")
+    difference = null["score"] - spans[0]["score"]
+    return ("" if difference > null_score_diff_threshold else spans[0]["text"]), difference
+
+
+def postprocess_predictions(
+    examples: list[tuple[str, str]],
+    features: list[tuple[int, list]],
+    start_logits,
+    end_logits,
+    n_best_size: int = 20,
+    max_answer_length: int = 30,
+    version_2_with_negative: bool = False,
+    null_score_diff_threshold: float = 0.0,
+):
+    """Answers to every question from its windows' logits.
+
+    Args:
+        examples: (question id, context) per question.
+        features: (index into `examples`, offset_mapping) per window, in the order of the logits.
+        start_logits, end_logits: (windows, tokens) arrays; rows padded past each window's length.
+
+    Returns:
+        (predictions {id: text}, n-best lists {id: [...]} as `best_answers` gives them, null-score differences
+        {id: float} (SQuAD 2.0; empty otherwise)).
+    """
+    if len(features) != len(start_logits) or len(features) != len(end_logits):
+        raise ValueError(f"{len(features)} windows but {len(start_logits)} / {len(end_logits)} rows of logits")
+    windows = collections.defaultdict(list)
+    for (example_index, offsets), starts, ends in zip(features, start_logits, end_logits):
+        windows[example_index].append((starts, ends, offsets))
+    predictions, n_best, null_differences = {}, {}, {}
+    for index, (qid, context) in enumerate(examples):
+        if not windows[index]:
+            raise ValueError(f"question {qid!r} has no window to answer from")
+        n_best[qid] = best_answers(context, windows[index], n_best_size, max_answer_length, version_2_with_negative)
+        predictions[qid], difference = choose_answer(n_best[qid], version_2_with_negative, null_score_diff_threshold)
+        if version_2_with_negative:
+            null_differences[qid] = difference
+    spanless = sum(not np.isfinite(n_best[qid][0]["score"]) for qid, _ in examples)
+    if spanless:
+        logger.warning(
+            "%d of %d questions got no valid span (none of the n best starts and ends pair up inside the context "
+            "within max_answer_length) and are answered with the empty text",
+            spanless,
+            len(examples),
+        )
+    return predictions, n_best, null_differences
+
+
+class QuestionAnsweringPipeline:
+    """Answers from a question-answering model in one call: `reader(question=..., context=...)`.
+
+    The context is read in windows (`max_seq_length` tokens, at most the model's `max_position_embeddings`,
+    overlapping by `doc_stride`) and the best span over them is returned as
+    {"score" (its probability among the n best), "start", "end" (character offsets), "answer"}; `top_k` > 1
+    gives a list of the `top_k` best. `handle_impossible_answer=True` (SQuAD 2.0 models) lets the empty answer
+    win when the model scores it higher. Lists of questions and contexts give a list of results.
+    """
+
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        max_seq_length: int = 384,
+        doc_stride: int = 128,
+        max_answer_length: int = 30,
+        n_best_size: int = 20,
+        batch_size: int = 8,
+    ):
+        self.model, self.tokenizer = model.eval(), tokenizer
+        self.max_seq_length = min(max_seq_length, getattr(model.config, "max_position_embeddings", max_seq_length))
+        self.doc_stride, self.max_answer_length, self.n_best_size = doc_stride, max_answer_length, n_best_size
+        self.batch_size = batch_size
+
+    @classmethod
+    def from_pretrained(cls, name_or_path, **kwargs):
+        """The model (`AutoModelForQuestionAnswering`) and tokenizer of a checkpoint folder or Hub id."""
+        from transformers import AutoModelForQuestionAnswering
+
+        from .checks import load_tokenizer
+
+        return cls(AutoModelForQuestionAnswering.from_pretrained(name_or_path), load_tokenizer(name_or_path), **kwargs)
+
+    @torch.no_grad()
+    def _logits(self, encoded):
+        names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in encoded]
+        rows = [{n: encoded[n][i] for n in names} for i in range(len(encoded["input_ids"]))]
+        device = next(self.model.parameters()).device
+        starts, ends = [], []
+        for first in range(0, len(rows), self.batch_size):
+            batch = self.tokenizer.pad(rows[first : first + self.batch_size], return_tensors="pt").to(device)
+            output = self.model(**batch)
+            starts += list(output.start_logits.float().cpu().numpy())
+            ends += list(output.end_logits.float().cpu().numpy())
+        return starts, ends
+
+    def __call__(self, question, context, top_k: int = 1, handle_impossible_answer: bool = False):
+        single = isinstance(question, str)
+        questions = [question] if single else list(question)
+        contexts = [context] * len(questions) if isinstance(context, str) else list(context)
+        if len(contexts) != len(questions):
+            raise ValueError(f"{len(questions)} questions but {len(contexts)} contexts")
+        encoded = encode_windows(self.tokenizer, questions, contexts, self.max_seq_length, self.doc_stride)
+        starts, ends = self._logits(encoded)
+        _, n_best, _ = postprocess_predictions(
+            list(enumerate(contexts)),
+            list(zip(encoded["example_index"], encoded["offset_mapping"])),
+            starts,
+            ends,
+            n_best_size=max(self.n_best_size, top_k),
+            max_answer_length=self.max_answer_length,
+            version_2_with_negative=handle_impossible_answer,
+        )
+        results = []
+        for index in range(len(questions)):
+            best = [
+                {"score": c["probability"], "start": c["start"], "end": c["end"], "answer": c["text"]}
+                for c in n_best[index]
+            ]
+            if handle_impossible_answer:
+                best.sort(key=lambda c: c["score"], reverse=True)  # the null answer was appended after the n best
+            results.append(best[0] if top_k == 1 else best[:top_k])
+        return results[0] if single else results
