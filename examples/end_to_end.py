@@ -22,22 +22,19 @@ Everything lands in `--output_dir`: `data/` (when generated), `bilm/`, `tagger/`
 """
 
 import json
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pretrain_elmo
+import run_ner
 from transformers import AutoConfig, AutoModelForTokenClassification, AutoTokenizer, HfArgumentParser, pipeline
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import pretrain_elmo  # noqa: E402
-import run_ner  # noqa: E402
-
-from hf_ctx import WordTokenClassificationPipeline  # noqa: E402
-from hf_ctx.atomic_files import write_text  # noqa: E402
-from hf_ctx.data.conll import read_conll  # noqa: E402
-from hf_ctx.data.synthetic_ner import generate_ner_corpus  # noqa: E402
-from hf_ctx.errors import run_script  # noqa: E402
+from hf_ctx import WordTokenClassificationPipeline
+from hf_ctx.atomic_files import write_text
+from hf_ctx.data.conll import read_conll
+from hf_ctx.data.synthetic_ner import generate_ner_corpus
+from hf_ctx.errors import run_script
 
 # A biLM small enough to pretrain in about a minute on a CPU: no clipping, so torch's fused LSTM runs it.
 TINY_BILM = {

@@ -18,11 +18,9 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
+from tiny_checkpoints import WORDS, bert_pretraining, elmo_bilm, taglm
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tiny_checkpoints import WORDS, bert_pretraining, elmo_bilm, taglm  # noqa: E402
 
 # Two halves of 2 sentences: 5 + 3 words and 4 + 4 words (the biLM predicts as many words in each).
 SENTENCES = [WORDS[:5], WORDS[3:6], WORDS[6:10], WORDS[1:5]]

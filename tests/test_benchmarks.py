@@ -1,22 +1,12 @@
 """The benchmark scripts' own correctness: what they compare must be what they claim to compare."""
 
-import importlib.util
+import importlib
 import re
-from pathlib import Path
 
 import pytest
 import torch
 
 from hf_ctx.layers import ProjectedLstm
-
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-
-
-def load_benchmark(name):
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.gpu
@@ -24,7 +14,7 @@ def test_elmo_benchmark_compiled_cuda_graph_results_outlive_later_replays():
     """Issue 16: with mode="reduce-overhead" the first pass's outputs and gradients live in the CUDA graph's
     memory, and reading them after later replays crashed. The benchmark keeps copies; they must still equal the
     eager pass after the replays."""
-    bench = load_benchmark("elmo_lstm_speed")
+    bench = importlib.import_module("elmo_lstm_speed")
     torch.manual_seed(0)
     device = torch.device("cuda")
     stack = ProjectedLstm(16, 32, 16, num_layers=2, cell_clip=3.0, proj_clip=3.0).to(device).eval()
@@ -43,7 +33,7 @@ def test_elmo_benchmark_compiled_cuda_graph_results_outlive_later_replays():
 def test_elmo_benchmark_runs_on_cpu_and_gpu_table_reads_the_outputs(capsys, monkeypatch, tmp_path):
     """The benchmark's CPU fallback runs end to end at a tiny size and its paths agree with the reference; the
     table of `gpu_checks.sh` reads its output and bert_speed's."""
-    bench = load_benchmark("elmo_lstm_speed")
+    bench = importlib.import_module("elmo_lstm_speed")
     monkeypatch.setattr(
         "sys.argv",
         [
@@ -76,7 +66,7 @@ def test_elmo_benchmark_runs_on_cpu_and_gpu_table_reads_the_outputs(capsys, monk
         "  eager    hf_ctx             351,752 tokens/s   peak 8.22 GiB\n"
     )
     (tmp_path / "bert_finetune_b32.txt").write_text("Traceback ...\n")
-    table = load_benchmark("gpu_table")
+    table = importlib.import_module("gpu_table")
     monkeypatch.setattr("sys.argv", ["gpu_table.py", str(tmp_path)])
     table.main()
     lines = capsys.readouterr().out.splitlines()
@@ -98,7 +88,7 @@ def test_bilm_cache_benchmark_times_cached_epochs_and_measures_the_cache_size(ca
     conll.write_text(
         "EU N N B-ORG\nrejects V V O\nGerman J J B-MISC\ncall N N O\n\nPeter N N B-PER\nBlackburn N N I-PER\n"
     )
-    bench = load_benchmark("bilm_cache_speed")
+    bench = importlib.import_module("bilm_cache_speed")
     monkeypatch.setattr("sys.argv", ["bilm_cache_speed.py", "--conll", str(conll), "--batch_size", "1"])
     bench.main()
     lines = capsys.readouterr().out.splitlines()

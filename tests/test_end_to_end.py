@@ -2,18 +2,14 @@
 
 import json
 import math
-import sys
 import warnings
-from pathlib import Path
 
+import end_to_end
 import torch
 from seqeval.metrics import f1_score
 from transformers import AutoModel, AutoModelForTokenClassification
 
 from hf_ctx.data.conll import read_conll
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-import end_to_end  # noqa: E402
 
 TINY_BILM = {
     "char_cnn": {"filters": [[1, 8], [2, 8]], "embedding": {"dim": 4}, "n_highway": 1},

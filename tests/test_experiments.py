@@ -3,7 +3,6 @@ conll2003/, glue/, a GloVe-like package): the tables hold the majority-class bas
 per seed with the values the runs reported, and the PNG plots are written."""
 
 import gzip
-import importlib.util
 import json
 import os
 import re
@@ -12,6 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import bert_glue_conll
+import elmo_taglm
+import experiment_lib
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -20,16 +22,8 @@ import torch
 
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
 
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "examples" / "experiments"
 WORDS = "the a cat dog bird fish red green blue small big old runs sleeps eats sees near under house tree".split()
 SEEDS = ["0", "1"]  # two seeds keep the test short; the scripts default to three
-
-
-def load(name):
-    spec = importlib.util.spec_from_file_location(name, EXPERIMENTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def text(num_documents, rng):
@@ -93,7 +87,7 @@ def check_row(cells, values):
 
 def test_elmo_taglm_smoke(data_dir, tmp_path):
     out = tmp_path / "elmo"
-    scores = load("elmo_taglm").main(
+    scores = elmo_taglm.main(
         [
             "--preset",
             "smoke",
@@ -136,15 +130,15 @@ def test_elmo_taglm_few_label_arm_smoke(data_dir, tmp_path, capsys):
     (test-file) F1 of runs that selected their checkpoint on a slice held out of eng.train, the learning curve, no
     checkpoint folders left behind, and finished runs reused by the same command."""
     bilm = tmp_path / "bilm"
-    load("elmo_taglm").pretrain_bilm(
+    elmo_taglm.pretrain_bilm(
         type("Args", (), {"data_dir": str(data_dir), "device": ["--use_cpu"]}),
-        load("elmo_taglm").PRESETS["smoke"],
+        elmo_taglm.PRESETS["smoke"],
         tmp_path,
     )
     out = tmp_path / "few"
     argv = ["--preset", "smoke", "--data_dir", str(data_dir), "--output_dir", str(out), "--bilm", str(bilm)]
     argv += ["--word_vectors", str(data_dir / "glove"), "--seeds", *SEEDS, "--arms", "few_label"]
-    scores = load("elmo_taglm").main(argv)["few_label"]
+    scores = elmo_taglm.main(argv)["few_label"]
     results = (out / "results.md").read_text()
     assert "Perplexity" not in results and not (out / "taggers").exists()  # neither pretraining nor the full arm
     runs = sorted((out / "few_label").iterdir())
@@ -161,7 +155,7 @@ def test_elmo_taglm_few_label_arm_smoke(data_dir, tmp_path, capsys):
             assert state["best_metric"] == json.loads((run / "eval_results.json").read_text())["eval_f1"]
     assert (out / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     capsys.readouterr()
-    assert load("elmo_taglm").main(argv)["few_label"] == scores
+    assert elmo_taglm.main(argv)["few_label"] == scores
     assert capsys.readouterr().out.count("reusing the finished run") == len(runs)
 
 
@@ -178,7 +172,6 @@ def test_cut_pretraining_resumes_from_its_latest_checkpoint_and_ends_as_an_unint
     import transformers.trainer
     from safetensors.torch import load_file
 
-    elmo_taglm = load("elmo_taglm")
     preset, args = elmo_taglm.PRESETS["smoke"], type("Args", (), {"data_dir": str(data_dir), "device": ["--use_cpu"]})
     whole = tmp_path / "whole"
     elmo_taglm.pretrain_bilm(args, preset, whole)
@@ -221,7 +214,7 @@ def test_cut_pretraining_resumes_from_its_latest_checkpoint_and_ends_as_an_unint
 def test_bert_glue_conll_smoke(data_dir, tmp_path, capsys):
     out = tmp_path / "bert"
     argv = ["--preset", "smoke", "--data_dir", str(data_dir), "--output_dir", str(out), "--tasks", "rte", "conll"]
-    load("bert_glue_conll").main([*argv, "--seeds", *SEEDS])
+    bert_glue_conll.main([*argv, "--seeds", *SEEDS])
     results = (out / "results.md").read_text()
     capsys.readouterr()
     rte = table_rows(results, "RTE (dev), accuracy")
@@ -251,7 +244,7 @@ def test_bert_glue_conll_smoke(data_dir, tmp_path, capsys):
     # The same command again reuses every finished run (pretraining included) and re-runs only an unfinished one.
     unfinished = out / "finetune" / "rte_random_1" / "eval_results.json"
     unfinished.unlink()
-    load("bert_glue_conll").main([*argv, "--seeds", *SEEDS])
+    bert_glue_conll.main([*argv, "--seeds", *SEEDS])
     printed = capsys.readouterr().out
     assert printed.count("reusing the finished run") == 1 + 2 * 2 * len(SEEDS) - 1
     assert f"--output_dir {unfinished.parent}" in printed and "examples/pretrain_bert.py" not in printed
@@ -292,7 +285,6 @@ def test_run_example_restarts_or_resumes_an_unfinished_run_and_deletes_a_finishe
     """A cut run's stale checkpoints are removed before it starts again (taggers), or it resumes from its latest
     complete checkpoint (pretraining); an incomplete checkpoint is never resumed from; once finished, the
     checkpoint folders are gone and the metrics (evaluation and test) are returned."""
-    report = load("report")
     run_dir = tmp_path / "run"
     for step, files in (
         (
@@ -322,9 +314,9 @@ def test_run_example_restarts_or_resumes_an_unfinished_run_and_deletes_a_finishe
                 (run_dir / f"{split}_results.json").write_text(json.dumps(value))
             (run_dir / "model.safetensors").write_text("")
 
-    monkeypatch.setattr(report, "load_example", lambda name: Example)
+    monkeypatch.setattr(experiment_lib, "load_example", lambda name: Example)
     args = ["--output_dir", str(run_dir), "--save_strategy", "steps"]
-    metrics = report.run_example("run_ner", args, run_dir, resume=resume)
+    metrics = experiment_lib.run_example("run_ner", args, run_dir, resume=resume)
     argv, checkpoints_at_start = calls[0]
     if resume:
         assert argv[-2:] == ["--resume_from_checkpoint", "latest"] and checkpoints_at_start == [
@@ -334,12 +326,12 @@ def test_run_example_restarts_or_resumes_an_unfinished_run_and_deletes_a_finishe
     else:
         assert "--resume_from_checkpoint" not in argv and checkpoints_at_start == []
     assert metrics == {"eval_f1": 0.5, "predict_f1": 0.25} and not list(run_dir.glob("checkpoint-*"))
-    assert report.run_example("run_ner", args, run_dir, resume=resume) == metrics and len(calls) == 1  # reused
+    assert experiment_lib.run_example("run_ner", args, run_dir, resume=resume) == metrics and len(calls) == 1  # reused
 
     # Without --save_strategy a run saves no checkpoints; with only an incomplete checkpoint it starts afresh.
     (run_dir / "model.safetensors").unlink()
     (run_dir / "checkpoint-8").mkdir()
-    report.run_example("run_ner", ["--output_dir", str(run_dir)], run_dir, resume=resume)
+    experiment_lib.run_example("run_ner", ["--output_dir", str(run_dir)], run_dir, resume=resume)
     assert calls[1][0][-2:] == ["--save_strategy", "no"] and calls[1][1] == []
 
 
@@ -424,7 +416,7 @@ def test_gpu_window_runs_one_command_a_call_and_a_cut_slice_continues_on_the_nex
 
 def test_verdicts_say_better_or_worse_than_the_control():
     """ "Loss" beside scores reads as the training loss (issue 26): the verdict says better or worse."""
-    verdict = load("report").verdict
+    verdict = experiment_lib.verdict
     assert verdict([0.61, 0.62], [0.3, 0.35]).startswith("better than the control (every seed above")
     assert verdict([0.1, 0.2], [0.3, 0.35]).startswith("worse than the control (every seed below")
     assert verdict([0.3, 0.4], [0.35, 0.36]) == "no clear difference (the seeds overlap)"

@@ -1,7 +1,6 @@
 """examples/pretrain_bert.py end to end on a tiny generated corpus: checkpoint, metrics, model card, push to the
 Hub (mocked), exact resume, 2 processes."""
 
-import importlib.util
 import json
 import math
 import os
@@ -15,6 +14,7 @@ import pytest
 
 # Optional dependencies: where they are missing this module is skipped, not a collection error.
 pytest.importorskip("datasets")
+import pretrain_bert
 import torch
 from accelerate.commands.config.config_args import load_config_from_file
 from accelerate.commands.launch import _validate_launch_command, launch_command_parser
@@ -35,13 +35,6 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pretrain_bert.py"
 ACCELERATE_CONFIGS = EXAMPLE.parent / "accelerate"
 WORDS = "the a cat dog bird fish red green blue small big old runs sleeps eats sees near under house tree".split()
 STEPS = 6
-
-
-def load_example():
-    spec = importlib.util.spec_from_file_location("pretrain_bert", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def write_corpus(path, num_documents, rng):
@@ -108,7 +101,7 @@ def single_run(corpus, tmp_path_factory):
     """One process, batch 8, checkpoints at steps 3 and 6, evaluated at the end."""
     output_dir = tmp_path_factory.mktemp("single")
     args = common_args(corpus, output_dir) + ["--per_device_train_batch_size", "8", "--save_steps", "3", "--do_eval"]
-    metrics = load_example().main(args)
+    metrics = pretrain_bert.main(args)
     return output_dir, metrics
 
 
@@ -202,7 +195,7 @@ def test_push_to_hub_uploads_the_checkpoint_and_its_card(single_run, corpus, tmp
         "me/bert-tiny",
     ]
     with FakeHub() as hub:
-        load_example().main(args)
+        pretrain_bert.main(args)
     assert set(hub.created) == {"me/bert-tiny"}
     [upload] = hub.uploads
     assert upload["repo_id"] == "me/bert-tiny" and upload["commit_message"] == "End of training"
@@ -230,7 +223,7 @@ def test_resume_from_checkpoint_continues_exactly(single_run, corpus, tmp_path):
         "--resume_from_checkpoint",
         str(output_dir / "checkpoint-3"),
     ]
-    metrics = load_example().main(args)
+    metrics = pretrain_bert.main(args)
     resumed, original = logged_losses(tmp_path), logged_losses(output_dir)
     assert resumed == original  # steps 1-3 come with the checkpoint, 4-6 are trained again
     # The train loss of this call covers steps 4-6 only: it did resume rather than train from step 1 again.
@@ -301,7 +294,7 @@ def test_mlm_only_from_a_local_dataset_with_a_config_file(tmp_path):
                 f.write(json.dumps({"content": text}) + "\n")
     CtxBertConfig.from_preset("tiny", vocab_size=100, max_position_embeddings=64).save_pretrained(tmp_path / "config")
     output_dir = tmp_path / "run"
-    metrics = load_example().main(
+    metrics = pretrain_bert.main(
         [
             "--dataset_name",
             str(data),
@@ -350,7 +343,7 @@ def test_few_is_next_pairs_are_a_warning(caplog):
     """Documents of one segment make only NotNext pairs: below 40% IsNext (label 0) the run says so."""
     from datasets import Dataset
 
-    example = load_example()
+    example = pretrain_bert
     few_is_next = Dataset.from_dict({"next_sentence_label": [0, 1, 1, 1]})
     with caplog.at_level("WARNING"):
         assert example.warn_if_few_is_next_pairs(few_is_next, split_sentences=False) == 0.25
@@ -376,7 +369,7 @@ def test_one_document_without_blank_lines_suggests_document_boundary_line(tmp_pa
         match=r"holds out 1 of the 1 training example\(s\), leaving none to train on.*"
         r"without blank lines is one document.*--document_boundary line",
     ):
-        load_example().main(
+        pretrain_bert.main(
             [
                 "--train_file",
                 str(tmp_path / "articles.txt"),
@@ -398,5 +391,5 @@ def test_a_run_without_a_step_is_refused(tmp_path, steps):
     (tmp_path / "text.txt").write_text("a cat runs .\n\na dog sleeps .\n")
     arguments = ["--train_file", str(tmp_path / "text.txt"), "--output_dir", str(tmp_path / "out"), *steps]
     with pytest.raises(ValueError, match="nothing to do: give --do_train and/or --do_eval"):
-        load_example().main([*arguments, "--use_cpu", "--report_to", "none"])
+        pretrain_bert.main([*arguments, "--use_cpu", "--report_to", "none"])
     assert not (tmp_path / "out").exists()

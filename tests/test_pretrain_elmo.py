@@ -1,7 +1,6 @@
 """biLM training data (sentences, vocabulary, batches, perplexity metrics) and examples/pretrain_elmo.py end to
 end on a tiny generated corpus: perplexities reported and falling, checkpoint and card written, Auto reloads."""
 
-import importlib.util
 import json
 import math
 from collections import Counter
@@ -12,6 +11,7 @@ import pytest
 
 # Optional dependencies: where they are missing this module is skipped, not a collection error.
 pytest.importorskip("datasets")
+import pretrain_elmo
 import torch
 from datasets import Dataset
 from transformers import AutoModel, AutoModelForPreTraining, AutoTokenizer, EvalPrediction
@@ -87,13 +87,6 @@ def test_perplexity_metrics():
     assert metrics["perplexity"] == pytest.approx(math.exp(2.5))
 
 
-def load_example():
-    spec = importlib.util.spec_from_file_location("pretrain_elmo", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def write_corpus(path, lines, rng):
     path.write_text("".join(" ".join(rng.choice(WORDS, int(rng.integers(3, 9)))) + " .\n" for _ in range(lines)))
     return str(path)
@@ -108,7 +101,7 @@ def test_example_trains_reports_perplexities_and_saves(tmp_path, one_thread):
         "lstm": {"dim": 24, "projection_dim": 12},
         "dropout": 0.0,
     }
-    metrics = load_example().main(
+    metrics = pretrain_elmo.main(
         [
             "--train_file",
             train,

@@ -5,7 +5,6 @@ equal those recomputed from the saved model, and that the prediction files are i
 and agree with the saved model.
 """
 
-import importlib.util
 import json
 import random
 from pathlib import Path
@@ -17,6 +16,7 @@ from huggingface_hub import ModelCard
 # Optional dependencies: where they are missing this module is skipped, not a collection error.
 pytest.importorskip("datasets")
 pytest.importorskip("evaluate")
+import run_glue
 import torch
 from safetensors.torch import load_file
 from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
@@ -31,13 +31,6 @@ MNLI_HEADER = (
     "index promptID pairID genre sentence1_binary_parse sentence2_binary_parse sentence1_parse "
     "sentence2_parse sentence1 sentence2"
 ).split()
-
-
-def load_run_glue():
-    spec = importlib.util.spec_from_file_location("run_glue", RUN_GLUE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def sentence(rng, extra=()):
@@ -177,7 +170,7 @@ def setup(tmp_path_factory):
         max_position_embeddings=64,
     )
     config.save_pretrained(root / "config")
-    return root, load_run_glue()
+    return root, run_glue
 
 
 def run(setup, task, folder, output_dir, *extra):
@@ -606,4 +599,4 @@ def test_a_checkpoint_of_an_unknown_model_type_is_named_not_a_remote_code_prompt
         str(tmp_path / "o"),
     ]
     with pytest.raises(ValueError, match=r"config.json has model_type 'hf_ctx_future', which neither hf_ctx"):
-        load_run_glue().main(args)
+        run_glue.main(args)

@@ -3,7 +3,6 @@
 import json
 import logging
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 # Optional dependencies: where they are missing this module is skipped, not a collection error.
 pytest.importorskip("datasets")
 pytest.importorskip("evaluate")
+import run_ner
 import torch
 from seqeval.metrics import f1_score
 from transformers import AutoModel, AutoModelForTokenClassification, HfArgumentParser
@@ -19,9 +19,6 @@ from hf_ctx import ElmoConfig, ElmoForBiLM, ElmoTokenizer
 from hf_ctx.data.conll import read_conll
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
 from hf_ctx.tag_schemes import convert_tags
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-import run_ner  # noqa: E402
 
 COMMON = [
     "--report_to",

@@ -2,7 +2,6 @@
 post-processing by hand, SQuAD files and their errors, a tiny BERT that learns a generated task end to end,
 the pipeline against the script, and parity with transformers' BertForQuestionAnswering."""
 
-import importlib.util
 import json
 import logging
 import random
@@ -15,6 +14,7 @@ import pytest
 pytest.importorskip("datasets")
 pytest.importorskip("evaluate")
 import datasets
+import run_qa
 import torch
 from transformers import AutoTokenizer, BertConfig, BertForQuestionAnswering
 
@@ -35,13 +35,6 @@ TINY_BERT = {
     "intermediate_size": 64,
     "max_position_embeddings": 64,
 }
-
-
-def load_run_qa():
-    spec = importlib.util.spec_from_file_location("run_qa", RUN_QA)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def squad_json(paragraphs) -> dict:
@@ -102,7 +95,7 @@ def setup(tmp_path_factory):
     tokenizer.save_pretrained(root / "tokenizer")
     config = CtxBertConfig(vocab_size=len(tokenizer), **TINY_BERT)
     config.save_pretrained(root / "config")
-    return root, load_run_qa()
+    return root, run_qa
 
 
 def run(setup, output_dir, *extra, model=None):

@@ -2,7 +2,6 @@
 the files' checks, and parity with transformers' BertForMultipleChoice on the same weights."""
 
 import csv
-import importlib.util
 import json
 import random
 from pathlib import Path
@@ -11,6 +10,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("datasets")
+import run_swag
 import torch
 from transformers import AutoModelForMultipleChoice, AutoTokenizer, BertConfig, BertForMultipleChoice
 
@@ -20,13 +20,6 @@ from hf_ctx.cli import main as hf_ctx_cli
 RUN_SWAG = Path(__file__).resolve().parents[1] / "examples" / "run_swag.py"
 WORDS = "the a cat dog bird man woman park house river tree sat ran saw ate big small red old new".split()
 SWAG_HEADER = ["", "video-id", "fold-ind", "startphrase", "sent1", "sent2", "gold-source"]
-
-
-def load_run_swag():
-    spec = importlib.util.spec_from_file_location("run_swag", RUN_SWAG)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def phrase(rng, extra=()):
@@ -76,7 +69,7 @@ def setup(tmp_path_factory):
     tokenizer.save_pretrained(root / "tokenizer")
     size = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
     CtxBertConfig(vocab_size=len(tokenizer), max_position_embeddings=64, **size).save_pretrained(root / "config")
-    return root, load_run_swag()
+    return root, run_swag
 
 
 def run(setup, output_dir, *extra):

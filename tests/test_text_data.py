@@ -3,7 +3,7 @@ naming the file, the `datasets` cache reused by a second run, streaming against 
 trained on a seeded sample."""
 
 import gzip
-import importlib.util
+import importlib
 import json
 import re
 from collections import Counter
@@ -23,15 +23,7 @@ from hf_ctx.data.text import (
     sample_texts,
 )
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 WORDS = "the a cat dog bird fish red green blue small big old runs sleeps eats sees near under house tree".split()
-
-
-def load_example(name):
-    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def corpus_text(num_documents, seed):
@@ -206,12 +198,12 @@ def test_a_second_run_reads_the_cache_instead_of_preparing_again(tmp_path, shard
         str(tmp_path / "elmo"),
     ]
     for name, args in (("pretrain_bert", bert), ("pretrain_elmo", elmo)):
-        load_example(name).main(args)
+        importlib.import_module(name).main(args)
         first = arrow_files()
         vocabulary = AutoTokenizer.from_pretrained(tmp_path / name.split("_")[1]).get_vocab()
         caplog.clear()
         with caplog.at_level("INFO"):
-            load_example(name).main(args)
+            importlib.import_module(name).main(args)
         assert arrow_files() == first, f"{name}: the second run prepared the data again"
         assert AutoTokenizer.from_pretrained(tmp_path / name.split("_")[1]).get_vocab() == vocabulary
         cached_step = "loading the WordPiece tokenizer" if name == "pretrain_bert" else "reading the word counts"
@@ -245,7 +237,7 @@ def test_streaming_runs_train_for_max_steps(tmp_path, shards):
         "--logging_steps",
         "1",
     ]
-    load_example("pretrain_bert").main(
+    importlib.import_module("pretrain_bert").main(
         common
         + [
             "--objective",
@@ -263,7 +255,7 @@ def test_streaming_runs_train_for_max_steps(tmp_path, shards):
         ]
     )
     overrides = {"char_cnn": {"filters": [[1, 4], [2, 4]], "n_highway": 1}, "lstm": {"dim": 8, "projection_dim": 4}}
-    load_example("pretrain_elmo").main(
+    importlib.import_module("pretrain_elmo").main(
         common
         + [
             "--config_overrides",
@@ -278,7 +270,7 @@ def test_streaming_runs_train_for_max_steps(tmp_path, shards):
         history = json.loads((tmp_path / name / "trainer_state.json").read_text())["log_history"]
         assert [entry["step"] for entry in history if "loss" in entry] == [1, 2]
     with pytest.raises(ValueError, match="--streaming needs --max_steps"):
-        load_example("pretrain_elmo").main(
+        importlib.import_module("pretrain_elmo").main(
             [a for a in common if a not in ("--max_steps", "2")]
             + ["--config_overrides", json.dumps(overrides), "--output_dir", str(tmp_path / "elmo2")]
         )

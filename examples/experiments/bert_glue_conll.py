@@ -14,11 +14,9 @@ test of this script), not as an experiment.
 """
 
 import argparse
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from report import (  # noqa: E402
+from experiment_lib import (
     RUN,
     checkpoint_every,
     final_metric,
@@ -30,7 +28,7 @@ from report import (  # noqa: E402
     run_example,
 )
 
-from hf_ctx.atomic_files import write_text  # noqa: E402
+from hf_ctx.atomic_files import write_text
 
 TASKS = {
     "cola": ("CoLA", "matthews_correlation"),

@@ -24,14 +24,10 @@ as an experiment.
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import torch
-from transformers import AutoConfig, AutoTokenizer
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from report import (  # noqa: E402
+from experiment_lib import (
     RUN,
     checkpoint_every,
     final_metric,
@@ -43,10 +39,11 @@ from report import (  # noqa: E402
     pretrain_on_wiki,
     run_example,
 )
+from transformers import AutoConfig, AutoTokenizer
 
-from hf_ctx import ElmoForBiLM  # noqa: E402
-from hf_ctx.atomic_files import save_pretrained_atomically, write_text  # noqa: E402
-from hf_ctx.data.conll import read_conll  # noqa: E402
+from hf_ctx import ElmoForBiLM
+from hf_ctx.atomic_files import save_pretrained_atomically, write_text
+from hf_ctx.data.conll import read_conll
 
 TINY_BILM = {
     "char_cnn": {"filters": [[1, 8], [2, 8], [3, 16]], "n_highway": 1},

@@ -1,4 +1,4 @@
-"""What the experiment scripts share: running the example scripts in-process, seed tables with baselines, and the
+"""The library the experiment scripts (`elmo_taglm.py`, `bert_glue_conll.py`) share, and that tests import: running the example scripts in-process, seed tables with baselines, and the
 plots (pretraining curves from `trainer_state.json`, ELMo scalar-mix weights from a task model's weights).
 
 Tables give each cell as mean (min–max) over seeds, with every seed's value beside it, so that a reader can check
