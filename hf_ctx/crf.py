@@ -119,9 +119,17 @@ class ConditionalRandomField(nn.Module):
         mask = self._check(emissions, mask)
         if tuple(tags.shape) != tuple(mask.shape):
             raise ValueError(f"tags have shape {tuple(tags.shape)}, emissions {tuple(emissions.shape)}")
+        inside = tags.long().masked_fill(~mask, 0)
+        if ((inside < 0) | (inside >= self.num_tags)).any():
+            raise ValueError(
+                f"tags inside the mask must be in [0, {self.num_tags}), got {inside.min()}..{inside.max()}"
+            )
+        return self.log_likelihood(emissions, tags, mask)
+
+    def log_likelihood(self, emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """`forward` without its input checks, for a model that checked these inputs where they entered (TagLM):
+        `mask` (B, S) booleans, True on a prefix of each row; `tags` (B, S) in [0, T) inside it."""
         tags = tags.long().masked_fill(~mask, 0)
-        if ((tags < 0) | (tags >= self.num_tags)).any():
-            raise ValueError(f"tags inside the mask must be in [0, {self.num_tags}), got {tags.min()}..{tags.max()}")
         with torch.autocast(device_type=emissions.device.type, enabled=False):
             emissions = emissions.float()
             return self._gold_score(emissions, tags, mask) - self._log_partition(emissions, mask)
@@ -207,7 +215,11 @@ class ConditionalRandomField(nn.Module):
         Returns:
             (B, S, T) float32 scores, 0 outside the mask.
         """
-        mask = self._check(emissions, mask)
+        return self.max_marginal_scores(emissions, self._check(emissions, mask))
+
+    def max_marginal_scores(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """`max_marginals` without its input checks, for a model that checked `mask` where it entered (TagLM):
+        (B, S) booleans, True on a prefix of each row."""
         with torch.autocast(device_type=emissions.device.type, enabled=False):
             emissions = emissions.float()
             # alphas[i][:, j] (S x (B, T)): best score of words 0..i with tag j at i (its emission included).

@@ -37,11 +37,9 @@ def check_label_range(labels: torch.Tensor, num_classes: int) -> None:
     An out-of-range id would otherwise be an opaque index error on CPU or a device-side assert on CUDA. The
     check costs one host sync and is skipped where `host_syncs_allowed` says no (under `torch.compile`, on XLA).
     """
-    if not host_syncs_allowed(labels):
+    if not host_syncs_allowed(labels) or labels.numel() == 0:
         return
-    used = labels[labels != IGNORE_INDEX]
-    if used.numel() == 0:
-        return
+    used = labels.masked_fill(labels == IGNORE_INDEX, 0)  # 0 is a class id: ignored labels pass
     low, high = torch.stack([used.min(), used.max()]).tolist()
     if low < 0 or high >= num_classes:
         raise ValueError(

@@ -98,32 +98,48 @@ def check_character_ids(input_ids, attention_mask, max_characters: int, n_charac
     mask = attention_mask.bool()
     if not host_syncs_allowed(input_ids) or input_ids.numel() == 0:
         return mask
-    low, high = torch.stack([input_ids.min(), input_ids.max()]).tolist()
+    # Every value check in one read: the id range, a word after padding, a word without characters.
+    word_after_padding = (mask[:, 1:] & ~mask[:, :-1]).any()
+    word_without_characters = (mask & (input_ids == 0).all(dim=-1)).any()
+    low, high, word_after_padding, word_without_characters = torch.stack(
+        [
+            input_ids.min(),
+            input_ids.max(),
+            word_after_padding.to(input_ids.dtype),
+            word_without_characters.to(input_ids.dtype),
+        ]
+    ).tolist()
     if low < 0 or high >= n_characters:
         raise ValueError(
             f"input_ids contains the character id {low if low < 0 else high}, outside [0, {n_characters})"
         )
-    if (mask[:, 1:] & ~mask[:, :-1]).any():
+    if word_after_padding:
         raise ValueError(
             "attention_mask must mark each sentence's words first and padding after them "
             "(right padding); found a word after padding"
         )
-    if (mask & (input_ids == 0).all(dim=-1)).any():
+    if word_without_characters:
         raise ValueError(
             "attention_mask marks a word whose character ids are all 0 (padding); every word needs its character ids"
         )
     return mask
 
 
-def elmo_input_mask(config: ElmoConfig, input_ids, attention_mask) -> torch.Tensor:
-    """`check_character_ids` with an ELMo config's width and character range, and no more words than
-    `config.max_sentence_words`: the word mask (B, W)."""
-    if input_ids.dim() >= 2 and input_ids.shape[1] > config.max_sentence_words:
+def check_sentence_length(config: ElmoConfig, input_ids) -> None:
+    """A `ValueError` when `input_ids` (B, W, C) hold more words per sentence than `config.max_sentence_words`
+    (a shape check: no host sync)."""
+    if input_ids is not None and input_ids.dim() >= 2 and input_ids.shape[1] > config.max_sentence_words:
         raise ValueError(
             f"the input has {input_ids.shape[1]} words per sentence, more than this ELMo's max_sentence_words="
             f"{config.max_sentence_words}; split the text into sentences, encode with truncation=True (the "
             "tokenizer keeps the first model_max_length words), or raise config.max_sentence_words"
         )
+
+
+def elmo_input_mask(config: ElmoConfig, input_ids, attention_mask) -> torch.Tensor:
+    """`check_character_ids` with an ELMo config's width and character range, and no more words than
+    `config.max_sentence_words`: the word mask (B, W)."""
+    check_sentence_length(config, input_ids)
     return check_character_ids(
         input_ids, attention_mask, config.max_characters_per_token, config.char_cnn["n_characters"]
     )
@@ -139,9 +155,9 @@ def check_word_ids(config, input_word_ids: torch.Tensor, mask: torch.Tensor) -> 
         raise ValueError(
             f"input_word_ids has shape {tuple(input_word_ids.shape)}, expected (batch, words) = {tuple(mask.shape)}"
         )
-    if host_syncs_allowed(mask) and mask.any():
-        words = input_word_ids[mask]
-        low, high = words.min().item(), words.max().item()
+    if host_syncs_allowed(mask) and mask.numel() > 0:
+        words = input_word_ids.masked_fill(~mask, 0)  # padding may hold any id; 0 is in range
+        low, high = torch.stack([words.min(), words.max()]).tolist()
         if low < 0 or high >= config.vocab_size:
             raise ValueError(
                 f"input_word_ids contains {low if low < 0 else high}, outside the word vocabulary "
@@ -386,6 +402,14 @@ class ElmoModel(ElmoPreTrainedModel):
         # Drop <S> (position 0) and the tail; </S> sits inside the tail of shorter sentences, hence the mask.
         return tuple(layer[:, 1:-1] * keep.to(layer.dtype) for layer in layers)
 
+    def word_hidden_states(self, input_ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """The L + 1 layers' vectors of the words, (B, W, 2P) each, zero at padding, without the input checks of
+        `forward`: for the models that hold this biLM, which check their inputs where they enter.
+
+        input_ids: (B, W, C) character ids; mask: (B, W) booleans, as `elmo_input_mask` returns it.
+        """
+        return self.word_layers(self.bilm_layers(input_ids, mask)[0], mask)
+
     @can_return_tuple
     def forward(
         self,
@@ -398,8 +422,7 @@ class ElmoModel(ElmoPreTrainedModel):
             self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
         )
         mask = elmo_input_mask(self.config, input_ids, attention_mask)
-        layers, _ = self.bilm_layers(input_ids, mask)
-        hidden_states = self.word_layers(layers, mask)
+        hidden_states = self.word_hidden_states(input_ids, mask)
         return BaseModelOutput(
             last_hidden_state=hidden_states[-1], hidden_states=hidden_states if output_hidden_states else None
         )
@@ -597,9 +620,7 @@ class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
             layers = bilm_hidden_states.unbind(dim=2)
         else:
             with torch.set_grad_enabled(torch.is_grad_enabled() and not self.config.freeze_bilm):
-                layers = self.elmo(
-                    input_ids=input_ids, attention_mask=mask, output_hidden_states=True, return_dict=True
-                ).hidden_states
+                layers = self.elmo.word_hidden_states(input_ids, mask)  # the inputs were checked above
         features = self.scalar_mix(layers, mask)
         if self.word_embeddings is not None:
             if input_word_ids is None:

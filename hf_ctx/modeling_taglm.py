@@ -40,7 +40,14 @@ from .crf import ConditionalRandomField
 from .layers import checkpointed, run_packed_rnn
 from .losses import IGNORE_INDEX, BatchMeanLossMixin, check_label_range, host_syncs_allowed
 from .model_size import ParameterMemoryMixin
-from .modeling_elmo import ElmoModel, FrozenBiLMMixin, check_bilm_hidden_states, check_character_ids, check_word_ids
+from .modeling_elmo import (
+    ElmoModel,
+    FrozenBiLMMixin,
+    check_bilm_hidden_states,
+    check_character_ids,
+    check_sentence_length,
+    check_word_ids,
+)
 from .remote_code import AutoMapMixin, shareable_name
 from .tag_schemes import allowed_transitions
 
@@ -88,7 +95,8 @@ class TagLMPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, BatchMeanLossMixi
     # Gradient checkpointing recomputes the two biRNNs in the backward pass (the frozen biLM keeps nothing).
     supports_gradient_checkpointing = True
     # FSDP / `device_map` units; the biLM's own (`ElmoModel._no_split_modules`) are added by transformers. The CRF
-    # stays with the model, which calls its `max_marginals` method rather than its forward.
+    # stays with the model, which calls its unchecked methods (`log_likelihood`, `max_marginal_scores`), not its
+    # forward.
     _no_split_modules = ["CharacterEncoder"]
 
     @torch.no_grad()
@@ -207,7 +215,13 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
     def _validate(self, input_ids, attention_mask, input_word_ids, labels) -> torch.Tensor:
         """ELMo's input checks (TagLM reads the same encoding) plus the word ids and labels; the word mask (B, W)."""
         config = self.config
-        mask = check_character_ids(input_ids, attention_mask, config.max_characters_per_token, config.n_characters)
+        n_characters = config.n_characters
+        if self.bilm is not None:
+            # The biLM reads the same ids and runs without checks of its own (`word_hidden_states`): its limits
+            # are checked here. Its width equals the tagger's (see `__init__`).
+            check_sentence_length(self.bilm.config, input_ids)
+            n_characters = min(n_characters, self.bilm.config.char_cnn["n_characters"])
+        mask = check_character_ids(input_ids, attention_mask, config.max_characters_per_token, n_characters)
         if input_word_ids is None:
             raise ValueError("TagLM needs input_word_ids (batch, words): use an ElmoTokenizer with a word vocabulary")
         check_word_ids(config, input_word_ids, mask)
@@ -216,12 +230,12 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
                 raise ValueError(
                     f"labels has shape {tuple(labels.shape)}, expected (batch, words) = {tuple(mask.shape)}"
                 )
-            if host_syncs_allowed(labels) and (labels[mask] < 0).any():
+            if host_syncs_allowed(labels) and (mask & (labels < 0)).any():
                 raise ValueError(
                     f"labels must give every word a tag id; found a negative label (e.g. {IGNORE_INDEX}) "
                     "on a word the attention mask covers"
                 )
-            check_label_range(labels[mask], config.num_labels)
+            check_label_range(labels.masked_fill(~mask, IGNORE_INDEX), config.num_labels)
             self._check_label_transitions(labels, mask)
         return mask
 
@@ -296,14 +310,14 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
                 states = bilm_hidden_states.unbind(dim=2)
             else:
                 with torch.no_grad():
-                    states = self.bilm(input_ids=input_ids, attention_mask=mask, output_hidden_states=True)
-                    states = states.hidden_states
+                    states = self.bilm.word_hidden_states(input_ids, mask)  # the inputs were checked above
             first = torch.cat([first, *(states[i].to(first.dtype) for i in self.config.bilm_layers)], dim=-1)
         second = checkpointed(self, run_packed_rnn, self.second_rnn, self.dropout(first), lengths)
         emissions = self.classifier(self.dropout(second))
 
-        loss = -self.crf(emissions, labels, mask).mean() if labels is not None else None
-        logits = self.crf.max_marginals(emissions, mask)
+        # The CRF's own checks would repeat `_validate`'s: its unchecked methods take the checked inputs.
+        loss = -self.crf.log_likelihood(emissions, labels, mask).mean() if labels is not None else None
+        logits = self.crf.max_marginal_scores(emissions, mask)
         return TokenClassifierOutput(
             loss=loss, logits=logits, hidden_states=(tokens, first, second) if output_hidden_states else None
         )

@@ -12,6 +12,7 @@ os.environ.setdefault("WANDB_DISABLED", "true")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 # The shared data sit beside the repository on development machines and in CI.
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -37,3 +38,48 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip_gpu)
+
+
+class HostSyncCounter(TorchDispatchMode):
+    """Counts the operations that make the host wait for the device: reading a value (`.item()`, `bool()`,
+    `.tolist()`) and indexing with a boolean mask (its result's size depends on the values). On CPU nothing
+    waits, but the same code on CUDA would wait there."""
+
+    def __init__(self):
+        super().__init__()
+        self.syncs = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten._local_scalar_dense.default or func in (
+            torch.ops.aten.nonzero.default,
+            torch.ops.aten.masked_select.default,
+        ):
+            self.syncs.append(str(func))
+        elif func is torch.ops.aten.index.Tensor and any(i is not None and i.dtype == torch.bool for i in args[1]):
+            self.syncs.append("boolean indexing")
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.fixture
+def count_host_syncs(monkeypatch):
+    """`with count_host_syncs() as counter: ...`, then `len(counter.syncs)`: the host syncs the block did."""
+    tolist = torch.Tensor.tolist
+
+    def counting_tolist(tensor):
+        for mode in active:
+            mode.syncs.append("tolist")
+        return tolist(tensor)
+
+    active = []
+    monkeypatch.setattr(torch.Tensor, "tolist", counting_tolist)
+
+    class Counting(HostSyncCounter):
+        def __enter__(self):
+            active.append(self)
+            return super().__enter__()
+
+        def __exit__(self, *exc):
+            active.remove(self)
+            return super().__exit__(*exc)
+
+    return Counting

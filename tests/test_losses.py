@@ -220,3 +220,17 @@ def test_every_head_gives_loss_zero_when_every_label_is_ignored(sparse_predictio
     config.sparse_prediction = sparse_prediction
     expected = F.cross_entropy(logits[0, 2:3].float(), torch.tensor([7]))
     torch.testing.assert_close(model(input_ids=input_ids, labels=labels).loss, expected)
+
+
+def test_label_range_check_reads_the_device_once(count_host_syncs):
+    """`check_label_range` promises one host sync: no boolean indexing (a second sync) to drop ignored labels."""
+    from hf_ctx.losses import check_label_range
+
+    with count_host_syncs() as counter:
+        check_label_range(torch.tensor([0, 3, IGNORE_INDEX]), 5)
+        check_label_range(torch.tensor([IGNORE_INDEX, IGNORE_INDEX]), 5)  # nothing to check, and no error
+    assert counter.syncs == ["tolist", "tolist"]
+    with pytest.raises(ValueError, match=r"label 5 is outside \[0, num_labels=5\)"):
+        check_label_range(torch.tensor([0, 5, IGNORE_INDEX]), 5)
+    with pytest.raises(ValueError, match=r"label -3 is outside \[0, num_labels=5\)"):
+        check_label_range(torch.tensor([-3, 1, IGNORE_INDEX]), 5)

@@ -372,3 +372,28 @@ def test_a_very_long_sentence_is_refused_or_truncated_as_the_tokenizer_says(toke
     assert len(longer["input_ids"][0]) == 2000
     with pytest.raises(ValueError, match="max_sentence_words must be a positive integer"):
         model.config.max_sentence_words = 0
+
+
+def test_each_input_check_reads_the_device_once_and_still_names_the_problem(count_host_syncs):
+    """`check_character_ids` and `check_word_ids` promise one host sync each: one read of every value check,
+    whatever errors they look for, so that a CUDA step waits once per check."""
+    from hf_ctx.modeling_elmo import check_character_ids, check_word_ids
+
+    ids = torch.randint(1, 262, (2, 4, 5))
+    attention_mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]])
+    config = type("Config", (), {"vocab_size": 10})
+    with count_host_syncs() as counter:
+        mask = check_character_ids(ids, attention_mask, 5, 262)
+    assert counter.syncs == ["tolist"]
+    with count_host_syncs() as counter:
+        check_word_ids(config, torch.tensor([[1, 2, 9, 99], [0, 3, -5, 12]]), mask)  # out of range only at padding
+    assert counter.syncs == ["tolist"]
+    with pytest.raises(
+        ValueError, match=r"input_word_ids contains -1, outside the word vocabulary \[0, vocab_size=10\)"
+    ):
+        check_word_ids(config, torch.tensor([[1, 2, -1, 0], [0, 3, 0, 0]]), mask)
+    with pytest.raises(ValueError, match="found a word after padding"):
+        check_character_ids(ids, torch.tensor([[1, 0, 1, 0], [1, 1, 0, 0]]), 5, 262)
+    ids[1, 1] = 0
+    with pytest.raises(ValueError, match="marks a word whose character ids are all 0"):
+        check_character_ids(ids, attention_mask, 5, 262)

@@ -347,3 +347,43 @@ def test_labels_the_scheme_forbids_are_refused(labels, message):
     model = TagLMForTokenClassification(tiny_config(tag_scheme=None)).eval()
     loss = model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids, labels=torch.tensor(labels)).loss
     assert loss.item() < 100
+
+
+def test_each_input_is_checked_once_where_it_enters(bilm_dir, monkeypatch, count_host_syncs):
+    """TagLM checks the character ids, word ids and labels itself; its biLM and CRF then run unchecked (their
+    public forwards would check the same inputs again). The checks read the device five times: once for the
+    character ids, once for the word ids, three times for the labels (negative, range, transitions)."""
+    from hf_ctx import crf, modeling_elmo, modeling_taglm
+
+    model = TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS))).eval()
+    inputs = encode(ElmoTokenizer.from_pretrained(bilm_dir), SENTENCES, LABEL_IDS)
+    checks = []
+    check_character_ids = modeling_elmo.check_character_ids
+    for module in (modeling_elmo, modeling_taglm):
+        monkeypatch.setattr(module, "check_character_ids", lambda *a: checks.append("ids") or check_character_ids(*a))
+    check_mask = crf.ConditionalRandomField._check
+    monkeypatch.setattr(crf.ConditionalRandomField, "_check", lambda *a: checks.append("crf") or check_mask(*a))
+    validate, counter = model._validate, count_host_syncs()
+
+    def counted_validate(*args):
+        with counter:
+            return validate(*args)
+
+    monkeypatch.setattr(model, "_validate", counted_validate)
+    with torch.no_grad():
+        output = model(**inputs)
+    assert checks == ["ids"] and len(counter.syncs) == 5, counter.syncs
+    assert torch.isfinite(output.loss)
+
+
+def test_bad_input_a_biLM_would_refuse_is_refused_by_the_tagger(bilm_dir):
+    """The biLM runs unchecked inside TagLM, so the tagger refuses what it would: too many words, and character
+    ids beyond its range (262) where the tagger's own range is wider."""
+    model = TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS), n_characters=300))
+    inputs = encode(ElmoTokenizer.from_pretrained(bilm_dir), SENTENCES)
+    inputs["input_ids"][0, 0, 1] = 280
+    with pytest.raises(ValueError, match=r"character id 280, outside \[0, 262\)"):
+        model(**inputs)
+    model.bilm.config.max_sentence_words = 3
+    with pytest.raises(ValueError, match=r"4 words per sentence, more than this ELMo's max_sentence_words=3"):
+        model(**encode(ElmoTokenizer.from_pretrained(bilm_dir), SENTENCES))
