@@ -42,10 +42,14 @@ def check_label_range(labels: torch.Tensor, num_classes: int) -> None:
     used = labels.masked_fill(labels == IGNORE_INDEX, 0)  # 0 is a class id: ignored labels pass
     low, high = torch.stack([used.min(), used.max()]).tolist()
     if low < 0 or high >= num_classes:
-        raise ValueError(
-            f"label {low if low < 0 else high} is outside [0, num_labels={num_classes}); a label "
-            f"is a class id, or {IGNORE_INDEX} for no loss"
-        )
+        raise label_range_error(low if low < 0 else high, num_classes)
+
+
+def label_range_error(label: int, num_classes: int) -> ValueError:
+    """The error of a label outside [0, num_classes) (`check_label_range`'s, and TagLM's one-read label check)."""
+    return ValueError(
+        f"label {label} is outside [0, num_labels={num_classes}); a label is a class id, or {IGNORE_INDEX} for no loss"
+    )
 
 
 def classification_loss(logits: torch.Tensor, labels: torch.Tensor, num_classes: int) -> torch.Tensor:

@@ -38,7 +38,7 @@ from .configuration_elmo import ElmoConfig
 from .configuration_taglm import TagLMConfig
 from .crf import ConditionalRandomField
 from .layers import checkpointed, run_packed_rnn
-from .losses import IGNORE_INDEX, BatchMeanLossMixin, check_label_range, host_syncs_allowed
+from .losses import IGNORE_INDEX, BatchMeanLossMixin, host_syncs_allowed, label_range_error
 from .model_size import ParameterMemoryMixin
 from .modeling_elmo import (
     ElmoModel,
@@ -226,27 +226,25 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
             raise ValueError("TagLM needs input_word_ids (batch, words): use an ElmoTokenizer with a word vocabulary")
         check_word_ids(config, input_word_ids, mask)
         if labels is not None:
-            if tuple(labels.shape) != tuple(mask.shape):
-                raise ValueError(
-                    f"labels has shape {tuple(labels.shape)}, expected (batch, words) = {tuple(mask.shape)}"
-                )
-            if host_syncs_allowed(labels) and (mask & (labels < 0)).any():
-                raise ValueError(
-                    f"labels must give every word a tag id; found a negative label (e.g. {IGNORE_INDEX}) "
-                    "on a word the attention mask covers"
-                )
-            check_label_range(labels.masked_fill(~mask, IGNORE_INDEX), config.num_labels)
-            self._check_label_transitions(labels, mask)
+            self._check_labels(labels, mask)
         return mask
 
-    def _check_label_transitions(self, labels: torch.Tensor, mask: torch.Tensor) -> None:
-        """A `ValueError` naming the sentence, word and transition where the gold tags break `config.tag_scheme`
-        (O -> I-PER under IOB2). The CRF scores such a transition -10000, so training on it gives a loss of about
-        10,000 and learns nothing; the data is then in another scheme (IOB1), to be converted first."""
-        if torch.compiler.is_compiling() or labels.shape[1] == 0:
+    def _check_labels(self, labels: torch.Tensor, mask: torch.Tensor) -> None:
+        """A `ValueError` unless `labels` (B, W) give every word of the mask a tag id in [0, num_labels) and the
+        tags follow `config.tag_scheme`: the transition error names the sentence, word and transition (O -> I-PER
+        under IOB2). The CRF scores such a transition -10000, so training on it gives a loss of about 10,000 and
+        learns nothing; the data is then in another scheme (IOB1), to be converted first.
+
+        The three checks cost one host sync together and are skipped where `host_syncs_allowed` says no.
+        """
+        if tuple(labels.shape) != tuple(mask.shape):
+            raise ValueError(f"labels has shape {tuple(labels.shape)}, expected (batch, words) = {tuple(mask.shape)}")
+        if not host_syncs_allowed(labels) or labels.numel() == 0:
             return
         allowed, t = self.crf.allowed, self.config.num_labels
         tags = labels.masked_fill(~mask, 0)
+        negative, high = (mask & (labels < 0)).any(), tags.max()
+        tags = tags.clamp(0, t - 1)  # the transitions are read only when every tag is in range
         lengths = mask.sum(1)
         has_words = lengths > 0
         # (B, W + 1) flags: start -> first tag, tag -> next tag, last tag -> end
@@ -255,7 +253,15 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
         last = tags.gather(1, (lengths - 1).clamp(min=0).unsqueeze(1)).squeeze(1)
         bad_end = has_words & ~allowed[last, t + 1]
         bad = torch.cat([bad_start.unsqueeze(1), bad_inside, bad_end.unsqueeze(1)], dim=1)
-        if not bad.any():
+        negative, high, any_bad = torch.stack([negative.long(), high.long(), bad.any().long()]).tolist()
+        if negative:
+            raise ValueError(
+                f"labels must give every word a tag id; found a negative label (e.g. {IGNORE_INDEX}) "
+                "on a word the attention mask covers"
+            )
+        if high >= t:
+            raise label_range_error(high, t)
+        if not any_bad:
             return
         sentence, position = (int(i) for i in bad.nonzero()[0])
         names = {int(k): v for k, v in self.config.id2label.items()}

@@ -351,8 +351,8 @@ def test_labels_the_scheme_forbids_are_refused(labels, message):
 
 def test_each_input_is_checked_once_where_it_enters(bilm_dir, monkeypatch, count_host_syncs):
     """TagLM checks the character ids, word ids and labels itself; its biLM and CRF then run unchecked (their
-    public forwards would check the same inputs again). The checks read the device five times: once for the
-    character ids, once for the word ids, three times for the labels (negative, range, transitions)."""
+    public forwards would check the same inputs again). The checks read the device three times: once each for
+    the character ids, the word ids and the labels (negative, range and transitions together)."""
     from hf_ctx import crf, modeling_elmo, modeling_taglm
 
     model = TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS))).eval()
@@ -372,7 +372,7 @@ def test_each_input_is_checked_once_where_it_enters(bilm_dir, monkeypatch, count
     monkeypatch.setattr(model, "_validate", counted_validate)
     with torch.no_grad():
         output = model(**inputs)
-    assert checks == ["ids"] and len(counter.syncs) == 5, counter.syncs
+    assert checks == ["ids"] and counter.syncs == ["tolist"] * 3, counter.syncs
     assert torch.isfinite(output.loss)
 
 
@@ -387,3 +387,13 @@ def test_bad_input_a_biLM_would_refuse_is_refused_by_the_tagger(bilm_dir):
     model.bilm.config.max_sentence_words = 3
     with pytest.raises(ValueError, match=r"4 words per sentence, more than this ELMo's max_sentence_words=3"):
         model(**encode(ElmoTokenizer.from_pretrained(bilm_dir), SENTENCES))
+
+
+def test_a_label_beyond_the_tags_is_named_and_padding_labels_are_not_read():
+    model = TagLMForTokenClassification(tiny_config()).eval()
+    input_ids, mask, word_ids = batch(SENTENCES, VOCAB)
+    labels = torch.tensor([[1, 0, 0, 3], [1, 2, 0, 99], [3, -7, 42, -100]])  # 99, -7 and 42 are padding
+    assert torch.isfinite(model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids, labels=labels).loss)
+    labels[0, 2] = 5
+    with pytest.raises(ValueError, match=r"label 5 is outside \[0, num_labels=5\); a label is a class id, or -100"):
+        model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids, labels=labels)
