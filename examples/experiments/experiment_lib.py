@@ -1,5 +1,6 @@
-"""The library the experiment scripts (`elmo_taglm.py`, `bert_glue_conll.py`) share, and that tests import: running the example scripts in-process, seed tables with baselines, and the
-plots (pretraining curves from `trainer_state.json`, ELMo scalar-mix weights from a task model's weights).
+"""The library the experiment scripts (`elmo_taglm.py`, `bert_glue_conll.py`) share, and that tests import as a
+module: running the example scripts in-process, seed tables with baselines, and the plots (pretraining curves from
+`trainer_state.json`, ELMo scalar-mix weights from a task model's weights).
 
 Tables give each cell as mean (min–max) over seeds, with every seed's value beside it, so that a reader can check
 the claim "every seed of the pretrained model beats every seed of the control" directly.
