@@ -49,6 +49,11 @@ config = hf_ctx.TagLMConfig(vocab_size=len(tokenizer.get_vocab()), word_embeddin
     rnn_hidden_size=6, id2label=dict(enumerate(labels)), tag_scheme="BIO")
 hf_ctx.TagLMForTokenClassification.from_bilm(bilm, config).save_pretrained("runs/end_to_end/tagger")
 tokenizer.save_pretrained("runs/end_to_end/tagger")
+# A reader as run_qa.py trains it.
+bert_tokenizer = hf_ctx.train_wordpiece_tokenizer(["corpus.txt"], vocab_size=200)
+hf_ctx.CtxBertForQuestionAnswering(hf_ctx.CtxBertConfig(vocab_size=len(bert_tokenizer), hidden_size=16,
+    num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)).save_pretrained("runs/squad-mini")
+bert_tokenizer.save_pretrained("runs/squad-mini")
 
 for command in {commands!r}:
     print("$", " ".join(command), flush=True)

@@ -262,7 +262,7 @@ def test_few_label_run_selects_on_a_held_out_slice_of_the_training_file_and_scor
         args = HfArgumentParser((run_ner.DataArguments, run_ner.TrainingArguments)).parse_args_into_dataclasses(
             [*argv, "--do_train", "--do_eval", "--output_dir", str(tmp_path / "unused")]
         )
-        data = run_ner.load_data(*args)
+        data, _ = run_ner.load_data(*args)
         return [" ".join(s) for s in data["train"]["tokens"]], [" ".join(s) for s in data["validation"]["tokens"]]
 
     small, held_out = split(10, seed=1)
