@@ -58,6 +58,7 @@ from hf_ctx.training import (
     CtxTrainingArguments,
     apply_gpu_defaults,
     first_examples,
+    padding_multiple,
     parse_args_and_set_up,
     parse_config_overrides,
     train_and_evaluate,
@@ -223,9 +224,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         encode = encode_glue_for_words if family == "elmo" else encode_glue_for_subwords
         encoded = encode(raw, task, tokenizer, data_args.max_seq_length, num_proc=data_args.preprocessing_num_workers)
     # Multiples of 8 use tensor cores on a GPU; with length-grouped batches they also keep the shapes few.
-    pad_to = data_args.pad_to_multiple_of
-    if pad_to is None and (training_args.fp16 or training_args.bf16 or training_args.device.type == "cuda"):
-        pad_to = 8
+    pad_to = padding_multiple(data_args.pad_to_multiple_of, training_args)
     collator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=pad_to)
     eval_sets = {split: encoded[split] for split in task.validation_splits if split in encoded}
     # A frozen biLM's states are computed once for every sentence the run reads (and, on disk, for later runs).

@@ -46,6 +46,7 @@ from hf_ctx.training import (
     apply_gpu_defaults,
     evaluation_data,
     first_examples,
+    padding_multiple,
     parse_args_and_set_up,
     parse_config_overrides,
     train_and_evaluate,
@@ -238,9 +239,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         inputs = squad.metric_inputs(predictions, examples, data_args.version_2_with_negative)
         return metric.compute(**inputs)
 
-    pad_to = data_args.pad_to_multiple_of
-    if pad_to is None and (training_args.fp16 or training_args.bf16 or training_args.device.type == "cuda"):
-        pad_to = 8
+    pad_to = padding_multiple(data_args.pad_to_multiple_of, training_args)
     trainer = QuestionAnsweringTrainer(
         model=model,
         args=training_args,

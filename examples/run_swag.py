@@ -39,6 +39,7 @@ from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
     CtxTrainer,
     first_examples,
+    padding_multiple,
     parse_args_and_set_up,
     parse_config_overrides,
     record_metrics,
@@ -157,9 +158,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             )
             for split, data in raw.items()
         }
-    pad_to = data_args.pad_to_multiple_of
-    if pad_to is None and (training_args.fp16 or training_args.bf16 or training_args.device.type == "cuda"):
-        pad_to = 8
+    pad_to = padding_multiple(data_args.pad_to_multiple_of, training_args)
     trainer = CtxTrainer(
         model=model,
         args=training_args,

@@ -115,6 +115,16 @@ def setup_logging(training_args: TrainingArguments, logger: logging.Logger) -> N
     )
 
 
+def padding_multiple(pad_to_multiple_of: int | None, training_args: TrainingArguments) -> int | None:
+    """`--pad_to_multiple_of`, else 8 under mixed precision or on a GPU (tensor cores want dimensions divisible by
+    8), else none: on a CPU padding only adds work."""
+    if pad_to_multiple_of is None and (
+        training_args.fp16 or training_args.bf16 or training_args.device.type == "cuda"
+    ):
+        return 8
+    return pad_to_multiple_of
+
+
 def apply_gpu_defaults(training_args: TrainingArguments, argv: list[str] | None, **defaults) -> dict:
     """On a CUDA device, set `TrainingArguments` fields to the examples' GPU defaults where the command line did
     not set them; returns what was set. On a GPU small steps are bound by kernel launches, not arithmetic:
