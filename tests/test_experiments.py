@@ -373,6 +373,7 @@ def test_gpu_window_runs_one_command_a_call_and_a_cut_slice_continues_on_the_nex
         "DATA": str(data),
         "PYTHON": sys.executable,
         "COMMAND_S": "2",
+        "REQUIRED_MODULES": "torch",  # the stub experiments need nothing else; the GloVe package is not a test extra
         "PATH": f"{bin_dir}:{os.environ['PATH']}",
     }
 
