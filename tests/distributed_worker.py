@@ -14,6 +14,7 @@ import os
 import sys
 
 import torch
+import torch.distributed as dist
 from datasets import Dataset
 from transformers import HfArgumentParser, TrainingArguments
 
@@ -72,3 +73,8 @@ def parse(argv: list[str]) -> TrainingArguments:
 
 if __name__ == "__main__":
     run(parse(sys.argv[1:]))
+    if dist.is_initialized():
+        # Every rank gets here before any tears gloo down: a rank that exits while the other still has a collective in
+        # flight aborts it, and under torchrun --nnodes 2 the other node's agent then waits out its 300 s exit barrier.
+        dist.barrier()
+        dist.destroy_process_group()

@@ -88,6 +88,9 @@ def run(output_dir: str) -> None:
         }
     with open(os.path.join(output_dir, f"fsdp2_rank{rank}.json"), "w", encoding="utf-8") as f:
         json.dump(results, f)
+    # Both ranks reach this point before either tears gloo down: a rank that exits while the other still has a
+    # collective in flight aborts it ("terminate called without an active exception", seen on a loaded machine).
+    dist.barrier()
     dist.destroy_process_group()
 
 

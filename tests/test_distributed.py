@@ -14,6 +14,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from unittest import mock
@@ -72,19 +73,27 @@ def test_two_nodes_train_like_one_process_with_twice_the_batch(one_process_batch
     launcher = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc_per_node", "1"]
     launcher += ["--master_addr", "127.0.0.1", "--master_port", str(port)]
     worker = [str(WORKER), "--output_dir", str(tmp_path), "--per_device_train_batch_size", "4", "--use_cpu"]
-    nodes = [
-        subprocess.Popen(
-            [*launcher, "--node_rank", str(rank), *worker],
-            env=environment(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for rank in (0, 1)
-    ]
-    for node in nodes:
-        stdout, stderr = node.communicate(timeout=300)
-        check(subprocess.CompletedProcess(node.args, node.returncode, stdout, stderr))
+    # Each node writes to a file, not a pipe: a node blocked on a full pipe that nobody reads would stall the other
+    # at torchrun's exit barrier. A node that fails stops the wait (the other would sit out that 300 s barrier), and
+    # any node still running is killed, so none outlives the test.
+    logs = [tmp_path / f"node{rank}.log" for rank in (0, 1)]
+    with contextlib.ExitStack() as stack:
+        nodes = []
+        for rank, log in enumerate(logs):
+            out = stack.enter_context(open(log, "w"))
+            command = [*launcher, "--node_rank", str(rank), *worker]
+            nodes.append(subprocess.Popen(command, env=environment(), stdout=out, stderr=subprocess.STDOUT))
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and any(node.poll() is None for node in nodes):
+            if any(node.returncode not in (None, 0) for node in nodes):
+                break
+            time.sleep(0.2)
+        for node in nodes:
+            if node.poll() is None:
+                node.kill()
+                node.wait()
+    for node, log in zip(nodes, logs):
+        assert node.returncode == 0, f"{log.name} (exit {node.returncode}):\n" + log.read_text()[-3000:]
     first, second = results(tmp_path, 2)
     assert first["world_size"] == second["world_size"] == 2
     assert len(first["losses"]) == len(one_process_batch_8["losses"]) == 3
