@@ -29,15 +29,11 @@ from pathlib import Path
 
 import datasets
 from transformers import (
-    AutoConfig,
     AutoModelForSequenceClassification,
     DataCollatorWithPadding,
 )
 
-from hf_ctx import BERT_PRESETS, ELMO_PRESETS, CtxBertConfig, ElmoConfig, ElmoTokenizer
-from hf_ctx.checks import (
-    load_tokenizer,
-)
+from hf_ctx.checks import load_tokenizer
 from hf_ctx.data.bilm_cache import BiLMCacheArguments, with_bilm_cache
 from hf_ctx.data.glue import (
     GLUE_TASKS,
@@ -50,13 +46,14 @@ from hf_ctx.data.glue import (
     write_glue_predictions,
 )
 from hf_ctx.errors import run_script
-from hf_ctx.families import MODEL_FAMILIES, model_family
+from hf_ctx.families import MODEL_FAMILIES, check_tokenizer_fits, families_with, model_family, preset_names
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
     CtxTrainer,
     CtxTrainingArguments,
     apply_gpu_defaults,
+    apply_unpad_inputs,
     first_examples,
     padding_multiple,
     parse_args_and_set_up,
@@ -72,9 +69,8 @@ IGNORED_TOGETHER = [
     ("model_name_or_path", "model_type"),
 ]
 
-# The model families with a sequence-classification head (--model_type), and their size presets.
-PRESETS = {"bert": BERT_PRESETS, "elmo": ELMO_PRESETS}
-MODEL_TYPES = tuple(PRESETS)
+# The model families with a sequence-classification head (--model_type).
+MODEL_TYPES = tuple(families_with("sequence_classification"))
 
 
 @dataclass
@@ -89,8 +85,8 @@ class ModelArguments(BiLMCacheArguments):
     config_name: str | None = field(
         default=None,
         metadata={
-            "help": "with --model_type: a config.json or checkpoint folder, or a size preset: BERT's "
-            f"{list(BERT_PRESETS)}, ELMo's {list(ELMO_PRESETS)}"
+            "help": "with --model_type: a config.json or checkpoint folder, or a size preset: "
+            + preset_names(MODEL_TYPES)
         },
     )
     tokenizer_name: str | None = field(default=None, metadata={"help": "tokenizer folder (default: the checkpoint's)"})
@@ -154,16 +150,8 @@ def build_model(model_args: ModelArguments, task, tokenizer):
             "give --model_name_or_path, or --model_type (one of "
             f"{list(MODEL_TYPES)}) with --config_name for a randomly initialised model"
         )
-    if model_args.config_name in PRESETS[model_args.model_type]:
-        if model_args.model_type == "bert":
-            config = CtxBertConfig.from_preset(model_args.config_name, vocab_size=len(tokenizer), **fields)
-        else:
-            config = ElmoConfig.from_preset(model_args.config_name, **fields)
-    else:
-        config = AutoConfig.from_pretrained(model_args.config_name, cache_dir=model_args.cache_dir, **fields)
-    expected = MODEL_FAMILIES[model_args.model_type].model_type
-    if config.model_type != expected:
-        raise ValueError(f"--config_name {model_args.config_name} is a {config.model_type!r} config, not {expected!r}")
+    family = MODEL_FAMILIES[model_args.model_type]
+    config = family.load_config(model_args.config_name, tokenizer, cache_dir=model_args.cache_dir, **fields)
     return AutoModelForSequenceClassification.from_config(config)
 
 
@@ -192,25 +180,15 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     tokenizer_source = model_args.tokenizer_name or model_args.model_name_or_path
     if tokenizer_source is not None:
         tokenizer = load_tokenizer(tokenizer_source, cache_dir=model_args.cache_dir)
-    elif model_args.model_type == "elmo":
-        tokenizer = ElmoTokenizer()  # a classifier needs ELMo's character ids only
-    else:
-        raise ValueError("give --tokenizer_name (or a --model_name_or_path that holds a tokenizer)")
+    else:  # a new model's own tokenizer, where it needs no training text (ELMo's character ids)
+        family = MODEL_FAMILIES.get(model_args.model_type)
+        tokenizer = family.new_tokenizer() if family is not None else None
+        if tokenizer is None:
+            raise ValueError("give --tokenizer_name (or a --model_name_or_path that holds a tokenizer)")
     model = build_model(model_args, task, tokenizer)
-    family = model_family(model.config)
-    if family == "bert":
-        model.config.unpad_inputs = model_args.unpad_inputs
-    if family == "bert" and data_args.max_seq_length > model.config.max_position_embeddings:
-        raise ValueError(
-            f"--max_seq_length {data_args.max_seq_length} exceeds the model's "
-            f"max_position_embeddings ({model.config.max_position_embeddings})"
-        )
-    if family == "bert" and len(tokenizer) > model.config.vocab_size:
-        raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but the model only {model.config.vocab_size}")
-    if family == "elmo" and not isinstance(tokenizer, ElmoTokenizer):
-        raise ValueError(
-            f"an ELMo model reads ElmoTokenizer's character ids; {tokenizer_source} holds a {type(tokenizer).__name__}"
-        )
+    family = MODEL_FAMILIES[model_family(model.config)]
+    apply_unpad_inputs(model, model_args.unpad_inputs)
+    check_tokenizer_fits(model.config, tokenizer, data_args.max_seq_length, tokenizer_source)
     logger.info(f"{task.name}: {type(model).__name__} with {model.num_parameters():,} parameters")
 
     def limit(split: str) -> int | None:
@@ -221,7 +199,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     available = {split: len(dataset) for split, dataset in raw.items()}  # for the model card: N used of M
     raw = datasets.DatasetDict({split: first_examples(dataset, limit(split)) for split, dataset in raw.items()})
     with training_args.main_process_first(desc="tokenizing"):
-        encode = encode_glue_for_words if family == "elmo" else encode_glue_for_subwords
+        encode = encode_glue_for_words if family.words_are_tokens else encode_glue_for_subwords
         encoded = encode(raw, task, tokenizer, data_args.max_seq_length, num_proc=data_args.preprocessing_num_workers)
     # Multiples of 8 use tensor cores on a GPU; with length-grouped batches they also keep the shapes few.
     pad_to = padding_multiple(data_args.pad_to_multiple_of, training_args)
@@ -272,7 +250,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             logger.warning(f"left out of the model card (not finite): {sorted(set(eval_metrics) - set(finite))}")
         finish_run(
             trainer,
-            family,
+            family.name,
             # Local files are named as such; only data that came from the Hub gets a Hub id.
             dataset_name=f"GLUE {task.folder}"
             + (f" (the local file {task.split_files['train']})" if data_args.data_dir else ""),

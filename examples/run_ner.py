@@ -32,39 +32,25 @@ from transformers import (
     AutoConfig,
     AutoModelForTokenClassification,
     DataCollatorForTokenClassification,
-    DataCollatorWithPadding,
     EarlyStoppingCallback,
     IntervalStrategy,
     TrainingArguments,
 )
 
-from hf_ctx import (
-    BERT_PRESETS,
-    CtxBertConfig,
-    CtxBertForTokenClassification,
-    ElmoForTokenClassification,
-    ElmoTokenizer,
-    TagLMConfig,
-    TagLMForTokenClassification,
-    tag_schemes,
-    train_wordpiece_tokenizer,
-)
-from hf_ctx.atomic_files import write_text
-from hf_ctx.checks import (
-    load_tokenizer,
-)
+from hf_ctx import BERT_PRESETS, tag_schemes
+from hf_ctx.checks import load_tokenizer
 from hf_ctx.data import conll
-from hf_ctx.data.bilm import build_vocabulary, count_words
 from hf_ctx.data.bilm_cache import BiLMCacheArguments, with_bilm_cache
 from hf_ctx.data.word_vectors import load_word_vectors
 from hf_ctx.errors import run_script
-from hf_ctx.families import MODEL_FAMILIES, model_family
+from hf_ctx.families import MODEL_FAMILIES, check_tokenizer_fits, model_family
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
     CtxTrainer,
     CtxTrainingArguments,
     apply_gpu_defaults,
+    apply_unpad_inputs,
     evaluation_data,
     hold_out_validation,
     parse_args_and_set_up,
@@ -147,7 +133,6 @@ class DataArguments:
             "(default: no limit); longer sentences are split"
         },
     )
-    label_all_subwords: bool = field(default=False, metadata={"help": "BERT: label every sub-token, not the first"})
     validation_split_percentage: float | None = field(
         default=None,
         metadata={
@@ -218,110 +203,74 @@ def labels_for(model_args, data_args, data) -> list[str]:
     return tag_schemes.scheme_labels((tag for tags in data["train"]["ner_tags"] for tag in tags), data_args.tag_scheme)
 
 
-def _bert_tokenizer(model_args, data, output_dir: str):
-    """The tokenizer of --tokenizer_name, else a cased WordPiece vocabulary trained on the training words."""
-    if model_args.tokenizer_name is not None:
-        return load_tokenizer(model_args.tokenizer_name)
-    text = Path(output_dir) / "wordpiece_training_text.txt"
-    text.parent.mkdir(parents=True, exist_ok=True)
-    write_text(text, "".join(" ".join(tokens) + "\n" for tokens in data["train"]["tokens"]))
-    logger.info("training a %d-token WordPiece vocabulary on the training sentences", model_args.vocab_size)
-    tokenizer = train_wordpiece_tokenizer([text], vocab_size=model_args.vocab_size, lowercase=False)
-    text.unlink()
-    return tokenizer
-
-
-def _build_taglm(model_args, label_fields: dict, overrides: dict, data):
-    """A new TagLM tagger: on --bilm_name_or_path (with its tokenizer), or without biLM states."""
-    fields = {**label_fields, "bilm_layers": [int(i) for i in model_args.bilm_layers.split(",")], **overrides}
-    if model_args.bilm_name_or_path is not None:
-        tokenizer = load_tokenizer(model_args.tokenizer_name or model_args.bilm_name_or_path)
-    elif model_args.tokenizer_name is not None:
-        tokenizer = load_tokenizer(model_args.tokenizer_name)
-    else:
-        counts = count_words(data["train"]["tokens"])
-        tokenizer = ElmoTokenizer(vocab=build_vocabulary(counts, model_args.word_min_count))
-        logger.info("word vocabulary: %d of the %d training words", tokenizer.vocab_size - 3, len(counts))
-    if not isinstance(tokenizer, ElmoTokenizer) or not tokenizer.has_word_vocabulary:
-        raise ValueError(
-            "TagLM needs an ElmoTokenizer with a word vocabulary (the biLM's, or built from the "
-            f"training words); got {type(tokenizer).__name__}"
-        )
-    config = TagLMConfig(vocab_size=tokenizer.vocab_size, **fields)
-    if model_args.bilm_name_or_path is not None:
-        model = TagLMForTokenClassification.from_bilm(model_args.bilm_name_or_path, config)
-    else:
-        model = TagLMForTokenClassification(config)
-    if model_args.word_vectors is not None:
-        load_word_vectors(model.word_embeddings, model_args.word_vectors, tokenizer.get_vocab())
-    return model, tokenizer
-
-
-def build_tagger(model_args, data_args, labels: list[str], data, output_dir: str):
-    """(model, tokenizer, model family) for the arguments: a checkpoint, or a new BERT, ELMo or TagLM tagger."""
+def build_tagger(model_args, data_args, labels: list[str], data):
+    """(model, tokenizer, family record, checkpoint it was loaded from) for the arguments: a checkpoint (a finished
+    tagger, a pretrained BERT or ELMo), or a new tagger of `--model_type` built as its family's record says."""
     label_fields = {"id2label": dict(enumerate(labels)), "label2id": {label: i for i, label in enumerate(labels)}}
     overrides = parse_config_overrides(model_args.config_overrides)
-    if model_args.model_name_or_path is not None:
-        config = AutoConfig.from_pretrained(model_args.model_name_or_path)
-        family = model_family(config)
-        tokenizer = load_tokenizer(model_args.tokenizer_name or model_args.model_name_or_path)
+    checkpoint, bilm = model_args.model_name_or_path, model_args.bilm_name_or_path
+    family = None
+    if checkpoint is None:
+        family = MODEL_FAMILIES.get(model_args.model_type)
+        if family is None:
+            raise ValueError(
+                f"give --model_name_or_path, or --model_type (one of {MODEL_TYPES}); got {model_args.model_type!r}"
+            )
+        checkpoint = family.starting_checkpoint(bilm)
+    if checkpoint is not None:
+        config = AutoConfig.from_pretrained(checkpoint)
+        found = MODEL_FAMILIES[model_family(config)]
+        if family is not None and found is not family:
+            raise ValueError(f"{checkpoint} is not an hf_ctx {family.name} checkpoint")
+        tokenizer = load_tokenizer(model_args.tokenizer_name or checkpoint)
+        check_tokenizer_fits(config, tokenizer, data_args.max_seq_length, model_args.tokenizer_name or checkpoint)
         model = AutoModelForTokenClassification.from_pretrained(
-            model_args.model_name_or_path, num_labels=len(labels), **label_fields, **overrides
+            checkpoint, num_labels=len(labels), **label_fields, **overrides
         )
-        return model, tokenizer, family
-    if model_args.model_type == "bert":
-        tokenizer = _bert_tokenizer(model_args, data, output_dir)
-        config = CtxBertConfig.from_preset(
-            model_args.model_size,
-            vocab_size=len(tokenizer),
-            pad_token_id=tokenizer.pad_token_id,
-            **label_fields,
-            **overrides,
-        )
-        return CtxBertForTokenClassification(config), tokenizer, "bert"
-    if model_args.model_type == "taglm":
-        overrides.setdefault("tag_scheme", data_args.tag_scheme)
-        return (*_build_taglm(model_args, label_fields, overrides, data), "taglm")
-    if model_args.model_type == "elmo":
-        if model_args.bilm_name_or_path is None:
-            raise ValueError("--model_type elmo needs --bilm_name_or_path, the pretrained hf_ctx biLM to tag with")
-        tokenizer = load_tokenizer(model_args.tokenizer_name or model_args.bilm_name_or_path)
-        model = AutoModelForTokenClassification.from_pretrained(
-            model_args.bilm_name_or_path, **label_fields, **overrides
-        )
-        if not isinstance(model, ElmoForTokenClassification):
-            raise ValueError(f"{model_args.bilm_name_or_path} is not an hf_ctx ELMo checkpoint")
-        return model, tokenizer, "elmo"
-    raise ValueError(
-        f"give --model_name_or_path, or --model_type (one of {MODEL_TYPES}); got {model_args.model_type!r}"
-    )
-
-
-def encode_splits(data, tokenizer, family: str, label2id: dict[str, int], max_seq_length: int | None):
-    """Split sentences that are too long, then encode every split for the model family."""
-    if family == "bert":
-        limit = max_seq_length or tokenizer.model_max_length
-        word_costs, budget = conll.subword_counts(tokenizer), limit - tokenizer.num_special_tokens_to_add()
+        return model, tokenizer, found, checkpoint
+    source = model_args.tokenizer_name or bilm
+    if source is not None:
+        tokenizer = load_tokenizer(source)
     else:
-        limit = max_seq_length
-        word_costs, budget = (lambda batch: [[1] * len(words) for words in batch]), max_seq_length
+        words = data["train"]["tokens"]
+        tokenizer = family.new_tokenizer(words, model_args.vocab_size, model_args.word_min_count)
+    # This script's options that set a field of a new tagger's config, where its family's config has one (TagLM's).
+    tagger_fields = {
+        "bilm_layers": [int(i) for i in model_args.bilm_layers.split(",")],
+        "tag_scheme": data_args.tag_scheme,
+    }
+    fields = {**label_fields, **{k: v for k, v in tagger_fields.items() if family.takes(k)}, **overrides}
+    config = family.new_config(model_args.model_size, tokenizer, **fields)
+    check_tokenizer_fits(config, tokenizer, data_args.max_seq_length, source or "the new tokenizer")
+    model_class = family.models["token_classification"]
+    model = model_class.from_bilm(bilm, config) if bilm is not None else model_class(config)
+    if model_args.word_vectors is not None:
+        if not hasattr(model, "word_embeddings"):
+            raise ValueError(f"--word_vectors: a {family.name} tagger has no word embeddings to load them into")
+        load_word_vectors(model.word_embeddings, model_args.word_vectors, tokenizer.get_vocab())
+    return model, tokenizer, family, None
+
+
+def encode_splits(data, tokenizer, words_are_tokens: bool, label2id: dict[str, int], max_seq_length: int | None):
+    """Split sentences that are too long, then encode every split (one position per word for word-level models;
+    without --max_seq_length their sentences are not limited, sub-word models' by the tokenizer)."""
+    limit = max_seq_length or (None if words_are_tokens else tokenizer.model_max_length)
+    budget = None if limit is None else limit - tokenizer.num_special_tokens_to_add()
     pieces, encoded = {}, {}
     for split, dataset in data.items():
         pieces[split] = (
             dataset
             if budget is None
-            else conll.split_long_sentences(dataset, word_costs, budget, desc=f"splitting long {split} sentences")
+            else conll.split_long_sentences(
+                dataset, conll.subword_counts(tokenizer), budget, desc=f"splitting long {split} sentences"
+            )
         )
-        if family == "bert":
-            encode, kwargs = conll.encode_for_subwords, {"max_length": limit}
-        else:
-            encode, kwargs = conll.encode_for_words, {}
         encoded[split] = pieces[split].map(
-            encode,
+            conll.encode_tagged_words,
             batched=True,
             remove_columns=pieces[split].column_names,
             desc=f"encoding {split}",
-            fn_kwargs={"tokenizer": tokenizer, "label2id": label2id, **kwargs},
+            fn_kwargs={"tokenizer": tokenizer, "label2id": label2id, "max_length": limit},
         )
     return pieces, encoded
 
@@ -347,29 +296,23 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
                 "--early_stopping_patience needs --load_best_model_at_end and --metric_for_best_model (e.g. f1)"
             )
         callbacks.append(EarlyStoppingCallback(model_args.early_stopping_patience))
-    model, tokenizer, family = build_tagger(model_args, data_args, labels, data, training_args.output_dir)
-    # On a GPU: length-grouped batches, and TagLM's small steps in batches of 32 instead of 8.
-    gpu_defaults = {"group_by_length": True}
-    if family == "taglm":
-        gpu_defaults.update(per_device_train_batch_size=32, per_device_eval_batch_size=32)
-    applied = apply_gpu_defaults(training_args, argv, **gpu_defaults)
+    model, tokenizer, family, checkpoint = build_tagger(model_args, data_args, labels, data)
+    # On a GPU: length-grouped batches, and the family's own defaults (TagLM's larger batches).
+    applied = apply_gpu_defaults(training_args, argv, group_by_length=True, **family.gpu_defaults)
     if applied:
         logger.info(f"GPU defaults (give the options to override them): {applied}")
-    if family == "bert":
-        model.config.unpad_inputs = model_args.unpad_inputs
+    apply_unpad_inputs(model, model_args.unpad_inputs)
     logger.info(
         "%s tagger: %s parameters (%s trained), labels %s",
-        family,
+        family.name,
         f"{model.num_parameters():,}",
         f"{model.num_parameters(only_trainable=True):,}",
         labels,
     )
-    pieces, encoded = encode_splits(data, tokenizer, family, label2id, data_args.max_seq_length)
+    pieces, encoded = encode_splits(data, tokenizer, family.words_are_tokens, label2id, data_args.max_seq_length)
 
-    # ElmoTokenizer.pad pads word-level labels itself; BERT's sub-token labels need the token-classification collator.
-    collator = (
-        DataCollatorForTokenClassification(tokenizer) if family == "bert" else DataCollatorWithPadding(tokenizer)
-    )
+    # Pads the labels with -100 to the tokens' length: sub-tokens (BERT) or words (ELMo, TagLM).
+    collator = DataCollatorForTokenClassification(tokenizer)
     # A frozen biLM's states are computed once for every sentence of the run (and, on disk, for later runs).
     collator = with_bilm_cache(
         model, tokenizer, collator, encoded, model_args, training_args.output_dir, training_args.device
@@ -403,7 +346,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         dataset_name = training_data_name(data_args.dataset_name, data_args.train_file)
         finish_run(
             trainer,
-            family,
+            family.name,
             dataset_name=dataset_name,
             dataset_id=data_args.dataset_name,
             **evaluation_data(
@@ -414,8 +357,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
                 data_args.validation_split_percentage,
             ),
             eval_metrics={"validation": eval_metrics} if eval_metrics else None,
-            # A new ELMo tagger starts from the biLM; a TagLM tagger's card names its biLM from the config.
-            base_model=model_args.model_name_or_path or (model_args.bilm_name_or_path if family == "elmo" else None),
+            # A new ELMo tagger starts from the biLM checkpoint; a TagLM tagger's card names its biLM from the config.
+            base_model=checkpoint,
             num_train_available=available.get("train"),
             num_eval_available=available.get("validation"),
             hyperparameters={"tag_scheme": data_args.tag_scheme},

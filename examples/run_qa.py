@@ -30,13 +30,12 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from transformers import AutoConfig, AutoModelForQuestionAnswering, DataCollatorWithPadding, TrainingArguments
+from transformers import AutoModelForQuestionAnswering, DataCollatorWithPadding, TrainingArguments
 
-from hf_ctx import BERT_PRESETS, CtxBertConfig
 from hf_ctx.checks import load_tokenizer
 from hf_ctx.data import squad
 from hf_ctx.errors import run_script
-from hf_ctx.families import model_family
+from hf_ctx.families import MODEL_FAMILIES, check_tokenizer_fits, families_with, model_family, preset_names
 from hf_ctx.hub import finish_run
 from hf_ctx.metrics import load_metric
 from hf_ctx.question_answering import postprocess_predictions
@@ -44,6 +43,7 @@ from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
     CtxTrainer,
     apply_gpu_defaults,
+    apply_unpad_inputs,
     evaluation_data,
     first_examples,
     padding_multiple,
@@ -55,6 +55,8 @@ from hf_ctx.training import (
 )
 
 logger = logging.getLogger(__name__)
+# The model families with a question-answering head (--model_type).
+MODEL_TYPES = tuple(families_with("question_answering"))
 # (argument, argument it makes the script ignore): refused together.
 IGNORED_TOGETHER = [
     ("model_name_or_path", "config_name"),
@@ -70,12 +72,14 @@ class ModelArguments:
         default=None, metadata={"help": "an hf_ctx BERT checkpoint folder: pretrained, or a QA model to evaluate"}
     )
     model_type: str | None = field(
-        default=None, metadata={"help": "without --model_name_or_path: 'bert', a QA model from random weights"}
+        default=None,
+        metadata={"help": f"without --model_name_or_path: one of {list(MODEL_TYPES)}, a QA model from random weights"},
     )
     config_name: str | None = field(
         default=None,
         metadata={
-            "help": f"with --model_type: a config.json or checkpoint folder, or a size preset {list(BERT_PRESETS)}"
+            "help": "with --model_type: a config.json or checkpoint folder, or a size preset "
+            + preset_names(MODEL_TYPES)
         },
     )
     tokenizer_name: str | None = field(default=None, metadata={"help": "tokenizer folder (default: the checkpoint's)"})
@@ -133,18 +137,13 @@ def build_model(model_args: ModelArguments, tokenizer):
         return AutoModelForQuestionAnswering.from_pretrained(
             model_args.model_name_or_path, cache_dir=model_args.cache_dir, **overrides
         )
-    if model_args.model_type != "bert" or model_args.config_name is None:
+    if model_args.model_type not in MODEL_TYPES or model_args.config_name is None:
         raise ValueError(
-            "give --model_name_or_path, or --model_type bert with --config_name for a randomly initialised model"
+            f"give --model_name_or_path, or --model_type {' or '.join(MODEL_TYPES)} with --config_name for a randomly "
+            "initialised model"
         )
-    if model_args.config_name in BERT_PRESETS:
-        config = CtxBertConfig.from_preset(
-            model_args.config_name, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, **overrides
-        )
-    else:
-        config = AutoConfig.from_pretrained(model_args.config_name, cache_dir=model_args.cache_dir, **overrides)
-    if config.model_type != CtxBertConfig.model_type:
-        raise ValueError(f"--config_name {model_args.config_name} is a {config.model_type!r} config, not BERT's")
+    family = MODEL_FAMILIES[model_args.model_type]
+    config = family.load_config(model_args.config_name, tokenizer, cache_dir=model_args.cache_dir, **overrides)
     return AutoModelForQuestionAnswering.from_config(config)
 
 
@@ -185,14 +184,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     model = build_model(model_args, tokenizer)
     # The card and the Hub upload describe hf_ctx models; a transformers BERT only evaluates here.
     family = model_family(model.config) if training_args.do_train else None
-    if model.config.model_type == CtxBertConfig.model_type:
-        model.config.unpad_inputs = model_args.unpad_inputs
-    limit = model.config.max_position_embeddings
-    if data_args.max_seq_length > limit or len(tokenizer) > model.config.vocab_size:
-        raise ValueError(
-            f"--max_seq_length {data_args.max_seq_length} and the tokenizer's {len(tokenizer)} tokens must fit the "
-            f"model's max_position_embeddings ({limit}) and vocab_size ({model.config.vocab_size})"
-        )
+    apply_unpad_inputs(model, model_args.unpad_inputs)
+    check_tokenizer_fits(model.config, tokenizer, data_args.max_seq_length, tokenizer_source)
     logger.info(f"{type(model).__name__} with {model.num_parameters():,} parameters")
 
     windows = {}

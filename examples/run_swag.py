@@ -33,11 +33,12 @@ from hf_ctx.data.multiple_choice import (
     write_json_atomically,
 )
 from hf_ctx.errors import run_script
-from hf_ctx.families import model_family
+from hf_ctx.families import check_tokenizer_fits, model_family
 from hf_ctx.hub import finish_run
 from hf_ctx.training import (
     CONFIG_OVERRIDES_HELP,
     CtxTrainer,
+    apply_unpad_inputs,
     first_examples,
     padding_multiple,
     parse_args_and_set_up,
@@ -140,15 +141,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         raise ValueError("give --tokenizer_name (or a --model_name_or_path that holds a tokenizer)")
     tokenizer = load_tokenizer(tokenizer_source, cache_dir=model_args.cache_dir)
     model = build_model(model_args)
-    if hasattr(model.config, "unpad_inputs"):  # hf_ctx's BERT: compute on the real tokens only
-        model.config.unpad_inputs = model_args.unpad_inputs
-    max_positions = getattr(model.config, "max_position_embeddings", None)
-    if max_positions is not None and data_args.max_seq_length > max_positions:
-        raise ValueError(
-            f"--max_seq_length {data_args.max_seq_length} exceeds the model's max_position_embeddings ({max_positions})"
-        )
-    if len(tokenizer) > getattr(model.config, "vocab_size", len(tokenizer)):
-        raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but the model only {model.config.vocab_size}")
+    apply_unpad_inputs(model, model_args.unpad_inputs)
+    check_tokenizer_fits(model.config, tokenizer, data_args.max_seq_length, tokenizer_source)
     logger.info(f"{type(model).__name__} with {model.num_parameters():,} parameters, {len(columns.endings)} choices")
 
     with training_args.main_process_first(desc="tokenizing"):

@@ -7,6 +7,8 @@ the transformers Auto classes, so that ``AutoConfig``, ``AutoModel*`` and
 
 __version__ = "0.1.0"
 
+# The Auto classes hf_ctx registers with, and BERT's tokenizer (transformers' WordPiece tokenizer as it is), also
+# importable from here as before.
 from transformers import (
     AutoConfig,
     AutoModel,
@@ -18,18 +20,15 @@ from transformers import (
     AutoModelForSequenceClassification,
     AutoModelForTokenClassification,
     AutoTokenizer,
+    BertTokenizer,
 )
 
-_AUTO_CONFIGS = []
-# (Auto class, model class) pairs; each model section adds its own.
-_AUTO_MODELS = []
-# (config class, tokenizer class) pairs.
-_AUTO_TOKENIZERS = []
-
-# --- BERT -------------------------------------------------------------------
-from transformers import BertTokenizer  # hf_ctx BERT uses transformers' WordPiece tokenizer as is
-
 from .configuration_bert import BERT_PRESETS, CtxBertConfig
+from .configuration_elmo import ELMO_PRESETS, ElmoConfig
+from .configuration_taglm import TagLMConfig
+from .crf import ConditionalRandomField
+from .families import AUTO_CLASSES, MODEL_FAMILIES  # the registry: every family's classes, per task
+from .layers import CharacterCNN, Highway, LstmCellWithProjection, ProjectedLstm, ScalarMix, WordSoftmax
 from .lora import lora_target_modules
 from .modeling_bert import (
     CtxBertForMaskedLM,
@@ -42,25 +41,6 @@ from .modeling_bert import (
     CtxBertModel,
     CtxBertPreTrainedModel,
 )
-from .question_answering import QuestionAnsweringPipeline  # transformers 5 has no QA pipeline any more
-from .tokenization_bert import train_wordpiece_tokenizer
-
-_AUTO_CONFIGS.append(CtxBertConfig)
-_AUTO_MODELS += [
-    (AutoModel, CtxBertModel),
-    (AutoModelForPreTraining, CtxBertForPreTraining),
-    (AutoModelForMaskedLM, CtxBertForMaskedLM),
-    (AutoModelForNextSentencePrediction, CtxBertForNextSentencePrediction),
-    (AutoModelForSequenceClassification, CtxBertForSequenceClassification),
-    (AutoModelForTokenClassification, CtxBertForTokenClassification),
-    (AutoModelForQuestionAnswering, CtxBertForQuestionAnswering),
-    (AutoModelForMultipleChoice, CtxBertForMultipleChoice),
-]
-_AUTO_TOKENIZERS.append((CtxBertConfig, BertTokenizer))
-
-# --- ELMo -------------------------------------------------------------------
-from .configuration_elmo import ELMO_PRESETS, ElmoConfig
-from .layers import CharacterCNN, Highway, LstmCellWithProjection, ProjectedLstm, ScalarMix, WordSoftmax
 from .modeling_elmo import (
     ElmoForBiLM,
     ElmoForSequenceClassification,
@@ -68,27 +48,22 @@ from .modeling_elmo import (
     ElmoModel,
     ElmoPreTrainedModel,
 )
-from .tokenization_elmo import ElmoTokenizer
-
-_AUTO_CONFIGS.append(ElmoConfig)
-_AUTO_MODELS += [
-    (AutoModel, ElmoModel),
-    (AutoModelForPreTraining, ElmoForBiLM),
-    (AutoModelForSequenceClassification, ElmoForSequenceClassification),
-    (AutoModelForTokenClassification, ElmoForTokenClassification),
-]
-_AUTO_TOKENIZERS.append((ElmoConfig, ElmoTokenizer))
-
-# --- TagLM ------------------------------------------------------------------
-from .configuration_taglm import TagLMConfig
-from .crf import ConditionalRandomField
 from .modeling_taglm import TagLMForTokenClassification, TagLMPreTrainedModel
+from .question_answering import QuestionAnsweringPipeline  # transformers 5 has no QA pipeline any more
 from .tag_schemes import allowed_transitions
+from .tokenization_bert import train_wordpiece_tokenizer
+from .tokenization_elmo import ElmoTokenizer
 from .word_tagging_pipeline import WordFeatureExtractionPipeline, WordTokenClassificationPipeline
 
-_AUTO_CONFIGS.append(TagLMConfig)
-_AUTO_MODELS.append((AutoModelForTokenClassification, TagLMForTokenClassification))
-_AUTO_TOKENIZERS.append((TagLMConfig, ElmoTokenizer))  # TagLM reads the biLM's characters and word ids
+# The registration tables, derived from the records: config classes, (Auto class, model class) pairs and
+# (config class, tokenizer class) pairs.
+_AUTO_CONFIGS = [family.config_class for family in MODEL_FAMILIES.values()]
+_AUTO_MODELS = [
+    (AUTO_CLASSES[task], model_class)
+    for family in MODEL_FAMILIES.values()
+    for task, model_class in family.models.items()
+]
+_AUTO_TOKENIZERS = [(family.config_class, family.tokenizer_class) for family in MODEL_FAMILIES.values()]
 
 
 def _register_auto_classes():

@@ -43,7 +43,7 @@ def check_model_type(name_or_path: str | os.PathLike, what: str = "checkpoint") 
     if model_type is not None and model_type not in CONFIG_MAPPING:
         from .families import MODEL_FAMILIES
 
-        ours = [config_class.model_type for config_class in MODEL_FAMILIES.values()]
+        ours = [family.config_class.model_type for family in MODEL_FAMILIES.values()]
         raise ValueError(
             f"{what}: {config_file} has model_type {model_type!r}, which neither hf_ctx (its types: "
             f"{', '.join(ours)}) nor transformers knows; a checkpoint of another library or a newer hf_ctx?"

@@ -1,16 +1,236 @@
-"""hf_ctx's model families, one registry: the names the examples, the model cards and the Hub code use.
+"""hf_ctx's model families, one registry: one `ModelFamily` record per family, which the Auto registration
+(`hf_ctx/__init__.py`), the example scripts, the model cards and `checks.check_model_type` read.
 
 A family is named by a short word ("bert", "elmo", "taglm") and recognised in a checkpoint by its config's
-`model_type` ("hf_ctx_bert", ...). This module is used from the installed package; it never travels with a
-checkpoint.
+`model_type` ("hf_ctx_bert", ...). Its record names its config class, its model class per task, its tokenizer
+class, and the few things that differ between families when a script builds a new model: how the tokenizer is
+made when none is named, which config fields come from the tokenizer, which tokenizers the models can read, and
+what a pretrained biLM is to it. Everything else (encoding, label alignment, collating) is one path for every
+family, chosen at most by `words_are_tokens`.
+
+This module is used from the installed package; it never travels with a checkpoint (the flat configuration,
+modeling and tokenizer modules it imports must never import it).
 """
 
-from .configuration_bert import CtxBertConfig
-from .configuration_elmo import ElmoConfig
-from .configuration_taglm import TagLMConfig
+import inspect
+import logging
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
-# Family name -> its config class.
-MODEL_FAMILIES = {"bert": CtxBertConfig, "elmo": ElmoConfig, "taglm": TagLMConfig}
+import transformers
+
+from . import configuration_bert, configuration_elmo, configuration_taglm, modeling_bert, modeling_elmo, modeling_taglm
+from .atomic_files import write_text
+from .tokenization_bert import train_wordpiece_tokenizer
+from .tokenization_elmo import ElmoTokenizer
+
+logger = logging.getLogger(__name__)
+
+# Task -> the transformers Auto class that loads a model for it: the one table the registration reads.
+AUTO_CLASSES = {
+    task: getattr(transformers, auto_class)
+    for task, auto_class in {
+        "base": "AutoModel",
+        "pretraining": "AutoModelForPreTraining",
+        "masked_lm": "AutoModelForMaskedLM",
+        "next_sentence": "AutoModelForNextSentencePrediction",
+        "sequence_classification": "AutoModelForSequenceClassification",
+        "token_classification": "AutoModelForTokenClassification",
+        "question_answering": "AutoModelForQuestionAnswering",
+        "multiple_choice": "AutoModelForMultipleChoice",
+    }.items()
+}
+
+
+@dataclass(frozen=True)
+class ModelFamily:
+    """One model family.
+
+    Args:
+        name: the short name ("bert"): `--model_type`, the model-card template `model_cards/<name>.md`.
+        config_class: its `PretrainedConfig`; its `model_type` marks the family's checkpoints.
+        models: task (a key of `AUTO_CLASSES`) -> the model class for it, for the tasks the family has.
+        tokenizer_class: what `AutoTokenizer` loads for the family's checkpoints.
+        words_are_tokens: the tokenizer gives one position per word (ELMo's characters, TagLM's words), so
+            lengths count words; else sub-words (BERT), and a word may cost several positions.
+        new_tokenizer: `(words, vocab_size, min_count) -> tokenizer or None`: a new model's tokenizer where none
+            is named, from the training sentences' `words` (None where a script has none: then it can make one only
+            if it needs no training text).
+        tokenizer_fields: `tokenizer -> dict`: the config fields a new model takes from its tokenizer.
+        check_tokenizer: `(tokenizer, source) -> None`: raises a ValueError naming `source` when the family's
+            models cannot read what `tokenizer` gives; None where any tokenizer does.
+        bilm: what a pretrained biLM (`--bilm_name_or_path`) is to a new model: "checkpoint" (ELMo: the new model
+            is the biLM checkpoint with a new head), "optional" (TagLM: built on one with its model class's
+            `from_bilm`, or without), None (BERT: takes none).
+        presets: size preset name -> config fields (`config_class.from_preset`).
+        gpu_defaults: Trainer options a GPU run of the family's taggers gets unless given.
+    """
+
+    name: str
+    config_class: type
+    models: dict[str, type]
+    tokenizer_class: type
+    words_are_tokens: bool
+    new_tokenizer: Callable
+    tokenizer_fields: Callable[[object], dict]
+    check_tokenizer: Callable | None = None
+    bilm: str | None = None
+    presets: dict = field(default_factory=dict)
+    gpu_defaults: dict = field(default_factory=dict)
+
+    def takes(self, name: str) -> bool:
+        """Whether the family's config has the field `name` (e.g. TagLM's "tag_scheme")."""
+        return name in inspect.signature(self.config_class.__init__).parameters
+
+    def new_config(self, preset: str | None, tokenizer, **fields):
+        """A new model's config: the size `preset` (None, or a family without presets: the config class's
+        defaults), sized to `tokenizer` (`tokenizer_fields`), with `fields` over both."""
+        fields = {**self.tokenizer_fields(tokenizer), **fields}
+        if preset is None or not self.presets:
+            return self.config_class(**fields)
+        return self.config_class.from_preset(preset, **fields)
+
+    def starting_checkpoint(self, bilm: str | None) -> str | None:
+        """The checkpoint a new model of the family is loaded from, given `--bilm_name_or_path` `bilm`: the biLM
+        for ELMo (which needs one), else None (TagLM builds on the biLM itself, `from_bilm`; BERT takes none)."""
+        if self.bilm == "checkpoint":
+            if bilm is None:
+                raise ValueError(
+                    f"--model_type {self.name} needs --bilm_name_or_path, the pretrained hf_ctx biLM to tag with"
+                )
+            return bilm
+        if bilm is not None and self.bilm is None:
+            raise ValueError(f"--model_type {self.name} builds on no biLM; leave out --bilm_name_or_path")
+        return None
+
+    def load_config(self, name_or_path: str, tokenizer, **kwargs):
+        """`--config_name`: a size preset of the family (sized to `tokenizer`) or a config.json / checkpoint
+        folder, which must be of this family. `kwargs`: config fields, and `cache_dir`."""
+        cache_dir = kwargs.pop("cache_dir", None)
+        if name_or_path in self.presets:
+            return self.new_config(name_or_path, tokenizer, **kwargs)
+        config = transformers.AutoConfig.from_pretrained(name_or_path, cache_dir=cache_dir, **kwargs)
+        expected = self.config_class.model_type
+        if config.model_type != expected:
+            raise ValueError(f"--config_name {name_or_path} is a {config.model_type!r} config, not {expected!r}")
+        return config
+
+
+# --- what differs between families ---------------------------------------------------------------------------
+
+
+def _wordpiece_from_words(words=None, vocab_size=8000, min_count=1):
+    """BERT: a cased WordPiece vocabulary of `vocab_size` trained on the training sentences."""
+    if words is None:
+        return None
+    with tempfile.TemporaryDirectory() as folder:
+        text = os.path.join(folder, "wordpiece_training_text.txt")
+        write_text(text, "".join(" ".join(tokens) + "\n" for tokens in words))
+        logger.info("training a %d-token WordPiece vocabulary on the training sentences", vocab_size)
+        return train_wordpiece_tokenizer([text], vocab_size=vocab_size, lowercase=False)
+
+
+def _word_vocabulary_from_words(words=None, vocab_size=None, min_count=1):
+    """TagLM without a biLM: an `ElmoTokenizer` whose word vocabulary is the training words seen `min_count` times."""
+    if words is None:
+        return None
+    from .data.bilm import build_vocabulary, count_words  # data/ needs `datasets`, which `import hf_ctx` does not
+
+    counts = count_words(words)
+    tokenizer = ElmoTokenizer(vocab=build_vocabulary(counts, min_count))
+    logger.info("word vocabulary: %d of the %d training words", tokenizer.vocab_size - 3, len(counts))
+    return tokenizer
+
+
+def _characters_only(words=None, vocab_size=None, min_count=1):
+    """ELMo: the biLM reads characters, so a new model needs no vocabulary."""
+    return ElmoTokenizer()
+
+
+def _check_reads_characters(tokenizer, source) -> None:
+    if not isinstance(tokenizer, ElmoTokenizer):
+        raise ValueError(
+            f"an ELMo model reads ElmoTokenizer's character ids; {source} holds a {type(tokenizer).__name__}"
+        )
+
+
+def _check_word_vocabulary(tokenizer, source) -> None:
+    if not isinstance(tokenizer, ElmoTokenizer) or not tokenizer.has_word_vocabulary:
+        raise ValueError(
+            "TagLM needs an ElmoTokenizer with a word vocabulary (the biLM's, or built from the "
+            f"training words); got {type(tokenizer).__name__}"
+        )
+
+
+BERT = ModelFamily(
+    name="bert",
+    config_class=configuration_bert.CtxBertConfig,
+    models={
+        "base": modeling_bert.CtxBertModel,
+        "pretraining": modeling_bert.CtxBertForPreTraining,
+        "masked_lm": modeling_bert.CtxBertForMaskedLM,
+        "next_sentence": modeling_bert.CtxBertForNextSentencePrediction,
+        "sequence_classification": modeling_bert.CtxBertForSequenceClassification,
+        "token_classification": modeling_bert.CtxBertForTokenClassification,
+        "question_answering": modeling_bert.CtxBertForQuestionAnswering,
+        "multiple_choice": modeling_bert.CtxBertForMultipleChoice,
+    },
+    tokenizer_class=transformers.BertTokenizer,  # transformers' WordPiece tokenizer as it is
+    words_are_tokens=False,
+    new_tokenizer=_wordpiece_from_words,
+    tokenizer_fields=lambda tokenizer: {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id},
+    presets=configuration_bert.BERT_PRESETS,
+)
+ELMO = ModelFamily(
+    name="elmo",
+    config_class=configuration_elmo.ElmoConfig,
+    models={
+        "base": modeling_elmo.ElmoModel,
+        "pretraining": modeling_elmo.ElmoForBiLM,
+        "sequence_classification": modeling_elmo.ElmoForSequenceClassification,
+        "token_classification": modeling_elmo.ElmoForTokenClassification,
+    },
+    tokenizer_class=ElmoTokenizer,
+    words_are_tokens=True,
+    new_tokenizer=_characters_only,
+    tokenizer_fields=lambda tokenizer: {},
+    check_tokenizer=_check_reads_characters,
+    bilm="checkpoint",
+    presets=configuration_elmo.ELMO_PRESETS,
+)
+TAGLM = ModelFamily(
+    name="taglm",
+    config_class=configuration_taglm.TagLMConfig,
+    models={"token_classification": modeling_taglm.TagLMForTokenClassification},
+    tokenizer_class=ElmoTokenizer,  # TagLM reads the biLM's characters and word ids
+    words_are_tokens=True,
+    new_tokenizer=_word_vocabulary_from_words,
+    tokenizer_fields=lambda tokenizer: {"vocab_size": tokenizer.vocab_size},
+    check_tokenizer=_check_word_vocabulary,
+    bilm="optional",
+    # TagLM's steps are small: batches of 32 instead of 8 keep a GPU busy.
+    gpu_defaults={"per_device_train_batch_size": 32, "per_device_eval_batch_size": 32},
+)
+
+# Family name -> its record.
+MODEL_FAMILIES: dict[str, ModelFamily] = {family.name: family for family in (BERT, ELMO, TAGLM)}
+
+
+def families_with(task: str) -> list[str]:
+    """The names of the families that have a model for `task` (a key of `AUTO_CLASSES`)."""
+    return [name for name, family in MODEL_FAMILIES.items() if task in family.models]
+
+
+def preset_names(names) -> str:
+    """The size presets of the families `names`, for a script's help: "bert's ['tiny', ...], elmo's [...]"."""
+    return ", ".join(f"{name}'s {list(MODEL_FAMILIES[name].presets)}" for name in names)
+
+
+def find_family(config) -> ModelFamily | None:
+    """The record of an hf_ctx config's family; None for a config of another library (a transformers BERT)."""
+    return next((f for f in MODEL_FAMILIES.values() if config.model_type == f.config_class.model_type), None)
 
 
 def model_family(config) -> str:
@@ -18,11 +238,28 @@ def model_family(config) -> str:
 
     Raises a `ValueError` naming the `model_type` for a config of another library's model.
     """
-    for family, config_class in MODEL_FAMILIES.items():
-        if config.model_type == config_class.model_type:
-            return family
-    model_types = [config_class.model_type for config_class in MODEL_FAMILIES.values()]
+    family = find_family(config)
+    if family is not None:
+        return family.name
+    model_types = [family.config_class.model_type for family in MODEL_FAMILIES.values()]
     raise ValueError(
         f"{config.model_type!r} is not an hf_ctx model type (hf_ctx's are {model_types}); a transformers "
         "BERT checkpoint converts with `hf-ctx convert-bert`"
     )
+
+
+def check_tokenizer_fits(config, tokenizer, max_seq_length: int | None, source) -> None:
+    """The one check of a tokenizer (loaded from `source`) and `--max_seq_length` against a model's config, for a
+    model of any library: the family's own check of what its models read, then the limits the config states
+    (`max_position_embeddings`, `vocab_size`; a config without them has none)."""
+    family = find_family(config)
+    if family is not None and family.check_tokenizer is not None:
+        family.check_tokenizer(tokenizer, source)
+    max_positions = getattr(config, "max_position_embeddings", None)
+    if max_seq_length is not None and max_positions is not None and max_seq_length > max_positions:
+        raise ValueError(
+            f"--max_seq_length {max_seq_length} exceeds the model's max_position_embeddings ({max_positions})"
+        )
+    vocab_size = getattr(config, "vocab_size", None)
+    if vocab_size is not None and len(tokenizer) > vocab_size:
+        raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but the model only {vocab_size}")

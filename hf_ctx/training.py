@@ -52,6 +52,13 @@ def unpad_inputs_field():
     )
 
 
+def apply_unpad_inputs(model, unpad_inputs: bool) -> None:
+    """`--unpad_inputs` on a model whose config has the option (hf_ctx's BERT); other models (ELMo, TagLM, a
+    transformers BERT) have no such path, and the argument leaves them as they are."""
+    if hasattr(model.config, "unpad_inputs"):
+        model.config.unpad_inputs = unpad_inputs
+
+
 # Parameters per intra-op thread. Below this, an op's work is too small for a second thread to pay for its
 # start-up and barrier, and on a shared machine the threads of OpenMP's team spin at their barriers against each
 # other and against other jobs: two copies of the main job side by side ran 14 times slower than one alone with
@@ -603,7 +610,14 @@ class CtxTrainer(Trainer):
         return write_into_folder(output_dir, write)
 
     def _save(self, output_dir: str | None = None, state_dict=None) -> None:
-        self._write_atomically(lambda folder: Trainer._save(self, folder, state_dict), output_dir)
+        # save_pretrained draws a "Writing model shards" bar even for one file: three lines of noise per checkpoint.
+        shown = transformers.utils.logging.is_progress_bar_enabled()
+        transformers.utils.logging.disable_progress_bar()
+        try:
+            self._write_atomically(lambda folder: Trainer._save(self, folder, state_dict), output_dir)
+        finally:
+            if shown:
+                transformers.utils.logging.enable_progress_bar()
 
     def _save_optimizer_and_scheduler(self, output_dir: str) -> None:
         self._write_atomically(lambda folder: Trainer._save_optimizer_and_scheduler(self, folder), output_dir)
@@ -642,7 +656,9 @@ class CtxTrainer(Trainer):
         if self.processing_class is not None and hasattr(self.processing_class, "save_pretrained"):
             with tempfile.TemporaryDirectory() as folder:  # the names this tokenizer saves, e.g. tokenizer.json
                 self.processing_class.save_pretrained(folder)
-                tokenizer_files = tuple(sorted(os.listdir(folder)))
+                # Not the remote-code copies (*.py): resuming runs the installed code, and a checkpoint saved by
+                # an earlier hf_ctx lacks the modules added since.
+                tokenizer_files = tuple(sorted(name for name in os.listdir(folder) if not name.endswith(".py")))
         # DeepSpeed and FSDP save weights and optimizer states in files of their own.
         sharded = self.is_deepspeed_enabled or self.is_fsdp_enabled
         return {"world_size": self.args.world_size, "tokenizer_files": tokenizer_files, "training_state": not sharded}

@@ -13,8 +13,7 @@ from seqeval.metrics.sequence_labeling import get_entities
 from hf_ctx.data.conll import (
     align_labels,
     check_labels,
-    encode_for_subwords,
-    encode_for_words,
+    encode_tagged_words,
     load_conll_dataset,
     load_hub_ner_dataset,
     merge_split_predictions,
@@ -180,7 +179,7 @@ def wordpiece(tmp_path_factory):
 def test_first_subtoken_gets_the_label(wordpiece):
     label2id = {"O": 0, "B-PER": 1, "I-PER": 2}
     examples = {"tokens": [["the", "Thog", "dog"]], "ner_tags": [["O", "B-PER", "I-PER"]]}
-    encoded = encode_for_subwords(examples, wordpiece, label2id, max_length=16)
+    encoded = encode_tagged_words(examples, wordpiece, label2id, max_length=16)
     word_ids = wordpiece(examples["tokens"], is_split_into_words=True).word_ids(0)
     assert word_ids[0] is None and word_ids[-1] is None and word_ids.count(1) > 1
     expected, previous = [], None
@@ -192,8 +191,8 @@ def test_first_subtoken_gets_the_label(wordpiece):
 
 
 def test_one_label_alignment_serves_word_and_subword_tokenizers(wordpiece):
-    """`align_labels` reads `word_ids()`: on ELMo's words it gives `encode_for_words`' labels (-100 at padding),
-    on BERT's sub-tokens `encode_for_subwords`' (checked by hand above)."""
+    """`align_labels` reads `word_ids()`: on ELMo's words it gives `encode_tagged_words`' labels (-100 at padding),
+    on BERT's sub-tokens too (checked by hand above)."""
     from hf_ctx import ElmoTokenizer
 
     label2id = {"O": 0, "B-PER": 1, "I-PER": 2}
@@ -202,10 +201,56 @@ def test_one_label_alignment_serves_word_and_subword_tokenizers(wordpiece):
         encodings = tokenizer(examples["tokens"], is_split_into_words=True, padding=padding)
         aligned = [align_labels(encodings.word_ids(i), tags, label2id) for i, tags in enumerate(examples["ner_tags"])]
         if tokenizer is wordpiece:
-            assert aligned == encode_for_subwords(examples, wordpiece, label2id, max_length=16)["labels"]
+            assert aligned == encode_tagged_words(examples, wordpiece, label2id, max_length=16)["labels"]
         else:
             assert aligned == [[0, 1, 2], [1, IGNORE_INDEX, IGNORE_INDEX]]
-            assert aligned[0] == encode_for_words(examples, tokenizer, label2id)["labels"][0]
+            assert aligned[0] == encode_tagged_words(examples, tokenizer, label2id)["labels"][0]
+
+
+def test_one_encoding_for_every_family_gives_what_the_two_encoders_gave(wordpiece):
+    """`encode_tagged_words` on a BERT and an ELMo tokenizer gives exactly what `encode_for_subwords` and
+    `encode_for_words` gave before they were merged (values recorded from them on this batch)."""
+    from hf_ctx import ElmoTokenizer
+
+    label2id = {"O": 0, "B-PER": 1, "I-PER": 2}
+    examples = {
+        "tokens": [["the", "Thog", "dog"], ["dog"], ["mat", "on", "Thog", "sat", "the", "cat", "Log"]],
+        "ner_tags": [["O", "B-PER", "I-PER"], ["B-PER"], ["O", "O", "B-PER", "O", "O", "O", "B-PER"]],
+    }
+    bert = encode_tagged_words(examples, wordpiece, label2id, max_length=8)  # the third sentence is truncated
+    assert bert == {
+        "input_ids": [[2, 26, 24, 29, 31, 3], [2, 31, 3], [2, 33, 27, 24, 29, 28, 26, 3]],
+        "token_type_ids": [[0] * 6, [0] * 3, [0] * 8],
+        "attention_mask": [[1] * 6, [1] * 3, [1] * 8],
+        "labels": [[-100, 0, 1, -100, 2, -100], [-100, 1, -100], [-100, 0, 0, 1, -100, 0, 0, -100]],
+    }
+    tokenizer = ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", "the", "dog", "cat"])
+    elmo = encode_tagged_words(examples, tokenizer, label2id)
+    assert list(elmo) == ["input_ids", "input_word_ids", "attention_mask", "labels"]
+    assert elmo["input_ids"] == tokenizer(examples["tokens"], is_split_into_words=True)["input_ids"]
+    assert [[word[:6] for word in sentence] for sentence in elmo["input_ids"]][1] == [[259, 101, 112, 104, 260, 261]]
+    assert elmo["input_word_ids"] == [[3, 2, 4], [4], [2, 2, 2, 2, 3, 5, 2]]
+    assert elmo["attention_mask"] == [[1, 1, 1], [1], [1] * 7]
+    assert elmo["labels"] == [[0, 1, 2], [1], [0, 0, 1, 0, 0, 0, 1]]
+
+
+def test_one_collator_pads_word_and_subword_labels_as_the_two_did(wordpiece):
+    """`DataCollatorForTokenClassification` pads ELMo's word-level batches exactly as `DataCollatorWithPadding`
+    (through `ElmoTokenizer.pad`) did, so one collator serves every family."""
+    import torch
+    from transformers import DataCollatorForTokenClassification, DataCollatorWithPadding
+
+    from hf_ctx import ElmoTokenizer
+
+    tokenizer = ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", "the", "dog"])
+    examples = {"tokens": [["the", "dog", "ran"], ["dog"]], "ner_tags": [["O", "B-PER", "O"], ["B-PER"]]}
+    encoded = encode_tagged_words(examples, tokenizer, {"O": 0, "B-PER": 1})
+    features = [{key: values[i] for key, values in encoded.items()} for i in range(2)]
+    one, before = DataCollatorForTokenClassification(tokenizer)(features), DataCollatorWithPadding(tokenizer)(features)
+    assert sorted(one) == sorted(before) == ["attention_mask", "input_ids", "input_word_ids", "labels"]
+    for key in before:
+        assert one[key].dtype == before[key].dtype and torch.equal(one[key], before[key]), key
+    assert one["labels"].tolist() == [[0, 1, 0], [1, IGNORE_INDEX, IGNORE_INDEX]]
 
 
 def test_long_sentences_are_split_and_merged_back_not_dropped(wordpiece, caplog):
@@ -217,7 +262,7 @@ def test_long_sentences_are_split_and_merged_back_not_dropped(wordpiece, caplog)
     assert [len(t) for t in pieces["tokens"]] == [14, 14, 2, 2]
     assert pieces["sentence_id"] == [0, 0, 0, 1] and pieces["word_start"] == [0, 14, 28, 0]
     label2id = {"O": 0, "B-PER": 1}
-    encoded = encode_for_subwords(pieces[:], wordpiece, label2id, max_length=16)
+    encoded = encode_tagged_words(pieces[:], wordpiece, label2id, max_length=16)
     assert all(len(ids) <= 16 for ids in encoded["input_ids"])
     merged = merge_split_predictions(pieces, pieces["ner_tags"])
     assert merged == data["ner_tags"]

@@ -345,3 +345,20 @@ def test_validation_file_and_split_percentage_are_refused_together(corpus, tmp_p
                 *COMMON,
             ]
         )
+
+
+@pytest.mark.parametrize(
+    "options, error",
+    [
+        (["--bilm_name_or_path", "runs/elmo"], "--model_type bert builds on no biLM; leave out --bilm_name_or_path"),
+        (["--word_vectors", "vectors.txt"], "--word_vectors: a bert tagger has no word embeddings to load them into"),
+        (["--max_seq_length", "600"], r"--max_seq_length 600 exceeds the model's max_position_embeddings \(512\)"),
+    ],
+)
+def test_a_new_bert_tagger_refuses_what_it_cannot_use(corpus, tmp_path, options, error):
+    """Options its family's record says a new BERT tagger has no use for are errors, not silently ignored."""
+    with pytest.raises(ValueError, match=error):
+        run_ner.main(
+            ["--model_type", "bert", "--vocab_size", "100", "--train_file", str(corpus["train"]), "--do_train"]
+            + [*options, "--output_dir", str(tmp_path / "out"), *COMMON]
+        )

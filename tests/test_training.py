@@ -299,6 +299,41 @@ def test_resuming_from_the_latest_checkpoint_skips_an_incomplete_one(checkpoints
     assert load.call_args.args[0] == str(output_dir / "checkpoint-1") and trainer.state.global_step == 2
 
 
+def test_a_checkpoint_from_an_earlier_hf_ctx_is_not_incomplete_for_lacking_a_newer_code_file(tmp_path):
+    """An ElmoTokenizer saves copies of hf_ctx's modules (remote code); a checkpoint saved before a module was
+    added lacks it. Resuming runs the installed code, so only the tokenizer's own files are expected."""
+    from transformers import TrainingArguments
+
+    from hf_ctx import ElmoConfig, ElmoForBiLM, ElmoTokenizer
+    from hf_ctx.training import CtxTrainer
+
+    tokenizer = ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", "cat"])
+    config = ElmoConfig(
+        char_cnn={"filters": [[1, 4]], "embedding": {"dim": 4}, "n_highway": 1},
+        lstm={"dim": 8, "projection_dim": 4, "n_layers": 1},
+        vocab_size=tokenizer.vocab_size,
+    )
+    trainer = CtxTrainer(
+        model=ElmoForBiLM(config),
+        args=TrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True),
+        processing_class=tokenizer,
+    )
+    tokenizer.save_pretrained(tmp_path / "saved")
+    assert any(path.suffix == ".py" for path in (tmp_path / "saved").iterdir())  # the code does travel
+    files = trainer._checkpoint_checks()["tokenizer_files"]
+    assert files and "vocab.txt" in files and not [name for name in files if name.endswith(".py")]
+
+
+def test_saving_draws_no_progress_bar(checkpoints, tmp_path, capsys):
+    """A checkpoint save is quick; transformers' "Writing model shards" bar was three lines of noise per save."""
+    import transformers
+
+    checkpoints._save(str(tmp_path / "saved"))
+    assert "Writing model shards" not in capsys.readouterr().err
+    assert (tmp_path / "saved" / "model.safetensors").is_file()
+    assert transformers.utils.logging.is_progress_bar_enabled()  # other bars (datasets' map) still show
+
+
 def test_gpu_defaults_apply_on_cuda_only_and_never_over_a_given_option():
     from types import SimpleNamespace
 

@@ -7,11 +7,9 @@ tools use IOB2 (every entity starts with `B-`). `read_conll_file_with_scheme` de
 `load_conll_dataset` converts every split to one scheme (IOB2 unless asked otherwise); the schemes themselves
 live in `hf_ctx.tag_schemes`.
 
-Two encodings:
-- subword models (BERT): `encode_for_subwords` labels the first sub-token of each word and gives -100 to the
-  others and to special tokens;
-- word models (ELMo, TagLM): `encode_for_words` gives one label per word (`ElmoTokenizer.pad`, e.g. through
-  `DataCollatorWithPadding`, pads them into batches).
+One encoding for every model family: `encode_tagged_words` labels the first token of each word (through
+`word_ids()`: BERT's first sub-token, ELMo's and TagLM's one position per word) and gives -100 to a word's other
+sub-tokens and to special tokens.
 Sentences longer than a model allows are split into pieces that fit (with a warning), never dropped;
 `merge_split_predictions` puts the pieces' predictions back together.
 """
@@ -288,47 +286,41 @@ def subword_counts(tokenizer):
     return costs
 
 
-def encode_for_subwords(
-    examples, tokenizer, label2id: dict[str, int], max_length: int, label_all_subwords: bool = False
-):
-    """Tokenize pre-split words with a fast tokenizer and align the word labels to sub-tokens.
+def encode_tagged_words(examples, tokenizer, label2id: dict[str, int], max_length: int | None = None):
+    """Tokenize pre-split words and align the word labels to the tokens, for every model family.
 
-    The first sub-token of each word gets the word's label id; the other sub-tokens get -100 (or the label
-    too, with `label_all_subwords`), special tokens -100. For `datasets.Dataset.map(batched=True)`.
+    `word_ids()` (of a fast tokenizer, or of `ElmoTokenizer`, which gives one position per word) says which word
+    each token is: the first token of each word gets the word's label id; the word's other sub-tokens and special
+    tokens -100 (`align_labels`). `max_length` truncates (in tokens);
+    None keeps every word. For `datasets.Dataset.map(batched=True)`; batches are padded later (labels with -100, by
+    `DataCollatorForTokenClassification`).
     """
-    if not tokenizer.is_fast:
-        raise ValueError("encode_for_subwords needs a fast tokenizer (it uses word_ids() to align labels)")
-    encodings = tokenizer(examples["tokens"], is_split_into_words=True, truncation=True, max_length=max_length)
-    encodings["labels"] = [
-        align_labels(encodings.word_ids(i), tags, label2id, label_all_subwords)
-        for i, tags in enumerate(examples["ner_tags"])
-    ]
-    return encodings
+    encodings = tokenizer(
+        examples["tokens"], is_split_into_words=True, truncation=max_length is not None, max_length=max_length
+    )
+    try:
+        word_ids = [encodings.word_ids(i) for i in range(len(examples["tokens"]))]
+    except ValueError:  # transformers' slow tokenizers cannot say which word a token is
+        raise ValueError(
+            f"encoding tagged words needs a tokenizer with word_ids() (a fast one, or ElmoTokenizer); got "
+            f"{type(tokenizer).__name__}"
+        ) from None
+    encodings["labels"] = [align_labels(ids, tags, label2id) for ids, tags in zip(word_ids, examples["ner_tags"])]
+    return dict(encodings)
 
 
-def align_labels(word_ids, tags: list[str], label2id: dict[str, int], label_all_subwords: bool = False) -> list[int]:
+def align_labels(word_ids, tags: list[str], label2id: dict[str, int]) -> list[int]:
     """One sentence's word tags as label ids per token, from its `word_ids` (`BatchEncoding.word_ids(i)`, of a fast
     tokenizer or of `ElmoTokenizer`): the first token of each word gets the word's label id, the word's other
-    tokens -100 (or the label too, with `label_all_subwords`), special tokens and padding (`None`) -100."""
+    tokens, special tokens and padding (`None`) -100. (Predictions are read at the same first tokens, one per word.)"""
     labels, previous = [], None
     for word in word_ids:
-        if word is None or (word == previous and not label_all_subwords):
+        if word is None or word == previous:
             labels.append(IGNORE_INDEX)
         else:
             labels.append(label2id[tags[word]])
         previous = word
     return labels
-
-
-def encode_for_words(examples, tokenizer, label2id: dict[str, int]):
-    """Encode pre-split words with a word-level tokenizer (`ElmoTokenizer`): one label id per word.
-
-    For `datasets.Dataset.map(batched=True)`; returns the tokenizer's fields ("input_ids" (words, 50)
-    character ids, "attention_mask", "input_word_ids" when it has a word vocabulary) and "labels".
-    """
-    encodings = tokenizer(examples["tokens"], is_split_into_words=True)
-    encodings["labels"] = [[label2id[tag] for tag in tags] for tags in examples["ner_tags"]]
-    return dict(encodings)
 
 
 # --- predictions ---------------------------------------------------------------------------------------
