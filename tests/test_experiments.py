@@ -327,6 +327,10 @@ def test_run_example_restarts_or_resumes_an_unfinished_run_and_deletes_a_finishe
         assert "--resume_from_checkpoint" not in argv and checkpoints_at_start == []
     assert metrics == {"eval_f1": 0.5, "predict_f1": 0.25} and not list(run_dir.glob("checkpoint-*"))
     assert experiment_lib.run_example("run_ner", args, run_dir, resume=resume) == metrics and len(calls) == 1  # reused
+    # ... but only for the same command: another biLM's results must not stand for this one's.
+    with pytest.raises(ValueError, match=r"run of other arguments \(now \['--bilm', 'b'\], then \[\]\); delete"):
+        experiment_lib.run_example("run_ner", [*args, "--bilm", "b"], run_dir, resume=resume)
+    assert len(calls) == 1
 
     # Without --save_strategy a run saves no checkpoints; with only an incomplete checkpoint it starts afresh.
     (run_dir / "model.safetensors").unlink()

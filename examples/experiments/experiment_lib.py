@@ -19,6 +19,7 @@ import torch
 from safetensors.torch import load_file
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
+from hf_ctx.atomic_files import write_text
 from hf_ctx.training import missing_checkpoint_files
 
 EXAMPLES = Path(__file__).resolve().parents[1]
@@ -47,6 +48,26 @@ def checkpoints(run_dir: str | Path) -> list[Path]:
     return sorted((p for p in found if p.name.split("-")[-1].isdigit()), key=lambda p: int(p.name.split("-")[-1]))
 
 
+COMMAND_FILE = "experiment_command.json"  # the script and arguments a run directory's results came from
+
+
+def _check_same_command(run_dir: Path, command: dict) -> None:
+    """A finished run is reused only for the command that made it: results from another biLM, data or schedule
+    under the same name would silently stand for this one. (Runs from before this file was written are reused.)"""
+    path = run_dir / COMMAND_FILE
+    if not path.is_file():
+        return
+    before = json.loads(path.read_text())
+    if before == command:
+        return
+    added = [a for a in command["args"] if a not in before["args"]]
+    dropped = [a for a in before["args"] if a not in command["args"]]
+    raise ValueError(
+        f"{run_dir} holds a finished {before['script']} run of other arguments (now {added}, then {dropped}); "
+        "delete that folder to run it again, or give the experiment another --output_dir"
+    )
+
+
 def run_example(name: str, args: Sequence[str], run_dir: str | Path, resume: bool = False) -> dict[str, float]:
     """Run `examples/<name>.py` with `args` (whose `--output_dir` is `run_dir`) and return its evaluation metrics
     (`eval_results.json`, and `predict_results.json` where `--do_predict` wrote one).
@@ -56,12 +77,17 @@ def run_example(name: str, args: Sequence[str], run_dir: str | Path, resume: boo
     finish starts again from its beginning, its stale checkpoints removed first, unless `resume` (pretraining,
     which `args` make save checkpoints with `--save_strategy steps`): then it continues from its latest complete
     checkpoint. Runs save no checkpoints unless `args` give `--save_strategy`; a finished run's checkpoints (early
-    stopping's, or pretraining's) are deleted, as the model it kept is saved in `run_dir`."""
+    stopping's, or pretraining's) are deleted, as the model it kept is saved in `run_dir`. A finished run made by
+    other arguments (`experiment_command.json`) is an error, never reused."""
     run_dir = Path(run_dir)
     finished = run_dir / "eval_results.json"
+    command = {"script": name, "args": [str(a) for a in args]}
     if finished.is_file() and (run_dir / "model.safetensors").is_file():
+        _check_same_command(run_dir, command)
         print(f"\nreusing the finished run {run_dir}", flush=True)
     else:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        write_text(run_dir / COMMAND_FILE, json.dumps(command, indent=1))
         args = [*args] if "--save_strategy" in map(str, args) else [*args, "--save_strategy", "no"]
         complete = [c for c in checkpoints(run_dir) if not missing_checkpoint_files(c)]
         if resume and complete:
