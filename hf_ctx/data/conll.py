@@ -291,8 +291,8 @@ def encode_tagged_words(examples, tokenizer, label2id: dict[str, int], max_lengt
 
     `word_ids()` (of a fast tokenizer, or of `ElmoTokenizer`, which gives one position per word) says which word
     each token is: the first token of each word gets the word's label id; the word's other sub-tokens and special
-    tokens -100 (`align_labels`). `max_length` truncates (in tokens);
-    None keeps every word. For `datasets.Dataset.map(batched=True)`; batches are padded later (labels with -100, by
+    tokens -100 (`align_labels`). `max_length` truncates (in tokens); None keeps every word. For
+    `datasets.Dataset.map(batched=True)`; batches are padded later (labels with -100, by
     `DataCollatorForTokenClassification`).
     """
     encodings = tokenizer(
