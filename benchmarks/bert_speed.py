@@ -28,7 +28,7 @@ from transformers import BertConfig
 
 from hf_ctx import CtxBertForPreTraining, CtxBertForSequenceClassification, CtxBertModel
 from hf_ctx.configuration_bert import BERT_PRESETS
-from hf_ctx.convert_bert import convert_bert_config, convert_bert_state_dict
+from hf_ctx.tools.convert_bert import convert_bert_config, convert_bert_state_dict
 
 VOCAB_SIZE = 30522
 

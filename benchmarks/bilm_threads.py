@@ -3,7 +3,7 @@
 
     python benchmarks/bilm_threads.py --threads default --copies 1   # torch's default: one thread per core
     python benchmarks/bilm_threads.py --threads default --copies 2   # two copies side by side
-    python benchmarks/bilm_threads.py --threads auto --copies 2      # hf_ctx's choice (hf_ctx.training)
+    python benchmarks/bilm_threads.py --threads auto --copies 2      # hf_ctx's choice (hf_ctx.tools.trainer)
 
 The model is issue 26's check: `ElmoForBiLM` with LSTMs of 128 cells projected to 64, batches of 32 sentences of
 20 words, Adam. Each copy is a separate process started at the same time; each prints its steps per second over
@@ -18,7 +18,7 @@ import time
 import torch
 
 from hf_ctx import ElmoConfig, ElmoForBiLM
-from hf_ctx.training import set_num_threads
+from hf_ctx.tools.trainer import set_num_threads
 
 
 def run_one(args) -> float:

@@ -28,7 +28,7 @@ import time
 import torch
 
 from hf_ctx import ElmoConfig, ElmoModel
-from hf_ctx.embed import ElmoEmbedder, LayerOutput
+from hf_ctx.tools.embed import ElmoEmbedder, LayerOutput
 
 DEFAULT_TEXT = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "corpus", "wikitext-2.test.txt")
 

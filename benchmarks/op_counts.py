@@ -49,7 +49,7 @@ from hf_ctx import (
 from hf_ctx import crf as crf_module
 from hf_ctx import layers as layers_module
 from hf_ctx.configuration_bert import BERT_PRESETS
-from hf_ctx.convert_bert import convert_bert_config, convert_bert_state_dict
+from hf_ctx.tools.convert_bert import convert_bert_config, convert_bert_state_dict
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 

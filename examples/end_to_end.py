@@ -34,7 +34,7 @@ from hf_ctx import WordTokenClassificationPipeline
 from hf_ctx.atomic_files import write_text
 from hf_ctx.data.conll import read_conll
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
-from hf_ctx.errors import run_script
+from hf_ctx.tools.errors import run_script
 
 # A biLM small enough to pretrain in about a minute on a CPU: no clipping, so torch's fused LSTM runs it.
 TINY_BILM = {

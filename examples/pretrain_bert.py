@@ -37,9 +37,6 @@ from transformers import AutoModelForPreTraining
 
 from hf_ctx import BERT_PRESETS, CtxBertConfig, CtxBertForPreTraining
 from hf_ctx.atomic_files import save_pretrained_atomically
-from hf_ctx.checks import (
-    load_tokenizer,
-)
 from hf_ctx.data.masking import DataCollatorForPretraining, MaskingEpochCallback, add_fixed_masks
 from hf_ctx.data.pretraining import (
     OBJECTIVES,
@@ -48,25 +45,23 @@ from hf_ctx.data.pretraining import (
     preprocess_pretraining_logits,
     train_tokenizer_on_corpus,
 )
+from hf_ctx.data.subsets import first_examples, hold_out_validation, shuffled_stream
 from hf_ctx.data.text import DOCUMENT_BOUNDARIES, load_text_documents
-from hf_ctx.errors import run_script
-from hf_ctx.hub import dataset_size, finish_run
-from hf_ctx.training import (
+from hf_ctx.tools.checks import (
+    load_tokenizer,
+)
+from hf_ctx.tools.errors import run_script
+from hf_ctx.tools.hub import dataset_size, finish_run
+from hf_ctx.tools.model_card import evaluation_data, training_data_name
+from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
-    CtxTrainer,
-    CtxTrainingArguments,
     TextCorpusArguments,
-    evaluation_data,
-    first_examples,
-    hold_out_validation,
     parse_args_and_set_up,
     parse_config_overrides,
-    resolve_resume_checkpoint,
-    shuffled_stream,
     train_and_evaluate,
-    training_data_name,
     unpad_inputs_field,
 )
+from hf_ctx.tools.trainer import CtxTrainer, CtxTrainingArguments, resolve_resume_checkpoint
 
 logger = logging.getLogger(__name__)
 # (argument, argument it makes the script ignore): refused together.

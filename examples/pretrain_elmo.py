@@ -33,9 +33,6 @@ from datasets import load_dataset
 from transformers import AutoModelForPreTraining
 
 from hf_ctx import ELMO_PRESETS, ElmoConfig, ElmoForBiLM, ElmoTokenizer
-from hf_ctx.checks import (
-    load_tokenizer,
-)
 from hf_ctx.data.bilm import (
     BiLMDataCollator,
     build_vocabulary,
@@ -45,22 +42,21 @@ from hf_ctx.data.bilm import (
     preprocess_bilm_logits,
     split_into_sentences,
 )
-from hf_ctx.errors import run_script
-from hf_ctx.hub import dataset_size, finish_run
-from hf_ctx.training import (
+from hf_ctx.data.subsets import first_examples, hold_out_validation, shuffled_stream
+from hf_ctx.tools.checks import (
+    load_tokenizer,
+)
+from hf_ctx.tools.errors import run_script
+from hf_ctx.tools.hub import dataset_size, finish_run
+from hf_ctx.tools.model_card import evaluation_data, training_data_name
+from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
-    CtxTrainer,
-    CtxTrainingArguments,
     TextCorpusArguments,
-    evaluation_data,
-    first_examples,
-    hold_out_validation,
     parse_args_and_set_up,
     parse_config_overrides,
-    shuffled_stream,
     train_and_evaluate,
-    training_data_name,
 )
+from hf_ctx.tools.trainer import CtxTrainer, CtxTrainingArguments
 
 logger = logging.getLogger(__name__)
 # (argument, argument it makes the script ignore): refused together.

@@ -33,34 +33,32 @@ from transformers import (
     DataCollatorWithPadding,
 )
 
-from hf_ctx.checks import load_tokenizer
 from hf_ctx.data.bilm_cache import BiLMCacheArguments, with_bilm_cache
 from hf_ctx.data.glue import (
-    GLUE_TASKS,
     HUB_DATASET,
     encode_glue_for_subwords,
     encode_glue_for_words,
     glue_compute_metrics,
-    glue_task,
     load_glue,
     write_glue_predictions,
 )
-from hf_ctx.errors import run_script
-from hf_ctx.families import MODEL_FAMILIES, check_tokenizer_fits, families_with, model_family, preset_names
-from hf_ctx.hub import finish_run
-from hf_ctx.training import (
+from hf_ctx.data.glue_tasks import GLUE_TASKS, glue_task
+from hf_ctx.data.subsets import first_examples
+from hf_ctx.tools.checks import load_tokenizer
+from hf_ctx.tools.errors import run_script
+from hf_ctx.tools.families import MODEL_FAMILIES, check_tokenizer_fits, families_with, model_family, preset_names
+from hf_ctx.tools.hub import finish_run
+from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
-    CtxTrainer,
-    CtxTrainingArguments,
     apply_gpu_defaults,
     apply_unpad_inputs,
-    first_examples,
     padding_multiple,
     parse_args_and_set_up,
     parse_config_overrides,
     train_and_evaluate,
     unpad_inputs_field,
 )
+from hf_ctx.tools.trainer import CtxTrainer, CtxTrainingArguments
 
 logger = logging.getLogger(__name__)
 # (argument, argument it makes the script ignore): refused together.

@@ -38,28 +38,26 @@ from transformers import (
 )
 
 from hf_ctx import BERT_PRESETS, tag_schemes
-from hf_ctx.checks import load_tokenizer
 from hf_ctx.data import conll
 from hf_ctx.data.bilm_cache import BiLMCacheArguments, with_bilm_cache
+from hf_ctx.data.subsets import hold_out_validation
 from hf_ctx.data.word_vectors import load_word_vectors
-from hf_ctx.errors import run_script
-from hf_ctx.families import MODEL_FAMILIES, check_tokenizer_fits, model_family
-from hf_ctx.hub import finish_run
-from hf_ctx.training import (
+from hf_ctx.tools.checks import load_tokenizer
+from hf_ctx.tools.errors import run_script
+from hf_ctx.tools.families import MODEL_FAMILIES, check_tokenizer_fits, model_family
+from hf_ctx.tools.hub import finish_run
+from hf_ctx.tools.model_card import evaluation_data, training_data_name
+from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
-    CtxTrainer,
-    CtxTrainingArguments,
     apply_gpu_defaults,
     apply_unpad_inputs,
-    evaluation_data,
-    hold_out_validation,
     parse_args_and_set_up,
     parse_config_overrides,
     record_metrics,
     train_and_evaluate,
-    training_data_name,
     unpad_inputs_field,
 )
+from hf_ctx.tools.trainer import CtxTrainer, CtxTrainingArguments
 
 logger = logging.getLogger(__name__)
 # (argument, argument it makes the script ignore): refused together.

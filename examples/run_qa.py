@@ -32,27 +32,26 @@ from pathlib import Path
 
 from transformers import AutoModelForQuestionAnswering, DataCollatorWithPadding, TrainingArguments
 
-from hf_ctx.checks import load_tokenizer
 from hf_ctx.data import squad
-from hf_ctx.errors import run_script
-from hf_ctx.families import MODEL_FAMILIES, check_tokenizer_fits, families_with, model_family, preset_names
-from hf_ctx.hub import finish_run
+from hf_ctx.data.subsets import first_examples
 from hf_ctx.metrics import load_metric
-from hf_ctx.question_answering import postprocess_predictions
-from hf_ctx.training import (
+from hf_ctx.tools.checks import load_tokenizer
+from hf_ctx.tools.errors import run_script
+from hf_ctx.tools.families import MODEL_FAMILIES, check_tokenizer_fits, families_with, model_family, preset_names
+from hf_ctx.tools.hub import finish_run
+from hf_ctx.tools.model_card import evaluation_data, training_data_name
+from hf_ctx.tools.question_answering import postprocess_predictions
+from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
-    CtxTrainer,
     apply_gpu_defaults,
     apply_unpad_inputs,
-    evaluation_data,
-    first_examples,
     padding_multiple,
     parse_args_and_set_up,
     parse_config_overrides,
     train_and_evaluate,
-    training_data_name,
     unpad_inputs_field,
 )
+from hf_ctx.tools.trainer import CtxTrainer
 
 logger = logging.getLogger(__name__)
 # The model families with a question-answering head (--model_type).

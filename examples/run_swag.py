@@ -22,7 +22,6 @@ from pathlib import Path
 
 from transformers import AutoConfig, AutoModelForMultipleChoice, TrainingArguments
 
-from hf_ctx.checks import load_tokenizer
 from hf_ctx.data.multiple_choice import (
     MultipleChoiceCollator,
     MultipleChoiceColumns,
@@ -32,14 +31,14 @@ from hf_ctx.data.multiple_choice import (
     read_multiple_choice_file,
     write_json_atomically,
 )
-from hf_ctx.errors import run_script
-from hf_ctx.families import check_tokenizer_fits, model_family
-from hf_ctx.hub import finish_run
-from hf_ctx.training import (
+from hf_ctx.data.subsets import first_examples
+from hf_ctx.tools.checks import load_tokenizer
+from hf_ctx.tools.errors import run_script
+from hf_ctx.tools.families import check_tokenizer_fits, model_family
+from hf_ctx.tools.hub import finish_run
+from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
-    CtxTrainer,
     apply_unpad_inputs,
-    first_examples,
     padding_multiple,
     parse_args_and_set_up,
     parse_config_overrides,
@@ -47,6 +46,7 @@ from hf_ctx.training import (
     train_and_evaluate,
     unpad_inputs_field,
 )
+from hf_ctx.tools.trainer import CtxTrainer
 
 logger = logging.getLogger(__name__)
 IGNORED_TOGETHER = [("model_name_or_path", "config_name")]

@@ -27,9 +27,8 @@ from .configuration_bert import BERT_PRESETS, CtxBertConfig
 from .configuration_elmo import ELMO_PRESETS, ElmoConfig
 from .configuration_taglm import TagLMConfig
 from .crf import ConditionalRandomField
-from .families import AUTO_CLASSES, MODEL_FAMILIES  # the registry: every family's classes, per task
+from .data.wordpiece import train_wordpiece_tokenizer
 from .layers import CharacterCNN, Highway, LstmCellWithProjection, ProjectedLstm, ScalarMix, WordSoftmax
-from .lora import lora_target_modules
 from .modeling_bert import (
     CtxBertForMaskedLM,
     CtxBertForMultipleChoice,
@@ -49,11 +48,12 @@ from .modeling_elmo import (
     ElmoPreTrainedModel,
 )
 from .modeling_taglm import TagLMForTokenClassification, TagLMPreTrainedModel
-from .question_answering import QuestionAnsweringPipeline  # transformers 5 has no QA pipeline any more
 from .tag_schemes import allowed_transitions
-from .tokenization_bert import train_wordpiece_tokenizer
 from .tokenization_elmo import ElmoTokenizer
-from .word_tagging_pipeline import WordFeatureExtractionPipeline, WordTokenClassificationPipeline
+from .tools.families import AUTO_CLASSES, MODEL_FAMILIES  # the registry: every family's classes, per task
+from .tools.lora import lora_target_modules
+from .tools.question_answering import QuestionAnsweringPipeline  # transformers 5 has no QA pipeline any more
+from .tools.word_tagging_pipeline import WordFeatureExtractionPipeline, WordTokenClassificationPipeline
 
 # The registration tables, derived from the records: config classes, (Auto class, model class) pairs and
 # (config class, tokenizer class) pairs.

@@ -129,7 +129,7 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
     (2x4096_512_2048cnn_2xhighway); [`ElmoConfig.from_preset`] gives the published sizes.
 
     `char_cnn` and `lstm` are the sections of the options.json file that bilm-tf writes and AllenNLP reads, with the
-    same keys, so that a published options file maps onto this config unchanged (see `hf_ctx.convert_elmo`).
+    same keys, so that a published options file maps onto this config unchanged (see `hf_ctx.tools.convert_elmo`).
     Keys left out take the original model's values.
 
     Args:

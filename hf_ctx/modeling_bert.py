@@ -9,7 +9,7 @@ What differs from transformers' `BertModel` (and why):
 - with `config.unpad_inputs`, padding is dropped before the layers: linear layers see only real tokens and, on a
   GPU in half precision, attention runs as variable-length flash attention (`torch.nn.attention.varlen`);
 - inputs are validated before any kernel runs, so a bad id is a `ValueError`, not a device-side assert.
-`hf_ctx.convert_bert` maps transformers' BERT weights onto this model; the outputs match to 1e-5.
+`hf_ctx.tools.convert_bert` maps transformers' BERT weights onto this model; the outputs match to 1e-5.
 """
 
 import math

@@ -11,7 +11,7 @@ V = word vocabulary size.
     -> boundaries removed: L + 1 layers of word vectors      (L + 1) x (B, W, 2P)
 
 `ElmoForBiLM` predicts each next word from the forward states and each previous word from the backward states
-with a softmax shared by the two directions. `hf_ctx.convert_elmo` loads the published bilm-tf weights.
+with a softmax shared by the two directions. `hf_ctx.tools.convert_elmo` loads the published bilm-tf weights.
 """
 
 from dataclasses import dataclass

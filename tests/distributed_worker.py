@@ -19,7 +19,7 @@ from datasets import Dataset
 from transformers import HfArgumentParser, TrainingArguments
 
 from hf_ctx import CtxBertConfig, CtxBertForSequenceClassification
-from hf_ctx.training import CtxTrainer
+from hf_ctx.tools.trainer import CtxTrainer
 
 DEFAULTS = {
     "max_steps": 3,

@@ -101,7 +101,7 @@ def test_write_into_folder_returns_the_final_paths_and_replaces_old_weight_shard
 
 
 def test_trainer_metrics_survive_a_full_disk(tmp_path, monkeypatch):
-    from hf_ctx.training import CtxTrainer
+    from hf_ctx.tools.trainer import CtxTrainer
 
     model, tokenizer = elmo_bilm(tmp_path)
     args = transformers.TrainingArguments(output_dir=str(tmp_path / "run"), report_to=[])

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import hf_ctx
-from hf_ctx import cli
-from hf_ctx.errors import run_script
+from hf_ctx.tools import cli
+from hf_ctx.tools.errors import run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))

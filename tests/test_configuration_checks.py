@@ -10,7 +10,7 @@ from transformers import AutoConfig, AutoModel
 
 from hf_ctx import CtxBertConfig, CtxBertModel, ElmoConfig, ElmoModel, TagLMConfig, TagLMForTokenClassification
 from hf_ctx.configuration_elmo import DEFAULT_LSTM
-from hf_ctx.convert_elmo import elmo_config_from_options
+from hf_ctx.tools.convert_elmo import elmo_config_from_options
 
 TINY_ELMO = dict(
     char_cnn={"filters": [[1, 4], [2, 6]], "embedding": {"dim": 4}, "n_highway": 1},

@@ -169,7 +169,7 @@ def test_hub_style_dataset_with_class_label_ids(tmp_path):
 
 @pytest.fixture(scope="module")
 def wordpiece(tmp_path_factory):
-    from hf_ctx.tokenization_bert import train_wordpiece_tokenizer
+    from hf_ctx.data.wordpiece import train_wordpiece_tokenizer
 
     text = tmp_path_factory.mktemp("text") / "text.txt"
     text.write_text("the cat sat on the mat\nthe dog sat on the log\n" * 20)

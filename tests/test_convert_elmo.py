@@ -16,8 +16,8 @@ from transformers import AutoModel, AutoTokenizer
 
 import hf_ctx  # noqa: F401  (registers the Auto classes)
 from hf_ctx import ElmoModel, ElmoTokenizer
-from hf_ctx.cli import main as cli_main
-from hf_ctx.convert_elmo import convert_elmo_checkpoint
+from hf_ctx.tools.cli import main as cli_main
+from hf_ctx.tools.convert_elmo import convert_elmo_checkpoint
 
 SENTENCES = [["The", "biLM", "reads", "characters", "."], ["Zürich"], [], ["a" * 60, "b"]]
 

@@ -29,7 +29,7 @@ from transformers import TrainingArguments
 
 from hf_ctx import CtxBertConfig, CtxBertForSequenceClassification
 from hf_ctx.losses import host_syncs_allowed
-from hf_ctx.training import CtxTrainer
+from hf_ctx.tools.trainer import CtxTrainer
 
 WORKER = Path(__file__).resolve().parent / "distributed_worker.py"
 ACCELERATE_CONFIGS = WORKER.parents[1] / "examples" / "accelerate"

@@ -1,4 +1,4 @@
-"""ELMo as a feature extractor: `hf-ctx embed` (hf_ctx.embed), the word feature-extraction pipeline and
+"""ELMo as a feature extractor: `hf-ctx embed` (hf_ctx.tools.embed), the word feature-extraction pipeline and
 `ElmoModel.cache_token_embeddings`. The reference for every vector is `ElmoModel` run on one sentence alone."""
 
 import json
@@ -21,8 +21,8 @@ from hf_ctx import (
     WordFeatureExtractionPipeline,
     modeling_elmo,
 )
-from hf_ctx.cli import main
-from hf_ctx.embed import ElmoEmbedder, LayerOutput, read_sentences
+from hf_ctx.tools.cli import main
+from hf_ctx.tools.embed import ElmoEmbedder, LayerOutput, read_sentences
 
 SENTENCES = [
     "the cat sat on the mat .",

@@ -1,4 +1,4 @@
-"""hf_ctx/families.py: the family records are what the Auto classes register and the one place the example
+"""hf_ctx/tools/families.py: the family records are what the Auto classes register and the one place the example
 scripts learn a family's classes from; the per-family rules and the one tokenizer check."""
 
 import ast
@@ -11,7 +11,7 @@ from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING
 
 import hf_ctx
 from hf_ctx import ElmoTokenizer
-from hf_ctx.families import AUTO_CLASSES, MODEL_FAMILIES, check_tokenizer_fits, families_with, find_family
+from hf_ctx.tools.families import AUTO_CLASSES, MODEL_FAMILIES, check_tokenizer_fits, families_with, find_family
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -11,14 +11,13 @@ from datasets import ClassLabel, Value
 
 from hf_ctx import train_wordpiece_tokenizer
 from hf_ctx.data.glue import (
-    GLUE_TASKS,
     encode_glue_for_subwords,
-    glue_task,
     load_glue,
     load_glue_files,
     read_glue_file,
     write_glue_predictions,
 )
+from hf_ctx.data.glue_tasks import GLUE_TASKS, glue_task
 
 # Headers of the official glue_data files (CoLA's train/dev files have none).
 OFFICIAL_HEADERS = {

@@ -20,9 +20,9 @@ from huggingface_hub import ModelCard
 from tiny_checkpoints import WORDS, bert_sequence_classifier, taglm
 from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
 
-from hf_ctx.hub import finish_run, push_checkpoint
-from hf_ctx.model_card import build_model_card
-from hf_ctx.training import CtxTrainer
+from hf_ctx.tools.hub import finish_run, push_checkpoint
+from hf_ctx.tools.model_card import build_model_card
+from hf_ctx.tools.trainer import CtxTrainer
 
 
 def test_push_checkpoint_uploads_what_save_pretrained_writes(tmp_path):

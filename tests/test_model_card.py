@@ -12,7 +12,7 @@ from huggingface_hub import EvalResult, ModelCard, metadata_eval_result, metadat
 from huggingface_hub.repocard_data import model_index_to_eval_results
 from tiny_checkpoints import bert_pretraining, bert_token_classifier, elmo_bilm, elmo_token_classifier, taglm
 
-from hf_ctx.model_card import MODEL_FAMILIES, build_model_card, eval_results_from_metrics, write_model_card
+from hf_ctx.tools.model_card import MODEL_FAMILIES, build_model_card, eval_results_from_metrics, write_model_card
 
 REPO = Path(__file__).resolve().parents[1]
 SECTIONS = [
@@ -139,7 +139,7 @@ def test_eval_results_keep_only_model_metrics():
 
 
 def test_a_nan_metric_is_left_out_with_a_warning(caplog):
-    with caplog.at_level("WARNING", logger="hf_ctx.model_card"):
+    with caplog.at_level("WARNING", logger="hf_ctx.tools.model_card"):
         results = eval_results_from_metrics(
             {"validation": {"eval_pearson": float("nan"), "eval_f1": 0.5}},
             task_type="t",

@@ -19,7 +19,7 @@ from transformers import (
 )
 
 import hf_ctx
-import hf_ctx.cli
+import hf_ctx.tools.cli
 from hf_ctx import (
     CtxBertConfig,
     CtxBertForMaskedLM,
@@ -31,8 +31,8 @@ from hf_ctx import (
     CtxBertForTokenClassification,
     CtxBertModel,
 )
-from hf_ctx.convert_bert import convert_bert_checkpoint, convert_bert_config, convert_bert_state_dict
 from hf_ctx.modeling_bert import sinusoidal_position_table
+from hf_ctx.tools.convert_bert import convert_bert_checkpoint, convert_bert_config, convert_bert_state_dict
 
 TINY = dict(
     vocab_size=99,
@@ -183,7 +183,7 @@ def test_convert_carries_the_tokenizer(tmp_path):
     transformers.BertModel(BertConfig(**{**PARITY_CONFIGS[0], "vocab_size": len(vocab)})).save_pretrained(
         tmp_path / "src"
     )
-    hf_ctx.cli.main(["convert-bert", str(tmp_path / "src"), str(tmp_path / "out")])
+    hf_ctx.tools.cli.main(["convert-bert", str(tmp_path / "src"), str(tmp_path / "out")])
     tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "out")
     assert tokenizer("hello worlds")["input_ids"] == [2, 5, 6, 7, 3]
     assert isinstance(AutoModel.from_pretrained(tmp_path / "out"), CtxBertModel)
@@ -202,7 +202,7 @@ def _source_with_tokenizer(folder, architecture="BertForSequenceClassification")
 def test_convert_refuses_a_source_without_tokenizer_and_keeps_the_one_in_the_output(tmp_path):
     """transformers 5 loads a 5-token BertTokenizer from a folder without tokenizer files: refused, by name."""
     _source_with_tokenizer(tmp_path / "good")
-    hf_ctx.cli.main(["convert-bert", str(tmp_path / "good"), str(tmp_path / "out")])
+    hf_ctx.tools.cli.main(["convert-bert", str(tmp_path / "good"), str(tmp_path / "out")])
     before = (tmp_path / "out" / "tokenizer.json").read_bytes()
     (tmp_path / "bare").mkdir()
     transformers.BertModel(BertConfig(**PARITY_CONFIGS[0])).save_pretrained(tmp_path / "bare")
@@ -240,7 +240,7 @@ def test_convert_refuses_to_write_over_its_source_or_into_a_file(tmp_path):
     _source_with_tokenizer(tmp_path / "src")
     before = {p.name: p.read_bytes() for p in (tmp_path / "src").iterdir()}
     with pytest.raises(ValueError, match="is the source folder"):
-        hf_ctx.cli.main(["convert-bert", str(tmp_path / "src"), str(tmp_path / "src" / "."), "--debug"])
+        hf_ctx.tools.cli.main(["convert-bert", str(tmp_path / "src"), str(tmp_path / "src" / "."), "--debug"])
     assert {p.name: p.read_bytes() for p in (tmp_path / "src").iterdir()} == before
     (tmp_path / "a_file").write_text("")
     with pytest.raises(ValueError, match="is a file"):

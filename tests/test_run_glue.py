@@ -22,7 +22,8 @@ from safetensors.torch import load_file
 from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
 from hf_ctx import CtxBertConfig, CtxBertForPreTraining, CtxBertForSequenceClassification, train_wordpiece_tokenizer
-from hf_ctx.data.glue import GLUE_TASKS, load_glue
+from hf_ctx.data.glue import load_glue
+from hf_ctx.data.glue_tasks import GLUE_TASKS
 from hf_ctx.metrics import load_metric
 
 RUN_GLUE = Path(__file__).resolve().parents[1] / "examples" / "run_glue.py"

@@ -1,4 +1,4 @@
-"""examples/run_qa.py, hf_ctx.data.squad and hf_ctx.question_answering: windows and their answer positions,
+"""examples/run_qa.py, hf_ctx.data.squad and hf_ctx.tools.question_answering: windows and their answer positions,
 post-processing by hand, SQuAD files and their errors, a tiny BERT that learns a generated task end to end,
 the pipeline against the script, and parity with transformers' BertForQuestionAnswering."""
 
@@ -20,10 +20,10 @@ import torch
 from transformers import AutoTokenizer, BertConfig, BertForQuestionAnswering
 
 from hf_ctx import CtxBertConfig, QuestionAnsweringPipeline, train_wordpiece_tokenizer
-from hf_ctx.convert_bert import convert_bert_checkpoint
 from hf_ctx.data import squad
 from hf_ctx.metrics import load_metric
-from hf_ctx.question_answering import best_answers, encode_windows, postprocess_predictions
+from hf_ctx.tools.convert_bert import convert_bert_checkpoint
+from hf_ctx.tools.question_answering import best_answers, encode_windows, postprocess_predictions
 
 RUN_QA = Path(__file__).resolve().parents[1] / "examples" / "run_qa.py"
 FILLER = "the a of river town hill road stone bridge field old new small large north south east west".split()
@@ -282,7 +282,7 @@ def test_run_qa_refuses_bad_input_naming_file_and_question(setup, tmp_path):
 
 
 def test_a_bad_file_is_one_line_on_the_command_line(setup, tmp_path, capsys):
-    from hf_ctx.errors import run_script
+    from hf_ctx.tools.errors import run_script
 
     shifted = squad_json([("the red road", [("x1", "which colour ?", [("red", 5)])])])
     data = write_json(tmp_path / "shifted.json", shifted)

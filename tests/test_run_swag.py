@@ -15,7 +15,7 @@ import torch
 from transformers import AutoModelForMultipleChoice, AutoTokenizer, BertConfig, BertForMultipleChoice
 
 from hf_ctx import CtxBertConfig, train_wordpiece_tokenizer
-from hf_ctx.cli import main as hf_ctx_cli
+from hf_ctx.tools.cli import main as hf_ctx_cli
 
 RUN_SWAG = Path(__file__).resolve().parents[1] / "examples" / "run_swag.py"
 WORDS = "the a cat dog bird man woman park house river tree sat ran saw ate big small red old new".split()

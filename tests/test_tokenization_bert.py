@@ -4,7 +4,7 @@ import pytest
 from transformers import AutoTokenizer, BertTokenizer
 
 from hf_ctx import CtxBertConfig, CtxBertModel, train_wordpiece_tokenizer
-from hf_ctx.cli import main as cli_main
+from hf_ctx.tools.cli import main as cli_main
 
 CORPUS = [
     "The Quick brown fox jumps over the lazy dog.",

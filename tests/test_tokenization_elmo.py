@@ -79,7 +79,7 @@ def test_pre_split_words_and_single_sentences():
 def test_word_ids_are_what_a_fast_tokenizer_gives(tmp_path, options):
     """On words a BERT fast tokenizer keeps whole (one token per word, as ELMo's), without its special tokens,
     the two give the same word_ids: word i at token i, None at padding, the first words after truncation."""
-    from hf_ctx.tokenization_bert import train_wordpiece_tokenizer
+    from hf_ctx.data.wordpiece import train_wordpiece_tokenizer
 
     text = tmp_path / "text.txt"
     text.write_text("the cat sat\n" * 20)

@@ -1,4 +1,5 @@
-"""hf_ctx.training, the helpers the example scripts share (the scripts' own tests run them end to end)."""
+"""The helpers the example scripts share (hf_ctx.tools.scripts, hf_ctx.tools.trainer, hf_ctx.data.subsets; the
+scripts' own tests run them end to end)."""
 
 import logging
 import warnings
@@ -12,15 +13,9 @@ import transformers
 from datasets import Dataset
 from transformers import BertConfig, TrainingArguments
 
-from hf_ctx.training import (
-    evaluation_data,
-    first_examples,
-    hold_out_validation,
-    match_special_tokens,
-    parse_config_overrides,
-    setup_logging,
-    training_data_name,
-)
+from hf_ctx.data.subsets import first_examples, hold_out_validation
+from hf_ctx.tools.model_card import evaluation_data, training_data_name
+from hf_ctx.tools.scripts import match_special_tokens, parse_config_overrides, setup_logging
 
 
 def test_config_overrides_are_read_as_json_where_they_parse():
@@ -57,8 +52,8 @@ def test_config_overrides_take_json_or_key_value_pairs_alike():
 
 def test_one_registry_names_the_model_families():
     from hf_ctx import CtxBertConfig, ElmoConfig, TagLMConfig
-    from hf_ctx.families import MODEL_FAMILIES, model_family
-    from hf_ctx.model_card import build_model_card
+    from hf_ctx.tools.families import MODEL_FAMILIES, model_family
+    from hf_ctx.tools.model_card import build_model_card
 
     assert tuple(MODEL_FAMILIES) == ("bert", "elmo", "taglm")
     assert [model_family(c()) for c in (CtxBertConfig, ElmoConfig, TagLMConfig)] == ["bert", "elmo", "taglm"]
@@ -94,7 +89,7 @@ def test_parse_args_and_set_up_parses_logs_and_seeds(tmp_path):
     import torch
     from transformers import TrainingArguments
 
-    from hf_ctx.training import parse_args_and_set_up
+    from hf_ctx.tools.scripts import parse_args_and_set_up
 
     @dataclass
     class ScriptArguments:
@@ -198,7 +193,7 @@ def checkpoints(tmp_path_factory):
     from tiny_checkpoints import WORDS, bert_sequence_classifier
     from transformers import TrainingArguments
 
-    from hf_ctx.training import CtxTrainer
+    from hf_ctx.tools.trainer import CtxTrainer
 
     root = tmp_path_factory.mktemp("checkpoints")
     model, tokenizer = bert_sequence_classifier(root)
@@ -228,7 +223,7 @@ def test_resuming_from_an_incomplete_checkpoint_names_the_missing_file(checkpoin
     Trainer resumed silently and trained differently, and other files failed with unrelated errors."""
     import shutil
 
-    from hf_ctx.training import missing_checkpoint_files
+    from hf_ctx.tools.trainer import missing_checkpoint_files
 
     output_dir = tmp_path / "run"
     shutil.copytree(checkpoints.args.output_dir, output_dir)
@@ -247,7 +242,7 @@ def test_resuming_from_a_truncated_checkpoint_names_the_damaged_file(checkpoints
     import os
     import shutil
 
-    from hf_ctx.training import resolve_resume_checkpoint
+    from hf_ctx.tools.trainer import resolve_resume_checkpoint
 
     output_dir = tmp_path / "run"
     shutil.copytree(checkpoints.args.output_dir, output_dir)
@@ -267,13 +262,13 @@ def test_resuming_from_the_latest_checkpoint_skips_an_incomplete_one(checkpoints
 
     from transformers import Trainer
 
-    from hf_ctx.training import CtxTrainer, resolve_resume_checkpoint
+    from hf_ctx.tools.trainer import CtxTrainer, resolve_resume_checkpoint
 
     output_dir = tmp_path / "run"
     shutil.copytree(checkpoints.args.output_dir, output_dir)
     (output_dir / "checkpoint-2" / "optimizer.pt").unlink()
     checks = checkpoints._checkpoint_checks()
-    with caplog.at_level("WARNING", logger="hf_ctx.training"):
+    with caplog.at_level("WARNING", logger="hf_ctx.tools.trainer"):
         for latest in ("latest", True):
             assert resolve_resume_checkpoint(latest, output_dir, **checks) == str(output_dir / "checkpoint-1")
     assert "skipping the incomplete checkpoint" in caplog.text and "missing optimizer.pt" in caplog.text
@@ -305,7 +300,7 @@ def test_a_checkpoint_from_an_earlier_hf_ctx_is_not_incomplete_for_lacking_a_new
     from transformers import TrainingArguments
 
     from hf_ctx import ElmoConfig, ElmoForBiLM, ElmoTokenizer
-    from hf_ctx.training import CtxTrainer
+    from hf_ctx.tools.trainer import CtxTrainer
 
     tokenizer = ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", "cat"])
     config = ElmoConfig(
@@ -339,7 +334,7 @@ def test_gpu_defaults_apply_on_cuda_only_and_never_over_a_given_option():
 
     import torch
 
-    from hf_ctx.training import apply_gpu_defaults
+    from hf_ctx.tools.scripts import apply_gpu_defaults
 
     def arguments(device):
         return SimpleNamespace(
@@ -380,7 +375,7 @@ def restore_threads():
 def test_small_models_train_on_one_thread_unless_told_otherwise(tmp_path, monkeypatch, restore_threads):
     """Issue 26: torch's one thread per core made two small jobs side by side 14x slower; hf_ctx picks one thread
     per 20M parameters (at most one per core), and --num_threads or OMP_NUM_THREADS wins."""
-    import hf_ctx.training as training
+    import hf_ctx.tools.trainer as training
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(training, "available_cores", lambda: 2)

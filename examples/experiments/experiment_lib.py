@@ -20,7 +20,7 @@ from safetensors.torch import load_file
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from hf_ctx.atomic_files import write_text
-from hf_ctx.training import missing_checkpoint_files
+from hf_ctx.tools.trainer import missing_checkpoint_files
 
 EXAMPLES = Path(__file__).resolve().parents[1]
 
@@ -179,7 +179,8 @@ def ner_majority_f1() -> tuple[str, float]:
 
 def glue_majority_baseline(task_name: str, data_dir: str | Path) -> tuple[str, dict[str, float]]:
     """The GLUE metrics of predicting the training set's most frequent label for every dev example."""
-    from hf_ctx.data.glue import glue_task, load_glue_files
+    from hf_ctx.data.glue import load_glue_files
+    from hf_ctx.data.glue_tasks import glue_task
     from hf_ctx.metrics import load_metric
 
     task = glue_task(task_name)

@@ -424,7 +424,7 @@ def train_tokenizer_on_corpus(
     the documents' fingerprint and these arguments, and a second run loads it: it then tokenizes nothing again,
     since the tokenized corpus is cached under the same tokenizer.
     """
-    from ..tokenization_bert import train_wordpiece_tokenizer
+    from .wordpiece import train_wordpiece_tokenizer
 
     cache = None
     if isinstance(documents, Dataset) and documents.cache_files:

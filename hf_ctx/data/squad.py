@@ -16,7 +16,7 @@ from pathlib import Path
 
 from datasets import Dataset, DatasetDict
 
-from ..question_answering import answer_token_span, encode_windows
+from .qa_windows import answer_token_span, encode_windows
 
 logger = logging.getLogger(__name__)
 

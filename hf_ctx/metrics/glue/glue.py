@@ -21,7 +21,7 @@ import numpy as np
 from scipy.stats import pearsonr, spearmanr
 from sklearn.metrics import f1_score, matthews_corrcoef
 
-from hf_ctx.data.glue import GLUE_TASKS
+from hf_ctx.data.glue_tasks import GLUE_TASKS
 
 _CITATION = """\
 @inproceedings{wang2019glue,

@@ -13,7 +13,7 @@ from huggingface_hub import HfApi, ModelCard
 from transformers import Trainer
 from transformers.modelcard import extract_hyperparameters_from_trainer, parse_log_history
 
-from .atomic_files import write_text
+from ..atomic_files import write_text
 from .model_card import build_model_card
 
 
@@ -55,7 +55,7 @@ def finish_run(trainer: Trainer, model_family: str, **card_facts) -> ModelCard |
     Call it at the end of an example script, on every process (saving may need all of them), after evaluation.
     The tokenizer is the Trainer's `processing_class`. The card is filled from the Trainer (hyperparameters,
     evaluation log, dataset sizes, steps and batch size) and `card_facts`, the keyword arguments of
-    `hf_ctx.model_card.build_model_card` (`dataset_name` is required; pass `eval_metrics={"validation": metrics}`
+    `hf_ctx.tools.model_card.build_model_card` (`dataset_name` is required; pass `eval_metrics={"validation": metrics}`
     with what `trainer.evaluate()` returned, and `hyperparameters` for settings outside `TrainingArguments`, which
     are added to the Trainer's). The Hub repository is `--hub_model_id` (default: the output folder's name),
     with `--hub_token`, `--hub_private_repo` and `--hub_revision`.

@@ -77,9 +77,9 @@ def _add_train_tokenizer(subparsers):
     )
 
     def run(args):
-        from .atomic_files import save_pretrained_atomically
+        from ..atomic_files import save_pretrained_atomically
+        from ..data.wordpiece import train_wordpiece_tokenizer
         from .checks import check_output_dir
-        from .tokenization_bert import train_wordpiece_tokenizer
 
         check_output_dir(args.output_dir)
         tokenizer = train_wordpiece_tokenizer(
@@ -200,7 +200,7 @@ _SUBCOMMANDS += [_add_convert_elmo, _add_embed]
 
 def package_version() -> str:
     """hf_ctx's `__version__`, read from `__init__.py` without importing the package (as setuptools reads it)."""
-    tree = ast.parse(Path(__file__).with_name("__init__.py").read_text(encoding="utf-8"))
+    tree = ast.parse(Path(__file__).parent.parent.joinpath("__init__.py").read_text(encoding="utf-8"))
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__version__" for t in node.targets):
             return ast.literal_eval(node.value)

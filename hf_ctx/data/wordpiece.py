@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from transformers import BertTokenizer
 
-from .checks import utf8_lines
+from .files import utf8_lines
 
 # BERT's special tokens; [PAD] first so that pad_token_id = 0 as CtxBertConfig expects.
 SPECIAL_TOKENS = {

@@ -21,10 +21,17 @@ from dataclasses import dataclass, field
 
 import transformers
 
-from . import configuration_bert, configuration_elmo, configuration_taglm, modeling_bert, modeling_elmo, modeling_taglm
-from .atomic_files import write_text
-from .tokenization_bert import train_wordpiece_tokenizer
-from .tokenization_elmo import ElmoTokenizer
+from .. import (
+    configuration_bert,
+    configuration_elmo,
+    configuration_taglm,
+    modeling_bert,
+    modeling_elmo,
+    modeling_taglm,
+)
+from ..atomic_files import write_text
+from ..data.wordpiece import train_wordpiece_tokenizer
+from ..tokenization_elmo import ElmoTokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -136,7 +143,7 @@ def _word_vocabulary_from_words(words=None, vocab_size=None, min_count=1):
     """TagLM without a biLM: an `ElmoTokenizer` whose word vocabulary is the training words seen `min_count` times."""
     if words is None:
         return None
-    from .data.bilm import build_vocabulary, count_words  # data/ needs `datasets`, which `import hf_ctx` does not
+    from ..data.bilm import build_vocabulary, count_words  # data/ needs `datasets`, which `import hf_ctx` does not
 
     counts = count_words(words)
     tokenizer = ElmoTokenizer(vocab=build_vocabulary(counts, min_count))

@@ -11,17 +11,18 @@ import logging
 import math
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
+import datasets
 import jinja2
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers.modelcard import TASK_TAG_TO_NAME_MAPPING, make_markdown_table
 
-from . import __version__
-from .atomic_files import write_text
+from ..atomic_files import write_text
+from ..remote_code import registered_auto_class, shareable_name
 from .families import MODEL_FAMILIES
-from .remote_code import registered_auto_class, shareable_name
 
 logger = logging.getLogger(__name__)
 
@@ -333,7 +334,47 @@ def _architecture(config) -> list[tuple[str, str]]:
 
 
 def _versions() -> dict[str, str]:
-    versions = {"hf_ctx": __version__}
-    for package in ("transformers", "torch", "tokenizers", "huggingface_hub"):
-        versions[package] = importlib.metadata.version(package)
-    return versions
+    packages = ("hf_ctx", "transformers", "torch", "tokenizers", "huggingface_hub")
+    return {package: importlib.metadata.version(package) for package in packages}
+
+
+# --- how a card names the data (never by local paths) ---------------------------------------------------------
+
+
+def training_data_name(dataset_name: str | None, train_files: str | Iterable[str] | None) -> str:
+    """How a model card names the training data: the `datasets` dataset, else "the local file(s) ..." with the
+    training files' names (never their local paths), so that the card says where the data came from."""
+    if dataset_name is not None:
+        return shareable_name(dataset_name)  # a dataset saved to disk: its folder's name
+    files = [train_files] if isinstance(train_files, str) else list(train_files or ())
+    return f"the local file{'s' if len(files) > 1 else ''} {_file_names(files)}"
+
+
+def _file_names(files: str | Iterable[str]) -> str:
+    """'a.txt, b.txt': the names of files, never their local paths."""
+    return ", ".join(Path(f).name for f in ([files] if isinstance(files, str) else files))
+
+
+def evaluation_data(
+    dataset_name: str | None,
+    validation_files: str | Iterable[str] | None,
+    train_files: str | Iterable[str] | None = None,
+    validation: datasets.Dataset | None = None,
+    validation_split_percentage: float | None = None,
+) -> dict[str, str]:
+    """How a model card names the data a run was evaluated on: `finish_run`'s `eval_dataset_name` (and
+    `eval_dataset_id` for a split of a Hub dataset).
+
+    The validation files' names when there are some; else, when `validation` (the validation data as loaded) is
+    a part of the training data that `hold_out_validation` set aside, that part ("5% of corpus.txt held out from
+    training"); else the `datasets` dataset's own validation split. Empty when there is no evaluation data.
+    """
+    if validation_files:
+        return {"eval_dataset_name": _file_names(validation_files)}
+    held_out = validation is not None and str(getattr(validation, "split", None)) != "validation"
+    if held_out:
+        source = shareable_name(dataset_name) if dataset_name is not None else _file_names(train_files or ())
+        return {"eval_dataset_name": f"{validation_split_percentage:g}% of {source} held out from training"}
+    if dataset_name is not None:  # the card lists `eval_dataset_id` only when it is a Hub id
+        return {"eval_dataset_name": shareable_name(dataset_name), "eval_dataset_id": dataset_name}
+    return {}  # no evaluation data

@@ -32,11 +32,11 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from .atomic_files import CommittedFile
+from ..atomic_files import CommittedFile
+from ..configuration_elmo import ElmoConfig
+from ..modeling_elmo import ElmoModel
+from ..tokenization_elmo import ElmoTokenizer, read_vocabulary_file
 from .checks import check_model_type
-from .configuration_elmo import ElmoConfig
-from .modeling_elmo import ElmoModel
-from .tokenization_elmo import ElmoTokenizer, read_vocabulary_file
 
 OUTPUTS = ("all", "top", "average")
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}

@@ -41,9 +41,7 @@ def check_model_type(name_or_path: str | os.PathLike, what: str = "checkpoint") 
     except (UnicodeDecodeError, json.JSONDecodeError, AttributeError) as error:
         raise ValueError(f"{what}: {config_file} is not a JSON config ({error})") from None
     if model_type is not None and model_type not in CONFIG_MAPPING:
-        from .families import MODEL_FAMILIES
-
-        ours = [family.config_class.model_type for family in MODEL_FAMILIES.values()]
+        ours = sorted(name for name in CONFIG_MAPPING if name.startswith("hf_ctx_"))  # registered by `import hf_ctx`
         raise ValueError(
             f"{what}: {config_file} has model_type {model_type!r}, which neither hf_ctx (its types: "
             f"{', '.join(ours)}) nor transformers knows; a checkpoint of another library or a newer hf_ctx?"
@@ -138,29 +136,6 @@ def load_tokenizer(name_or_path: str | os.PathLike, **kwargs):
     without a real vocabulary (`check_tokenizer_vocabulary`)."""
     check_local_path(name_or_path, "tokenizer")
     return check_tokenizer_vocabulary(AutoTokenizer.from_pretrained(name_or_path, **kwargs), name_or_path)
-
-
-def utf8_lines(f, path: str | os.PathLike):
-    """The lines of the open text file `f`; bytes that are not UTF-8 are a ValueError naming `path:line`."""
-    try:
-        yield from f
-    except UnicodeDecodeError as error:
-        raise invalid_utf8_error(path, error) from None
-
-
-def invalid_utf8_error(path: str | os.PathLike, error: UnicodeDecodeError) -> ValueError:
-    """A ValueError naming the file and the line of the first bytes that are not UTF-8 (`error` is what
-    decoding raised, which knows neither)."""
-    with open(path, "rb") as f:
-        for line_number, line in enumerate(f, start=1):
-            try:
-                line.decode("utf-8")
-            except UnicodeDecodeError as line_error:
-                return ValueError(
-                    f"{os.fspath(path)}:{line_number}: not valid UTF-8 ({line_error.reason} at byte "
-                    f"{line_error.start} of the line); save the file as UTF-8"
-                )
-    return ValueError(f"{os.fspath(path)}: not valid UTF-8 ({error}); save the file as UTF-8")
 
 
 def check_positive_arguments(*argument_groups, names=("max_seq_length",)) -> None:

@@ -140,7 +140,7 @@ class WordFeatureExtractionPipeline(FeatureExtractionPipeline):
     layer, the vectors being the weighted sum of the layers (weights used as given); `return_tensors=True`:
     vectors as torch tensors instead of lists; `is_split_into_words` and `delimiter` as for the token-classification
     pipeline. The model is an `ElmoModel` (`AutoModel` of an ELMo checkpoint); one sentence runs at a time, so a
-    vector does not depend on the other inputs. For many sentences, `hf_ctx.embed.ElmoEmbedder` batches them.
+    vector does not depend on the other inputs. For many sentences, `hf_ctx.tools.embed.ElmoEmbedder` batches them.
     """
 
     def _sanitize_parameters(

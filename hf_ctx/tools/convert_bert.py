@@ -14,10 +14,10 @@ import torch
 import transformers
 from transformers import BertConfig
 
-from . import modeling_bert
-from .atomic_files import save_pretrained_atomically
+from .. import modeling_bert
+from ..atomic_files import save_pretrained_atomically
+from ..configuration_bert import CtxBertConfig
 from .checks import check_finite_weights, check_no_checkpoint_in, check_output_dir, load_tokenizer
-from .configuration_bert import CtxBertConfig
 
 logger = logging.getLogger(__name__)
 

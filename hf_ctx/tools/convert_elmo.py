@@ -24,10 +24,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..configuration_elmo import N_CHARACTERS, ElmoConfig
+from ..modeling_elmo import ElmoModel
+from ..tokenization_elmo import ElmoTokenizer
 from .checks import check_finite_weights, check_no_checkpoint_in, check_output_dir
-from .configuration_elmo import N_CHARACTERS, ElmoConfig
-from .modeling_elmo import ElmoModel
-from .tokenization_elmo import ElmoTokenizer
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,304 @@
+"""What the example scripts (`examples/*.py`) share between their arguments and their end, so that they stay thin:
+parsing and set-up (logging, seed, argument checks), the arguments several scripts take (`--config_overrides`,
+`--unpad_inputs`, the text-corpus options of the pretraining scripts), GPU defaults, and the train / evaluate steps
+with their metric files.
+
+The run ends with `hf_ctx.tools.hub.finish_run` (checkpoint, model card, `--push_to_hub`).
+"""
+
+import importlib.metadata
+import json
+import logging
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import datasets
+import transformers
+from transformers import HfArgumentParser, Trainer, TrainingArguments
+
+from .checks import check_conflicting_arguments, check_path_arguments, check_positive_arguments
+
+logger = logging.getLogger(__name__)
+
+
+def setup_logging(training_args: TrainingArguments, logger: logging.Logger) -> None:
+    """Set up what an example script prints: log records to stdout and a short header.
+
+    `logger` (the script's) and hf_ctx log at INFO on the processes that should log (`training_args.should_log`:
+    the main one, unless `--log_on_each_node` and friends say otherwise) and at WARNING on the others;
+    `--log_level` / `--log_level_replica` set another level. transformers and `datasets` keep their own default
+    (WARNING), so the Trainer prints its progress bar and metrics but not its INFO chatter (every config it
+    loads, every file it saves), unless `--log_level info` asks for it. Without an accelerator,
+    `dataloader_pin_memory` is turned off: pinned memory only serves copies to a GPU, and the DataLoader warns
+    about it on every run. Then `logger` says which hf_ctx version and process this is.
+    """
+    logging.basicConfig(
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=[logging.StreamHandler(sys.stdout)]
+    )
+    default_level = logging.INFO if training_args.should_log else logging.WARNING
+    library_level = training_args.get_process_log_level()  # transformers' current level unless --log_level says
+    asked = training_args.log_level if training_args.should_log else training_args.log_level_replica
+    own_level = default_level if asked == "passive" else library_level
+    for name in (logger.name, "hf_ctx"):
+        logging.getLogger(name).setLevel(own_level)
+    datasets.utils.logging.set_verbosity(logging.WARNING if asked == "passive" else library_level)
+    transformers.utils.logging.set_verbosity(library_level)
+    if training_args.device.type == "cpu":
+        training_args.dataloader_pin_memory = False
+    logger.info(
+        f"hf_ctx {importlib.metadata.version('hf_ctx')}, process {training_args.process_index} of {training_args.world_size} "
+        f"on {training_args.device}"
+    )
+
+
+def parse_args_and_set_up(
+    argument_classes: tuple,
+    argv: list[str] | None,
+    logger: logging.Logger,
+    *,
+    ignored_together: Iterable[tuple[str, str]] = (),
+    positive: tuple[str, ...] = ("max_seq_length",),
+    steps: tuple[str, ...] = ("do_train", "do_eval", "do_predict"),
+) -> tuple:
+    """The start of every example script: parse the command line, set up logging, seed everything, and refuse
+    arguments the run could not use (see `hf_ctx.tools.checks`).
+
+    Args:
+        argument_classes: the script's argument dataclasses, `TrainingArguments` last.
+        argv: the arguments (`None`: `sys.argv`).
+        logger: the script's logger (see `setup_logging`).
+        ignored_together: (argument, argument it makes the script ignore) pairs, refused together.
+        positive: size arguments that must be positive when given.
+        steps: the script's `--do_*` steps; a run that asks for none of them is refused (it would exit having
+            done nothing, or only part of its preparation).
+
+    Returns:
+        One instance per class, in order.
+    """
+    parsed = HfArgumentParser(argument_classes).parse_args_into_dataclasses(args=argv)
+    training_args = parsed[-1]
+    if not any(getattr(training_args, step) for step in steps):
+        raise ValueError(f"nothing to do: give {' and/or '.join('--' + step for step in steps)}")
+    setup_logging(training_args, logger)
+    transformers.set_seed(training_args.seed)
+    script_args = parsed[:-1]
+    check_path_arguments(*script_args)
+    check_conflicting_arguments(ignored_together, *script_args)
+    check_positive_arguments(*script_args, names=positive)
+    return tuple(parsed)
+
+
+# --- arguments several scripts take ------------------------------------------------------------------------
+
+
+def unpad_inputs_field():
+    """The examples' `--unpad_inputs` argument (BERT's `CtxBertConfig.unpad_inputs`, on by default)."""
+    return field(
+        default=True,
+        metadata={
+            "help": "BERT: run the layers on the real tokens only, so padding costs "
+            "nothing (outputs at real tokens are unchanged)"
+        },
+    )
+
+
+def apply_unpad_inputs(model, unpad_inputs: bool) -> None:
+    """`--unpad_inputs` on a model whose config has the option (hf_ctx's BERT); other models (ELMo, TagLM, a
+    transformers BERT) have no such path, and the argument leaves them as they are."""
+    if hasattr(model.config, "unpad_inputs"):
+        model.config.unpad_inputs = unpad_inputs
+
+
+def padding_multiple(pad_to_multiple_of: int | None, training_args: TrainingArguments) -> int | None:
+    """`--pad_to_multiple_of`, else 8 under mixed precision or on a GPU (tensor cores want dimensions divisible by
+    8), else none: on a CPU padding only adds work."""
+    if pad_to_multiple_of is None and (
+        training_args.fp16 or training_args.bf16 or training_args.device.type == "cuda"
+    ):
+        return 8
+    return pad_to_multiple_of
+
+
+def apply_gpu_defaults(training_args: TrainingArguments, argv: list[str] | None, **defaults) -> dict:
+    """On a CUDA device, set `TrainingArguments` fields to the examples' GPU defaults where the command line did
+    not set them; returns what was set. On a GPU small steps are bound by kernel launches, not arithmetic:
+
+    - `per_device_train_batch_size` / `per_device_eval_batch_size` larger than the CPU default of 8;
+    - `group_by_length=True` batches sentences of similar length together (`LengthGroupedSampler`; the
+      `train_sampling_strategy="group_by_length"` of newer transformers), so that little padding is computed
+      and a compiled model sees few shapes.
+
+    `argv` is what `HfArgumentParser` parsed (`None`: `sys.argv[1:]`).
+    """
+    if training_args.device.type != "cuda":
+        return {}
+    given = {
+        arg.removeprefix("--").split("=", 1)[0]
+        for arg in (sys.argv[1:] if argv is None else argv)
+        if arg.startswith("--")
+    }
+    applied = {}
+    for name, value in defaults.items():
+        if name == "group_by_length" and hasattr(training_args, "train_sampling_strategy"):
+            if value and "train_sampling_strategy" not in given and "group_by_length" not in given:
+                training_args.train_sampling_strategy = applied["train_sampling_strategy"] = "group_by_length"
+            continue
+        if name not in given:
+            setattr(training_args, name, value)
+            applied[name] = value
+    return applied
+
+
+# What `--config_overrides` says in every example script (its help text).
+CONFIG_OVERRIDES_HELP = (
+    'config fields of a new model: a JSON object (\'{"lstm": {"dim": 512}, "dropout": 0.1}\') or '
+    "comma-separated key=value pairs, values read as JSON where they parse and a dotted key for a nested field "
+    "(lstm.dim=512,dropout=0.1)"
+)
+
+
+def _split_top_level(text: str) -> list[str]:
+    """Split at the commas that are not inside brackets or quotes: "a=[1,2],b=3" -> ["a=[1,2]", "b=3"]."""
+    items, depth, quote, start = [], 0, None, 0
+    for i, char in enumerate(text):
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "\"'":
+            quote = char
+        elif char in "[{(":
+            depth += 1
+        elif char in "]})":
+            depth -= 1
+        elif char == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    return [item for item in items if item.strip()]
+
+
+def parse_config_overrides(overrides: str | None) -> dict:
+    """The value of `--config_overrides`, the same syntax in every example script, as a dict of config fields.
+
+    Two spellings:
+    - a JSON object: '{"lstm": {"dim": 512}, "dropout": 0.1}';
+    - comma-separated key=value pairs: "lstm.dim=512,dropout=0.1,hidden_act=gelu". Values are read as JSON where
+      they parse (numbers, true/false/null, lists such as [[1,32],[2,32]]), else kept as strings. A dotted key
+      sets a field inside a dict-valued field (ELMo's `char_cnn` and `lstm`).
+    `None` or "" gives {}.
+    """
+    text = (overrides or "").strip()
+    if text.startswith("{"):
+        try:
+            return json.loads(text)  # text starting with "{" is an object or no JSON at all
+        except json.JSONDecodeError as error:
+            raise ValueError(f"--config_overrides is not valid JSON ({error}): {text!r}") from None
+    parsed = {}
+    for item in _split_top_level(text):
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--config_overrides entries are key=value (or give a JSON object), got {item!r}")
+        value = value.strip()
+        try:
+            # JSON spells booleans in lower case; "True" on a command line means the same.
+            value = json.loads(value.lower() if value.lower() in ("true", "false") else value)
+        except json.JSONDecodeError:
+            pass
+        *parents, name = key.split(".")
+        target = parsed
+        for parent in parents:
+            target = target.setdefault(parent, {})
+            if not isinstance(target, dict):
+                raise ValueError(f"--config_overrides sets {key!r}, but {parent!r} is already given a value")
+        target[name] = value
+    return parsed
+
+
+@dataclass
+class TextCorpusArguments:
+    """The data options both pretraining examples share: where the raw text comes from (files, globs, gzip, or a
+    `datasets` dataset), streaming, caching, the held-out share, and sample limits. Each script subclasses it
+    with its own options."""
+
+    train_file: list[str] | None = field(
+        default=None, metadata={"help": "training text files or glob patterns (plain or .gz), e.g. 'wiki/*.txt.gz'"}
+    )
+    validation_file: list[str] | None = field(
+        default=None, metadata={"help": "validation text files or glob patterns (plain or .gz)"}
+    )
+    streaming: bool = field(
+        default=False,
+        metadata={
+            "help": "read the training text as it trains (a `datasets` IterableDataset), for corpora larger than "
+            "the disk cache; needs --max_steps"
+        },
+    )
+    dataset_name: str | None = field(
+        default=None, metadata={"help": "a `datasets` dataset (Hub name or local folder), one text a row"}
+    )
+    dataset_config_name: str | None = field(default=None, metadata={"help": "its configuration"})
+    text_column: str = field(default="text", metadata={"help": "the dataset's text column"})
+    cache_dir: str | None = field(default=None, metadata={"help": "where `datasets` caches (default: its own cache)"})
+    validation_split_percentage: float = field(
+        default=5.0, metadata={"help": "without validation data, hold out this share of the training text"}
+    )
+    pad_to_multiple_of: int | None = field(default=None, metadata={"help": "pad batches to a multiple of this"})
+    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "processes for data preparation"})
+    max_train_samples: int | None = field(default=None, metadata={"help": "keep only the first N training examples"})
+    max_eval_samples: int | None = field(default=None, metadata={"help": "keep only the first N validation examples"})
+
+
+# --- the --do_train / --do_eval steps -----------------------------------------------------------------------
+
+
+def match_special_tokens(model, tokenizer) -> None:
+    """Give `model`'s config (and generation config) the pad, bos and eos ids of `tokenizer`.
+
+    `Trainer.train` does the same, with a warning ("The tokenizer has new PAD/BOS/EOS tokens ...") that a user of
+    the examples cannot act on: the scripts build model and tokenizer together, and the tokenizer's ids are the
+    right ones.
+    """
+    configs = [model.config, getattr(model, "generation_config", None)]
+    for name in ("pad_token_id", "bos_token_id", "eos_token_id"):
+        value = getattr(tokenizer, name, None)
+        for config in filter(None, configs):
+            if value is not None and getattr(config, name, None) != value:
+                setattr(config, name, value)
+
+
+def record_metrics(trainer: Trainer, split: str, metrics: dict[str, float]) -> None:
+    """Log `metrics` and save them as `<split>_results.json` (and into `all_results.json`) in `--output_dir`."""
+    trainer.log_metrics(split, metrics)
+    trainer.save_metrics(split, metrics)
+
+
+def train_and_evaluate(
+    trainer: Trainer, eval_datasets: Mapping[str, datasets.Dataset] | None = None
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The `--do_train` and `--do_eval` steps of an example script, each as its arguments ask.
+
+    Training resumes from `--resume_from_checkpoint` when that is given; its metrics are logged and saved
+    ("train") with the Trainer state. Evaluation runs on the Trainer's `eval_dataset`, or on each of
+    `eval_datasets` (metric-key prefix -> dataset, e.g. MNLI's matched and mismatched dev sets); the metrics are
+    logged and saved ("eval"). The model itself is saved by `hf_ctx.tools.hub.finish_run` at the end of the script.
+
+    Returns (every metric, the evaluation metrics alone); the latter is empty without `--do_eval`.
+    """
+    args = trainer.args
+    metrics, eval_metrics = {}, {}
+    if args.do_train:
+        match_special_tokens(trainer.model, trainer.processing_class)
+        result = trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
+        metrics.update(result.metrics)
+        record_metrics(trainer, "train", result.metrics)
+        trainer.save_state()
+    if args.do_eval:
+        if eval_datasets is None:
+            eval_metrics = trainer.evaluate()
+        else:
+            for prefix, dataset in eval_datasets.items():
+                eval_metrics.update(trainer.evaluate(eval_dataset=dataset, metric_key_prefix=prefix))
+        metrics.update(eval_metrics)
+        record_metrics(trainer, "eval", eval_metrics)
+    return metrics, eval_metrics

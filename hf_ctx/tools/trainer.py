@@ -1,0 +1,337 @@
+"""`CtxTrainer`: transformers' `Trainer`, made safe to push and to resume (its checkpoints checked before a resume,
+every file written atomically, the Trainer's pickled state never uploaded), with the CPU-thread policy it applies
+to the model it trains.
+"""
+
+import json
+import logging
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+
+import datasets
+import torch
+import transformers
+from accelerate.data_loader import prepare_data_loader
+from datasets.distributed import split_dataset_by_node
+from huggingface_hub import HfApi
+from torch.utils.data import DataLoader
+from transformers import Trainer, TrainingArguments
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy
+from transformers.utils.hub import PushInProgress
+
+from ..atomic_files import damaged_file_reason, damaged_files, write_into_folder, write_text
+
+logger = logging.getLogger(__name__)
+
+
+# What a checkpoint folder holds beside the model and its tokenizer: the Trainer's own state. None of it is ever
+# uploaded: `training_args.bin` is a pickle holding `--hub_token` and local paths; the optimizer, scheduler and
+# RNG states are pickles too; `trainer_state.json` names local checkpoint folders.
+TRAINING_STATE_PATTERNS = ["training_args.bin", "trainer_state.json", "*.bin", "*.pt", "*.pth", "*.pkl"]
+
+
+# Words that `--resume_from_checkpoint` accepts for "the latest complete checkpoint in --output_dir".
+LATEST_CHECKPOINT = ("latest", "last", "true")
+
+
+# --- CPU threads -------------------------------------------------------------------------------------------
+
+# Parameters per intra-op thread. Below this, an op's work is too small for a second thread to pay for its
+# start-up and barrier, and on a shared machine the threads of OpenMP's team spin at their barriers against each
+# other and against other jobs: two copies of the main job side by side ran 14 times slower than one alone with
+# torch's default of one thread per core (docs/performance.md#threads-for-small-models).
+PARAMETERS_PER_THREAD = 20_000_000
+
+
+def available_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask, as `taskset` or a container limits it)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def choose_num_threads(num_parameters: int, num_threads: int | None = None) -> int | None:
+    """How many intra-op threads to train a model of `num_parameters` with, or `None` to leave torch's setting.
+
+    `num_threads` (`--num_threads`) wins; then `OMP_NUM_THREADS`, which torch already read at start-up; else one
+    thread per `PARAMETERS_PER_THREAD` parameters, at least one and at most one per available core.
+    """
+    if num_threads is not None:
+        return num_threads
+    if os.environ.get("OMP_NUM_THREADS"):
+        return None
+    return max(1, min(available_cores(), num_parameters // PARAMETERS_PER_THREAD))
+
+
+def set_num_threads(model, num_threads: int | None = None) -> None:
+    """Set torch's intra-op threads for training `model` on the CPU (see `choose_num_threads`)."""
+    chosen = choose_num_threads(sum(p.numel() for p in model.parameters()), num_threads)
+    if chosen is not None and chosen != torch.get_num_threads():
+        logger.info(f"training with {chosen} CPU thread(s) (--num_threads or OMP_NUM_THREADS sets another number)")
+        torch.set_num_threads(chosen)
+
+
+# --- resuming: which checkpoint, and is it complete ---------------------------------------------------------
+
+
+def _expected_checkpoint_files(
+    folder: str, *, world_size: int = 1, tokenizer_files=(), training_state: bool = True
+) -> list[str]:
+    """The files a `checkpoint-N` folder written by the Trainer should hold (see `missing_checkpoint_files`)."""
+    expected = ["config.json", *tokenizer_files]
+    index = os.path.join(folder, "model.safetensors.index.json")
+    if os.path.isfile(index):
+        expected.append("model.safetensors.index.json")
+        if damaged_file_reason(index) is None:
+            with open(index, encoding="utf-8") as f:
+                expected += sorted(set(json.load(f)["weight_map"].values()))
+    else:
+        expected.append("model.safetensors")
+    if training_state:
+        expected += ["trainer_state.json", "optimizer.pt", "scheduler.pt"]
+        expected += ["rng_state.pth"] if world_size == 1 else [f"rng_state_{i}.pth" for i in range(world_size)]
+    return expected
+
+
+def missing_checkpoint_files(folder: str | os.PathLike, **check) -> list[str]:
+    """The files a `checkpoint-N` folder written by the Trainer should hold but does not.
+
+    A run killed while saving leaves a checkpoint with some files missing; resuming from it fails somewhere deep
+    (or, without `scheduler.pt` or the RNG state, silently trains differently). Checked: `config.json`, the
+    weights (`model.safetensors`, or the index and every shard it lists), `tokenizer_files` (the names the
+    Trainer's tokenizer saves) and, with `training_state`, `trainer_state.json`, `optimizer.pt`, `scheduler.pt`
+    and the RNG state of each of the `world_size` processes. `check`: `world_size`, `tokenizer_files`,
+    `training_state`.
+    """
+    folder = os.fspath(folder)
+    return [
+        name for name in _expected_checkpoint_files(folder, **check) if not os.path.isfile(os.path.join(folder, name))
+    ]
+
+
+def checkpoint_problems(folder: str | os.PathLike, **check) -> list[str]:
+    """What keeps a `checkpoint-N` folder from being resumed: "missing <files>" (`missing_checkpoint_files`) and
+    "<file> (<why>) is incomplete or corrupt" for each expected file that `damaged_file_reason` finds truncated
+    or damaged (checked without unpickling anything). Empty for a checkpoint that can be resumed."""
+    folder = os.fspath(folder)
+    missing = missing_checkpoint_files(folder, **check)
+    problems = [f"missing {', '.join(missing)}"] if missing else []
+    damaged = damaged_files(folder, _expected_checkpoint_files(folder, **check))
+    return problems + [f"{file} is incomplete or corrupt" for file in damaged]
+
+
+def resolve_resume_checkpoint(
+    checkpoint: str | os.PathLike | bool | None, output_dir: str | os.PathLike, **check
+) -> str | None:
+    """The checkpoint folder `--resume_from_checkpoint` means, checked to be complete and undamaged.
+
+    `checkpoint` is a folder, or `True` / "latest" / "last" for the `checkpoint-N` of `output_dir` with the
+    highest N among the complete ones: an incomplete or damaged one (a run killed while saving it, a full disk)
+    is skipped with a warning naming its files. A folder given by name must be complete: the error names what is
+    missing or damaged. `None` / `False` / "" give `None` (train from the start). `check`: the keyword arguments
+    of `missing_checkpoint_files`.
+    """
+    if checkpoint is None or checkpoint is False or checkpoint == "":
+        return None
+    if checkpoint is True or str(checkpoint).lower() in LATEST_CHECKPOINT:
+        pattern = re.compile(rf"^{PREFIX_CHECKPOINT_DIR}-(\d+)$")
+        found = os.listdir(output_dir) if os.path.isdir(output_dir) else []
+        steps = sorted((int(m.group(1)) for m in map(pattern.match, found) if m), reverse=True)
+        for step in steps:
+            folder = os.path.join(output_dir, f"{PREFIX_CHECKPOINT_DIR}-{step}")
+            problems = checkpoint_problems(folder, **check)
+            if not problems:
+                return folder
+            logger.warning(
+                f"skipping the incomplete checkpoint {folder} ({'; '.join(problems)}); it was "
+                "probably being saved when the run stopped"
+            )
+        raise ValueError(
+            f"--resume_from_checkpoint {checkpoint}: no complete {PREFIX_CHECKPOINT_DIR}-N folder in "
+            f"{output_dir} (found {len(steps)} incomplete ones)"
+        )
+    folder = os.fspath(checkpoint)
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"--resume_from_checkpoint: {folder} does not exist or is not a folder")
+    problems = checkpoint_problems(folder, **check)
+    if problems:
+        raise ValueError(
+            f"--resume_from_checkpoint: {folder} is an incomplete checkpoint (the run probably stopped "
+            f"while saving it): {'; '.join(problems)}. Resume from an earlier checkpoint, or "
+            f"pass 'latest' to use the latest complete one in {output_dir}"
+        )
+    return folder
+
+
+@dataclass
+class CtxTrainingArguments(TrainingArguments):
+    """`TrainingArguments` and the one setting of the examples' training that it lacks: CPU threads."""
+
+    num_threads: int | None = field(
+        default=None,
+        metadata={
+            "help": "CPU threads for training (default: OMP_NUM_THREADS when set, else one per 20M parameters, "
+            "at most one per core: small models train fastest on one thread, and alone beside other jobs)"
+        },
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.num_threads is not None and self.num_threads < 1:
+            raise ValueError(f"--num_threads must be at least 1, got {self.num_threads}")
+
+
+class CtxTrainer(Trainer):
+    """transformers' `Trainer`, made safe to push and to resume; the examples train with it.
+
+    - `--push_to_hub` with checkpoints (`--hub_strategy every_save`, the default): each save uploads the model
+      files of the new checkpoint folder (config with `auto_map`, weights, the source files the `auto_map`
+      names, tokenizer), so every revision of the repository loads with `trust_remote_code`. The Trainer's own
+      state never goes: `Trainer` would upload `training_args.bin`, a pickle holding `--hub_token` and local
+      paths. `--hub_strategy checkpoint` / `all_checkpoints` upload that state by design and are refused.
+    - On the CPU, torch's intra-op threads are set for the model's size (`set_num_threads`; `--num_threads`
+      of `CtxTrainingArguments` or `OMP_NUM_THREADS` overrides).
+    - `train(resume_from_checkpoint=...)` checks the checkpoint is complete (`resolve_resume_checkpoint`):
+      "latest" or `True` skips an incomplete one with a warning; a named incomplete one is an error naming the
+      missing files.
+    """
+
+    def __init__(self, model=None, args: TrainingArguments | None = None, *rest, **kwargs):
+        if (
+            args is not None
+            and args.push_to_hub
+            and args.hub_strategy in (HubStrategy.CHECKPOINT, HubStrategy.ALL_CHECKPOINTS)
+        ):
+            raise ValueError(
+                f"--hub_strategy={args.hub_strategy.value} would upload the training state (training_args.bin holds "
+                "--hub_token and local paths); use every_save or end"
+            )
+        super().__init__(model, args, *rest, **kwargs)
+        if self.args.device.type == "cpu":
+            set_num_threads(self.model, getattr(self.args, "num_threads", None))
+        self._refuse_unsharded_fsdp()
+
+    def _refuse_unsharded_fsdp(self) -> None:
+        """FSDP asked for (`--fsdp`, or `accelerate launch` with an FSDP config) but not set up is an error:
+        accelerate shards only on GPUs and other accelerators; on CPU processes (gloo) it falls back to plain DDP,
+        each process holding the whole model, and says nothing."""
+        asked = bool(self.args.fsdp) or os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true"
+        if asked and not self.is_fsdp_enabled:
+            raise ValueError(
+                f"FSDP was asked for, but accelerate set up {self.accelerator.distributed_type.value} on "
+                f"{self.args.device.type}: it shards only on GPUs or other accelerators, so these processes would "
+                "each hold the whole model (plain DDP). Leave out --fsdp (DDP) or run on GPUs"
+            )
+
+    def get_train_dataloader(self):
+        """As `Trainer`'s, except for a streamed training set (`datasets.IterableDataset`) on several processes:
+        each process reads its own share of the stream (`datasets.distributed.split_dataset_by_node`: its own
+        files when the stream has a multiple of the process count of them, else every N-th example), so no
+        example is read twice and none is left out. `Trainer` would have the main process read every batch and
+        send each process its part (accelerate's `dispatch_batches`)."""
+        dataset = self.train_dataset
+        if not isinstance(dataset, datasets.IterableDataset) or self.args.world_size == 1:
+            return super().get_train_dataloader()
+        own_share = split_dataset_by_node(dataset, rank=self.args.process_index, world_size=self.args.world_size)
+        loader = DataLoader(
+            own_share,
+            batch_size=self._train_batch_size,
+            collate_fn=self._get_collator_with_removed_columns(self.data_collator, description="training"),
+            num_workers=self.args.dataloader_num_workers,
+            pin_memory=self.args.dataloader_pin_memory,
+        )
+        # Already split: accelerate only moves the batches to the device (one process's view, no second split).
+        return prepare_data_loader(
+            loader, self.args.device, num_processes=1, process_index=0, put_on_device=True, dispatch_batches=False
+        )
+
+    # --- writing: every file the Trainer writes appears whole or not at all (hf_ctx.atomic_files) ---------
+
+    def _write_atomically(self, write, output_dir: str | None):
+        """Run `write(folder)` on a temporary folder and move its files into `output_dir` (`write_into_folder`);
+        directly where several processes write into the same folder (sharded saves)."""
+        output_dir = output_dir if output_dir is not None else self.args.output_dir
+        if self.args.world_size > 1 or self.is_deepspeed_enabled or self.is_fsdp_enabled:
+            return write(output_dir)
+        return write_into_folder(output_dir, write)
+
+    def _save(self, output_dir: str | None = None, state_dict=None) -> None:
+        # save_pretrained draws a "Writing model shards" bar even for one file: three lines of noise per checkpoint.
+        shown = transformers.utils.logging.is_progress_bar_enabled()
+        transformers.utils.logging.disable_progress_bar()
+        try:
+            self._write_atomically(lambda folder: Trainer._save(self, folder, state_dict), output_dir)
+        finally:
+            if shown:
+                transformers.utils.logging.enable_progress_bar()
+
+    def _save_optimizer_and_scheduler(self, output_dir: str) -> None:
+        self._write_atomically(lambda folder: Trainer._save_optimizer_and_scheduler(self, folder), output_dir)
+
+    def _save_scaler(self, output_dir: str) -> None:
+        self._write_atomically(lambda folder: Trainer._save_scaler(self, folder), output_dir)
+
+    def _save_rng_state(self, output_dir: str) -> None:
+        self._write_atomically(lambda folder: Trainer._save_rng_state(self, folder), output_dir)
+
+    def save_state(self) -> None:
+        if self.is_world_process_zero():
+            self._write_atomically(
+                lambda folder: self.state.save_to_json(os.path.join(folder, "trainer_state.json")), None
+            )
+
+    def save_metrics(self, split: str, metrics: dict, combined: bool = True) -> None:
+        """`<split>_results.json` and, with `combined`, the metrics merged into `all_results.json`, each written
+        atomically (a full disk leaves the previous file)."""
+        if not self.is_world_process_zero():
+            return
+        write_text(
+            os.path.join(self.args.output_dir, f"{split}_results.json"), json.dumps(metrics, indent=4, sort_keys=True)
+        )
+        if combined:
+            path = os.path.join(self.args.output_dir, "all_results.json")
+            all_metrics = {}
+            if os.path.exists(path):
+                with open(path, encoding="utf-8") as f:
+                    all_metrics = json.load(f)
+            write_text(path, json.dumps({**all_metrics, **metrics}, indent=4, sort_keys=True))
+
+    def _checkpoint_checks(self) -> dict:
+        """Keyword arguments of `missing_checkpoint_files` for this Trainer's checkpoints."""
+        tokenizer_files = ()
+        if self.processing_class is not None and hasattr(self.processing_class, "save_pretrained"):
+            with tempfile.TemporaryDirectory() as folder:  # the names this tokenizer saves, e.g. tokenizer.json
+                self.processing_class.save_pretrained(folder)
+                # Not the remote-code copies (*.py): resuming runs the installed code, and a checkpoint saved by
+                # an earlier hf_ctx lacks the modules added since.
+                tokenizer_files = tuple(sorted(name for name in os.listdir(folder) if not name.endswith(".py")))
+        # DeepSpeed and FSDP save weights and optimizer states in files of their own.
+        sharded = self.is_deepspeed_enabled or self.is_fsdp_enabled
+        return {"world_size": self.args.world_size, "tokenizer_files": tokenizer_files, "training_state": not sharded}
+
+    def train(self, resume_from_checkpoint: str | bool | None = None, *args, **kwargs):
+        resume_from_checkpoint = resolve_resume_checkpoint(
+            resume_from_checkpoint, self.args.output_dir, **self._checkpoint_checks()
+        )
+        return super().train(resume_from_checkpoint, *args, **kwargs)
+
+    def _push_from_checkpoint(self, checkpoint_folder: str) -> None:
+        """Upload the model files of the checkpoint just saved (not the Trainer's state), without waiting."""
+        if not self.is_world_process_zero() or self.args.hub_strategy == HubStrategy.END:
+            return
+        # As `Trainer`: skip this save's push while the last one is still uploading, unless --hub_always_push.
+        if not self.args.hub_always_push and self.push_in_progress is not None and not self.push_in_progress.is_done():
+            return
+        self.callback_handler.on_push_begin(self.args, self.state, self.control)
+        job = HfApi(token=self.args.hub_token).upload_folder(
+            repo_id=self.hub_model_id,
+            folder_path=checkpoint_folder,
+            commit_message=f"Training in progress, step {self.state.global_step}",
+            ignore_patterns=TRAINING_STATE_PATTERNS,
+            revision=self.args.hub_revision,
+            run_as_future=True,
+        )
+        if self.push_in_progress is None or self.push_in_progress.is_done():
+            self.push_in_progress = PushInProgress([job])
+        else:
+            self.push_in_progress.jobs.append(job)
