@@ -33,6 +33,7 @@ from transformers import AutoConfig, AutoModelForTokenClassification, AutoTokeni
 from hf_ctx import WordTokenClassificationPipeline
 from hf_ctx.atomic_files import write_text
 from hf_ctx.data.conll import read_conll
+from hf_ctx.data.files import how_generated, mark_generated
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
 from hf_ctx.tools.errors import run_script
 
@@ -129,6 +130,8 @@ def main(argv: list[str] | None = None) -> dict:
     training_text = out / "bilm_training_text.txt"
     training_text.parent.mkdir(parents=True, exist_ok=True)
     write_text(training_text, "".join(" ".join(s["tokens"]) + "\n" for s in read_conll(train)))
+    if how_generated(train):
+        mark_generated(training_text, f"the sentences of {Path(train).name}, {how_generated(train)}")
     bilm_dir = out / "bilm"
     started = starting("bilm", "pretraining the biLM")
     bilm_metrics = pretrain_elmo.main(
@@ -175,9 +178,12 @@ def main(argv: list[str] | None = None) -> dict:
         for k, v in sorted(metrics.items())
         if k.endswith("_f1") and k.startswith("eval_") and k != "eval_f1"
     )
+    test_f1 = f"; test entity F1 {metrics['predict_f1']:.4f}" if "predict_f1" in metrics else ""
     print(
         f"[3/4] TagLM validation entity F1 {metrics['eval_f1']:.4f} (precision {metrics['eval_precision']:.4f}, "
-        f"recall {metrics['eval_recall']:.4f}; {per_type}), saved in {tagger_dir} ({time.perf_counter() - started:.0f} s)"
+        f"recall {metrics['eval_recall']:.4f}; {per_type}){test_f1}"
+        + (" on generated data" if how_generated(train) else "")
+        + f", saved in {tagger_dir} ({time.perf_counter() - started:.0f} s)"
     )
     started = starting("reload", "reloading the tagger through the Auto classes and tagging a sentence")
 

@@ -52,7 +52,7 @@ from hf_ctx.tools.checks import (
 )
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.hub import dataset_size, finish_run
-from hf_ctx.tools.model_card import evaluation_data, training_data_name
+from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
     TextCorpusArguments,
@@ -329,25 +329,15 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     metrics, eval_metrics = train_and_evaluate(trainer)
     if training_args.do_train:
         # Model (safetensors), config, tokenizer and card in --output_dir; with --push_to_hub, on the Hub.
-        finish_run(
-            trainer,
-            "bert",
-            dataset_name=training_data_name(data_args.dataset_name, data_args.train_file),
-            dataset_id=data_args.dataset_name,
-            dataset_config=data_args.dataset_config_name,
-            **evaluation_data(
-                data_args.dataset_name,
-                data_args.validation_file,
-                data_args.train_file,
-                validation_documents,
-                data_args.validation_split_percentage,
-            ),
-            eval_metrics={"validation": eval_metrics} if eval_metrics else None,
-            base_model=model_args.model_name_or_path,
-            num_train_available=train_available,
-            num_eval_available=eval_available,
-            hyperparameters=card_hyperparameters(model_args, data_args, tokenizer),
+        facts = RunFacts(
+            "bert", dataset_config=data_args.dataset_config_name, base_model=model_args.model_name_or_path
         )
+        facts.hyperparameters = card_hyperparameters(model_args, data_args, tokenizer)
+        facts.name_data(data_args, validation_documents)
+        facts.count("train", dataset_size(train_dataset), train_available)
+        facts.count("validation", dataset_size(eval_dataset), eval_available)
+        facts.add_metrics("validation", eval_metrics)
+        finish_run(trainer, facts)
     return metrics
 
 

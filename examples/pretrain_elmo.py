@@ -48,7 +48,7 @@ from hf_ctx.tools.checks import (
 )
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.hub import dataset_size, finish_run
-from hf_ctx.tools.model_card import evaluation_data, training_data_name
+from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
     TextCorpusArguments,
@@ -205,29 +205,17 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     metrics, eval_metrics = train_and_evaluate(trainer)
     if training_args.do_train:
-        dataset_name = training_data_name(data_args.dataset_name, data_args.train_file)
-        finish_run(
-            trainer,
-            "elmo",
-            dataset_name=dataset_name,
-            dataset_id=data_args.dataset_name,
-            **evaluation_data(
-                data_args.dataset_name,
-                data_args.validation_file,
-                data_args.train_file,
-                validation_lines,
-                data_args.validation_split_percentage,
-            ),
-            eval_metrics={"validation": eval_metrics} if eval_metrics else None,
-            base_model=model_args.model_name_or_path,
-            num_train_available=train_available,
-            num_eval_available=eval_available,
-            hyperparameters={
-                "vocab_min_count": model_args.vocab_min_count,
-                "max_words": data_args.max_words,
-                "num_sampled": model_args.num_sampled,
-            },
-        )
+        facts = RunFacts("elmo", base_model=model_args.model_name_or_path)
+        facts.hyperparameters = {
+            "vocab_min_count": model_args.vocab_min_count,
+            "max_words": data_args.max_words,
+            "num_sampled": model_args.num_sampled,
+        }
+        facts.name_data(data_args, validation_lines)
+        facts.count("train", dataset_size(train_sentences), train_available)
+        facts.count("validation", dataset_size(eval_sentences), eval_available)
+        facts.add_metrics("validation", eval_metrics)
+        finish_run(trainer, facts)
     return metrics
 
 

@@ -23,7 +23,6 @@ submission format `index<TAB>prediction`.
 """
 
 import logging
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +47,7 @@ from hf_ctx.tools.checks import load_tokenizer
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import MODEL_FAMILIES, check_tokenizer_fits, families_with, model_family, preset_names
 from hf_ctx.tools.hub import finish_run
+from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
     apply_gpu_defaults,
@@ -153,6 +153,21 @@ def build_model(model_args: ModelArguments, task, tokenizer):
     return AutoModelForSequenceClassification.from_config(config)
 
 
+def glue_run_facts(task, data_args: DataArguments, base_model: str | None, family: str) -> RunFacts:
+    """What the model card says of the data: the task's local files (`--data_dir`) by name, or the Hub dataset."""
+    facts = RunFacts(family, dataset_config=task.name, training_data=f"the {task.folder} training set")
+    facts.base_model, facts.hyperparameters = base_model, {"max_seq_length": data_args.max_seq_length}
+    if data_args.data_dir:
+        facts.dataset = f"GLUE {task.folder} (the local file {task.split_files['train']})"
+        facts.part("validation").name = f"GLUE {task.folder} " + ", ".join(
+            task.split_files[s] for s in task.validation_splits
+        )
+    else:
+        facts.dataset, facts.dataset_id = f"GLUE {task.folder}", data_args.dataset_name
+        facts.part("validation").name = facts.part("validation").hub_id = data_args.dataset_name
+    return facts
+
+
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
         (ModelArguments, DataArguments, CtxTrainingArguments), argv, logger, ignored_together=IGNORED_TOGETHER
@@ -243,31 +258,12 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
                 )
                 logger.info(f"wrote {len(predictions)} {split} predictions to {path}")
     if training_args.do_train:
-        finite = {k: v for k, v in eval_metrics.items() if not isinstance(v, float) or math.isfinite(v)}
-        if len(finite) < len(eval_metrics):
-            logger.warning(f"left out of the model card (not finite): {sorted(set(eval_metrics) - set(finite))}")
-        finish_run(
-            trainer,
-            family.name,
-            # Local files are named as such; only data that came from the Hub gets a Hub id.
-            dataset_name=f"GLUE {task.folder}"
-            + (f" (the local file {task.split_files['train']})" if data_args.data_dir else ""),
-            dataset_id=None if data_args.data_dir else data_args.dataset_name,
-            dataset_config=task.name,
-            training_data=f"the {task.folder} training set",
-            num_train_available=available.get("train"),
-            num_eval_available=sum(available.get(split, 0) for split in task.validation_splits) or None,
-            # Evaluated on the task's dev set: its files (--data_dir) or the Hub dataset's validation split(s).
-            eval_dataset_name=(
-                f"GLUE {task.folder} " + ", ".join(task.split_files[s] for s in task.validation_splits)
-                if data_args.data_dir
-                else data_args.dataset_name
-            ),
-            eval_dataset_id=None if data_args.data_dir else data_args.dataset_name,
-            eval_metrics={"validation": finite} if finite else None,
-            base_model=model_args.model_name_or_path,
-            hyperparameters={"max_seq_length": data_args.max_seq_length},
-        )
+        facts = glue_run_facts(task, data_args, model_args.model_name_or_path, family.name)
+        for split in (split for split, wanted in used.items() if wanted and split in raw):
+            part = "train" if split == "train" else "test" if split in task.test_splits else "validation"
+            facts.count(part, len(raw[split]), available[split])
+        facts.add_metrics("validation", eval_metrics)
+        finish_run(trainer, facts)
     return metrics
 
 

@@ -46,7 +46,7 @@ from hf_ctx.tools.checks import load_tokenizer
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import MODEL_FAMILIES, check_tokenizer_fits, model_family
 from hf_ctx.tools.hub import finish_run
-from hf_ctx.tools.model_card import evaluation_data, training_data_name
+from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
     apply_gpu_defaults,
@@ -341,26 +341,14 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         metrics.update(output.metrics)
         record_metrics(trainer, prefix, output.metrics)
     if training_args.do_train:
-        dataset_name = training_data_name(data_args.dataset_name, data_args.train_file)
-        finish_run(
-            trainer,
-            family.name,
-            dataset_name=dataset_name,
-            dataset_id=data_args.dataset_name,
-            **evaluation_data(
-                data_args.dataset_name,
-                data_args.validation_file,
-                data_args.train_file,
-                data.get("validation"),
-                data_args.validation_split_percentage,
-            ),
-            eval_metrics={"validation": eval_metrics} if eval_metrics else None,
-            # A new ELMo tagger starts from the biLM checkpoint; a TagLM tagger's card names its biLM from the config.
-            base_model=checkpoint,
-            num_train_available=available.get("train"),
-            num_eval_available=available.get("validation"),
-            hyperparameters={"tag_scheme": data_args.tag_scheme},
-        )
+        # A new ELMo tagger starts from the biLM checkpoint; a TagLM tagger's card names its biLM from the config.
+        facts = RunFacts(family.name, base_model=checkpoint, hyperparameters={"tag_scheme": data_args.tag_scheme})
+        facts.name_data(data_args, data.get("validation"))
+        for split in data:
+            facts.count(split, len(data[split]), available.get(split))
+        facts.add_metrics("validation", eval_metrics)
+        facts.add_metrics("test", {k: v for k, v in metrics.items() if k.startswith("predict_")})
+        finish_run(trainer, facts)
     return metrics
 
 

@@ -39,7 +39,7 @@ from hf_ctx.tools.checks import load_tokenizer
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import MODEL_FAMILIES, check_tokenizer_fits, families_with, model_family, preset_names
 from hf_ctx.tools.hub import finish_run
-from hf_ctx.tools.model_card import evaluation_data, training_data_name
+from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.question_answering import postprocess_predictions
 from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
@@ -174,6 +174,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             raise ValueError(f"{flag} needs {split} data: --{split}_file, or a --dataset_name with a {split} split")
     sources = {split: files[split] or f"{data_args.dataset_name} ({split})" for split in wanted}
     limits = {"train": data_args.max_train_samples, "validation": data_args.max_eval_samples}
+    available = {split: len(raw[split]) for split in wanted if wanted[split]}  # for the card: N used of M
     raw = {split: first_examples(raw[split], limits[split]) for split in wanted if wanted[split]}
 
     tokenizer_source = model_args.tokenizer_name or model_args.model_name_or_path
@@ -244,22 +245,17 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     )
     metrics, eval_metrics = train_and_evaluate(trainer)
     if training_args.do_train:
-        finish_run(
-            trainer,
-            family,
-            dataset_name=training_data_name(data_args.dataset_name, data_args.train_file),
-            dataset_id=data_args.dataset_name,
-            # Questions, not the windows the Trainer saw.
-            num_train_examples=len(raw["train"]),
-            num_eval_examples=len(raw["validation"]) if "validation" in raw else None,
-            **evaluation_data(data_args.dataset_name, data_args.validation_file),
-            eval_metrics={"validation": eval_metrics} if eval_metrics else None,
-            hyperparameters={
-                "max_seq_length": data_args.max_seq_length,
-                "doc_stride": data_args.doc_stride,
-                "version_2_with_negative": data_args.version_2_with_negative,
-            },
-        )
+        facts = RunFacts(family, base_model=model_args.model_name_or_path)
+        facts.hyperparameters = {
+            "max_seq_length": data_args.max_seq_length,
+            "doc_stride": data_args.doc_stride,
+            "version_2_with_negative": data_args.version_2_with_negative,
+        }
+        facts.name_data(data_args)
+        for split in raw:  # questions, not the windows the Trainer saw
+            facts.count(split, len(raw[split]), available[split])
+        facts.add_metrics("validation", eval_metrics)
+        finish_run(trainer, facts)
     return metrics
 
 

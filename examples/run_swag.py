@@ -36,6 +36,7 @@ from hf_ctx.tools.checks import load_tokenizer
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import check_tokenizer_fits, model_family
 from hf_ctx.tools.hub import finish_run
+from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
     apply_unpad_inputs,
@@ -126,15 +127,14 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             raise ValueError(f"--do_{step} needs --{split}_file")
     limits = {"train": data_args.max_train_samples, "validation": data_args.max_eval_samples}
     raw = {
-        split: first_examples(
-            read_multiple_choice_file(
-                path, columns, labelled=None if split == "test" else True, cache_dir=model_args.cache_dir
-            ),
-            limits.get(split),
+        split: read_multiple_choice_file(
+            path, columns, labelled=None if split == "test" else True, cache_dir=model_args.cache_dir
         )
         for split, path in files.items()
         if path is not None
     }
+    available = {split: len(data) for split, data in raw.items()}  # for the model card: N used of M
+    raw = {split: first_examples(data, limits.get(split)) for split, data in raw.items()}
 
     tokenizer_source = model_args.tokenizer_name or model_args.model_name_or_path
     if tokenizer_source is None:
@@ -174,19 +174,16 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             )
             logger.info(f"wrote {len(encoded['test'])} predictions to {path}")
     if training_args.do_train:
-        train_file = Path(data_args.train_file).name
-        finish_run(
-            trainer,
-            model_family(model.config),
-            dataset_name=train_file,
-            training_data=f"{train_file}"
-            + (f" (first {len(encoded['train']):,} examples)" if data_args.max_train_samples else ""),
-            eval_dataset_name=Path(data_args.validation_file).name if data_args.validation_file else None,
-            eval_metrics={"validation": eval_metrics} if eval_metrics else None,
-            base_model=model_args.model_name_or_path,
-            pipeline_tag="multiple-choice",
-            hyperparameters={"max_seq_length": data_args.max_seq_length, "choices": len(columns.endings)},
-        )
+        facts = RunFacts(model_family(model.config), base_model=model_args.model_name_or_path)
+        facts.pipeline_tag = "multiple-choice"
+        facts.hyperparameters = {"max_seq_length": data_args.max_seq_length, "choices": len(columns.endings)}
+        facts.name_data(data_args)
+        for split in raw:
+            facts.count(split, len(raw[split]), available[split])
+        facts.add_metrics("validation", eval_metrics)
+        if training_args.do_predict and "label" in encoded["test"].column_names:
+            facts.add_metrics("test", result.metrics)
+        finish_run(trainer, facts)
     return metrics
 
 

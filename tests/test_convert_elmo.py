@@ -12,6 +12,7 @@ import h5py
 import numpy as np
 import pytest
 import torch
+from huggingface_hub import ModelCard
 from transformers import AutoModel, AutoTokenizer
 
 import hf_ctx  # noqa: F401  (registers the Auto classes)
@@ -203,6 +204,11 @@ def test_command_line_and_word_vocabulary(tmp_path):
     direct = convert_elmo_checkpoint(tmp_path / "options.json", tmp_path / "weights.hdf5", tmp_path / "again")
     for (name, a), b in zip(model.state_dict().items(), direct.state_dict().values()):
         assert torch.equal(a, b), name
+    # The folder's card names the files it came from (never their local paths) and the converter.
+    card = ModelCard.load(out / "README.md")
+    origin = "converted by `hf-ctx convert-elmo` from the bilm-tf files `options.json`, `weights.hdf5`, `vocab.txt`"
+    assert card.data.hf_ctx_origin == origin and card.data.base_model is None
+    assert "`ElmoModel` converted by `hf-ctx convert-elmo`" in card.text and str(tmp_path) not in str(card)
 
 
 def test_files_that_do_not_fit_are_clear_errors(tmp_path):

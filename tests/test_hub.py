@@ -21,13 +21,13 @@ from tiny_checkpoints import WORDS, bert_sequence_classifier, taglm
 from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
 
 from hf_ctx.tools.hub import finish_run, push_checkpoint
-from hf_ctx.tools.model_card import build_model_card
+from hf_ctx.tools.model_card import RunFacts, build_model_card
 from hf_ctx.tools.trainer import CtxTrainer
 
 
 def test_push_checkpoint_uploads_what_save_pretrained_writes(tmp_path):
     model, tokenizer = bert_sequence_classifier(tmp_path)
-    card = build_model_card("bert", model, model_id="me/tiny", dataset_name="a toy corpus")
+    card = build_model_card(model, RunFacts("bert", dataset="a toy corpus"), model_id="me/tiny")
     with FakeHub() as hub:
         push_checkpoint(model, tokenizer, card, "me/tiny", revision="main")
     saved = tmp_path / "saved"
@@ -51,7 +51,7 @@ def test_push_checkpoint_uploads_what_save_pretrained_writes(tmp_path):
 
 
 @pytest.mark.parametrize("push_to_hub", [False, True])
-def test_finish_run_saves_and_pushes_the_checkpoint_and_card(tmp_path, push_to_hub):
+def test_finish_run_saves_and_pushes_the_checkpoint_and_card(tmp_path, push_to_hub, caplog):
     model, tokenizer = bert_sequence_classifier(tmp_path)
     rng = np.random.default_rng(0)
     sentences = [" ".join(rng.choice(WORDS, 5)) for _ in range(16)]
@@ -85,13 +85,10 @@ def test_finish_run_saves_and_pushes_the_checkpoint_and_card(tmp_path, push_to_h
         )
         trainer.train()
         metrics = trainer.evaluate()
-        card = finish_run(
-            trainer,
-            "bert",
-            dataset_name="Toy sentences",
-            eval_metrics={"validation": metrics},
-            hyperparameters={"max_seq_length": 12},
-        )
+        facts = RunFacts("bert", dataset="Toy sentences", hyperparameters={"max_seq_length": 12})
+        facts.add_metrics("validation", metrics)
+        with caplog.at_level("INFO", logger="hf_ctx.tools.hub"):
+            card = finish_run(trainer, facts)
 
     saved = folder_files(output_dir)
     # The output folder holds a checkpoint the Auto classes load, and the card.
@@ -106,6 +103,8 @@ def test_finish_run_saves_and_pushes_the_checkpoint_and_card(tmp_path, push_to_h
     assert loaded_card.data.model_name == "me/tiny-sst"
     assert "| max_seq_length | 12 |" in loaded_card.text and "| learning_rate | 0.001 |" in loaded_card.text
     assert "Training examples: 16; 2 steps of 8 examples saw 16 examples (1 pass over them)." in loaded_card.text
+    assert "Evaluation examples: 16." in loaded_card.text  # counted by finish_run from the Trainer's eval_dataset
+    assert f"scores validation: accuracy {metrics['eval_accuracy']:.4f}" in caplog.text
 
     if not push_to_hub:
         assert hub.created == [] and hub.uploads == []
@@ -162,7 +161,7 @@ def test_no_push_holds_the_token_or_a_local_path_and_every_revision_has_its_code
         hub.repos["me/tiny-safe"] = {"training_args.bin": TOKEN.encode()}  # left by an earlier, unsafe push
         trainer = CtxTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
         trainer.train()
-        finish_run(trainer, "bert", dataset_name="Toy sentences")
+        finish_run(trainer, RunFacts("bert", dataset="Toy sentences"))
 
     assert (output_dir / "checkpoint-1" / "training_args.bin").is_file()  # the token is on disk, not on the Hub
     assert len(hub.uploads) == (3 if hub_strategy == "every_save" else 1)

@@ -12,7 +12,13 @@ from huggingface_hub import EvalResult, ModelCard, metadata_eval_result, metadat
 from huggingface_hub.repocard_data import model_index_to_eval_results
 from tiny_checkpoints import bert_pretraining, bert_token_classifier, elmo_bilm, elmo_token_classifier, taglm
 
-from hf_ctx.tools.model_card import MODEL_FAMILIES, build_model_card, eval_results_from_metrics, write_model_card
+from hf_ctx.tools.model_card import (
+    MODEL_FAMILIES,
+    RunFacts,
+    build_model_card,
+    eval_results_from_metrics,
+    write_model_card,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 SECTIONS = [
@@ -33,33 +39,40 @@ CASES = [
 ]
 CASE_IDS = [build.__name__ for _, build in CASES]
 
-NER_FACTS = dict(
-    dataset_name="CoNLL-2003 (English)",
-    dataset_id="eriktks/conll2003",
-    training_data="the original `eng.train` file, IOB1 tags converted to IOB2",
-    num_train_examples=14041,
-    num_eval_examples=3250,
-    eval_metrics={
-        "validation": {
-            "eval_loss": 0.1,
-            "eval_f1": 0.91234567,
-            "eval_precision": 0.9,
-            "eval_recall": 0.92,
-            "eval_accuracy": 0.98,
-            "eval_runtime": 3.2,
-            "eval_samples_per_second": 100.0,
-            "epoch": 3.0,
-        }
-    },
-    hyperparameters={"learning_rate": 5e-05, "train_batch_size": 32, "seed": 42},
-    base_model="me/bert-mini-wiki",
-)
+NER_METRICS = {
+    "eval_loss": 0.1,
+    "eval_f1": 0.91234567,
+    "eval_precision": 0.9,
+    "eval_recall": 0.92,
+    "eval_accuracy": 0.98,
+    "eval_runtime": 3.2,
+    "eval_samples_per_second": 100.0,
+    "epoch": 3.0,
+}
+
+
+def ner_facts(family: str = "bert", **fields) -> RunFacts:
+    """The facts of a CoNLL-2003 run, as run_ner gathers them; `fields` replace some."""
+    facts = RunFacts(
+        family,
+        dataset="CoNLL-2003 (English)",
+        dataset_id="eriktks/conll2003",
+        training_data="the original `eng.train` file, IOB1 tags converted to IOB2",
+        hyperparameters={"learning_rate": 5e-05, "train_batch_size": 32, "seed": 42},
+        base_model="me/bert-mini-wiki",
+    )
+    facts.count("train", 14041)
+    facts.count("validation", 3250)
+    facts.add_metrics("validation", NER_METRICS)
+    for name, value in fields.items():
+        setattr(facts, name, value)
+    return facts
 
 
 @pytest.mark.parametrize("family,build", CASES, ids=CASE_IDS)
 def test_card_metadata_parses_with_huggingface_hub(family, build, tmp_path):
     model, _ = build(tmp_path)
-    card = write_model_card(tmp_path, family, model, model_id="me/tiny", **NER_FACTS)
+    card = write_model_card(tmp_path, model, ner_facts(family), model_id="me/tiny")
     metadata = metadata_load(tmp_path / "README.md")
     loaded = ModelCard.load(tmp_path / "README.md")  # parses model-index into EvalResults, raising on bad ones
 
@@ -86,14 +99,9 @@ def test_card_metadata_parses_with_huggingface_hub(family, build, tmp_path):
 def test_model_index_matches_huggingface_hubs_own_builder(tmp_path):
     """One metric, built independently by huggingface_hub's `metadata_eval_result`."""
     model, _ = bert_token_classifier(tmp_path)
-    card = build_model_card(
-        "bert",
-        model,
-        model_id="me/ner",
-        dataset_name="CoNLL-2003",
-        dataset_id="eriktks/conll2003",
-        eval_metrics={"validation": {"eval_f1": 0.875, "eval_loss": 0.2}},
-    )
+    facts = RunFacts("bert", dataset="CoNLL-2003", dataset_id="eriktks/conll2003")
+    facts.add_metrics("validation", {"eval_f1": 0.875, "eval_loss": 0.2})
+    card = build_model_card(model, facts, model_id="me/ner")
     expected = metadata_eval_result(
         model_pretty_name="me/ner",
         task_pretty_name="Token Classification",
@@ -153,7 +161,7 @@ def test_a_nan_metric_is_left_out_with_a_warning(caplog):
 
 def test_run_facts_reach_the_card(tmp_path):
     model, _ = bert_token_classifier(tmp_path)
-    card = build_model_card("bert", model, model_id="me/tiny", **NER_FACTS)
+    card = build_model_card(model, ner_facts(), model_id="me/tiny")
     text = card.text
     assert "Training examples: 14,041." in text and "Evaluation examples: 3,250." in text
     assert "| Starting point | `me/bert-mini-wiki` |" in text
@@ -169,7 +177,7 @@ def test_run_facts_reach_the_card(tmp_path):
 
 def test_local_base_model_is_named_by_its_folder_in_text_but_not_in_metadata(tmp_path):
     model, _ = bert_token_classifier(tmp_path)
-    card = build_model_card("bert", model, model_id="me/tiny", **{**NER_FACTS, "base_model": str(tmp_path)})
+    card = build_model_card(model, ner_facts(base_model=str(tmp_path)), model_id="me/tiny")
     assert card.data.base_model is None
     assert f"`{tmp_path.name}`" in card.text and str(tmp_path) not in str(card)
 
@@ -177,8 +185,9 @@ def test_local_base_model_is_named_by_its_folder_in_text_but_not_in_metadata(tmp
 def test_card_names_the_evaluation_files_and_the_training_files(tmp_path):
     """A run trained on eng.train and evaluated on eng.testa says so, in the text and in the model-index."""
     model, _ = taglm(tmp_path)
-    facts = {**NER_FACTS, "dataset_name": "eng.train", "dataset_id": None, "training_data": None}
-    card = build_model_card("taglm", model, model_id="me/tagger", eval_dataset_name="eng.testa", **facts)
+    facts = ner_facts("taglm", dataset="eng.train", dataset_id=None, training_data=None)
+    facts.part("validation").name = "eng.testa"
+    card = build_model_card(model, facts, model_id="me/tagger")
     assert "Measured on eng.testa by the script that trained the model." in card.text
     assert "## Training data\n\neng.train." in card.text and "Measured on eng.train" not in card.text
     assert {(r.dataset_name, r.dataset_type, r.dataset_config, r.dataset_split) for r in card.data.eval_results} == {
@@ -189,8 +198,8 @@ def test_card_names_the_evaluation_files_and_the_training_files(tmp_path):
 
 def test_card_names_the_hub_dataset_configuration_and_split(tmp_path):
     model, _ = bert_token_classifier(tmp_path)
-    facts = {**NER_FACTS, "dataset_name": "GLUE SST-2", "dataset_id": "nyu-mll/glue", "dataset_config": "sst2"}
-    card = build_model_card("bert", model, model_id="me/sst2", **facts)  # evaluated on a split of the same dataset
+    facts = ner_facts(dataset="GLUE SST-2", dataset_id="nyu-mll/glue", dataset_config="sst2")
+    card = build_model_card(model, facts, model_id="me/sst2")  # evaluated on a split of the same dataset
     assert (
         "Measured on GLUE SST-2 ([`nyu-mll/glue`](https://huggingface.co/datasets/nyu-mll/glue), configuration "
         "`sst2`, split validation) by the script"
@@ -199,7 +208,8 @@ def test_card_names_the_hub_dataset_configuration_and_split(tmp_path):
         ("GLUE SST-2", "nyu-mll/glue", "sst2", "validation")
     }
     # Trained on a Hub dataset, evaluated on local files: both named, only the Hub one in `datasets`.
-    card = build_model_card("bert", model, model_id="me/sst2", eval_dataset_name="GLUE SST-2 dev.tsv", **facts)
+    facts.part("validation").name = "GLUE SST-2 dev.tsv"
+    card = build_model_card(model, facts, model_id="me/sst2")
     assert "Measured on GLUE SST-2 dev.tsv by the script" in card.text
     assert {(r.dataset_type, r.dataset_config) for r in card.data.eval_results} == {("GLUE SST-2 dev.tsv", None)}
     assert card.data.datasets == ["nyu-mll/glue"]
@@ -207,7 +217,7 @@ def test_card_names_the_hub_dataset_configuration_and_split(tmp_path):
 
 def test_unknown_family_is_refused(tmp_path):
     with pytest.raises(ValueError, match="unknown model_family 'gpt'"):
-        build_model_card("gpt", bert_pretraining(tmp_path)[0], model_id="x", dataset_name="y")
+        build_model_card(bert_pretraining(tmp_path)[0], RunFacts("gpt", dataset="y"), model_id="x")
 
 
 @pytest.mark.parametrize("family,build", CASES, ids=CASE_IDS)
@@ -216,7 +226,7 @@ def test_loading_snippets_of_the_card_run(family, build, tmp_path):
     model, tokenizer = build(tmp_path)
     model.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
-    card = build_model_card(family, model, model_id=str(tmp_path), **NER_FACTS)
+    card = build_model_card(model, ner_facts(family), model_id=str(tmp_path))
     how_to_load = card.text[card.text.index("## How to load") : card.text.index("## Training data")]
     blocks = re.findall(r"```python\n(.*?)```", how_to_load, flags=re.S)
     assert len(blocks) >= 3  # without hf_ctx, with hf_ctx, running the model
@@ -238,38 +248,138 @@ def test_templates_ship_as_package_data():
         assert any(fnmatch.fnmatch(f"model_cards/{name}", p) for p in patterns), name
 
 
-# The three cards of issue 26, each made as the run that wrote it was: they must say what happened.
+# Cards made as the runs that wrote them were: they must say what happened.
 
 
 def test_a_card_says_how_much_of_the_data_was_used_and_seen(tmp_path):
     """A pretraining run of 6 steps of 8 on 3,734 examples saw 48 of them; an evaluation on the first 100 of 277
     says "of 277"."""
     model, _ = bert_pretraining(tmp_path)
-    facts = {**NER_FACTS, "base_model": None, "num_train_examples": 3734, "num_eval_examples": 100}
-    card = build_model_card(
-        "bert", model, model_id="me/bert", **facts, train_steps=6, train_batch_size=8, num_eval_available=277
-    )
+    facts = ner_facts(base_model=None, train_steps=6, train_batch_size=8, parts={})
+    facts.count("train", 3734)
+    facts.count("validation", 100, 277)
+    facts.count("test", 300, 300)
+    card = build_model_card(model, facts, model_id="me/bert")
     assert "Training examples: 3,734; 6 steps of 8 examples saw 48 examples (0.0129 passes over them)." in card.text
-    assert "Evaluation examples: the first 100 of 277." in card.text
-    card = build_model_card("bert", model, model_id="me/bert", **facts, num_train_available=10_000)
-    assert "Training examples: the first 3,734 of 10,000." in card.text
+    assert "Evaluation examples: the first 100 of 277." in card.text and "Test examples: all 300." in card.text
+    facts.parts["train"].available = 10_000
+    card = build_model_card(model, facts, model_id="me/bert")
+    assert "Training examples: the first 3,734 of 10,000;" in card.text
 
 
 def test_a_card_says_the_model_started_from_random_weights(tmp_path):
     model, _ = bert_token_classifier(tmp_path)
-    card = build_model_card("bert", model, model_id="me/rte", **{**NER_FACTS, "base_model": None})
+    card = build_model_card(model, ner_facts(base_model=None), model_id="me/rte")
     assert "| Starting point | random initialisation (no pretrained weights) |" in card.text
     assert "starting from random initialisation (no pretrained weights)." in card.text
 
 
 def test_a_taglm_card_names_the_biLM_layers_in_words(tmp_path):
     model, _ = taglm(tmp_path)
-    facts = {**NER_FACTS, "base_model": None}
+    facts = ner_facts("taglm", base_model=None)
     model.config.bilm_layers = [-1]
-    card = build_model_card("taglm", model, model_id="me/tagger", **facts)
+    card = build_model_card(model, facts, model_id="me/tagger")
     assert "the states of a frozen ELMo biLM (LSTM layer 2 of 2, the top one) concatenated" in card.text
     assert "layers -1" not in card.text
     assert "random initialisation, except the frozen biLM" in card.text
     model.config.bilm_layers = [0, 1]
-    card = build_model_card("taglm", model, model_id="me/tagger", **facts)
+    card = build_model_card(model, facts, model_id="me/tagger")
     assert "(the character-CNN layer below the LSTMs and LSTM layer 1 of 2)" in card.text
+
+
+def test_a_card_names_the_evaluation_files_not_the_training_files(tmp_path):
+    """SST-2 trained on train.tsv and evaluated on dev.tsv: every sentence about evaluation names dev.tsv."""
+    model, _ = bert_token_classifier(tmp_path)
+    facts = RunFacts("bert", dataset="GLUE SST-2 (the local file train.tsv)", base_model="me/bert")
+    facts.part("validation").name = "GLUE SST-2 dev.tsv"
+    facts.add_metrics("validation", {"eval_accuracy": 0.8})
+    text = build_model_card(model, facts, model_id="me/sst2").text
+    assert "Evaluated only on GLUE SST-2 dev.tsv;" in text
+    assert "Measured on GLUE SST-2 dev.tsv by the script" in text
+    assert "Evaluated only on GLUE SST-2 (the local file train.tsv)" not in text
+
+
+def test_a_card_of_generated_data_says_so(tmp_path):
+    """The end-to-end tagger: generated train.txt and validation.txt, a test split with scores of its own."""
+    from hf_ctx.data.synthetic_ner import generate_ner_corpus
+
+    files = generate_ner_corpus(tmp_path / "data", num_train=5, num_validation=3, num_test=4, num_raw=2, seed=7)
+    model, _ = taglm(tmp_path)
+    facts = RunFacts("taglm")
+    facts.name_training_data(None, str(files["train"]))
+    facts.name_evaluation_data(None, str(files["validation"]))
+    facts.name_test_data(str(files["test"]))
+    facts.count("validation", 2, 3)
+    facts.add_metrics("validation", {"eval_f1": 0.5})
+    facts.add_metrics("test", {"predict_f1": 0.25, "predict_runtime": 1.0})
+    card = build_model_card(model, facts, model_id="me/tagger")
+    text = card.text
+    assert facts.generated == "generated by hf_ctx.data.synthetic_ner (seed 7)"
+    assert "| Trained on | the local file train.txt, generated data |" in text
+    assert "The data is generated, not real text: generated by hf_ctx.data.synthetic_ner (seed 7)." in text
+    assert "English text like that of" not in text and "A demonstration of the pipeline on generated data" in text
+    assert "Evaluated only on validation.txt and test.txt;" in text
+    assert "Evaluation examples: the first 2 of 3." in text
+    assert "| validation | F1 | 0.5 |" in text and "| test | F1 | 0.25 |" in text
+    assert "Measured on validation.txt (split validation) and test.txt (split test) by the script" in text
+    assert {(r.dataset_name, r.dataset_split, r.metric_value) for r in card.data.eval_results} == {
+        ("validation.txt", "validation", 0.5),
+        ("test.txt", "test", 0.25),
+    }
+    # Real files beside them are not marked.
+    (tmp_path / "data" / "eng.train").write_text("x O\n")
+    real = RunFacts("taglm")
+    real.name_training_data(None, str(tmp_path / "data" / "eng.train"))
+    assert real.generated is None
+
+
+def test_a_card_traces_the_starting_point_to_its_conversion(tmp_path):
+    """A converted folder's card names its source; a model fine-tuned from the folder names both."""
+    from hf_ctx.tools.model_card import write_conversion_card
+
+    base, _ = bert_pretraining(tmp_path)
+    folder = tmp_path / "minilm"
+    folder.mkdir()
+    source = "the transformers `BertModel` checkpoint `nreimers/MiniLM-L6-H384-uncased`"
+    converted = write_conversion_card(folder, base, converter="hf-ctx convert-bert", source=source, how="Renamed.")
+    assert converted.data.base_model == "nreimers/MiniLM-L6-H384-uncased"
+    assert "converted by `hf-ctx convert-bert` (hf_ctx" in converted.text and source in converted.text
+    model, _ = bert_token_classifier(tmp_path)
+    card = build_model_card(model, ner_facts(base_model=str(folder)), model_id="me/ner")
+    origin = "converted by `hf-ctx convert-bert` from " + source
+    assert f"| Starting point | `minilm`, {origin} |" in card.text
+    assert f"described in the card of `minilm` ({origin})." in card.text
+    assert card.data.base_model == "nreimers/MiniLM-L6-H384-uncased" and str(tmp_path) not in str(card)
+    assert card.data.hf_ctx_origin == f"trained by hf_ctx from `minilm` ({origin}) on CoNLL-2003 (English)"
+
+
+def test_run_facts_name_files_held_out_parts_and_hub_splits(tmp_path):
+    from datasets import Dataset
+
+    from hf_ctx.data.subsets import hold_out_validation
+
+    def validation_name(*args) -> tuple:
+        facts = RunFacts("bert")
+        facts.name_evaluation_data(*args)
+        part = facts.parts["validation"]
+        return part.name, part.hub_id
+
+    assert validation_name(None, ["/data/eng.testa"], ["/data/eng.train"]) == ("eng.testa", None)
+    train = Dataset.from_dict({"text": [str(i) for i in range(20)]}, split="train")
+    _, held_out = hold_out_validation(train, None, 10, seed=0)
+    assert validation_name(None, None, ["/data/corpus.txt"], held_out, 10) == (
+        "10% of corpus.txt held out from training",
+        None,
+    )
+    assert validation_name("wikitext", None, None, held_out, 5)[0] == "5% of wikitext held out from training"
+    validation = Dataset.from_dict({"text": ["a"]}, split="validation")
+    assert validation_name("eriktks/conll2003", None, None, validation) == ("eriktks/conll2003", "eriktks/conll2003")
+    assert validation_name(str(tmp_path), None, None, validation)[0] == tmp_path.name
+    assert validation_name(None, None, ["train.txt"]) == (None, None)
+    facts = RunFacts("bert")
+    facts.name_training_data(None, ["/data/a.txt", "b.txt"])
+    assert facts.dataset == "the local files a.txt, b.txt"
+    facts.name_training_data(str(tmp_path), None)
+    assert facts.dataset == tmp_path.name
+    facts.name_training_data("wikitext", ["/data/a.txt"])
+    assert facts.dataset == "wikitext"

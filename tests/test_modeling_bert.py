@@ -19,7 +19,6 @@ from transformers import (
 )
 
 import hf_ctx
-import hf_ctx.tools.cli
 from hf_ctx import (
     CtxBertConfig,
     CtxBertForMaskedLM,
@@ -166,85 +165,6 @@ def test_attentions_match_transformers_eager():
     for mine, theirs in zip(actual, expected):
         # Padded keys get zero probability in both; compare everywhere.
         torch.testing.assert_close(mine, theirs, atol=1e-6, rtol=1e-5)
-
-
-def test_convert_rejects_what_it_cannot_represent(tmp_path):
-    with pytest.raises(ValueError, match="decoder"):
-        convert_bert_config(BertConfig(is_decoder=True))
-    with pytest.raises(FileNotFoundError, match="config.json"):
-        convert_bert_checkpoint(tmp_path, tmp_path / "out")
-
-
-def test_convert_carries_the_tokenizer(tmp_path):
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "##s"]
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    transformers.BertTokenizer(vocab=str(tmp_path / "src" / "vocab.txt")).save_pretrained(tmp_path / "src")
-    transformers.BertModel(BertConfig(**{**PARITY_CONFIGS[0], "vocab_size": len(vocab)})).save_pretrained(
-        tmp_path / "src"
-    )
-    hf_ctx.tools.cli.main(["convert-bert", str(tmp_path / "src"), str(tmp_path / "out")])
-    tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "out")
-    assert tokenizer("hello worlds")["input_ids"] == [2, 5, 6, 7, 3]
-    assert isinstance(AutoModel.from_pretrained(tmp_path / "out"), CtxBertModel)
-
-
-def _source_with_tokenizer(folder, architecture="BertForSequenceClassification"):
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "##s"]
-    folder.mkdir()
-    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    transformers.BertTokenizer(vocab=str(folder / "vocab.txt")).save_pretrained(folder)
-    getattr(transformers, architecture)(BertConfig(**{**PARITY_CONFIGS[0], "vocab_size": len(vocab)})).save_pretrained(
-        folder
-    )
-
-
-def test_convert_refuses_a_source_without_tokenizer_and_keeps_the_one_in_the_output(tmp_path):
-    """transformers 5 loads a 5-token BertTokenizer from a folder without tokenizer files: refused, by name."""
-    _source_with_tokenizer(tmp_path / "good")
-    hf_ctx.tools.cli.main(["convert-bert", str(tmp_path / "good"), str(tmp_path / "out")])
-    before = (tmp_path / "out" / "tokenizer.json").read_bytes()
-    (tmp_path / "bare").mkdir()
-    transformers.BertModel(BertConfig(**PARITY_CONFIGS[0])).save_pretrained(tmp_path / "bare")
-    with pytest.raises(ValueError, match=r"no vocabulary.*tokenizer\.json, vocab\.txt"):
-        convert_bert_checkpoint(tmp_path / "bare", tmp_path / "out")
-    assert (tmp_path / "out" / "tokenizer.json").read_bytes() == before
-    # weights_only: the model is converted and the output's tokenizer left as it was.
-    convert_bert_checkpoint(tmp_path / "bare", tmp_path / "out", weights_only=True)
-    assert (tmp_path / "out" / "tokenizer.json").read_bytes() == before
-    assert isinstance(AutoModel.from_pretrained(tmp_path / "out"), CtxBertModel)
-
-
-@pytest.mark.parametrize("damage", ["missing", "mismatched"])
-def test_convert_refuses_missing_or_mismatched_weights_naming_them(tmp_path, damage):
-    from safetensors.torch import load_file, save_file
-
-    _source_with_tokenizer(tmp_path / "src")
-    weights = load_file(tmp_path / "src" / "model.safetensors")
-    if damage == "missing":
-        del weights["classifier.weight"]
-    else:
-        weights["bert.encoder.layer.1.output.dense.bias"] = torch.zeros(5)
-    save_file(weights, tmp_path / "src" / "model.safetensors", metadata={"format": "pt"})
-    expected = (
-        "missing classifier.weight"
-        if damage == "missing"
-        else r"wrong shape bert.encoder.layer.1.output.dense.bias \(file \(5,\), model \(32,\)\)"
-    )
-    with pytest.raises(ValueError, match=expected):
-        convert_bert_checkpoint(tmp_path / "src", tmp_path / "out")
-    assert not (tmp_path / "out").exists()  # nothing written
-
-
-def test_convert_refuses_to_write_over_its_source_or_into_a_file(tmp_path):
-    _source_with_tokenizer(tmp_path / "src")
-    before = {p.name: p.read_bytes() for p in (tmp_path / "src").iterdir()}
-    with pytest.raises(ValueError, match="is the source folder"):
-        hf_ctx.tools.cli.main(["convert-bert", str(tmp_path / "src"), str(tmp_path / "src" / "."), "--debug"])
-    assert {p.name: p.read_bytes() for p in (tmp_path / "src").iterdir()} == before
-    (tmp_path / "a_file").write_text("")
-    with pytest.raises(ValueError, match="is a file"):
-        convert_bert_checkpoint(tmp_path / "src", tmp_path / "a_file")
 
 
 # --- the model's own behaviour ----------------------------------------------------------------------------
@@ -710,17 +630,3 @@ def test_a_pretraining_checkpoint_loads_into_smaller_heads_without_a_load_report
     with CaptureLogger(transformers.utils.logging.get_logger("transformers")) as captured:
         transformers.AutoModelForMaskedLM.from_pretrained(tmp_path / "stray")
     assert "LOAD REPORT" in captured.out and "stray" in captured.out and "seq_relationship" not in captured.out
-
-
-def test_convert_refuses_nan_weights_and_a_folder_holding_a_checkpoint(tmp_path):
-    _source_with_tokenizer(tmp_path / "src")
-    convert_bert_checkpoint(tmp_path / "src", tmp_path / "out")
-    with pytest.raises(ValueError, match=r"out already holds a checkpoint \(config.json, tokenizer_config.json"):
-        convert_bert_checkpoint(tmp_path / "src", tmp_path / "out")
-    model = transformers.BertForSequenceClassification.from_pretrained(tmp_path / "src")
-    with torch.no_grad():
-        model.bert.encoder.layer[0].output.dense.weight[0, 0] = float("nan")
-    model.save_pretrained(tmp_path / "src")
-    with pytest.raises(ValueError, match=r"src: the weights .*layers?\.0\..* hold 1 NaN or infinite value"):
-        convert_bert_checkpoint(tmp_path / "src", tmp_path / "new")
-    assert not (tmp_path / "new").exists()

@@ -303,14 +303,17 @@ def test_stsb_regression_metrics_and_scores(setup, tmp_path):
 
 
 def test_the_card_of_a_run_on_local_files_from_random_weights_says_so(setup, tmp_path):
-    """Issue 26's card: GLUE from local TSV files, a new BERT, the first 20 of 48 dev examples, 2 steps of 16."""
+    """GLUE from local TSV files, a new BERT, the first 20 of 48 dev examples, 2 steps of 16: trained on
+    train.tsv, evaluated on dev.tsv, and every sentence says which."""
     run(setup, "cola", "CoLA", tmp_path, "--do_train", "--do_eval", "--max_steps", "2", "--max_eval_samples", "20")
     card = ModelCard.load(tmp_path / "README.md")
     assert card.data.datasets is None and "nyu-mll/glue" not in card.text  # nothing came from the Hub
     assert "| Trained on | GLUE CoLA (the local file train.tsv) (`cola`) |" in card.text
     assert "| Starting point | random initialisation (no pretrained weights) |" in card.text
-    assert "Training examples: 192; 2 steps of 16 examples saw 32 examples (0.167 passes over them)." in card.text
+    assert "Training examples: all 192; 2 steps of 16 examples saw 32 examples (0.167 passes over them)." in card.text
     assert "Evaluation examples: the first 20 of 48." in card.text
+    assert "Evaluated only on GLUE CoLA dev.tsv;" in card.text and "Measured on GLUE CoLA dev.tsv by" in card.text
+    assert {r.dataset_name for r in card.data.eval_results} == {"GLUE CoLA dev.tsv"}
 
 
 @pytest.mark.parametrize("task, folder", [("qqp", "QQP"), ("qnli", "QNLI")])

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from huggingface_hub import ModelCard
 
 # Optional dependencies: where they are missing this module is skipped, not a collection error.
 pytest.importorskip("datasets")
@@ -326,8 +327,8 @@ def test_a_tiny_bert_learns_the_answers_and_the_pipeline_gives_the_scripts_answe
     }
     assert json.loads((tmp_path / "eval_results.json").read_text())["eval_f1"] == pytest.approx(metrics["eval_f1"])
     card = (tmp_path / "README.md").read_text()
-    assert re.search(r"Training examples: 160; \d+ steps of \d+ examples", card)  # questions, not windows
-    assert "Evaluation examples: 40." in card
+    assert re.search(r"Training examples: all 160; \d+ steps of \d+ examples", card)  # questions, not windows
+    assert "Evaluation examples: all 40." in card
     assert "QuestionAnsweringPipeline.from_pretrained" in card and 'pipeline("question-answering"' not in card
 
     reader = QuestionAnsweringPipeline.from_pretrained(tmp_path, max_seq_length=24, doc_stride=8)
@@ -366,6 +367,26 @@ def test_transformers_bert_and_its_conversion_give_the_same_answers(setup, tmp_p
     for qid in predictions:
         assert [c["score"] for c in ctx_n_best[qid]] == pytest.approx([c["score"] for c in n_best[qid]], abs=1e-4)
     assert len(set(predictions.values())) > 3  # the answers differ between questions: not a constant reader
+
+
+def test_the_card_counts_questions_of_the_data_and_traces_a_converted_starting_point(setup, tmp_path):
+    """Fine-tuned from a `hf-ctx convert-bert` folder on the first 8 of 160 questions, evaluated on the first 10
+    of 40: the card says so, and names the folder's source."""
+    root, _ = setup
+    tokenizer = AutoTokenizer.from_pretrained(root / "tokenizer")
+    torch.manual_seed(0)
+    BertForQuestionAnswering(BertConfig(vocab_size=len(tokenizer), **TINY_BERT)).save_pretrained(tmp_path / "src")
+    tokenizer.save_pretrained(tmp_path / "src")
+    convert_bert_checkpoint(tmp_path / "src", tmp_path / "converted", source_name="me/tiny-squad")
+    limits = ["--max_train_samples", "8", "--max_eval_samples", "10", "--max_steps", "1"]
+    train = ["--train_file", str(root / "train.json"), "--do_train", "--do_eval", *limits]
+    run(setup, tmp_path / "out", *train, model=tmp_path / "converted")
+    card = ModelCard.load(tmp_path / "out" / "README.md")
+    assert "Training examples: the first 8 of 160;" in card.text
+    assert "Evaluation examples: the first 10 of 40." in card.text
+    source = "the transformers `BertForQuestionAnswering` checkpoint `me/tiny-squad`"
+    assert f"| Starting point | `converted`, converted by `hf-ctx convert-bert` from {source} |" in card.text
+    assert card.data.base_model == "me/tiny-squad"
 
 
 # --- real data ---------------------------------------------------------------------------------------------

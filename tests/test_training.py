@@ -14,7 +14,6 @@ from datasets import Dataset
 from transformers import BertConfig, TrainingArguments
 
 from hf_ctx.data.subsets import first_examples, hold_out_validation
-from hf_ctx.tools.model_card import evaluation_data, training_data_name
 from hf_ctx.tools.scripts import match_special_tokens, parse_config_overrides, setup_logging
 
 
@@ -53,14 +52,14 @@ def test_config_overrides_take_json_or_key_value_pairs_alike():
 def test_one_registry_names_the_model_families():
     from hf_ctx import CtxBertConfig, ElmoConfig, TagLMConfig
     from hf_ctx.tools.families import MODEL_FAMILIES, model_family
-    from hf_ctx.tools.model_card import build_model_card
+    from hf_ctx.tools.model_card import RunFacts, build_model_card
 
     assert tuple(MODEL_FAMILIES) == ("bert", "elmo", "taglm")
     assert [model_family(c()) for c in (CtxBertConfig, ElmoConfig, TagLMConfig)] == ["bert", "elmo", "taglm"]
     with pytest.raises(ValueError, match="'bert' is not an hf_ctx model type .*convert-bert"):
         model_family(BertConfig())
     with pytest.raises(ValueError, match=r"unknown model_family 'gpt'; choose one of \('bert', 'elmo', 'taglm'\)"):
-        build_model_card("gpt", None, model_id="m", dataset_name="d")
+        build_model_card(None, RunFacts("gpt", dataset="d"), model_id="m")
 
 
 def test_first_examples_and_held_out_validation():
@@ -74,12 +73,6 @@ def test_first_examples_and_held_out_validation():
     assert hold_out_validation(data, None, 0, seed=0) == (data, None)
     given = first_examples(data, 2)
     assert hold_out_validation(data, given, 10.0, seed=0) == (data, given)
-
-
-def test_training_data_is_named_by_dataset_or_file_names():
-    assert training_data_name("wikitext", ["/data/a.txt"]) == "wikitext"
-    assert training_data_name(None, ["/data/a.txt", "b.txt"]) == "the local files a.txt, b.txt"
-    assert training_data_name(None, "/data/eng.train") == "the local file eng.train"
 
 
 def test_parse_args_and_set_up_parses_logs_and_seeds(tmp_path):
@@ -114,26 +107,6 @@ def test_parse_args_and_set_up_parses_logs_and_seeds(tmp_path):
             logger,
             steps=("do_train", "do_eval"),
         )
-
-
-def test_evaluation_data_names_files_held_out_parts_and_hub_splits(tmp_path):
-    assert evaluation_data(None, ["/data/eng.testa"], ["/data/eng.train"]) == {"eval_dataset_name": "eng.testa"}
-    train = Dataset.from_dict({"text": [str(i) for i in range(20)]}, split="train")
-    _, held_out = hold_out_validation(train, None, 10, seed=0)
-    assert evaluation_data(None, None, ["/data/corpus.txt"], held_out, 10) == {
-        "eval_dataset_name": "10% of corpus.txt held out from training"
-    }
-    assert evaluation_data("wikitext", None, None, held_out, 5) == {
-        "eval_dataset_name": "5% of wikitext held out from training"
-    }
-    validation = Dataset.from_dict({"text": ["a"]}, split="validation")
-    assert evaluation_data("eriktks/conll2003", None, None, validation) == {
-        "eval_dataset_name": "eriktks/conll2003",
-        "eval_dataset_id": "eriktks/conll2003",
-    }
-    assert evaluation_data(str(tmp_path), None, None, validation)["eval_dataset_name"] == tmp_path.name
-    assert evaluation_data(None, None, ["train.txt"]) == {}
-    assert training_data_name(str(tmp_path), None) == tmp_path.name
 
 
 @pytest.fixture

@@ -27,11 +27,18 @@ def _add_convert_bert(subparsers):
         action="store_true",
         help="convert the model alone (the source has no tokenizer files); a tokenizer in out_dir stays",
     )
+    p.add_argument(
+        "--source_name",
+        help="the source's Hub id, which the model card names (default: read from src_dir: a Hub cache "
+        "snapshot's id, config.json's _name_or_path, else the folder's name)",
+    )
 
     def run(args):
         from .convert_bert import convert_bert_checkpoint
 
-        convert_bert_checkpoint(args.src_dir, args.out_dir, weights_only=args.weights_only)
+        convert_bert_checkpoint(
+            args.src_dir, args.out_dir, weights_only=args.weights_only, source_name=args.source_name
+        )
         print(f"wrote hf_ctx checkpoint to {args.out_dir}")
 
     p.set_defaults(func=run)

@@ -6,9 +6,11 @@ and value projections are concatenated into hf_ctx's fused QKV projection.
     hf-ctx convert-bert SRC_DIR OUT_DIR
 """
 
+import json
 import logging
 import os
 import re
+from pathlib import Path
 
 import torch
 import transformers
@@ -18,6 +20,7 @@ from .. import modeling_bert
 from ..atomic_files import save_pretrained_atomically
 from ..configuration_bert import CtxBertConfig
 from .checks import check_finite_weights, check_no_checkpoint_in, check_output_dir, load_tokenizer
+from .model_card import write_conversion_card
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +105,29 @@ def convert_bert_state_dict(state_dict: dict[str, torch.Tensor]) -> dict[str, to
     return converted
 
 
-def convert_bert_checkpoint(src_dir: str | os.PathLike, out_dir: str | os.PathLike, *, weights_only: bool = False):
+def checkpoint_name(src_dir: str | os.PathLike) -> str:
+    """How a card names a checkpoint folder: the Hub id of a Hub cache snapshot (`.../models--nreimers--MiniLM-
+    L6-H384-uncased/snapshots/<hash>`) or of config.json's `_name_or_path`, else the folder's name."""
+    folder = Path(src_dir).absolute()
+    cached = [part for part in folder.parts if part.startswith("models--")]
+    if cached:
+        return cached[-1].removeprefix("models--").replace("--", "/")
+    try:
+        named = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("_name_or_path")
+    except (OSError, ValueError, AttributeError):
+        named = None
+    if isinstance(named, str) and named.count("/") == 1 and not os.path.exists(named):
+        return named
+    return folder.name
+
+
+def convert_bert_checkpoint(
+    src_dir: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    *,
+    weights_only: bool = False,
+    source_name: str | None = None,
+):
     """Convert the transformers BERT checkpoint folder `src_dir` (config.json, model.safetensors or
     pytorch_model.bin, tokenizer files) into an hf_ctx checkpoint in `out_dir`.
 
@@ -110,7 +135,9 @@ def convert_bert_checkpoint(src_dir: str | os.PathLike, out_dir: str | os.PathLi
     (unless `weights_only`); weights with NaN or infinite values; weights the architecture needs
     that the source lacks or holds with another shape (transformers would initialise them at random); a source
     without tokenizer files (transformers 5 would give a tokenizer of 5 special tokens). `weights_only=True`
-    converts the model alone and leaves any tokenizer in `out_dir` as it is.
+    converts the model alone and leaves any tokenizer in `out_dir` as it is. The folder gets a model card
+    (README.md) naming the source: `source_name` (a Hub id, e.g. `nreimers/MiniLM-L6-H384-uncased`), by
+    default what `checkpoint_name` reads from `src_dir`.
 
     Returns the converted hf_ctx model (in eval mode).
     """
@@ -173,4 +200,12 @@ def convert_bert_checkpoint(src_dir: str | os.PathLike, out_dir: str | os.PathLi
     target.save_pretrained(out_dir)
     if tokenizer is not None:
         save_pretrained_atomically(tokenizer, out_dir)
+    write_conversion_card(
+        out_dir,
+        target,
+        converter="hf-ctx convert-bert",
+        source=f"the transformers `{architecture}` checkpoint `{source_name or checkpoint_name(src_dir)}`",
+        how="The weights are the source's, renamed, with each layer's query, key and value projections fused "
+        "into one: the model computes the same function.",
+    )
     return target

@@ -28,6 +28,7 @@ from ..configuration_elmo import N_CHARACTERS, ElmoConfig
 from ..modeling_elmo import ElmoModel
 from ..tokenization_elmo import ElmoTokenizer
 from .checks import check_finite_weights, check_no_checkpoint_in, check_output_dir
+from .model_card import write_conversion_card
 
 logger = logging.getLogger(__name__)
 
@@ -234,6 +235,15 @@ def convert_elmo_checkpoint(options_json, weights_hdf5, output_dir, vocab_file=N
     output_dir = Path(output_dir)
     model.save_pretrained(output_dir)
     tokenizer.save_pretrained(output_dir)
+    files = [Path(options_json).name, Path(weights_hdf5).name] + ([Path(vocab_file).name] if vocab_file else [])
+    write_conversion_card(
+        output_dir,
+        model,
+        converter="hf-ctx convert-elmo",
+        source="the bilm-tf files " + ", ".join(f"`{name}`" for name in files),
+        how="The character CNN, highway and LSTM weights are the original's (TensorFlow's gate order put in "
+        "torch's); the language-model softmax is not in the published files.",
+    )
     logger.info(
         "converted %s + %s to %s (%s parameters)",
         options_json,

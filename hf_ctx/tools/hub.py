@@ -5,6 +5,7 @@ source files of hf_ctx's classes, tokenizer files) plus the card, in one commit.
 upload the whole output folder (training state, `training_args.bin`) and replace the card with its own.
 """
 
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -14,7 +15,12 @@ from transformers import Trainer
 from transformers.modelcard import extract_hyperparameters_from_trainer, parse_log_history
 
 from ..atomic_files import write_text
-from .model_card import build_model_card
+from .model_card import RunFacts, build_model_card
+
+logger = logging.getLogger(__name__)
+
+# The metrics a run's one-line summary shows, of each split's Trainer output.
+_SUMMARY_METRICS = ("f1", "accuracy", "exact_match", "matthews_correlation", "pearson", "perplexity", "mlm_accuracy")
 
 
 def push_checkpoint(
@@ -49,16 +55,14 @@ def push_checkpoint(
         )
 
 
-def finish_run(trainer: Trainer, model_family: str, **card_facts) -> ModelCard | None:
+def finish_run(trainer: Trainer, facts: RunFacts) -> ModelCard | None:
     """Save the trained model, its tokenizer and its model card in `output_dir`; push them with `--push_to_hub`.
 
     Call it at the end of an example script, on every process (saving may need all of them), after evaluation.
-    The tokenizer is the Trainer's `processing_class`. The card is filled from the Trainer (hyperparameters,
-    evaluation log, dataset sizes, steps and batch size) and `card_facts`, the keyword arguments of
-    `hf_ctx.tools.model_card.build_model_card` (`dataset_name` is required; pass `eval_metrics={"validation": metrics}`
-    with what `trainer.evaluate()` returned, and `hyperparameters` for settings outside `TrainingArguments`, which
-    are added to the Trainer's). The Hub repository is `--hub_model_id` (default: the output folder's name),
-    with `--hub_token`, `--hub_private_repo` and `--hub_revision`.
+    The tokenizer is the Trainer's `processing_class`. The card is built from `facts` (what the script gathered:
+    data, counts, metrics, starting point, its own settings) and what the Trainer knows (`complete_from_trainer`).
+    The Hub repository is `--hub_model_id` (default: the output folder's name), with `--hub_token`,
+    `--hub_private_repo` and `--hub_revision`.
 
     Returns the card on the main process, `None` on the others.
     """
@@ -73,19 +77,10 @@ def finish_run(trainer: Trainer, model_family: str, **card_facts) -> ModelCard |
         return None
 
     model = trainer.accelerator.unwrap_model(trainer.model)
-    _, training_log, _ = parse_log_history(trainer.state.log_history)
     repo_id = trainer.hub_model_id or args.hub_model_id or Path(args.output_dir).absolute().name
-    facts = {
-        "training_log": training_log,
-        "num_train_examples": dataset_size(trainer.train_dataset),
-        "num_eval_examples": dataset_size(trainer.eval_dataset),
-        "train_steps": trainer.state.global_step or None,
-        "train_batch_size": args.train_batch_size * args.gradient_accumulation_steps * args.world_size,
-        **card_facts,
-        "hyperparameters": {**extract_hyperparameters_from_trainer(trainer), **card_facts.get("hyperparameters", {})},
-    }
-    card = build_model_card(model_family, model, model_id=repo_id, **facts)
+    card = build_model_card(model, complete_from_trainer(facts, trainer), model_id=repo_id)
     write_text(os.path.join(args.output_dir, "README.md"), str(card))
+    logger.info(run_summary(facts))
 
     if args.push_to_hub:
         # Checkpoint pushes still running would otherwise land after, and over, the final one.
@@ -102,6 +97,41 @@ def finish_run(trainer: Trainer, model_family: str, **card_facts) -> ModelCard |
             commit_message="End of training",
         )
     return card
+
+
+def complete_from_trainer(facts: RunFacts, trainer: Trainer) -> RunFacts:
+    """`facts` with what the Trainer knows added: steps, examples per step (all processes and gradient
+    accumulation together), the evaluation log, its hyperparameters (the script's own keep precedence), and the
+    sizes of its datasets where the script counted none itself."""
+    args = trainer.args
+    _, training_log, _ = parse_log_history(trainer.state.log_history)
+    facts.training_log = training_log
+    facts.train_steps = trainer.state.global_step or None
+    facts.train_batch_size = args.train_batch_size * args.gradient_accumulation_steps * args.world_size
+    facts.hyperparameters = {**extract_hyperparameters_from_trainer(trainer), **facts.hyperparameters}
+    for split, dataset in (("train", trainer.train_dataset), ("validation", trainer.eval_dataset)):
+        part = facts.parts.get(split)
+        if (part is None or part.used is None) and dataset_size(dataset) is not None:
+            facts.part(split).used = dataset_size(dataset)
+    return facts
+
+
+def run_summary(facts: RunFacts) -> str:
+    """One line of the run's scores by split, e.g. "validation (dev.tsv): accuracy 0.9102; test (test.txt): f1
+    0.8841", and whether the data was generated."""
+    scores = []
+    for split, part in facts.parts.items():
+        shown = [
+            f"{name} {value:.4f}"
+            for name, value in ((key.partition("_")[2], value) for key, value in part.metrics.items())
+            # MNLI's two dev sets: eval_matched_accuracy, eval_mismatched_accuracy
+            if name.removeprefix("matched_").removeprefix("mismatched_") in _SUMMARY_METRICS
+            and isinstance(value, float)
+        ]
+        if shown:
+            scores.append(f"{split}{f' ({part.name})' if part.name else ''}: {', '.join(shown)}")
+    generated = f"; the data is generated ({facts.generated})" if facts.generated else ""
+    return f"scores {'; '.join(scores) or 'none (no evaluation)'}{generated}"
 
 
 def dataset_size(dataset) -> int | None:

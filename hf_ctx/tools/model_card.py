@@ -12,6 +12,7 @@ import math
 import os
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import datasets
@@ -21,6 +22,7 @@ from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers.modelcard import TASK_TAG_TO_NAME_MAPPING, make_markdown_table
 
 from ..atomic_files import write_text
+from ..data.files import how_generated
 from ..remote_code import registered_auto_class, shareable_name
 from .families import MODEL_FAMILIES
 
@@ -106,157 +108,308 @@ def eval_results_from_metrics(
     return results
 
 
-def build_model_card(
-    model_family: str,
-    model,
-    *,
-    model_id: str,
-    dataset_name: str,
-    dataset_id: str | None = None,
-    dataset_config: str | None = None,
-    training_data: str | None = None,
-    eval_dataset_name: str | None = None,
-    eval_dataset_id: str | None = None,
-    num_train_examples: int | None = None,
-    num_eval_examples: int | None = None,
-    num_train_available: int | None = None,
-    num_eval_available: int | None = None,
-    train_steps: int | None = None,
-    train_batch_size: int | None = None,
-    eval_metrics: dict[str, dict[str, float]] | None = None,
-    hyperparameters: dict | None = None,
-    training_log: list[dict] | None = None,
-    base_model: str | None = None,
-    pipeline_tag: str | None = None,
-    task_name: str | None = None,
-    language: str = "en",
-    license: str = "apache-2.0",
-    tags: tuple[str, ...] = (),
-) -> ModelCard:
-    """A model card for `model` (an hf_ctx `PreTrainedModel`) from the family's template and the run's facts.
+@dataclass
+class DataPart:
+    """One part of a run's data (training, validation or test) as a model card names it.
 
-    Args:
-        model_family: `"bert"`, `"elmo"` or `"taglm"`: which template.
-        model: the trained model; its class and config fill the description and architecture table.
-        model_id: Hub repository id (or local name) used in the loading snippets and as the model-index name.
-        dataset_name: human name of the training data, e.g. `"CoNLL-2003 (English)"`.
-        dataset_id: Hub dataset id of that data (`"eriktks/conll2003"`), listed in the metadata; ignored when
-            `None` or a local path.
-        dataset_config: dataset configuration, e.g. the GLUE task `"sst2"`.
-        training_data: which part of the data was used, as a phrase: `"the SST-2 training set (first 1,000
-            examples)"`.
-        eval_dataset_name: what `eval_metrics` were measured on, e.g. the validation file `"eng.testa"` or
-            `"5% of corpus.txt held out from training"`; by default `dataset_name` (another split of the training
-            dataset, named by the keys of `eval_metrics`).
-        eval_dataset_id: Hub dataset id of the evaluation data (its configuration is `dataset_config`); by default
-            `dataset_id` when `eval_dataset_name` is left out, else none.
-        num_train_examples, num_eval_examples: how many examples were used.
-        num_train_available, num_eval_available: how many the data had, where only the first
-            `num_train_examples` / `num_eval_examples` were used (`--max_train_samples`, `--max_eval_samples`).
-        train_steps, train_batch_size: optimizer steps taken and examples per step (all processes and gradient
-            accumulation together): the card says how many examples training saw.
-        eval_metrics: `{split: Trainer.evaluate() output}`, e.g. `{"validation": metrics}`.
-        hyperparameters: name -> value table of the training settings.
-        training_log: rows (dicts) of intermediate evaluation results, as `transformers.modelcard.parse_log_history`
-            returns them.
-        base_model: the checkpoint training started from; listed in the metadata when it is a Hub id. A local path
-            is shown as its folder's name only. `None`: the card says the model started from random weights (a
-            TagLM tagger: all but its biLM, named by `config.bilm_name_or_path`).
-        pipeline_tag: Hub pipeline tag; by default derived from the model class.
-        task_name: human task name for the model-index; by default that of the pipeline tag.
-        language, license, tags: metadata.
-
-    Returns:
-        a `huggingface_hub.ModelCard` (`.save(path)` writes it, `.data` holds the parsed metadata).
+    `name`: how the card calls it ("dev.tsv", "5% of corpus.txt held out from training", a `datasets` dataset);
+    `hub_id`: the Hub dataset it is a split of, if any; `used` examples of the `available` ones (the first `used`,
+    with `--max_*_samples`); `metrics`: what `Trainer.evaluate()` or `Trainer.predict()` reported on it.
     """
-    if model_family not in MODEL_FAMILIES:
-        raise ValueError(f"unknown model_family {model_family!r}; choose one of {tuple(MODEL_FAMILIES)}")
+
+    name: str | None = None
+    hub_id: str | None = None
+    used: int | None = None
+    available: int | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class RunFacts:
+    """What a training run did, as its model card says it: an example script fills it as it goes and hands it to
+    `hf_ctx.tools.hub.finish_run`, which adds what the Trainer knows (steps, batch size, log) and builds the card.
+
+    Fields:
+        family: `"bert"`, `"elmo"` or `"taglm"`: the card's template.
+        dataset: human name of the training data, e.g. `"CoNLL-2003 (English)"` (`name_training_data` sets it).
+        dataset_id, dataset_config: the Hub dataset (listed in the metadata when a Hub id) and its configuration.
+        training_data: which part of the data was used, as a phrase: `"the SST-2 training set"`.
+        generated: how the data was generated, when it was (`hf_ctx.data.files.mark_generated` records it beside
+            the files); the card then says the data is not real text.
+        parts: `"train"`, `"validation"`, `"test"` -> `DataPart`: names, counts and metrics of each split.
+        base_model: the checkpoint training started from (Hub id or local folder); `None`: random weights. A
+            folder's own card (`README.md`) gives its origin, e.g. `hf-ctx convert-bert` from a Hub model.
+        hyperparameters: settings outside `TrainingArguments` (the Trainer's are added by `finish_run`).
+        pipeline_tag, task_name: by default derived from the model class.
+        train_steps, train_batch_size, training_log: filled by `finish_run` from the Trainer.
+    """
+
+    family: str
+    dataset: str | None = None
+    dataset_id: str | None = None
+    dataset_config: str | None = None
+    training_data: str | None = None
+    generated: str | None = None
+    parts: dict[str, DataPart] = field(default_factory=dict)
+    base_model: str | None = None
+    hyperparameters: dict = field(default_factory=dict)
+    pipeline_tag: str | None = None
+    task_name: str | None = None
+    train_steps: int | None = None
+    train_batch_size: int | None = None
+    training_log: list[dict] | None = None
+
+    def part(self, split: str) -> DataPart:
+        """The `DataPart` of `split` ("train", "validation", "test"), created empty the first time."""
+        return self.parts.setdefault(split, DataPart())
+
+    def count(self, split: str, used: int | None, available: int | None = None) -> None:
+        """`used` examples of `split` were used, of the `available` ones the data had. Counted again, a split
+        adds up (MNLI's two dev sets are one validation part)."""
+        part = self.part(split)
+        if used is not None:
+            part.used = used + (part.used or 0)
+        if available is not None:
+            part.available = available + (part.available or 0)
+
+    def add_metrics(self, split: str, metrics: dict[str, float] | None) -> None:
+        """Scores measured on `split` (`Trainer.evaluate()` or `predict().metrics`); none is a no-op."""
+        if metrics:
+            self.part(split).metrics.update(metrics)
+
+    def name_data(self, data_args, validation: datasets.Dataset | None = None) -> None:
+        """Name the training, validation and test data from an example script's data arguments: `dataset_name`,
+        `train_file`, `validation_file`, `test_file` and `validation_split_percentage`, those it has.
+        `validation`: the validation data as loaded (a part held out from the training data is named so)."""
+        args = {
+            name: getattr(data_args, name, None)
+            for name in ("dataset_name", "train_file", "validation_file", "test_file", "validation_split_percentage")
+        }
+        self.name_training_data(args["dataset_name"], args["train_file"])
+        self.name_evaluation_data(
+            args["dataset_name"],
+            args["validation_file"],
+            args["train_file"],
+            validation,
+            args["validation_split_percentage"],
+        )
+        self.name_test_data(args["test_file"])
+
+    def name_training_data(self, dataset_name: str | None, train_files: str | Iterable[str] | None) -> None:
+        """Name the training data: the `datasets` dataset `dataset_name`, else the training files (by their names,
+        never their local paths), marked generated where `mark_generated` recorded so."""
+        self.dataset_id = dataset_name
+        self.dataset = training_data_name(dataset_name, train_files)
+        self.part("train").name = self.dataset
+        self.generated = self.generated or _generated_by(train_files)
+
+    def name_evaluation_data(
+        self,
+        dataset_name: str | None,
+        validation_files: str | Iterable[str] | None,
+        train_files: str | Iterable[str] | None = None,
+        validation: datasets.Dataset | None = None,
+        validation_split_percentage: float | None = None,
+    ) -> None:
+        """Name the data the run was evaluated on: the validation files when there are some; else, when
+        `validation` (as loaded) is a part of the training data that `hold_out_validation` set aside, that part
+        ("5% of corpus.txt held out from training"); else the `datasets` dataset's own validation split.
+        Without evaluation data nothing is named."""
+        part = self.part("validation")
+        if validation_files:
+            part.name = _file_names(validation_files)
+            self.generated = self.generated or _generated_by(validation_files)
+        elif validation is not None and str(getattr(validation, "split", None)) != "validation":
+            source = shareable_name(dataset_name) if dataset_name is not None else _file_names(train_files or ())
+            part.name = f"{validation_split_percentage:g}% of {source} held out from training"
+        elif dataset_name is not None:
+            part.name, part.hub_id = shareable_name(dataset_name), dataset_name
+
+    def name_test_data(self, test_files: str | Iterable[str] | None) -> None:
+        """Name the test files (`--test_file`), by their names."""
+        if test_files:
+            self.part("test").name = _file_names(test_files)
+
+
+def build_model_card(
+    model, facts: RunFacts, *, model_id: str, language: str = "en", license: str = "apache-2.0", tags=()
+) -> ModelCard:
+    """A model card for `model` (an hf_ctx `PreTrainedModel`) from its family's template and the run's `facts`.
+
+    `model_id` is the Hub repository id (or local name) of the loading snippets and the model-index; `language`,
+    `license` and `tags` go into the metadata. Returns a `huggingface_hub.ModelCard` (`.save(path)` writes it,
+    `.data` holds the parsed metadata).
+    """
+    if facts.family not in MODEL_FAMILIES:
+        raise ValueError(f"unknown model_family {facts.family!r}; choose one of {tuple(MODEL_FAMILIES)}")
+    if facts.dataset is None:
+        raise ValueError("RunFacts.dataset (the training data's name) is needed for a model card")
     model_class = type(model).__name__
-    if not _is_hub_id(dataset_id):  # a local folder: the text names the data, the metadata cannot
-        dataset_id = None
-    if eval_dataset_name is None:  # evaluated on another split of the training data
-        eval_dataset_name, eval_dataset_id = dataset_name, dataset_id
-    elif not _is_hub_id(eval_dataset_id):
-        eval_dataset_id = None
-    base_model_id = base_model if _is_hub_id(base_model) else None
-    base_model = shareable_name(base_model)  # no local paths in a card that may be published
-    starting_point = _starting_point(base_model, model.config)
-    amounts = _amounts_used(
-        num_train_examples, num_train_available, num_eval_examples, num_eval_available, train_steps, train_batch_size
+    pipeline_tag = facts.pipeline_tag or next(
+        (tag for end, tag in _PIPELINE_TAGS.items() if model_class.endswith(end)), None
     )
-    if pipeline_tag is None:
-        pipeline_tag = next((tag for end, tag in _PIPELINE_TAGS.items() if model_class.endswith(end)), None)
-    if task_name is None:
-        task_name = _TASK_NAMES.get(pipeline_tag, pipeline_tag)
-    eval_results = eval_results_from_metrics(
-        eval_metrics or {},
-        task_type=pipeline_tag or model_family,
-        task_name=task_name,
-        dataset_type=eval_dataset_id or eval_dataset_name,
-        dataset_name=eval_dataset_name,
-        dataset_config=dataset_config if eval_dataset_id else None,
-    )
-    hub_datasets = [d for d in dict.fromkeys([dataset_id, eval_dataset_id]) if d]
+    task_name = facts.task_name or _TASK_NAMES.get(pipeline_tag, pipeline_tag)
+    dataset_id = facts.dataset_id if _is_hub_id(facts.dataset_id) else None
+    evaluation = _evaluation(facts, dataset_id, task_type=pipeline_tag or facts.family, task_name=task_name)
+    origin = _origin(facts.base_model)
     card_data = ModelCardData(
         language=language,
         license=license,
         library_name="transformers",
         pipeline_tag=pipeline_tag,
-        tags=["hf_ctx", model_family, *tags],
-        datasets=hub_datasets or None,
-        metrics=sorted({r.metric_type for r in eval_results}) or None,
-        base_model=base_model_id,
+        tags=["hf_ctx", facts.family, *tags],
+        datasets=[d for d in dict.fromkeys([dataset_id, *evaluation["hub_ids"]]) if d] or None,
+        metrics=sorted({r.metric_type for r in evaluation["results"]}) or None,
+        base_model=origin["hub_id"],
         model_name=model_id,
-        eval_results=eval_results or None,
+        eval_results=evaluation["results"] or None,
+        hf_ctx_origin=_origin_phrase(facts, origin),
     )
-    config = model.config
-    parameters = sum(p.numel() for p in model.parameters())
-    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    content = _TEMPLATES.get_template(f"{model_family}.md").render(
+    content = _TEMPLATES.get_template(f"{facts.family}.md").render(
         card_data=card_data.to_yaml(),
         model_id=model_id,
-        model_class=model_class,
-        auto_class=registered_auto_class(type(model)) or "AutoModel",
-        model_type=config.model_type,
-        config=config,
-        config_class=type(config).__name__,
-        architecture=_architecture(config),
-        labels=[config.id2label[i] for i in sorted(config.id2label)] if pipeline_tag in _LABELLED_TASKS else [],
-        parameters=f"{parameters:,}" + (f" ({trainable:,} trained)" if trainable != parameters else ""),
         pipeline_tag=pipeline_tag,
         task_name=task_name,
-        dataset_name=dataset_name,
+        dataset_name=facts.dataset,
         dataset_id=dataset_id,
-        dataset_config=dataset_config,
-        training_data=training_data,
-        eval_dataset_name=eval_dataset_name,
-        eval_dataset_id=eval_dataset_id,
-        num_train_examples=num_train_examples,
-        num_eval_examples=num_eval_examples,
-        hyperparameters=hyperparameters or {},
-        training_log=make_markdown_table(training_log) if training_log else "",
-        eval_results=eval_results,
-        base_model=base_model,
-        starting_point=starting_point,
-        amounts_used=amounts,
-        bilm_layers=_bilm_layer_words(model.config),
+        dataset_config=facts.dataset_config,
+        training_data=facts.training_data,
+        generated=facts.generated,
+        eval_dataset_name=evaluation["names"],
+        eval_results=evaluation["results"],
+        measured_on=evaluation["measured_on"],
+        hyperparameters=facts.hyperparameters,
+        training_log=make_markdown_table(facts.training_log) if facts.training_log else "",
+        base_model=origin["name"],
+        base_model_origin=origin["phrase"],
+        starting_point=_starting_point(origin, model.config),
+        amounts_used=_amounts_used(facts),
         versions=_versions(),
+        **_model_facts(model, pipeline_tag),
     )
     # Block tags on lines of their own leave runs of blank lines; Markdown needs at most one.
     return ModelCard(re.sub(r"\n{3,}", "\n\n", content))
 
 
-def write_model_card(output_dir: str | os.PathLike, model_family: str, model, **facts) -> ModelCard:
-    """Build the card (see `build_model_card` for `facts`) and save it as `output_dir/README.md`."""
-    card = build_model_card(model_family, model, **facts)
+def write_model_card(output_dir: str | os.PathLike, model, facts: RunFacts, **card_args) -> ModelCard:
+    """Build the card (`build_model_card(model, facts, **card_args)`) and save it as `output_dir/README.md`."""
+    card = build_model_card(model, facts, **card_args)
     write_text(Path(output_dir) / "README.md", str(card))
     return card
 
 
-def _starting_point(base_model: str | None, config) -> str:
-    """Where the weights started, in words: the named checkpoint, or random initialisation."""
-    if base_model:
-        return f"`{base_model}`"
+def write_conversion_card(output_dir: str | os.PathLike, model, *, converter: str, source: str, how: str) -> ModelCard:
+    """The card of a converted checkpoint, saved as `output_dir/README.md`: which `converter` (`"hf-ctx
+    convert-bert"`) made it from which `source` (a phrase naming it, with a Hub id `user/name` in backquotes
+    where there is one) and `how` (a sentence). Its metadata keeps the origin (`hf_ctx_origin`, and `base_model` for a Hub
+    source), which the cards of models trained from this folder repeat."""
+    hub_id = next((name for name in re.findall(r"`([^`/]+/[^`/]+)`", source) if _is_hub_id(name)), None)
+    card_data = ModelCardData(
+        library_name="transformers",
+        tags=["hf_ctx", model.config.model_type, "converted"],
+        base_model=hub_id,
+        hf_ctx_origin=f"converted by `{converter}` from {source}",
+    )
+    content = _TEMPLATES.get_template("converted.md").render(
+        card_data=card_data.to_yaml(),
+        model_id=Path(output_dir).absolute().name,
+        converter=converter,
+        source=source,
+        how=how,
+        versions=_versions(),
+        **_model_facts(model, None),
+    )
+    card = ModelCard(re.sub(r"\n{3,}", "\n\n", content))
+    write_text(Path(output_dir) / "README.md", str(card))
+    return card
+
+
+def _model_facts(model, pipeline_tag: str | None) -> dict:
+    """The template's variables that come from the model: class, config, size, labels."""
+    config = model.config
+    parameters = sum(p.numel() for p in model.parameters())
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    return {
+        "model_class": type(model).__name__,
+        "auto_class": registered_auto_class(type(model)) or "AutoModel",
+        "model_type": config.model_type,
+        "config": config,
+        "config_class": type(config).__name__,
+        "architecture": _architecture(config),
+        "labels": [config.id2label[i] for i in sorted(config.id2label)] if pipeline_tag in _LABELLED_TASKS else [],
+        "parameters": f"{parameters:,}" + (f" ({trainable:,} trained)" if trainable != parameters else ""),
+        "bilm_layers": _bilm_layer_words(config),
+    }
+
+
+def _evaluation(facts: RunFacts, dataset_id: str | None, *, task_type: str, task_name: str) -> dict:
+    """The model-index results of every split with metrics, and the words that say what each was measured on.
+
+    A split without a name of its own is a split of the training dataset (named by its key)."""
+    results, hub_ids, names, measured_on = [], [], [], []
+    scored = {split: part for split, part in facts.parts.items() if part.metrics}
+    for split, part in scored.items():
+        name, hub_id = part.name, part.hub_id if _is_hub_id(part.hub_id) else None
+        if name is None:
+            name, hub_id = facts.dataset, dataset_id
+        split_results = eval_results_from_metrics(
+            {split: part.metrics},
+            task_type=task_type,
+            task_name=task_name,
+            dataset_type=hub_id or name,
+            dataset_name=name,
+            dataset_config=facts.dataset_config if hub_id else None,
+        )
+        if not split_results:
+            continue
+        results += split_results
+        hub_ids.append(hub_id)
+        names.append(name)
+        if hub_id:
+            config = f", configuration `{facts.dataset_config}`" if facts.dataset_config else ""
+            link = f"[`{hub_id}`](https://huggingface.co/datasets/{hub_id})"
+            measured_on.append(f"{name} ({link}{config}, split {split})")
+        else:
+            measured_on.append(name if len(scored) == 1 else f"{name} (split {split})")
+    return {
+        "results": results,
+        "hub_ids": hub_ids,
+        "names": " and ".join(dict.fromkeys(names)) or facts.dataset,
+        "measured_on": " and ".join(measured_on),
+    }
+
+
+def _origin(base_model: str | None) -> dict:
+    """Where the starting checkpoint came from: its shareable `name`, its Hub id (the card's `base_model`), and
+    the `phrase` its own card gives for its origin (a local folder written by hf_ctx: `hf_ctx_origin`)."""
+    origin = {"name": shareable_name(base_model), "hub_id": base_model if _is_hub_id(base_model) else None}
+    origin["phrase"] = None
+    card_path = Path(base_model) / "README.md" if base_model is not None else None
+    if card_path is not None and card_path.is_file():
+        try:
+            metadata = ModelCard.load(card_path, ignore_metadata_errors=True).data
+        except Exception as error:  # a card we cannot read names no origin; the training must not fail on it
+            logger.warning(f"model card: could not read the origin of {origin['name']} from {card_path}: {error}")
+        else:
+            origin["phrase"] = getattr(metadata, "hf_ctx_origin", None)
+            origin["hub_id"] = origin["hub_id"] or metadata.base_model
+    return origin
+
+
+def _origin_phrase(facts: RunFacts, origin: dict) -> str:
+    """One line, kept in the card's metadata, saying where this checkpoint's weights came from, so a card of a
+    model trained from it can say so in turn."""
+    generated = " (generated data)" if facts.generated else ""
+    if origin["name"] is None:
+        return f"trained by hf_ctx from random initialisation on {facts.dataset}{generated}"
+    source = f"`{origin['name']}`" + (f" ({origin['phrase']})" if origin["phrase"] else "")
+    return f"trained by hf_ctx from {source} on {facts.dataset}{generated}"
+
+
+def _starting_point(origin: dict, config) -> str:
+    """Where the weights started, in words: the named checkpoint and its origin, or random initialisation."""
+    if origin["name"]:
+        return f"`{origin['name']}`" + (f", {origin['phrase']}" if origin["phrase"] else "")
     bilm = getattr(config, "bilm_name_or_path", None)
     if getattr(config, "bilm_config", None):
         source = f"`{shareable_name(bilm)}`" if bilm else "a pretrained biLM"
@@ -265,30 +418,35 @@ def _starting_point(base_model: str | None, config) -> str:
 
 
 def _count(used: int, available: int | None) -> str:
-    """'1,000' or 'the first 100 of 277'."""
+    """'1,000', 'all 1,000' or 'the first 100 of 277'."""
     if available is not None and available > used:
         return f"the first {used:,} of {available:,}"
-    return f"{used:,}"
+    return f"all {used:,}" if available is not None else f"{used:,}"
 
 
-def _amounts_used(num_train, train_available, num_eval, eval_available, steps, batch_size) -> list[str]:
-    """Sentences saying how much data the run used: N of M examples, and steps x batch = examples seen."""
+def _amounts_used(facts: RunFacts) -> list[str]:
+    """Sentences saying how much data the run used: N of M examples of each split, and steps x batch = examples
+    seen."""
+    train = facts.parts.get("train", DataPart())
+    steps, batch_size = facts.train_steps, facts.train_batch_size
     sentences = []
-    if num_train is not None:
-        sentence = f"Training examples: {_count(num_train, train_available)}"
+    if train.used is not None:
+        sentence = f"Training examples: {_count(train.used, train.available)}"
         if steps is not None and batch_size:
             seen = steps * batch_size
             sentence += f"; {steps:,} steps of {batch_size:,} examples saw {seen:,} examples"
-            if num_train:
-                passes = float(f"{seen / num_train:.3g}")
+            if train.used:
+                passes = float(f"{seen / train.used:.3g}")
                 sentence += f" ({passes:g} pass{'' if passes == 1 else 'es'} over them)"
         sentences.append(sentence + ".")
     elif steps is not None and batch_size:
         sentences.append(
             f"Training: {steps:,} steps of {batch_size:,} examples, {steps * batch_size:,} examples seen."
         )
-    if num_eval is not None:
-        sentences.append(f"Evaluation examples: {_count(num_eval, eval_available)}.")
+    for split, words in (("validation", "Evaluation"), ("test", "Test")):
+        part = facts.parts.get(split)
+        if part is not None and part.used is not None:
+            sentences.append(f"{words} examples: {_count(part.used, part.available)}.")
     return sentences
 
 
@@ -355,26 +513,7 @@ def _file_names(files: str | Iterable[str]) -> str:
     return ", ".join(Path(f).name for f in ([files] if isinstance(files, str) else files))
 
 
-def evaluation_data(
-    dataset_name: str | None,
-    validation_files: str | Iterable[str] | None,
-    train_files: str | Iterable[str] | None = None,
-    validation: datasets.Dataset | None = None,
-    validation_split_percentage: float | None = None,
-) -> dict[str, str]:
-    """How a model card names the data a run was evaluated on: `finish_run`'s `eval_dataset_name` (and
-    `eval_dataset_id` for a split of a Hub dataset).
-
-    The validation files' names when there are some; else, when `validation` (the validation data as loaded) is
-    a part of the training data that `hold_out_validation` set aside, that part ("5% of corpus.txt held out from
-    training"); else the `datasets` dataset's own validation split. Empty when there is no evaluation data.
-    """
-    if validation_files:
-        return {"eval_dataset_name": _file_names(validation_files)}
-    held_out = validation is not None and str(getattr(validation, "split", None)) != "validation"
-    if held_out:
-        source = shareable_name(dataset_name) if dataset_name is not None else _file_names(train_files or ())
-        return {"eval_dataset_name": f"{validation_split_percentage:g}% of {source} held out from training"}
-    if dataset_name is not None:  # the card lists `eval_dataset_id` only when it is a Hub id
-        return {"eval_dataset_name": shareable_name(dataset_name), "eval_dataset_id": dataset_name}
-    return {}  # no evaluation data
+def _generated_by(files: str | Iterable[str] | None) -> str | None:
+    """How the first generated file of `files` was generated (`mark_generated`); `None` when none was."""
+    files = [files] if isinstance(files, str) else list(files or ())
+    return next(filter(None, map(how_generated, files)), None)
