@@ -191,6 +191,62 @@ def weights_fingerprint(model: torch.nn.Module) -> str:
     return digest.hexdigest()
 
 
+def _check_output_path(input_path, output_path: str) -> None:
+    """The output file's folder must exist, and the output must not be the input."""
+    folder = os.path.dirname(os.path.abspath(output_path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"the output folder {folder} does not exist")
+    if os.path.exists(output_path) and os.path.samefile(output_path, input_path):
+        raise ValueError(f"the output file {output_path} is the input file")
+
+
+def _open_output(output_path: str, resume: bool):
+    """(store, h5py file) of the output: extended when `resume`, else created anew. Written through a
+    CommittedFile, so each flush is a durable point that a full disk cannot damage. A file to resume that is not
+    HDF5 is a ValueError saying how to go on."""
+    import h5py
+
+    store = CommittedFile(output_path, create=not resume)
+    try:
+        return store, h5py.File(store, "a" if resume else "w")
+    except OSError as error:
+        store.close()
+        if resume:
+            raise ValueError(
+                f"{output_path} exists and is not a readable HDF5 file ({error}); pass overwrite "
+                "(--overwrite) to replace it, or choose another output path"
+            ) from None
+        raise
+
+
+def _write_sentence_index(file, sentences: list[str]) -> None:
+    """AllenNLP's `sentence_to_index` dataset: one JSON string {sentence: dataset name}, replaced if there."""
+    import h5py
+
+    if "sentence_to_index" in file:
+        del file["sentence_to_index"]
+    sentence_to_index = {sentence: str(i) for i, sentence in enumerate(sentences)}
+    index = file.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
+    index[0] = json.dumps(sentence_to_index)
+
+
+def _write_failure(output_path: str, store: CommittedFile) -> OSError:
+    """The error of a write that failed (a full disk, say): what happened, and whether running the same command
+    again resumes or the file must go; it keeps the failure's errno."""
+    failed = store.failed
+    error = OSError(
+        f"writing {output_path} failed ({failed.strerror or failed}); "
+        + (
+            "the file may be damaged: delete it, or run the same command with --overwrite"
+            if store.damaged
+            else "it keeps every sentence embedded before the failure: free space and run the same "
+            "command again to resume"
+        )
+    )
+    error.errno = failed.errno
+    return error
+
+
 class ElmoEmbedder:
     """ELMo vectors of tokenised sentences, in batches, and of whole files (AllenNLP's `elmo` command).
 
@@ -288,9 +344,6 @@ class ElmoEmbedder:
         and dtype must be this run's. Returns {"sentences", "embedded", "kept", "words"}: the file's line count,
         lines embedded now, lines already in the file, and words embedded now.
         """
-        import h5py
-        from tqdm import tqdm
-
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         layer_output = LayerOutput(self.num_layers, output, scalar_mix_weights)
@@ -302,25 +355,10 @@ class ElmoEmbedder:
             "dtype": str(self.dtype).removeprefix("torch."),
         }
         output_path = os.fspath(output_path)
-        folder = os.path.dirname(os.path.abspath(output_path))
-        if not os.path.isdir(folder):
-            raise FileNotFoundError(f"the output folder {folder} does not exist")
-        if os.path.exists(output_path) and os.path.samefile(output_path, input_path):
-            raise ValueError(f"the output file {output_path} is the input file")
+        _check_output_path(input_path, output_path)
         # An empty file is what a run that failed before its first flush leaves: nothing to resume.
         resume = os.path.exists(output_path) and os.path.getsize(output_path) > 0 and not overwrite
-        # Written through a CommittedFile: each flush is a durable point that a full disk cannot damage.
-        store = CommittedFile(output_path, create=not resume)
-        try:
-            file = h5py.File(store, "a" if resume else "w")
-        except OSError as error:
-            store.close()
-            if resume:
-                raise ValueError(
-                    f"{output_path} exists and is not a readable HDF5 file ({error}); pass overwrite "
-                    "(--overwrite) to replace it, or choose another output path"
-                ) from None
-            raise
+        store, file = _open_output(output_path, resume)
         done, todo, words = set(), [], 0
         try:
             with file:
@@ -333,39 +371,33 @@ class ElmoEmbedder:
                     key=lambda i: len(sentences[i].split()),
                     reverse=True,
                 )
-                with tqdm(total=len(todo), unit="sentence", desc="embedding", disable=not progress) as bar:
-                    for start in range(0, len(todo), batch_size):
-                        indices = todo[start : start + batch_size]
-                        split = [sentences[i].split() for i in indices]
-                        for i, vectors in zip(indices, self.embed_batch(split, layer_output)):
-                            dataset = file.create_dataset(str(i), data=vectors, dtype="float32")
-                            dataset.attrs["sentence"] = sentences[i]
-                        file.flush()  # a durable point: what is written survives an interruption or a full disk
-                        words += sum(map(len, split))
-                        bar.update(len(indices))
-                if "sentence_to_index" in file:
-                    del file["sentence_to_index"]
-                sentence_to_index = {sentence: str(i) for i, sentence in enumerate(sentences)}
-                index = file.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
-                index[0] = json.dumps(sentence_to_index)
+                words = self._write_vectors(file, sentences, todo, layer_output, batch_size, progress)
+                _write_sentence_index(file, sentences)
         except Exception as error:
             if store.failed is None:
                 raise
-            failed = store.failed
-            message = OSError(
-                f"writing {output_path} failed ({failed.strerror or failed}); "
-                + (
-                    "the file may be damaged: delete it, or run the same command with --overwrite"
-                    if store.damaged
-                    else "it keeps every sentence embedded before the failure: free space and run the same "
-                    "command again to resume"
-                )
-            )
-            message.errno = failed.errno
-            raise message from error
+            raise _write_failure(output_path, store) from error
         finally:
             store.close()
         return {"sentences": len(sentences), "embedded": len(todo), "kept": len(done), "words": words}
+
+    def _write_vectors(self, file, sentences, todo, layer_output, batch_size: int, progress: bool) -> int:
+        """Embed the lines `todo` (indices into `sentences`) `batch_size` at a time into `file`, one dataset per
+        line, flushing after each batch; returns the number of words embedded."""
+        from tqdm import tqdm
+
+        words = 0
+        with tqdm(total=len(todo), unit="sentence", desc="embedding", disable=not progress) as bar:
+            for start in range(0, len(todo), batch_size):
+                indices = todo[start : start + batch_size]
+                split = [sentences[i].split() for i in indices]
+                for i, vectors in zip(indices, self.embed_batch(split, layer_output)):
+                    dataset = file.create_dataset(str(i), data=vectors, dtype="float32")
+                    dataset.attrs["sentence"] = sentences[i]
+                file.flush()  # a durable point: what is written survives an interruption or a full disk
+                words += sum(map(len, split))
+                bar.update(len(indices))
+        return words
 
     @staticmethod
     def _check_existing(file, settings: dict, sentences: list[str], path: str) -> set[int]:
