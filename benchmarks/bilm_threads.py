@@ -5,7 +5,7 @@
     python benchmarks/bilm_threads.py --threads default --copies 2   # two copies side by side
     python benchmarks/bilm_threads.py --threads auto --copies 2      # hf_ctx's choice (hf_ctx.tools.trainer)
 
-The model is issue 26's check: `ElmoForBiLM` with LSTMs of 128 cells projected to 64, batches of 32 sentences of
+The model is small enough that torch's default threads slow it down: `ElmoForBiLM` with LSTMs of 128 cells projected to 64, batches of 32 sentences of
 20 words, Adam. Each copy is a separate process started at the same time; each prints its steps per second over
 `--steps` steps after `--warmup` steps. See docs/performance.md#threads-for-small-models.
 """

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything that needs a GPU, in one go (about 30 minutes on one H100): the GPU tests, then every speed figure
-# of issue #16's tables: BERT against transformers (pretraining, fine-tuning with and without length-grouped
+# of docs/performance.md's GPU tables: BERT against transformers (pretraining, fine-tuning with and without length-grouped
 # batches, inference), the ELMo LSTM against AllenNLP's per-step layout (fp32 and bf16 autocast), and a TagLM
 # CoNLL epoch at batch 8 and at the GPU default of 32. Each command's output goes to $OUT (default
 # ./gpu_results); benchmarks/gpu_table.py then writes them all as one markdown table, $OUT/results.md.

@@ -47,11 +47,9 @@ from hf_ctx.data.pretraining import (
 )
 from hf_ctx.data.subsets import first_examples, hold_out_validation, shuffled_stream
 from hf_ctx.data.text import DOCUMENT_BOUNDARIES, load_text_documents
-from hf_ctx.tools.checks import (
-    load_tokenizer,
-)
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.hub import dataset_size, finish_run
+from hf_ctx.tools.loading import load_tokenizer
 from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
@@ -244,6 +242,8 @@ def warn_if_few_is_next_pairs(dataset, split_sentences: bool) -> float:
     return share
 
 
+# Over 80 lines: the run's steps in the order they happen, as in transformers' run_*.py scripts, each a call
+# of a helper above or of hf_ctx; splitting it would scatter one sequence across functions.
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
         (ModelArguments, DataArguments, CtxTrainingArguments),

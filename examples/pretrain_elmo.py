@@ -43,11 +43,9 @@ from hf_ctx.data.bilm import (
     split_into_sentences,
 )
 from hf_ctx.data.subsets import first_examples, hold_out_validation, shuffled_stream
-from hf_ctx.tools.checks import (
-    load_tokenizer,
-)
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.hub import dataset_size, finish_run
+from hf_ctx.tools.loading import load_tokenizer
 from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,

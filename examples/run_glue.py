@@ -43,10 +43,10 @@ from hf_ctx.data.glue import (
 )
 from hf_ctx.data.glue_tasks import GLUE_TASKS, glue_task
 from hf_ctx.data.subsets import first_examples
-from hf_ctx.tools.checks import load_tokenizer
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import MODEL_FAMILIES, check_tokenizer_fits, families_with, model_family, preset_names
 from hf_ctx.tools.hub import finish_run
+from hf_ctx.tools.loading import load_tokenizer
 from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
@@ -168,6 +168,8 @@ def glue_run_facts(task, data_args: DataArguments, base_model: str | None, famil
     return facts
 
 
+# Over 80 lines: the run's steps in the order they happen, as in transformers' run_*.py scripts, each a call
+# of a helper above or of hf_ctx; splitting it would scatter one sequence across functions.
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
         (ModelArguments, DataArguments, CtxTrainingArguments), argv, logger, ignored_together=IGNORED_TOGETHER
@@ -195,7 +197,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         tokenizer = load_tokenizer(tokenizer_source, cache_dir=model_args.cache_dir)
     else:  # a new model's own tokenizer, where it needs no training text (ELMo's character ids)
         family = MODEL_FAMILIES.get(model_args.model_type)
-        tokenizer = family.new_tokenizer() if family is not None else None
+        tokenizer = family.make_tokenizer() if family is not None else None
         if tokenizer is None:
             raise ValueError("give --tokenizer_name (or a --model_name_or_path that holds a tokenizer)")
     model = build_model(model_args, task, tokenizer)

@@ -42,10 +42,10 @@ from hf_ctx.data import conll
 from hf_ctx.data.bilm_cache import BiLMCacheArguments, with_bilm_cache
 from hf_ctx.data.subsets import hold_out_validation
 from hf_ctx.data.word_vectors import load_word_vectors
-from hf_ctx.tools.checks import load_tokenizer
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import MODEL_FAMILIES, check_tokenizer_fits, model_family
 from hf_ctx.tools.hub import finish_run
+from hf_ctx.tools.loading import load_tokenizer
 from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
@@ -231,13 +231,13 @@ def build_tagger(model_args, data_args, labels: list[str], data):
         tokenizer = load_tokenizer(source)
     else:
         words = data["train"]["tokens"]
-        tokenizer = family.new_tokenizer(words, model_args.vocab_size, model_args.word_min_count)
+        tokenizer = family.make_tokenizer(words, vocab_size=model_args.vocab_size, min_count=model_args.word_min_count)
     # This script's options that set a field of a new tagger's config, where its family's config has one (TagLM's).
     tagger_fields = {
         "bilm_layers": [int(i) for i in model_args.bilm_layers.split(",")],
         "tag_scheme": data_args.tag_scheme,
     }
-    fields = {**label_fields, **{k: v for k, v in tagger_fields.items() if family.takes(k)}, **overrides}
+    fields = {**label_fields, **{k: v for k, v in tagger_fields.items() if family.config_has_field(k)}, **overrides}
     config = family.new_config(model_args.model_size, tokenizer, **fields)
     check_tokenizer_fits(config, tokenizer, data_args.max_seq_length, source or "the new tokenizer")
     model_class = family.models["token_classification"]

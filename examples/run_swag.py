@@ -32,10 +32,10 @@ from hf_ctx.data.multiple_choice import (
     write_json_atomically,
 )
 from hf_ctx.data.subsets import first_examples
-from hf_ctx.tools.checks import load_tokenizer
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import check_tokenizer_fits, model_family
 from hf_ctx.tools.hub import finish_run
+from hf_ctx.tools.loading import load_tokenizer
 from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,

@@ -8,7 +8,7 @@ the transformers Auto classes, so that ``AutoConfig``, ``AutoModel*`` and
 __version__ = "0.1.0"
 
 # The Auto classes hf_ctx registers with, and BERT's tokenizer (transformers' WordPiece tokenizer as it is), also
-# importable from here as before.
+# importable from here, so user code needs one import.
 from transformers import (
     AutoConfig,
     AutoModel,

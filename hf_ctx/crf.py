@@ -20,7 +20,7 @@ A row with no word has log-likelihood 0 and decodes to no tag. Everything runs i
 import torch
 from torch import nn
 
-from .losses import IGNORE_INDEX
+from .tensor_checks import IGNORE_INDEX
 
 # Score given to a forbidden transition (see the module docstring for why it is finite).
 FORBIDDEN_SCORE = -10000.0

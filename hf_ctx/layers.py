@@ -13,7 +13,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from .losses import IGNORE_INDEX
+from .tensor_checks import IGNORE_INDEX
 
 ACTIVATIONS = {"relu": F.relu, "tanh": torch.tanh}
 

@@ -38,15 +38,10 @@ from transformers.utils import ModelOutput
 from transformers.utils.generic import can_return_tuple
 
 from .configuration_bert import CtxBertConfig
-from .losses import (
-    IGNORE_INDEX,
-    BatchMeanLossMixin,
-    classification_loss,
-    host_syncs_allowed,
-    sequence_classification_loss,
-)
+from .losses import BatchMeanLossMixin, classification_loss, sequence_classification_loss
 from .model_size import ParameterMemoryMixin
 from .remote_code import AutoMapMixin
+from .tensor_checks import IGNORE_INDEX, host_syncs_allowed
 
 
 def validate_bert_inputs(config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds):

@@ -35,15 +35,10 @@ from .layers import (
     WordSoftmax,
     run_packed_rnn,
 )
-from .losses import (
-    IGNORE_INDEX,
-    BatchMeanLossMixin,
-    classification_loss,
-    host_syncs_allowed,
-    sequence_classification_loss,
-)
+from .losses import BatchMeanLossMixin, classification_loss, sequence_classification_loss
 from .model_size import ParameterMemoryMixin
 from .remote_code import AutoMapMixin
+from .tensor_checks import IGNORE_INDEX, host_syncs_allowed
 
 # Two polynomial hashes of a word's character ids, modulo primes below 2**31, make one 62-bit key per word for the
 # token-embedding cache. Every product and sum stays below 2**47, so int64 never overflows. A key only proposes a

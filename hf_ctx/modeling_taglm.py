@@ -38,7 +38,7 @@ from .configuration_elmo import ElmoConfig
 from .configuration_taglm import TagLMConfig
 from .crf import ConditionalRandomField
 from .layers import checkpointed, run_packed_rnn
-from .losses import IGNORE_INDEX, BatchMeanLossMixin, host_syncs_allowed, label_range_error
+from .losses import BatchMeanLossMixin
 from .model_size import ParameterMemoryMixin
 from .modeling_elmo import (
     ElmoModel,
@@ -50,6 +50,7 @@ from .modeling_elmo import (
 )
 from .remote_code import AutoMapMixin, shareable_name
 from .tag_schemes import allowed_transitions
+from .tensor_checks import IGNORE_INDEX, host_syncs_allowed, label_range_error
 
 logger = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from hf_ctx.layers import ProjectedLstm
 
 @pytest.mark.gpu
 def test_elmo_benchmark_compiled_cuda_graph_results_outlive_later_replays():
-    """Issue 16: with mode="reduce-overhead" the first pass's outputs and gradients live in the CUDA graph's
-    memory, and reading them after later replays crashed. The benchmark keeps copies; they must still equal the
+    """With mode="reduce-overhead" the first pass's outputs and gradients live in the CUDA graph's
+    memory, and reading them after later replays would crash. The benchmark keeps copies; they must still equal the
     eager pass after the replays."""
     bench = importlib.import_module("elmo_lstm_speed")
     torch.manual_seed(0)

@@ -420,7 +420,7 @@ def test_gpu_window_runs_one_command_a_call_and_a_cut_slice_continues_on_the_nex
 
 
 def test_verdicts_say_better_or_worse_than_the_control():
-    """ "Loss" beside scores reads as the training loss (issue 26): the verdict says better or worse."""
+    """ "Loss" beside scores reads as the training loss: the verdict says better or worse."""
     verdict = experiment_lib.verdict
     assert verdict([0.61, 0.62], [0.3, 0.35]).startswith("better than the control (every seed above")
     assert verdict([0.1, 0.2], [0.3, 0.35]).startswith("worse than the control (every seed below")

@@ -119,7 +119,7 @@ def test_every_third_party_import_of_the_tests_is_installed_by_the_test_extra():
 
 
 def test_the_check_finds_an_undeclared_import_and_accepts_a_skipped_one(tmp_path):
-    """What issue 26 found: experiment code importing matplotlib with matplotlib in no extra the tests install."""
+    """Experiment code imports matplotlib only where an extra the tests install provides it."""
     setup_cfg = tmp_path / "setup.cfg"
     setup_cfg.write_text(
         "[options]\ninstall_requires =\n    transformers\n[options.extras_require]\ntest =\n    pytest\n"

@@ -57,6 +57,19 @@ def test_the_task_scripts_name_no_family_class():
         assert not compared, f"{script} compares with the family names {compared}"
 
 
+def test_one_registry_names_the_model_families():
+    from hf_ctx import CtxBertConfig, ElmoConfig, TagLMConfig
+    from hf_ctx.tools.families import model_family
+    from hf_ctx.tools.model_card import RunFacts, build_model_card
+
+    assert tuple(MODEL_FAMILIES) == ("bert", "elmo", "taglm")
+    assert [model_family(c()) for c in (CtxBertConfig, ElmoConfig, TagLMConfig)] == ["bert", "elmo", "taglm"]
+    with pytest.raises(ValueError, match="'bert' is not an hf_ctx model type .*convert-bert"):
+        model_family(BertConfig())
+    with pytest.raises(ValueError, match=r"unknown model_family 'gpt'; choose one of \('bert', 'elmo', 'taglm'\)"):
+        build_model_card(None, RunFacts("gpt", dataset="d"), model_id="m")
+
+
 def test_families_by_task_and_config():
     assert families_with("token_classification") == ["bert", "elmo", "taglm"]
     assert families_with("sequence_classification") == ["bert", "elmo"]
@@ -69,12 +82,17 @@ def test_new_configs_take_their_sizes_from_the_tokenizer(tmp_path):
     words = ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", "the", "cat"])
     taglm = MODEL_FAMILIES["taglm"].new_config("mini", words, tag_scheme="BIOES")  # TagLM has no size presets
     assert (taglm.vocab_size, taglm.tag_scheme) == (5, "BIOES")
-    bert_tokenizer = MODEL_FAMILIES["bert"].new_tokenizer([["the", "cat", "sat"]] * 5, vocab_size=40)
+    bert_tokenizer = MODEL_FAMILIES["bert"].make_tokenizer([["the", "cat", "sat"]] * 5, vocab_size=40)
     bert = MODEL_FAMILIES["bert"].new_config("mini", bert_tokenizer, num_labels=3)
     assert (bert.vocab_size, bert.pad_token_id, bert.num_labels) == (len(bert_tokenizer), 0, 3)
     assert bert.hidden_size == hf_ctx.BERT_PRESETS["mini"]["hidden_size"]
-    assert MODEL_FAMILIES["bert"].new_tokenizer(None) is None  # no training text: a script must be given one
-    assert isinstance(MODEL_FAMILIES["elmo"].new_tokenizer(None), ElmoTokenizer)  # characters need no vocabulary
+    assert MODEL_FAMILIES["bert"].make_tokenizer(None) is None  # no training text: a script must be given one
+    assert isinstance(MODEL_FAMILIES["elmo"].make_tokenizer(None), ElmoTokenizer)  # characters need no vocabulary
+    # Each family's tokenizer takes the options it uses: TagLM's word vocabulary keeps words seen min_count times.
+    taglm_tokenizer = MODEL_FAMILIES["taglm"].make_tokenizer([["a", "a", "b"]], vocab_size=2, min_count=2)
+    assert (
+        taglm_tokenizer.vocab_size == 4 and taglm_tokenizer.convert_tokens_to_ids("b") == taglm_tokenizer.unk_token_id
+    )
     with pytest.raises(ValueError, match=r"--config_name .* is a 'hf_ctx_bert' config, not 'hf_ctx_elmo'"):
         bert.save_pretrained(tmp_path)
         MODEL_FAMILIES["elmo"].load_config(str(tmp_path), words)

@@ -267,7 +267,7 @@ def test_run_packed_rnn_handles_empty_rows():
 
 
 def test_unclipped_lstm_keeps_its_weight_list_between_calls_and_its_checkpoint_format():
-    """Issue 16: no fresh zero bias per call (cuDNN needs the same tensors to keep them in one flat buffer),
+    """No fresh zero bias per call (cuDNN needs the same tensors to keep them in one flat buffer),
     including when the first call runs in inference mode and a training step follows; keys unchanged."""
     cell = randomize(LstmCellWithProjection(4, 6, 3))
     assert list(cell.state_dict()) == ["weight_ih", "weight_hh", "bias", "weight_hr"]

@@ -610,7 +610,7 @@ def test_the_pooler_reads_the_first_real_token_on_both_paths_with_left_padding()
 
 def test_a_pretraining_checkpoint_loads_into_smaller_heads_without_a_load_report(tmp_path):
     """As the README's snippet does (save CtxBertForPreTraining, load it for fill-mask): the pretraining heads a
-    smaller model leaves out are expected, not reported (issue 26); any other stray weight still is."""
+    smaller model leaves out are expected, not reported; any other stray weight still is."""
     from transformers.testing_utils import CaptureLogger
 
     config = CtxBertConfig(

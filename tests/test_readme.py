@@ -97,7 +97,7 @@ def test_readme_usage_runs_without_warnings_or_load_reports(tmp_path):
 
 
 def test_the_readme_snippets_import_only_what_they_use():
-    """The BERT snippet imported two names it never used (issue 26); every name a block imports, it uses."""
+    """Every name a README code block imports, it uses."""
     for block in re.findall(r"```python\n(.*?)```", USAGE, re.S):
         for names in re.findall(r"^from \S+ import (.+)$", block, re.M):
             for name in (n.strip() for n in names.split("#")[0].split(",")):

@@ -11,7 +11,7 @@ pytest.importorskip("datasets")
 import torch
 import transformers
 from datasets import Dataset
-from transformers import BertConfig, TrainingArguments
+from transformers import TrainingArguments
 
 from hf_ctx.data.subsets import first_examples, hold_out_validation
 from hf_ctx.tools.scripts import match_special_tokens, parse_config_overrides, setup_logging
@@ -47,19 +47,6 @@ def test_config_overrides_take_json_or_key_value_pairs_alike():
         parse_config_overrides('{"lstm": {"dim": 512}')
     with pytest.raises(ValueError, match="'lstm' is already given a value"):
         parse_config_overrides("lstm=3,lstm.dim=512")
-
-
-def test_one_registry_names_the_model_families():
-    from hf_ctx import CtxBertConfig, ElmoConfig, TagLMConfig
-    from hf_ctx.tools.families import MODEL_FAMILIES, model_family
-    from hf_ctx.tools.model_card import RunFacts, build_model_card
-
-    assert tuple(MODEL_FAMILIES) == ("bert", "elmo", "taglm")
-    assert [model_family(c()) for c in (CtxBertConfig, ElmoConfig, TagLMConfig)] == ["bert", "elmo", "taglm"]
-    with pytest.raises(ValueError, match="'bert' is not an hf_ctx model type .*convert-bert"):
-        model_family(BertConfig())
-    with pytest.raises(ValueError, match=r"unknown model_family 'gpt'; choose one of \('bert', 'elmo', 'taglm'\)"):
-        build_model_card(None, RunFacts("gpt", dataset="d"), model_id="m")
 
 
 def test_first_examples_and_held_out_validation():
@@ -346,7 +333,7 @@ def restore_threads():
 
 
 def test_small_models_train_on_one_thread_unless_told_otherwise(tmp_path, monkeypatch, restore_threads):
-    """Issue 26: torch's one thread per core made two small jobs side by side 14x slower; hf_ctx picks one thread
+    """Torch's one thread per core made two small jobs side by side 14x slower; hf_ctx picks one thread
     per 20M parameters (at most one per core), and --num_threads or OMP_NUM_THREADS wins."""
     import hf_ctx.tools.trainer as training
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from datasets import ClassLabel, Dataset, DatasetDict, Sequence
 
 from ..atomic_files import atomic_write
-from ..losses import IGNORE_INDEX
 from ..tag_schemes import canonical_scheme, convert_tags, detect_tag_scheme, seqeval_arguments, split_tag
+from ..tensor_checks import IGNORE_INDEX
 from .files import utf8_lines
 
 logger = logging.getLogger(__name__)

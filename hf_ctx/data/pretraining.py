@@ -43,7 +43,7 @@ from datasets.fingerprint import Hasher
 from torch.nn import functional as F
 from transformers import BertTokenizer, EvalPrediction, PreTrainedTokenizerBase
 
-from ..losses import IGNORE_INDEX
+from ..tensor_checks import IGNORE_INDEX
 from .text import load_text_documents, map_batches, sample_texts, sentence_words
 
 logger = logging.getLogger(__name__)

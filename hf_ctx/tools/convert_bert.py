@@ -19,7 +19,8 @@ from transformers import BertConfig
 from .. import modeling_bert
 from ..atomic_files import save_pretrained_atomically
 from ..configuration_bert import CtxBertConfig
-from .checks import check_finite_weights, check_no_checkpoint_in, check_output_dir, load_tokenizer
+from .checks import check_finite_weights, check_no_checkpoint_in, check_output_dir
+from .loading import load_tokenizer
 from .model_card import write_conversion_card
 
 logger = logging.getLogger(__name__)
@@ -105,6 +106,41 @@ def convert_bert_state_dict(state_dict: dict[str, torch.Tensor]) -> dict[str, to
     return converted
 
 
+def _load_source(src_dir: str, architecture: str):
+    """The transformers `architecture` model of `src_dir`, refusing weights the architecture needs that the files
+    lack or hold with another shape (transformers would initialise them at random), by name; weights it does not
+    need are left out with a warning."""
+    # transformers reads safetensors, or a .bin with torch.load(weights_only=True): nothing is unpickled.
+    # It initialises weights missing from the files at random and, with `ignore_mismatched_sizes`, those of
+    # another shape: both are refused here, by name.
+    source, loading = getattr(transformers, architecture).from_pretrained(
+        src_dir, output_loading_info=True, ignore_mismatched_sizes=True
+    )
+    mismatched = [
+        f"{key} (file {tuple(found)}, model {tuple(wanted)})"
+        for key, found, wanted in sorted(loading.get("mismatched_keys", ()))
+    ]
+    missing = sorted(loading.get("missing_keys", ()))
+    if missing or mismatched:
+        raise ValueError(
+            f"{src_dir} does not hold the weights of a {architecture} with its config.json: "
+            + "; ".join(
+                part
+                for part in (
+                    f"missing {', '.join(missing)}" if missing else "",
+                    f"wrong shape {', '.join(mismatched)}" if mismatched else "",
+                )
+                if part
+            )
+        )
+    if loading.get("unexpected_keys"):
+        logger.warning(
+            f"{src_dir}: weights not part of a {architecture}, left out: "
+            f"{', '.join(sorted(loading['unexpected_keys']))}"
+        )
+    return source
+
+
 def checkpoint_name(src_dir: str | os.PathLike) -> str:
     """How a card names a checkpoint folder: the Hub id of a Hub cache snapshot (`.../models--nreimers--MiniLM-
     L6-H384-uncased/snapshots/<hash>`) or of config.json's `_name_or_path`, else the folder's name."""
@@ -154,35 +190,7 @@ def convert_bert_checkpoint(
     tokenizer = None
     if not weights_only:
         tokenizer = load_tokenizer(src_dir)  # raises, naming the files, when there is no real vocabulary
-    # transformers reads safetensors, or a .bin with torch.load(weights_only=True): nothing is unpickled.
-    # It initialises weights missing from the files at random and, with `ignore_mismatched_sizes`, those of
-    # another shape: both are refused here, by name.
-    source, loading = getattr(transformers, architecture).from_pretrained(
-        src_dir, output_loading_info=True, ignore_mismatched_sizes=True
-    )
-    mismatched = [
-        f"{key} (file {tuple(found)}, model {tuple(wanted)})"
-        for key, found, wanted in sorted(loading.get("mismatched_keys", ()))
-    ]
-    missing = sorted(loading.get("missing_keys", ()))
-    if missing or mismatched:
-        raise ValueError(
-            f"{src_dir} does not hold the weights of a {architecture} with its config.json: "
-            + "; ".join(
-                part
-                for part in (
-                    f"missing {', '.join(missing)}" if missing else "",
-                    f"wrong shape {', '.join(mismatched)}" if mismatched else "",
-                )
-                if part
-            )
-        )
-    if loading.get("unexpected_keys"):
-        logger.warning(
-            f"{src_dir}: weights not part of a {architecture}, left out: "
-            f"{', '.join(sorted(loading['unexpected_keys']))}"
-        )
-
+    source = _load_source(src_dir, architecture)
     target_class = getattr(modeling_bert, ARCHITECTURES[architecture])
     target = target_class(convert_bert_config(source_config)).eval()
     state_dict = convert_bert_state_dict(source.state_dict())

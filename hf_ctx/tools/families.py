@@ -12,6 +12,7 @@ This module is used from the installed package; it never travels with a checkpoi
 modeling and tokenizer modules it imports must never import it).
 """
 
+import enum
 import inspect
 import logging
 import os
@@ -51,6 +52,14 @@ AUTO_CLASSES = {
 }
 
 
+class BiLMUse(enum.Enum):
+    """What a pretrained biLM (`--bilm_name_or_path`) is to a new model of a family."""
+
+    NONE = "none"  # the family builds on no biLM (BERT)
+    STARTS_FROM = "starts_from"  # the new model is the biLM checkpoint with a new head (ELMo); it needs one
+    MAY_BUILD_ON = "may_build_on"  # built on one with its model class's `from_bilm`, or without (TagLM)
+
+
 @dataclass(frozen=True)
 class ModelFamily:
     """One model family.
@@ -62,15 +71,12 @@ class ModelFamily:
         tokenizer_class: what `AutoTokenizer` loads for the family's checkpoints.
         words_are_tokens: the tokenizer gives one position per word (ELMo's characters, TagLM's words), so
             lengths count words; else sub-words (BERT), and a word may cost several positions.
-        new_tokenizer: `(words, vocab_size, min_count) -> tokenizer or None`: a new model's tokenizer where none
-            is named, from the training sentences' `words` (None where a script has none: then it can make one only
-            if it needs no training text).
+        new_tokenizer: a new model's tokenizer where none is named (`make_tokenizer` calls it): a function of
+            the options it uses of `words` (the training sentences), `vocab_size` and `min_count`.
         tokenizer_fields: `tokenizer -> dict`: the config fields a new model takes from its tokenizer.
         check_tokenizer: `(tokenizer, source) -> None`: raises a ValueError naming `source` when the family's
             models cannot read what `tokenizer` gives; None where any tokenizer does.
-        bilm: what a pretrained biLM (`--bilm_name_or_path`) is to a new model: "checkpoint" (ELMo: the new model
-            is the biLM checkpoint with a new head), "optional" (TagLM: built on one with its model class's
-            `from_bilm`, or without), None (BERT: takes none).
+        bilm_use: what a pretrained biLM (`--bilm_name_or_path`) is to a new model (`BiLMUse`).
         presets: size preset name -> config fields (`config_class.from_preset`).
         gpu_defaults: Trainer options a GPU run of the family's taggers gets unless given.
     """
@@ -83,13 +89,23 @@ class ModelFamily:
     new_tokenizer: Callable
     tokenizer_fields: Callable[[object], dict]
     check_tokenizer: Callable | None = None
-    bilm: str | None = None
+    bilm_use: BiLMUse = BiLMUse.NONE
     presets: dict = field(default_factory=dict)
     gpu_defaults: dict = field(default_factory=dict)
 
-    def takes(self, name: str) -> bool:
+    def config_has_field(self, name: str) -> bool:
         """Whether the family's config has the field `name` (e.g. TagLM's "tag_scheme")."""
         return name in inspect.signature(self.config_class.__init__).parameters
+
+    def make_tokenizer(self, words=None, *, vocab_size: int | None = None, min_count: int | None = None):
+        """A new model's tokenizer where none is named: `new_tokenizer` given those of the training sentences'
+        `words`, `vocab_size` and `min_count` it takes (`None`: its default). `None` when it needs the training
+        words and there are none (a script must then be given a tokenizer)."""
+        options = {"words": words, "vocab_size": vocab_size, "min_count": min_count}
+        takes = inspect.signature(self.new_tokenizer).parameters
+        if "words" in takes and words is None:
+            return None
+        return self.new_tokenizer(**{k: v for k, v in options.items() if k in takes and v is not None})
 
     def new_config(self, preset: str | None, tokenizer, **fields):
         """A new model's config: the size `preset` (None, or a family without presets: the config class's
@@ -102,13 +118,13 @@ class ModelFamily:
     def starting_checkpoint(self, bilm: str | None) -> str | None:
         """The checkpoint a new model of the family is loaded from, given `--bilm_name_or_path` `bilm`: the biLM
         for ELMo (which needs one), else None (TagLM builds on the biLM itself, `from_bilm`; BERT takes none)."""
-        if self.bilm == "checkpoint":
+        if self.bilm_use is BiLMUse.STARTS_FROM:
             if bilm is None:
                 raise ValueError(
                     f"--model_type {self.name} needs --bilm_name_or_path, the pretrained hf_ctx biLM to tag with"
                 )
             return bilm
-        if bilm is not None and self.bilm is None:
+        if bilm is not None and self.bilm_use is BiLMUse.NONE:
             raise ValueError(f"--model_type {self.name} builds on no biLM; leave out --bilm_name_or_path")
         return None
 
@@ -128,10 +144,8 @@ class ModelFamily:
 # --- what differs between families ---------------------------------------------------------------------------
 
 
-def _wordpiece_from_words(words=None, vocab_size=8000, min_count=1):
+def _wordpiece_from_words(words, vocab_size=8000):
     """BERT: a cased WordPiece vocabulary of `vocab_size` trained on the training sentences."""
-    if words is None:
-        return None
     with tempfile.TemporaryDirectory() as folder:
         text = os.path.join(folder, "wordpiece_training_text.txt")
         write_text(text, "".join(" ".join(tokens) + "\n" for tokens in words))
@@ -139,10 +153,8 @@ def _wordpiece_from_words(words=None, vocab_size=8000, min_count=1):
         return train_wordpiece_tokenizer([text], vocab_size=vocab_size, lowercase=False)
 
 
-def _word_vocabulary_from_words(words=None, vocab_size=None, min_count=1):
+def _word_vocabulary_from_words(words, min_count=1):
     """TagLM without a biLM: an `ElmoTokenizer` whose word vocabulary is the training words seen `min_count` times."""
-    if words is None:
-        return None
     from ..data.bilm import build_vocabulary, count_words  # data/ needs `datasets`, which `import hf_ctx` does not
 
     counts = count_words(words)
@@ -151,7 +163,7 @@ def _word_vocabulary_from_words(words=None, vocab_size=None, min_count=1):
     return tokenizer
 
 
-def _characters_only(words=None, vocab_size=None, min_count=1):
+def _characters_only():
     """ELMo: the biLM reads characters, so a new model needs no vocabulary."""
     return ElmoTokenizer()
 
@@ -204,7 +216,7 @@ ELMO = ModelFamily(
     new_tokenizer=_characters_only,
     tokenizer_fields=lambda tokenizer: {},
     check_tokenizer=_check_reads_characters,
-    bilm="checkpoint",
+    bilm_use=BiLMUse.STARTS_FROM,
     presets=configuration_elmo.ELMO_PRESETS,
 )
 TAGLM = ModelFamily(
@@ -216,7 +228,7 @@ TAGLM = ModelFamily(
     new_tokenizer=_word_vocabulary_from_words,
     tokenizer_fields=lambda tokenizer: {"vocab_size": tokenizer.vocab_size},
     check_tokenizer=_check_word_vocabulary,
-    bilm="optional",
+    bilm_use=BiLMUse.MAY_BUILD_ON,
     # TagLM's steps are small: batches of 32 instead of 8 keep a GPU busy.
     gpu_defaults={"per_device_train_batch_size": 32, "per_device_eval_batch_size": 32},
 )

@@ -171,7 +171,7 @@ class QuestionAnsweringPipeline:
         """The model (`AutoModelForQuestionAnswering`) and tokenizer of a checkpoint folder or Hub id."""
         from transformers import AutoModelForQuestionAnswering
 
-        from .checks import load_tokenizer
+        from .loading import load_tokenizer
 
         return cls(AutoModelForQuestionAnswering.from_pretrained(name_or_path), load_tokenizer(name_or_path), **kwargs)
 
