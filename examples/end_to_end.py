@@ -104,6 +104,8 @@ def starting(stage: str, what: str) -> float:
     return time.perf_counter()
 
 
+# Over 80 lines: the four stages in the order they run, each printing what it did, so that a reader follows
+# the whole story in one function; the work of each stage is in pretrain_elmo.py, run_ner.py and hf_ctx.
 def main(argv: list[str] | None = None) -> dict:
     (args,) = HfArgumentParser(EndToEndArguments).parse_args_into_dataclasses(args=argv)
     out = Path(args.output_dir)

@@ -35,10 +35,10 @@ from transformers import AutoModelForQuestionAnswering, DataCollatorWithPadding,
 from hf_ctx.data import squad
 from hf_ctx.data.subsets import first_examples
 from hf_ctx.metrics import load_metric
-from hf_ctx.tools.checks import load_tokenizer
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import MODEL_FAMILIES, check_tokenizer_fits, families_with, model_family, preset_names
 from hf_ctx.tools.hub import finish_run
+from hf_ctx.tools.loading import load_tokenizer
 from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.question_answering import postprocess_predictions
 from hf_ctx.tools.scripts import (
@@ -114,13 +114,14 @@ class DataArguments:
 
 
 class QuestionAnsweringTrainer(CtxTrainer):
-    """`CtxTrainer` whose evaluation turns the windows' start and end logits into answers and scores them:
-    `answer((start_logits, end_logits))` of the evaluation windows returns the metrics (transformers'
-    `trainer_qa.py`)."""
+    """`CtxTrainer` whose evaluation turns the windows' start and end logits into answers to `questions` (the
+    evaluation examples whose windows are the `eval_dataset`), writes them to `--output_dir` and scores them with
+    the SQuAD metric (transformers' `trainer_qa.py`). `options`: the script's `DataArguments`."""
 
-    def __init__(self, *args, answer=None, **kwargs):
+    def __init__(self, *args, questions=None, options: DataArguments | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.answer = answer
+        self.questions, self.options = questions, options
+        self.metric = load_metric("squad_v2" if options.version_2_with_negative else "squad")
 
     def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None, **kwargs):
         output = super().evaluation_loop(dataloader, description, False, ignore_keys, **kwargs)
@@ -128,6 +129,53 @@ class QuestionAnsweringTrainer(CtxTrainer):
         scores = self.answer(output.predictions)
         output.metrics.update({f"{prefix}_{name}": value for name, value in scores.items()})
         return output
+
+    def answer(self, logits) -> dict[str, float]:
+        """Answers to the evaluation questions from their windows' logits: written out, then scored."""
+        examples, features, options = self.questions, self.eval_dataset, self.options
+        index = {qid: i for i, qid in enumerate(examples["id"])}
+        predictions, n_best, null_odds = postprocess_predictions(
+            list(zip(examples["id"], examples["context"])),
+            [(index[qid], offsets) for qid, offsets in zip(features["example_id"], features["offset_mapping"])],
+            *logits[:2],
+            n_best_size=options.n_best_size,
+            max_answer_length=options.max_answer_length,
+            version_2_with_negative=options.version_2_with_negative,
+            null_score_diff_threshold=options.null_score_diff_threshold,
+        )
+        if self.is_world_process_zero():
+            output_dir = Path(self.args.output_dir)
+            squad.write_json(output_dir / "predictions.json", predictions)
+            squad.write_json(output_dir / "nbest_predictions.json", n_best)
+            if options.version_2_with_negative:
+                squad.write_json(output_dir / "null_odds.json", null_odds)
+        inputs = squad.metric_inputs(predictions, examples, options.version_2_with_negative)
+        return self.metric.compute(**inputs)
+
+
+def encode_windows(raw: dict, sources: dict, tokenizer, data_args: DataArguments, training_args) -> dict:
+    """Each split's questions as token windows: training windows (without the unanswerable ones) and
+    evaluation windows with their context offsets."""
+    windows = {}
+    window_args = {
+        "tokenizer": tokenizer,
+        "max_seq_length": data_args.max_seq_length,
+        "doc_stride": data_args.doc_stride,
+    }
+    with training_args.main_process_first(desc="tokenizing"):
+        for split, encode in (("train", squad.encode_for_training), ("validation", squad.encode_for_evaluation)):
+            if split in raw:
+                windows[split] = raw[split].map(
+                    encode,
+                    batched=True,
+                    remove_columns=raw[split].column_names,
+                    num_proc=data_args.preprocessing_num_workers,
+                    fn_kwargs={**window_args, "source": sources[split]},
+                    desc=f"{split} windows",
+                )
+        if "train" in windows:
+            windows["train"] = squad.drop_unanswerable_windows(windows["train"], len(raw["train"]), sources["train"])
+    return windows
 
 
 def build_model(model_args: ModelArguments, tokenizer):
@@ -188,49 +236,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     check_tokenizer_fits(model.config, tokenizer, data_args.max_seq_length, tokenizer_source)
     logger.info(f"{type(model).__name__} with {model.num_parameters():,} parameters")
 
-    windows = {}
-    window_args = {
-        "tokenizer": tokenizer,
-        "max_seq_length": data_args.max_seq_length,
-        "doc_stride": data_args.doc_stride,
-    }
-    with training_args.main_process_first(desc="tokenizing"):
-        for split, encode in (("train", squad.encode_for_training), ("validation", squad.encode_for_evaluation)):
-            if split in raw:
-                windows[split] = raw[split].map(
-                    encode,
-                    batched=True,
-                    remove_columns=raw[split].column_names,
-                    num_proc=data_args.preprocessing_num_workers,
-                    fn_kwargs={**window_args, "source": sources[split]},
-                    desc=f"{split} windows",
-                )
-        if "train" in windows:
-            windows["train"] = squad.drop_unanswerable_windows(windows["train"], len(raw["train"]), sources["train"])
-
-    metric = load_metric("squad_v2" if data_args.version_2_with_negative else "squad")
-    output_dir = Path(training_args.output_dir)
-
-    def answer(logits) -> dict[str, float]:
-        """Answers to the evaluation questions from their windows' logits: written out, then scored."""
-        examples, features = raw["validation"], windows["validation"]
-        index = {qid: i for i, qid in enumerate(examples["id"])}
-        predictions, n_best, null_odds = postprocess_predictions(
-            list(zip(examples["id"], examples["context"])),
-            [(index[qid], offsets) for qid, offsets in zip(features["example_id"], features["offset_mapping"])],
-            *logits[:2],
-            n_best_size=data_args.n_best_size,
-            max_answer_length=data_args.max_answer_length,
-            version_2_with_negative=data_args.version_2_with_negative,
-            null_score_diff_threshold=data_args.null_score_diff_threshold,
-        )
-        if trainer.is_world_process_zero():
-            squad.write_json(output_dir / "predictions.json", predictions)
-            squad.write_json(output_dir / "nbest_predictions.json", n_best)
-            if data_args.version_2_with_negative:
-                squad.write_json(output_dir / "null_odds.json", null_odds)
-        inputs = squad.metric_inputs(predictions, examples, data_args.version_2_with_negative)
-        return metric.compute(**inputs)
+    windows = encode_windows(raw, sources, tokenizer, data_args, training_args)
 
     pad_to = padding_multiple(data_args.pad_to_multiple_of, training_args)
     trainer = QuestionAnsweringTrainer(
@@ -241,7 +247,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         processing_class=tokenizer,
         # The Trainer drops the columns the model does not take (example_id, offset_mapping) before collating.
         data_collator=DataCollatorWithPadding(tokenizer, pad_to_multiple_of=pad_to),
-        answer=answer,
+        questions=raw.get("validation"),
+        options=data_args,
     )
     metrics, eval_metrics = train_and_evaluate(trainer)
     if training_args.do_train:
