@@ -20,6 +20,16 @@ from random weights instead, with `--tokenizer_name` (ELMo's default: character 
 the matched and the mismatched dev set), qnli, rte, wnli, and ax (GLUE's diagnostic set: `--do_predict` with an
 MNLI model). `--do_predict` writes `<output_dir>/<Task>.tsv` (`MNLI-m.tsv` and `MNLI-mm.tsv` for MNLI) in the
 submission format `index<TAB>prediction`.
+
+Your own text classification or regression task, from CSV, TSV or JSON-lines files (transformers' conventions):
+
+    python examples/run_glue.py --train_file train.csv --validation_file dev.csv --test_file test.csv \
+        --model_name_or_path runs/bert-mini --do_train --do_eval --do_predict --output_dir runs/reviews
+
+The text is `sentence1`/`sentence2` where both columns exist, else the first text column (or
+`--text_column_names a,b`); the label is `label` (`--label_column_name`): float labels are a regression, others
+a classification over the training file's labels. `--do_predict` writes `predict_results.txt`
+(`index<TAB>prediction`); without `--train_file` a fine-tuned checkpoint's own labels are used.
 """
 
 import logging
@@ -29,6 +39,7 @@ from pathlib import Path
 
 import datasets
 from transformers import (
+    AutoConfig,
     AutoModelForSequenceClassification,
     DataCollatorWithPadding,
 )
@@ -44,10 +55,16 @@ from hf_ctx.data.glue import (
 )
 from hf_ctx.data.glue_tasks import GLUE_TASKS, glue_task
 from hf_ctx.data.subsets import first_examples
+from hf_ctx.data.text_classification import (
+    PREDICTIONS_FILE,
+    load_text_classification_files,
+    text_classification_metrics,
+)
 from hf_ctx.tools.checks import load_tokenizer
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import MODEL_FAMILIES, check_tokenizer_fits, families_with, model_family, preset_names
 from hf_ctx.tools.hub import finish_run
+from hf_ctx.tools.model_card import evaluation_data, training_data_name
 from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
     apply_gpu_defaults,
@@ -65,6 +82,12 @@ logger = logging.getLogger(__name__)
 IGNORED_TOGETHER = [
     ("model_name_or_path", "config_name"),
     ("model_name_or_path", "model_type"),
+    ("task_name", "train_file"),
+    ("task_name", "validation_file"),
+    ("task_name", "test_file"),
+    ("data_dir", "train_file"),
+    ("data_dir", "validation_file"),
+    ("data_dir", "test_file"),
 ]
 
 # The model families with a sequence-classification head (--model_type).
@@ -100,7 +123,28 @@ class ModelArguments(BiLMCacheArguments):
 
 @dataclass
 class DataArguments:
-    task_name: str = field(metadata={"help": f"the GLUE task, one of {list(GLUE_TASKS)}"})
+    task_name: str | None = field(
+        default=None, metadata={"help": f"the GLUE task, one of {list(GLUE_TASKS)} (or give your own files)"}
+    )
+    train_file: str | None = field(
+        default=None,
+        metadata={"help": "your own training data: a .csv, .tsv or .json(l) file with text and label columns"},
+    )
+    validation_file: str | None = field(default=None, metadata={"help": "your own validation data (as --train_file)"})
+    test_file: str | None = field(
+        default=None, metadata={"help": f"your own data to predict (--do_predict writes {PREDICTIONS_FILE})"}
+    )
+    text_column_names: str | None = field(
+        default=None,
+        metadata={
+            "help": "your files' text column, or two for a pair ('question,passage'); default: sentence1 and "
+            "sentence2 where both exist, else the first text column"
+        },
+    )
+    label_column_name: str = field(
+        default="label",
+        metadata={"help": "your files' label column: float labels make a regression, others a label list"},
+    )
     data_dir: str | None = field(
         default=None, metadata={"help": "the task's glue_data folder (e.g. glue_data/MRPC) or glue_data itself"}
     )
@@ -129,6 +173,58 @@ class DataArguments:
 def eval_prefix(split: str) -> str:
     """ "validation" -> "eval"; MNLI's "validation_matched" -> "eval_matched"."""
     return "eval" + split.removeprefix("validation")
+
+
+def load_task_data(data_args: DataArguments, training_args, model_args: ModelArguments):
+    """(task record, raw splits): a GLUE task (--task_name), or a user's own files with their own labels (the
+    training file's, else a fine-tuned checkpoint's)."""
+    if data_args.task_name is not None:
+        task = glue_task(data_args.task_name)
+        return task, load_glue(task, data_args.data_dir, data_args.dataset_name, cache_dir=model_args.cache_dir)
+    files = {"train": data_args.train_file, "validation": data_args.validation_file, "test": data_args.test_file}
+    if not any(files.values()):
+        raise ValueError("give --task_name (a GLUE task) or your own --train_file/--validation_file/--test_file")
+    for split, step in (("train", "do_train"), ("validation", "do_eval"), ("test", "do_predict")):
+        if getattr(training_args, step) and files[split] is None:
+            raise ValueError(f"--{step} needs --{split}_file (or a GLUE task: --task_name)")
+    labels, is_regression = None, None
+    if files["train"] is None and model_args.model_name_or_path is not None:
+        config = AutoConfig.from_pretrained(model_args.model_name_or_path, cache_dir=model_args.cache_dir)
+        is_regression = config.problem_type == "regression"
+        labels = [config.id2label[i] for i in sorted(config.id2label)]
+    raw, task = load_text_classification_files(
+        {split: path for split, path in files.items() if path is not None},
+        data_args.text_column_names,
+        data_args.label_column_name,
+        labels,
+        is_regression,
+        cache_dir=model_args.cache_dir,
+    )
+    return task, raw
+
+
+def card_data(data_args: DataArguments, task) -> dict:
+    """How the model card names the training and evaluation data. Local files are named as such; only data that
+    came from the Hub gets a Hub id."""
+    if data_args.task_name is None:
+        return {
+            "dataset_name": training_data_name(None, data_args.train_file),
+            **evaluation_data(None, data_args.validation_file),
+        }
+    return {
+        "dataset_name": f"GLUE {task.folder}"
+        + (f" (the local file {task.split_files['train']})" if data_args.data_dir else ""),
+        "dataset_id": None if data_args.data_dir else data_args.dataset_name,
+        "dataset_config": task.name,
+        "training_data": f"the {task.folder} training set",
+        # Evaluated on the task's dev set: its files (--data_dir) or the Hub dataset's validation split(s).
+        "eval_dataset_name": (
+            f"GLUE {task.folder} " + ", ".join(task.split_files[s] for s in task.validation_splits)
+            if data_args.data_dir
+            else data_args.dataset_name
+        ),
+        "eval_dataset_id": None if data_args.data_dir else data_args.dataset_name,
+    }
 
 
 def build_model(model_args: ModelArguments, task, tokenizer):
@@ -161,8 +257,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if applied:
         logger.info(f"GPU defaults (give the options to override them): {applied}")
 
-    task = glue_task(data_args.task_name)
-    raw = load_glue(task, data_args.data_dir, data_args.dataset_name, cache_dir=model_args.cache_dir)
+    task, raw = load_task_data(data_args, training_args, model_args)
     for wanted, splits in [
         (training_args.do_train, ["train"]),
         (training_args.do_eval, task.validation_splits),
@@ -227,7 +322,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         eval_dataset=eval_during_training or None,
         processing_class=tokenizer,
         data_collator=collator,
-        compute_metrics=glue_compute_metrics(task),
+        compute_metrics=glue_compute_metrics(task) if data_args.task_name else text_classification_metrics(task),
     )
 
     metrics, eval_metrics = train_and_evaluate(
@@ -235,7 +330,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     )
     if training_args.do_predict:
         for split in task.test_splits:
-            test_set = encoded[split].remove_columns("label")  # GLUE's test labels are hidden (-1)
+            test_set = encoded[split].remove_columns("label")  # test labels are hidden (-1) or ignored
             predictions = task.decode(trainer.predict(test_set, metric_key_prefix="predict").predictions)
             if trainer.is_world_process_zero():
                 path = write_glue_predictions(
@@ -249,21 +344,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         finish_run(
             trainer,
             family.name,
-            # Local files are named as such; only data that came from the Hub gets a Hub id.
-            dataset_name=f"GLUE {task.folder}"
-            + (f" (the local file {task.split_files['train']})" if data_args.data_dir else ""),
-            dataset_id=None if data_args.data_dir else data_args.dataset_name,
-            dataset_config=task.name,
-            training_data=f"the {task.folder} training set",
+            **card_data(data_args, task),
             num_train_available=available.get("train"),
             num_eval_available=sum(available.get(split, 0) for split in task.validation_splits) or None,
-            # Evaluated on the task's dev set: its files (--data_dir) or the Hub dataset's validation split(s).
-            eval_dataset_name=(
-                f"GLUE {task.folder} " + ", ".join(task.split_files[s] for s in task.validation_splits)
-                if data_args.data_dir
-                else data_args.dataset_name
-            ),
-            eval_dataset_id=None if data_args.data_dir else data_args.dataset_name,
             eval_metrics={"validation": finite} if finite else None,
             base_model=model_args.model_name_or_path,
             hyperparameters={"max_seq_length": data_args.max_seq_length},
