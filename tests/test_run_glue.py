@@ -393,7 +393,7 @@ def elmo_checkpoint(folder: Path, **config) -> Path:
 
 @pytest.mark.slow
 def test_elmo_learns_cola_and_reports_the_saved_models_metric(setup, tmp_path):
-    from hf_ctx.data.glue import split_words
+    from hf_ctx.data.words import split_words
 
     # A random biLM hardly tells "good" from "bad"; fine-tuned (freeze_bilm=False), it learns the task.
     pretrained = elmo_checkpoint(tmp_path / "elmo", freeze_bilm=False)
