@@ -62,13 +62,15 @@ from hf_ctx.data.text_classification import (
 )
 from hf_ctx.tools.checks import load_tokenizer
 from hf_ctx.tools.errors import run_script
-from hf_ctx.tools.families import MODEL_FAMILIES, check_tokenizer_fits, families_with, model_family, preset_names
+from hf_ctx.tools.families import MODEL_FAMILIES, check_tokenizer_fits, model_family
 from hf_ctx.tools.hub import finish_run
 from hf_ctx.tools.model_card import evaluation_data, training_data_name
 from hf_ctx.tools.scripts import (
-    CONFIG_OVERRIDES_HELP,
+    MODEL_BUILDING_IGNORED_TOGETHER,
+    ModelBuildingArguments,
     apply_gpu_defaults,
     apply_unpad_inputs,
+    new_model_config,
     padding_multiple,
     parse_args_and_set_up,
     parse_config_overrides,
@@ -80,8 +82,7 @@ from hf_ctx.tools.trainer import CtxTrainer, CtxTrainingArguments
 logger = logging.getLogger(__name__)
 # (argument, argument it makes the script ignore): refused together.
 IGNORED_TOGETHER = [
-    ("model_name_or_path", "config_name"),
-    ("model_name_or_path", "model_type"),
+    *MODEL_BUILDING_IGNORED_TOGETHER,
     ("task_name", "train_file"),
     ("task_name", "validation_file"),
     ("task_name", "test_file"),
@@ -90,34 +91,9 @@ IGNORED_TOGETHER = [
     ("data_dir", "test_file"),
 ]
 
-# The model families with a sequence-classification head (--model_type).
-MODEL_TYPES = tuple(families_with("sequence_classification"))
-
 
 @dataclass
-class ModelArguments(BiLMCacheArguments):
-    model_name_or_path: str | None = field(
-        default=None, metadata={"help": "an hf_ctx checkpoint folder to fine-tune (e.g. a pretrained BERT)"}
-    )
-    model_type: str | None = field(
-        default=None,
-        metadata={"help": f"without --model_name_or_path: start from random weights, one of {list(MODEL_TYPES)}"},
-    )
-    config_name: str | None = field(
-        default=None,
-        metadata={
-            "help": "with --model_type: a config.json or checkpoint folder, or a size preset: "
-            + preset_names(MODEL_TYPES)
-        },
-    )
-    tokenizer_name: str | None = field(default=None, metadata={"help": "tokenizer folder (default: the checkpoint's)"})
-    config_overrides: str | None = field(
-        default=None,
-        metadata={
-            "help": CONFIG_OVERRIDES_HELP + "; e.g. classifier_dropout=0.2 or, for ELMo, task_word_embedding_size=256"
-        },
-    )
-    cache_dir: str | None = field(default=None, metadata={"help": "where Hub downloads are cached"})
+class ModelArguments(BiLMCacheArguments, ModelBuildingArguments):
     unpad_inputs: bool = unpad_inputs_field()
 
 
@@ -228,7 +204,7 @@ def card_data(data_args: DataArguments, task) -> dict:
 
 
 def build_model(model_args: ModelArguments, task, tokenizer):
-    fields = {"num_labels": task.num_labels, **parse_config_overrides(model_args.config_overrides)}
+    fields = {"num_labels": task.num_labels}
     if task.is_regression:
         fields["problem_type"] = "regression"
     else:
@@ -236,16 +212,11 @@ def build_model(model_args: ModelArguments, task, tokenizer):
         fields["id2label"] = dict(enumerate(task.label_names))
         fields["label2id"] = {name: i for i, name in enumerate(task.label_names)}
     if model_args.model_name_or_path is not None:
+        fields.update(parse_config_overrides(model_args.config_overrides))
         return AutoModelForSequenceClassification.from_pretrained(
             model_args.model_name_or_path, cache_dir=model_args.cache_dir, **fields
         )
-    if model_args.model_type not in MODEL_TYPES or model_args.config_name is None:
-        raise ValueError(
-            "give --model_name_or_path, or --model_type (one of "
-            f"{list(MODEL_TYPES)}) with --config_name for a randomly initialised model"
-        )
-    family = MODEL_FAMILIES[model_args.model_type]
-    config = family.load_config(model_args.config_name, tokenizer, cache_dir=model_args.cache_dir, **fields)
+    config = new_model_config(model_args, "sequence_classification", tokenizer, **fields)
     return AutoModelForSequenceClassification.from_config(config)
 
 
