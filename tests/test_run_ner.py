@@ -518,3 +518,31 @@ def test_bad_tag_data_is_named(corpus, tmp_path):
     words.write_text("Fischer\nsaid\n")
     with pytest.raises(ValueError, match=r"words.conll has no ner_tags tags; the validation data needs them"):
         run_ner.main(["--train_file", str(corpus["train"]), "--validation_file", str(words), "--do_eval", *common])
+
+
+def test_label_all_tokens_labels_every_training_subtoken_and_evaluation_reads_first_ones(tmp_path):
+    from datasets import Dataset, DatasetDict
+
+    from hf_ctx import train_wordpiece_tokenizer
+
+    text = tmp_path / "text.txt"
+    text.write_text("Peter Blackburn said\n")
+    tokenizer = train_wordpiece_tokenizer([text], vocab_size=30, min_frequency=1, lowercase=False)
+    sentence = {"tokens": [["Blackburn", "said"]], "ner_tags": [["B-PER", "O"]]}
+    data = DatasetDict({"train": Dataset.from_dict(sentence), "validation": Dataset.from_dict(sentence)})
+    label2id = {"O": 0, "B-PER": 1, "I-PER": 2}
+    _, encoded = run_ner.encode_splits(data, tokenizer, False, label2id, None, "ner_tags", label_all_tokens=True)
+    word_ids = tokenizer(sentence["tokens"], is_split_into_words=True).word_ids(0)
+    pieces = word_ids.count(0)
+    assert pieces > 1  # the name is split into sub-tokens
+    first, rest = [1], [2] * (pieces - 1)
+    said = [0] * word_ids.count(1)
+    assert encoded["train"]["labels"][0] == [-100, *first, *rest, *said, -100]
+    assert encoded["validation"]["labels"][0] == [
+        -100,
+        *first,
+        *[-100] * (pieces - 1),
+        0,
+        *[-100] * (len(said) - 1),
+        -100,
+    ]
