@@ -708,3 +708,32 @@ def test_your_own_files_bad_input_and_arguments(setup, tmp_path):
         run_files(setup, tmp_path / "o", {"train": files["train"]}, "--do_train", "--label_column_name", "stars")
     with pytest.raises(ValueError, match="--task_name.*--train_file|--train_file.*--task_name"):
         run_files(setup, tmp_path / "o", {"train": files["train"]}, "--do_train", "--task_name", "sst2")
+
+
+def test_elmo_on_your_own_tsv_predicts_the_saved_models_labels(setup, tmp_path):
+    from hf_ctx.data.words import split_words
+
+    rng = random.Random(4)
+    files = {}
+    for split, n in (("train", 24), ("test", 6)):
+        files[split] = tmp_path / f"{split}.tsv"
+        rows = [[sentence(rng), rng.choice(["neg", "pos", "mixed"])] for _ in range(n)]
+        files[split].write_text("text\tlabel\n" + "".join(f"{text}\t{label}\n" for text, label in rows))
+    out = tmp_path / "out"
+    run_files(
+        setup, out, files, "--model_name_or_path", str(elmo_checkpoint(tmp_path / "elmo")), "--do_train",
+        "--do_predict", "--max_steps", "2", "--bilm_cache", "memory",
+    )  # fmt: skip
+    labels = ["mixed", "neg", "pos"]
+    assert AutoConfig.from_pretrained(out).id2label == dict(enumerate(labels))
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    model = AutoModelForSequenceClassification.from_pretrained(out).eval()
+    texts = [line.split("\t")[0] for line in files["test"].read_text().splitlines()[1:]]
+    with torch.no_grad():
+        expected = [
+            labels[
+                model(**tokenizer([split_words(t)], is_split_into_words=True, return_tensors="pt")).logits[0].argmax()
+            ]
+            for t in texts
+        ]
+    assert read_submission(out / "predict_results.txt") == (list(range(6)), expected)
