@@ -132,6 +132,17 @@ def build_model(model_args: ModelArguments, tokenizer):
     return AutoModelForQuestionAnswering.from_config(new_model_config(model_args, "question_answering", tokenizer))
 
 
+def answer_test_questions(trainer, windows, source) -> dict[str, float]:
+    """--do_predict: answer the test questions (the trainer's evaluation loop writes predict_predictions.json);
+    their scores, recorded, where the questions have answers to score against, else {}."""
+    metrics = trainer.predict(windows, metric_key_prefix="predict").metrics
+    logger.info("wrote the answers to %s's questions to predict_predictions.json", source)
+    if "predict_f1" not in metrics:  # questions without answers: nothing scored
+        return {}
+    record_metrics(trainer, "predict", metrics)
+    return metrics
+
+
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
         (ModelArguments, DataArguments, TrainingArguments),
@@ -236,13 +247,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     )
     metrics, eval_metrics = train_and_evaluate(trainer)
     if training_args.do_predict:
-        predict_metrics = trainer.predict(windows["test"], metric_key_prefix="predict").metrics
-        logger.info(
-            "wrote the answers to %s's questions to %s", data_args.test_file, output_dir / "predict_predictions.json"
-        )
-        if any(answers["text"] for answers in raw["test"]["answers"]):
-            metrics.update(predict_metrics)
-            record_metrics(trainer, "predict", predict_metrics)
+        metrics.update(answer_test_questions(trainer, windows["test"], data_args.test_file))
     if training_args.do_train:
         finish_run(
             trainer,

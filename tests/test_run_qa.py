@@ -394,7 +394,9 @@ def test_questions_without_answers_are_answered_into_predict_predictions(setup, 
     root, _ = setup
     model = tmp_path / "model"
     run(setup, model, "--train_file", str(root / "train.json"), "--do_train", "--max_steps", "2")
-    run(setup, tmp_path / "eval", "--do_eval", model=model)
+    evaluated = run(setup, tmp_path / "eval", "--do_eval", model=model)
+    scored = run(setup, tmp_path / "scored", "--test_file", str(root / "dev.json"), "--do_predict", model=model)
+    assert scored["predict_f1"] == pytest.approx(evaluated["eval_f1"])  # a test file with answers is scored
     questions = json.loads((root / "dev.json").read_text())
     for article in questions["data"]:
         for paragraph in article["paragraphs"]:
