@@ -168,6 +168,11 @@ def load_task_data(data_args: DataArguments, training_args, model_args: ModelArg
         config = AutoConfig.from_pretrained(model_args.model_name_or_path, cache_dir=model_args.cache_dir)
         is_regression = config.problem_type == "regression"
         labels = [config.id2label[i] for i in sorted(config.id2label)]
+        if config.problem_type is None:  # a pretrained model: no task head, no labels of its own
+            raise ValueError(
+                f"{model_args.model_name_or_path} is not fine-tuned for classification (no labels of its own); give "
+                "--train_file, whose labels the model learns"
+            )
     raw, task = load_text_classification_files(
         {split: path for split, path in files.items() if path is not None},
         data_args.text_column_names,

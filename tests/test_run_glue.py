@@ -706,6 +706,15 @@ def test_your_own_files_bad_input_and_arguments(setup, tmp_path):
         run_files(setup, tmp_path / "o", {}, "--do_eval")
     with pytest.raises(ValueError, match=r"train.csv:1: no column\(s\) \['stars'\]"):
         run_files(setup, tmp_path / "o", {"train": files["train"]}, "--do_train", "--label_column_name", "stars")
+    with pytest.raises(ValueError, match=r"config is not fine-tuned for classification .* give --train_file"):
+        run_files(
+            setup,
+            tmp_path / "o",
+            {"test": files["test"]},
+            "--do_predict",
+            "--model_name_or_path",
+            str(setup[0] / "config"),
+        )
     with pytest.raises(ValueError, match="--task_name.*--train_file|--train_file.*--task_name"):
         run_files(setup, tmp_path / "o", {"train": files["train"]}, "--do_train", "--task_name", "sst2")
 
