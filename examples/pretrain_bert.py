@@ -75,7 +75,12 @@ class ModelArguments:
     model_size: str = field(
         default="mini", metadata={"help": f"size preset, one of {list(BERT_PRESETS)} (unless --config_name is given)"}
     )
-    config_name: str | None = field(default=None, metadata={"help": "a CtxBertConfig config.json, or its folder"})
+    config_name: str | None = field(
+        default=None,
+        metadata={
+            "help": f"a size preset ({list(BERT_PRESETS)}, as --model_size) or a CtxBertConfig config.json or folder"
+        },
+    )
     config_overrides: str | None = field(
         default=None,
         metadata={"help": CONFIG_OVERRIDES_HELP + "; e.g. hidden_dropout_prob=0,pre_layer_norm=true"},
@@ -185,7 +190,9 @@ def build_model(model_args, tokenizer):
         "unpad_inputs": model_args.unpad_inputs,
     }
     fields.update(parse_config_overrides(model_args.config_overrides))
-    if model_args.config_name is not None:
+    if model_args.config_name in BERT_PRESETS:  # the preset names every script's --config_name takes
+        config = CtxBertConfig.from_preset(model_args.config_name, **fields)
+    elif model_args.config_name is not None:
         config = CtxBertConfig.from_dict({**CtxBertConfig.from_pretrained(model_args.config_name).to_dict(), **fields})
     else:
         config = CtxBertConfig.from_preset(model_args.model_size, **fields)

@@ -20,6 +20,16 @@ from random weights instead, with `--tokenizer_name` (ELMo's default: character 
 the matched and the mismatched dev set), qnli, rte, wnli, and ax (GLUE's diagnostic set: `--do_predict` with an
 MNLI model). `--do_predict` writes `<output_dir>/<Task>.tsv` (`MNLI-m.tsv` and `MNLI-mm.tsv` for MNLI) in the
 submission format `index<TAB>prediction`.
+
+Your own text classification or regression task, from CSV, TSV or JSON-lines files (transformers' conventions):
+
+    python examples/run_glue.py --train_file train.csv --validation_file dev.csv --test_file test.csv \
+        --model_name_or_path runs/bert-mini --do_train --do_eval --do_predict --output_dir runs/reviews
+
+The text is `sentence1`/`sentence2` where both columns exist, else the first text column (or
+`--text_column_names a,b`); the label is `label` (`--label_column_name`): float labels are a regression, others
+a classification over the training file's labels. `--do_predict` writes `predict_results.txt`
+(`index<TAB>prediction`); without `--train_file` a fine-tuned checkpoint's own labels are used.
 """
 
 import logging
@@ -28,6 +38,7 @@ from pathlib import Path
 
 import datasets
 from transformers import (
+    AutoConfig,
     AutoModelForSequenceClassification,
     DataCollatorWithPadding,
 )
@@ -43,15 +54,22 @@ from hf_ctx.data.glue import (
 )
 from hf_ctx.data.glue_tasks import GLUE_TASKS, glue_task
 from hf_ctx.data.subsets import first_examples
+from hf_ctx.data.text_classification import (
+    PREDICTIONS_FILE,
+    load_text_classification_files,
+    text_classification_metrics,
+)
 from hf_ctx.tools.errors import run_script
-from hf_ctx.tools.families import MODEL_FAMILIES, check_tokenizer_fits, families_with, model_family, preset_names
+from hf_ctx.tools.families import MODEL_FAMILIES, check_tokenizer_fits, model_family
 from hf_ctx.tools.hub import finish_run
 from hf_ctx.tools.loading import load_tokenizer
 from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.scripts import (
-    CONFIG_OVERRIDES_HELP,
+    MODEL_BUILDING_IGNORED_TOGETHER,
+    ModelBuildingArguments,
     apply_gpu_defaults,
     apply_unpad_inputs,
+    new_model_config,
     padding_multiple,
     parse_args_and_set_up,
     parse_config_overrides,
@@ -63,44 +81,45 @@ from hf_ctx.tools.trainer import CtxTrainer, CtxTrainingArguments
 logger = logging.getLogger(__name__)
 # (argument, argument it makes the script ignore): refused together.
 IGNORED_TOGETHER = [
-    ("model_name_or_path", "config_name"),
-    ("model_name_or_path", "model_type"),
+    *MODEL_BUILDING_IGNORED_TOGETHER,
+    ("task_name", "train_file"),
+    ("task_name", "validation_file"),
+    ("task_name", "test_file"),
+    ("data_dir", "train_file"),
+    ("data_dir", "validation_file"),
+    ("data_dir", "test_file"),
 ]
-
-# The model families with a sequence-classification head (--model_type).
-MODEL_TYPES = tuple(families_with("sequence_classification"))
 
 
 @dataclass
-class ModelArguments(BiLMCacheArguments):
-    model_name_or_path: str | None = field(
-        default=None, metadata={"help": "an hf_ctx checkpoint folder to fine-tune (e.g. a pretrained BERT)"}
-    )
-    model_type: str | None = field(
-        default=None,
-        metadata={"help": f"without --model_name_or_path: start from random weights, one of {list(MODEL_TYPES)}"},
-    )
-    config_name: str | None = field(
-        default=None,
-        metadata={
-            "help": "with --model_type: a config.json or checkpoint folder, or a size preset: "
-            + preset_names(MODEL_TYPES)
-        },
-    )
-    tokenizer_name: str | None = field(default=None, metadata={"help": "tokenizer folder (default: the checkpoint's)"})
-    config_overrides: str | None = field(
-        default=None,
-        metadata={
-            "help": CONFIG_OVERRIDES_HELP + "; e.g. classifier_dropout=0.2 or, for ELMo, task_word_embedding_size=256"
-        },
-    )
-    cache_dir: str | None = field(default=None, metadata={"help": "where Hub downloads are cached"})
+class ModelArguments(BiLMCacheArguments, ModelBuildingArguments):
     unpad_inputs: bool = unpad_inputs_field()
 
 
 @dataclass
 class DataArguments:
-    task_name: str = field(metadata={"help": f"the GLUE task, one of {list(GLUE_TASKS)}"})
+    task_name: str | None = field(
+        default=None, metadata={"help": f"the GLUE task, one of {list(GLUE_TASKS)} (or give your own files)"}
+    )
+    train_file: str | None = field(
+        default=None,
+        metadata={"help": "your own training data: a .csv, .tsv or .json(l) file with text and label columns"},
+    )
+    validation_file: str | None = field(default=None, metadata={"help": "your own validation data (as --train_file)"})
+    test_file: str | None = field(
+        default=None, metadata={"help": f"your own data to predict (--do_predict writes {PREDICTIONS_FILE})"}
+    )
+    text_column_names: str | None = field(
+        default=None,
+        metadata={
+            "help": "your files' text column, or two for a pair ('question,passage'); default: sentence1 and "
+            "sentence2 where both exist, else the first text column"
+        },
+    )
+    label_column_name: str = field(
+        default="label",
+        metadata={"help": "your files' label column: float labels make a regression, others a label list"},
+    )
     data_dir: str | None = field(
         default=None, metadata={"help": "the task's glue_data folder (e.g. glue_data/MRPC) or glue_data itself"}
     )
@@ -131,8 +150,41 @@ def eval_prefix(split: str) -> str:
     return "eval" + split.removeprefix("validation")
 
 
+def load_task_data(data_args: DataArguments, training_args, model_args: ModelArguments):
+    """(task record, raw splits): a GLUE task (--task_name), or a user's own files with their own labels (the
+    training file's, else a fine-tuned checkpoint's)."""
+    if data_args.task_name is not None:
+        task = glue_task(data_args.task_name)
+        return task, load_glue(task, data_args.data_dir, data_args.dataset_name, cache_dir=model_args.cache_dir)
+    files = {"train": data_args.train_file, "validation": data_args.validation_file, "test": data_args.test_file}
+    if not any(files.values()):
+        raise ValueError("give --task_name (a GLUE task) or your own --train_file/--validation_file/--test_file")
+    for split, step in (("train", "do_train"), ("validation", "do_eval"), ("test", "do_predict")):
+        if getattr(training_args, step) and files[split] is None:
+            raise ValueError(f"--{step} needs --{split}_file (or a GLUE task: --task_name)")
+    labels, is_regression = None, None
+    if files["train"] is None and model_args.model_name_or_path is not None:
+        config = AutoConfig.from_pretrained(model_args.model_name_or_path, cache_dir=model_args.cache_dir)
+        is_regression = config.problem_type == "regression"
+        labels = [config.id2label[i] for i in sorted(config.id2label)]
+        if config.problem_type is None:  # a pretrained model: no task head, no labels of its own
+            raise ValueError(
+                f"{model_args.model_name_or_path} is not fine-tuned for classification (no labels of its own); give "
+                "--train_file, whose labels the model learns"
+            )
+    raw, task = load_text_classification_files(
+        {split: path for split, path in files.items() if path is not None},
+        data_args.text_column_names,
+        data_args.label_column_name,
+        labels,
+        is_regression,
+        cache_dir=model_args.cache_dir,
+    )
+    return task, raw
+
+
 def build_model(model_args: ModelArguments, task, tokenizer):
-    fields = {"num_labels": task.num_labels, **parse_config_overrides(model_args.config_overrides)}
+    fields = {"num_labels": task.num_labels}
     if task.is_regression:
         fields["problem_type"] = "regression"
     else:
@@ -140,21 +192,22 @@ def build_model(model_args: ModelArguments, task, tokenizer):
         fields["id2label"] = dict(enumerate(task.label_names))
         fields["label2id"] = {name: i for i, name in enumerate(task.label_names)}
     if model_args.model_name_or_path is not None:
+        fields.update(parse_config_overrides(model_args.config_overrides))
         return AutoModelForSequenceClassification.from_pretrained(
             model_args.model_name_or_path, cache_dir=model_args.cache_dir, **fields
         )
-    if model_args.model_type not in MODEL_TYPES or model_args.config_name is None:
-        raise ValueError(
-            "give --model_name_or_path, or --model_type (one of "
-            f"{list(MODEL_TYPES)}) with --config_name for a randomly initialised model"
-        )
-    family = MODEL_FAMILIES[model_args.model_type]
-    config = family.load_config(model_args.config_name, tokenizer, cache_dir=model_args.cache_dir, **fields)
+    config = new_model_config(model_args, "sequence_classification", tokenizer, **fields)
     return AutoModelForSequenceClassification.from_config(config)
 
 
 def glue_run_facts(task, data_args: DataArguments, base_model: str | None, family: str) -> RunFacts:
-    """What the model card says of the data: the task's local files (`--data_dir`) by name, or the Hub dataset."""
+    """What the model card says of the data: the user's own files by name; a GLUE task's local files
+    (`--data_dir`) by name, or the Hub dataset."""
+    if data_args.task_name is None:
+        facts = RunFacts(family, base_model=base_model)
+        facts.hyperparameters = {"max_seq_length": data_args.max_seq_length}
+        facts.name_data(data_args)
+        return facts
     facts = RunFacts(family, dataset_config=task.name, training_data=f"the {task.folder} training set")
     facts.base_model, facts.hyperparameters = base_model, {"max_seq_length": data_args.max_seq_length}
     if data_args.data_dir:
@@ -178,8 +231,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if applied:
         logger.info(f"GPU defaults (give the options to override them): {applied}")
 
-    task = glue_task(data_args.task_name)
-    raw = load_glue(task, data_args.data_dir, data_args.dataset_name, cache_dir=model_args.cache_dir)
+    task, raw = load_task_data(data_args, training_args, model_args)
     for wanted, splits in [
         (training_args.do_train, ["train"]),
         (training_args.do_eval, task.validation_splits),
@@ -244,7 +296,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         eval_dataset=eval_during_training or None,
         processing_class=tokenizer,
         data_collator=collator,
-        compute_metrics=glue_compute_metrics(task),
+        compute_metrics=glue_compute_metrics(task) if data_args.task_name else text_classification_metrics(task),
     )
 
     metrics, eval_metrics = train_and_evaluate(
@@ -252,7 +304,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     )
     if training_args.do_predict:
         for split in task.test_splits:
-            test_set = encoded[split].remove_columns("label")  # GLUE's test labels are hidden (-1)
+            test_set = encoded[split].remove_columns("label")  # test labels are hidden (-1) or ignored
             predictions = task.decode(trainer.predict(test_set, metric_key_prefix="predict").predictions)
             if trainer.is_world_process_zero():
                 path = write_glue_predictions(

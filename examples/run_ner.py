@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Named-entity recognition (CoNLL-2003 style) with hf_ctx BERT, ELMo or TagLM, on `Trainer`.
+"""Named-entity recognition and other word tagging (CoNLL-2003 style) with hf_ctx BERT, ELMo or TagLM, on `Trainer`.
 
     # TagLM on a pretrained hf_ctx biLM (its ElmoTokenizer and word vocabulary come with it)
     python examples/run_ner.py --model_type taglm --bilm_name_or_path runs/elmo \\
@@ -13,11 +13,25 @@
     # Evaluate / predict with a finished tagger
     python examples/run_ner.py --model_name_or_path runs/taglm --test_file eng.testb --do_predict --output_dir out
 
-Data: CoNLL column files (`--train_file`, `--validation_file`, `--test_file`; word first, NER tag last; IOB1
-or IOB2, detected and converted to `--tag_scheme`) or a `datasets` dataset with "tokens" and "ner_tags"
-(`--dataset_name`). Evaluation reports entity-level precision/recall/F1 per type and overall (seqeval, the
-conlleval rules). `--do_predict` writes `predictions_<split>.txt` in `--output_dir`: one word per line with the
-input columns, the gold tag and the predicted tag, which the `conlleval` script reads.
+    # POS tags of CoNLL-2003 files (word POS chunk NER): --task_name chooses the column
+    python examples/run_ner.py --model_type taglm --task_name pos --train_file eng.train ...
+    # your own JSON lines {"words": [...], "labels": [...]} (or CSV/TSV with space-separated words and tags)
+    python examples/run_ner.py --model_type taglm --train_file train.jsonl --text_column_name words \
+        --label_column_name labels ...
+    # tag raw text, one sentence a line
+    python examples/run_ner.py --model_name_or_path runs/taglm --test_file news.txt --test_file_format text \
+        --do_predict --output_dir out
+
+Data: CoNLL column files (`--train_file`, `--validation_file`, `--test_file`; word first; `--task_name ner|pos|
+chunk` chooses CoNLL-2003's column, the last one in other layouts), JSON-lines/CSV/TSV tables with
+`--text_column_name` and `--label_column_name` (defaults "tokens" and "<task_name>_tags", as transformers'
+run_ner.py), or a `datasets` dataset (`--dataset_name`). Entity tags (IOB1, IOB2, BIOES, BIOUL: detected and
+converted to `--tag_scheme`) are scored by entity-level precision/recall/F1 per type and overall (seqeval, the
+conlleval rules; `--return_entity_level_metrics` adds each type's precision, recall and support); tags without an
+entity scheme (POS) by token accuracy. `--do_predict` writes `predictions_<split>.txt` in `--output_dir`: one word
+per line with the input columns, the gold tag and the predicted tag, which the `conlleval` script reads; for words
+without tags (a one-column CoNLL file, a table without the tag column, or plain text with `--test_file_format
+text`, split into words as CoNLL data is) the word and the predicted tag.
 
 A label at evaluation that training never saw is an error. Sentences longer than the model allows
 (`--max_seq_length`) are split into pieces that fit, with a warning, and their predictions joined back.
@@ -37,7 +51,7 @@ from transformers import (
     TrainingArguments,
 )
 
-from hf_ctx import BERT_PRESETS, tag_schemes
+from hf_ctx import tag_schemes
 from hf_ctx.data import conll
 from hf_ctx.data.bilm_cache import BiLMCacheArguments, with_bilm_cache
 from hf_ctx.data.subsets import hold_out_validation
@@ -48,9 +62,12 @@ from hf_ctx.tools.hub import finish_run
 from hf_ctx.tools.loading import load_tokenizer
 from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.scripts import (
-    CONFIG_OVERRIDES_HELP,
+    MODEL_BUILDING_IGNORED_TOGETHER,
+    ModelBuildingArguments,
     apply_gpu_defaults,
     apply_unpad_inputs,
+    new_model_config,
+    new_model_family,
     parse_args_and_set_up,
     parse_config_overrides,
     record_metrics,
@@ -62,31 +79,17 @@ from hf_ctx.tools.trainer import CtxTrainer, CtxTrainingArguments
 logger = logging.getLogger(__name__)
 # (argument, argument it makes the script ignore): refused together.
 IGNORED_TOGETHER = [
-    ("model_name_or_path", "model_type"),
+    *MODEL_BUILDING_IGNORED_TOGETHER,
     ("model_name_or_path", "bilm_name_or_path"),
     ("dataset_name", "train_file"),
     ("validation_file", "validation_split_percentage"),
 ]
 
-MODEL_TYPES = tuple(MODEL_FAMILIES)
-
 
 @dataclass
-class ModelArguments(BiLMCacheArguments):
-    model_type: str | None = field(
-        default=None, metadata={"help": f"one of {MODEL_TYPES}: a new tagger (else --model_name_or_path's type)"}
-    )
-    model_name_or_path: str | None = field(
-        default=None,
-        metadata={"help": "a checkpoint folder: a finished tagger, or a pretrained BERT / ELMo to fine-tune"},
-    )
+class ModelArguments(BiLMCacheArguments, ModelBuildingArguments):
     bilm_name_or_path: str | None = field(
         default=None, metadata={"help": "ELMo/TagLM: the pretrained hf_ctx biLM (with its tokenizer) to build on"}
-    )
-    tokenizer_name: str | None = field(default=None, metadata={"help": "a tokenizer folder, if not the model's"})
-    config_overrides: str | None = field(
-        default=None,
-        metadata={"help": CONFIG_OVERRIDES_HELP},
     )
     word_vectors: str | None = field(
         default=None,
@@ -99,7 +102,6 @@ class ModelArguments(BiLMCacheArguments):
     word_min_count: int = field(
         default=1, metadata={"help": "TagLM without biLM: keep training words seen at least this often"}
     )
-    model_size: str = field(default="mini", metadata={"help": f"new BERT: size preset, one of {list(BERT_PRESETS)}"})
     vocab_size: int = field(default=8000, metadata={"help": "new BERT: WordPiece vocabulary trained on the data"})
     unpad_inputs: bool = unpad_inputs_field()
     early_stopping_patience: int | None = field(
@@ -113,10 +115,46 @@ class ModelArguments(BiLMCacheArguments):
 
 @dataclass
 class DataArguments:
-    train_file: str | None = field(default=None, metadata={"help": "CoNLL training file"})
-    validation_file: str | None = field(default=None, metadata={"help": "CoNLL validation file"})
-    test_file: str | None = field(default=None, metadata={"help": "CoNLL test file (for --do_predict)"})
-    dataset_name: str | None = field(default=None, metadata={"help": "a `datasets` dataset with tokens/ner_tags"})
+    train_file: str | None = field(
+        default=None,
+        metadata={"help": "training data: a CoNLL column file, or a .json(l)/.csv/.tsv file of words and tags"},
+    )
+    validation_file: str | None = field(default=None, metadata={"help": "validation data (as --train_file)"})
+    test_file: str | None = field(
+        default=None,
+        metadata={
+            "help": "data for --do_predict (as --train_file): tagged, or words only (a CoNLL file of one column, "
+            "a table without the tag column, or plain text with --test_file_format text)"
+        },
+    )
+    test_file_format: str = field(
+        default="conll",
+        metadata={"help": "'text': --test_file is plain text, one sentence a line, split into words as CoNLL data is"},
+    )
+    task_name: str = field(
+        default="ner",
+        metadata={
+            "help": f"the tags to learn, one of {list(conll.TASK_COLUMNS)}: the column of a CoNLL-2003 file (word POS "
+            "chunk NER) and the default tag column of tables (<task>_tags); tags without an entity scheme (POS) "
+            "are scored per token, entity tags by entity F1"
+        },
+    )
+    text_column_name: str = field(default="tokens", metadata={"help": "tables and datasets: the column of words"})
+    label_column_name: str | None = field(
+        default=None, metadata={"help": "tables and datasets: the column of tags (default: <task_name>_tags)"}
+    )
+    return_entity_level_metrics: bool = field(
+        default=False,
+        metadata={"help": "report precision, recall, F1 and support of every entity type (else F1 only)"},
+    )
+    label_all_tokens: bool = field(
+        default=False,
+        metadata={
+            "help": "train on every sub-token of a word, not only the first (a B- word's later sub-tokens as I-); "
+            "evaluation still reads each word's first sub-token; no change for word-level models"
+        },
+    )
+    dataset_name: str | None = field(default=None, metadata={"help": "a `datasets` dataset with words and tags"})
     dataset_config_name: str | None = field(default=None, metadata={"help": "its configuration"})
     num_columns: int | None = field(
         default=4, metadata={"help": "columns per CoNLL word line (4 for CoNLL-2003; 0 = from the first line)"}
@@ -153,13 +191,35 @@ class DataArguments:
 def load_data(data_args: DataArguments, training_args: TrainingArguments) -> tuple[datasets.DatasetDict, dict]:
     """The splits the run needs, with string tags in `data_args.tag_scheme`, and each split's size before
     `--max_*_samples` (for the model card)."""
+    if data_args.task_name not in conll.TASK_COLUMNS:
+        raise ValueError(f"--task_name {data_args.task_name!r}: give one of {list(conll.TASK_COLUMNS)}")
+    if data_args.test_file_format not in ("conll", "text"):
+        raise ValueError(f"--test_file_format {data_args.test_file_format!r}: give 'conll' or 'text'")
+    label_column = conll.TASK_COLUMNS[data_args.task_name]
     if data_args.dataset_name is not None:
-        data = conll.load_hub_ner_dataset(data_args.dataset_name, data_args.dataset_config_name, data_args.tag_scheme)
+        data = conll.load_hub_ner_dataset(
+            data_args.dataset_name,
+            data_args.dataset_config_name,
+            data_args.tag_scheme,
+            label_column=label_column,
+            text_column_name=data_args.text_column_name,
+            label_column_name=data_args.label_column_name,
+        )
     else:
         files = {"train": data_args.train_file, "validation": data_args.validation_file, "test": data_args.test_file}
-        data = conll.load_conll_dataset(
-            {k: v for k, v in files.items() if v}, data_args.tag_scheme, data_args.num_columns or None
+        data = conll.load_tagged_files(
+            {k: v for k, v in files.items() if v},
+            label_column,
+            data_args.tag_scheme,
+            data_args.num_columns or None,
+            data_args.text_column_name,
+            data_args.label_column_name,
+            plain_text_splits=("test",) if data_args.test_file_format == "text" else (),
         )
+    for split in ("train", "validation"):
+        if split in data and label_column not in data[split].column_names:
+            source = data[split]["file"][0] if "file" in data[split].column_names else split
+            raise ValueError(f"{source} has no {label_column} tags; the {split} data needs them")
     if data_args.validation_split_percentage:
         data["train"], data["validation"] = hold_out_validation(
             data["train"], None, data_args.validation_split_percentage, training_args.seed
@@ -189,19 +249,26 @@ def load_data(data_args: DataArguments, training_args: TrainingArguments) -> tup
     return used, {split: len(data[split]) for split in used}
 
 
-def labels_for(model_args, data_args, data) -> list[str]:
-    """The tagger's labels: a finished tagger's own, else those of the training data."""
+def labels_for(model_args, data_args, data, label_column: str) -> tuple[list[str], str]:
+    """The tagger's labels (a finished tagger's own, else those of the training data) and how they are read: their
+    scheme (entity tags, `--tag_scheme`), or "plain" for tags without one (POS tags)."""
     if model_args.model_name_or_path is not None:
-        config = AutoConfig.from_pretrained(model_args.model_name_or_path)
+        config = AutoConfig.from_pretrained(model_args.model_name_or_path, cache_dir=model_args.cache_dir)
         names = [config.id2label[i] for i in sorted(config.id2label)]
         if not all(name.startswith("LABEL_") for name in names):
-            return names
+            return names, _scheme_of(names, data_args.tag_scheme)
     if "train" not in data:
         raise ValueError("without a trained tagger (--model_name_or_path), the labels come from --train_file")
-    return tag_schemes.scheme_labels((tag for tags in data["train"]["ner_tags"] for tag in tags), data_args.tag_scheme)
+    tags = [tag for sentence_tags in data["train"][label_column] for tag in sentence_tags]
+    scheme = _scheme_of(tags, data_args.tag_scheme)
+    return (sorted(set(tags)) if scheme == "plain" else tag_schemes.scheme_labels(tags, scheme)), scheme
 
 
-def build_tagger(model_args, data_args, labels: list[str], data):
+def _scheme_of(tags, tag_scheme: str) -> str:
+    return "plain" if tag_schemes.tag_set_kind(tags) == "plain" else tag_scheme
+
+
+def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
     """(model, tokenizer, family record, checkpoint it was loaded from) for the arguments: a checkpoint (a finished
     tagger, a pretrained BERT or ELMo), or a new tagger of `--model_type` built as its family's record says."""
     label_fields = {"id2label": dict(enumerate(labels)), "label2id": {label: i for i, label in enumerate(labels)}}
@@ -209,21 +276,19 @@ def build_tagger(model_args, data_args, labels: list[str], data):
     checkpoint, bilm = model_args.model_name_or_path, model_args.bilm_name_or_path
     family = None
     if checkpoint is None:
-        family = MODEL_FAMILIES.get(model_args.model_type)
-        if family is None:
-            raise ValueError(
-                f"give --model_name_or_path, or --model_type (one of {MODEL_TYPES}); got {model_args.model_type!r}"
-            )
+        family = new_model_family(model_args, "token_classification")
         checkpoint = family.starting_checkpoint(bilm)
+        if checkpoint is not None and model_args.config_name is not None:
+            raise ValueError(f"a new {family.name} tagger takes its config from {checkpoint}; leave out --config_name")
     if checkpoint is not None:
-        config = AutoConfig.from_pretrained(checkpoint)
+        config = AutoConfig.from_pretrained(checkpoint, cache_dir=model_args.cache_dir)
         found = MODEL_FAMILIES[model_family(config)]
         if family is not None and found is not family:
             raise ValueError(f"{checkpoint} is not an hf_ctx {family.name} checkpoint")
         tokenizer = load_tokenizer(model_args.tokenizer_name or checkpoint)
         check_tokenizer_fits(config, tokenizer, data_args.max_seq_length, model_args.tokenizer_name or checkpoint)
         model = AutoModelForTokenClassification.from_pretrained(
-            checkpoint, num_labels=len(labels), **label_fields, **overrides
+            checkpoint, num_labels=len(labels), cache_dir=model_args.cache_dir, **label_fields, **overrides
         )
         return model, tokenizer, found, checkpoint
     source = model_args.tokenizer_name or bilm
@@ -235,10 +300,10 @@ def build_tagger(model_args, data_args, labels: list[str], data):
     # This script's options that set a field of a new tagger's config, where its family's config has one (TagLM's).
     tagger_fields = {
         "bilm_layers": [int(i) for i in model_args.bilm_layers.split(",")],
-        "tag_scheme": data_args.tag_scheme,
+        "tag_scheme": None if scheme == "plain" else scheme,  # plain tags: every transition allowed
     }
-    fields = {**label_fields, **{k: v for k, v in tagger_fields.items() if family.config_has_field(k)}, **overrides}
-    config = family.new_config(model_args.model_size, tokenizer, **fields)
+    fields = {**label_fields, **{k: v for k, v in tagger_fields.items() if family.config_has_field(k)}}
+    config = new_model_config(model_args, "token_classification", tokenizer, **fields)
     check_tokenizer_fits(config, tokenizer, data_args.max_seq_length, source or "the new tokenizer")
     model_class = family.models["token_classification"]
     model = model_class.from_bilm(bilm, config) if bilm is not None else model_class(config)
@@ -249,13 +314,25 @@ def build_tagger(model_args, data_args, labels: list[str], data):
     return model, tokenizer, family, None
 
 
-def encode_splits(data, tokenizer, words_are_tokens: bool, label2id: dict[str, int], max_seq_length: int | None):
+def encode_splits(
+    data,
+    tokenizer,
+    words_are_tokens: bool,
+    label2id: dict[str, int],
+    max_seq_length: int | None,
+    label_column: str = "ner_tags",
+    label_all_tokens: bool = False,
+):
     """Split sentences that are too long, then encode every split (one position per word for word-level models;
-    without --max_seq_length their sentences are not limited, sub-word models' by the tokenizer)."""
+    without --max_seq_length their sentences are not limited, sub-word models' by the tokenizer). Sentences without
+    tags (words to tag) are encoded with a placeholder tag: only their predictions are read. `label_all_tokens`
+    labels every sub-token of the training split's words."""
     limit = max_seq_length or (None if words_are_tokens else tokenizer.model_max_length)
     budget = None if limit is None else limit - tokenizer.num_special_tokens_to_add()
     pieces, encoded = {}, {}
     for split, dataset in data.items():
+        if label_column not in dataset.column_names:
+            dataset = dataset.add_column(label_column, [[next(iter(label2id))] * len(w) for w in dataset["tokens"]])
         pieces[split] = (
             dataset
             if budget is None
@@ -268,7 +345,13 @@ def encode_splits(data, tokenizer, words_are_tokens: bool, label2id: dict[str, i
             batched=True,
             remove_columns=pieces[split].column_names,
             desc=f"encoding {split}",
-            fn_kwargs={"tokenizer": tokenizer, "label2id": label2id, "max_length": limit},
+            fn_kwargs={
+                "tokenizer": tokenizer,
+                "label2id": label2id,
+                "max_length": limit,
+                "label_column": label_column,
+                "label_all_tokens": label_all_tokens and split == "train",
+            },
         )
     return pieces, encoded
 
@@ -283,10 +366,12 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     )
 
     data, available = load_data(data_args, training_args)  # available: split -> examples before --max_*_samples
-    labels = labels_for(model_args, data_args, data)
+    label_column = conll.TASK_COLUMNS[data_args.task_name]
+    labels, scheme = labels_for(model_args, data_args, data, label_column)
     label2id = {label: i for i, label in enumerate(labels)}
-    for split, dataset in data.items():
-        conll.check_labels(dataset, label2id, split)
+    tagged = {split for split, dataset in data.items() if label_column in dataset.column_names}
+    for split in tagged:
+        conll.check_labels(data[split], label2id, split, label_column)
     callbacks = []
     if model_args.early_stopping_patience is not None:
         if not (training_args.load_best_model_at_end and training_args.metric_for_best_model):
@@ -294,7 +379,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
                 "--early_stopping_patience needs --load_best_model_at_end and --metric_for_best_model (e.g. f1)"
             )
         callbacks.append(EarlyStoppingCallback(model_args.early_stopping_patience))
-    model, tokenizer, family, checkpoint = build_tagger(model_args, data_args, labels, data)
+    model, tokenizer, family, checkpoint = build_tagger(model_args, data_args, labels, data, scheme)
     # On a GPU: length-grouped batches, and the family's own defaults (TagLM's larger batches).
     applied = apply_gpu_defaults(training_args, argv, group_by_length=True, **family.gpu_defaults)
     if applied:
@@ -307,7 +392,15 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         f"{model.num_parameters(only_trainable=True):,}",
         labels,
     )
-    pieces, encoded = encode_splits(data, tokenizer, family.words_are_tokens, label2id, data_args.max_seq_length)
+    pieces, encoded = encode_splits(
+        data,
+        tokenizer,
+        family.words_are_tokens,
+        label2id,
+        data_args.max_seq_length,
+        label_column,
+        data_args.label_all_tokens,
+    )
 
     # Pads the labels with -100 to the tokens' length: sub-tokens (BERT) or words (ELMo, TagLM).
     collator = DataCollatorForTokenClassification(tokenizer)
@@ -322,7 +415,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         eval_dataset=encoded.get("validation"),
         processing_class=tokenizer,
         data_collator=collator,
-        compute_metrics=conll.ner_metrics(model.config.id2label, data_args.tag_scheme),
+        compute_metrics=conll.ner_metrics(model.config.id2label, scheme, data_args.return_entity_level_metrics),
         preprocess_logits_for_metrics=conll.logits_to_tags,
         callbacks=callbacks,
     )
@@ -336,18 +429,27 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         predicted, _ = conll.predictions_to_tags(output.predictions, output.label_ids, model.config.id2label)
         path = Path(training_args.output_dir) / f"predictions_{split}.txt"
         if trainer.is_world_process_zero():
-            conll.write_conll_predictions(path, data[split], conll.merge_split_predictions(pieces[split], predicted))
-            logger.info("wrote %s (conlleval format: word, input columns, gold tag, predicted tag)", path)
-        metrics.update(output.metrics)
-        record_metrics(trainer, prefix, output.metrics)
+            merged = conll.merge_split_predictions(pieces[split], predicted)
+            conll.write_conll_predictions(path, data[split], merged, label_column)
+            logger.info("wrote %s (word, input columns, gold tag where given, predicted tag)", path)
+        if split in tagged:  # words without tags: predictions only
+            metrics.update(output.metrics)
+            record_metrics(trainer, prefix, output.metrics)
     if training_args.do_train:
         # A new ELMo tagger starts from the biLM checkpoint; a TagLM tagger's card names its biLM from the config.
-        facts = RunFacts(family.name, base_model=checkpoint, hyperparameters={"tag_scheme": data_args.tag_scheme})
+        facts = RunFacts(
+            family.name,
+            base_model=checkpoint,
+            hyperparameters={"tag_scheme": scheme, "task_name": data_args.task_name},
+        )
         facts.name_data(data_args, data.get("validation"))
         for split in data:
             facts.count(split, len(data[split]), available.get(split))
         facts.add_metrics("validation", eval_metrics)
-        facts.add_metrics("test", {k: v for k, v in metrics.items() if k.startswith("predict_")})
+        test_metrics = {
+            k: v for k, v in metrics.items() if k.startswith("predict_") and not k.startswith("predict_validation")
+        }
+        facts.add_metrics("test", test_metrics)
         finish_run(trainer, facts)
     return metrics
 

@@ -19,6 +19,8 @@ tokens; with `--version_2_with_negative` the empty answer competes through the [
 `--null_score_diff_threshold`) is the answer. Evaluation writes `predictions.json` ({id: answer}, what the
 official evaluation script reads) and `nbest_predictions.json` (and `null_odds.json` for v2.0) to
 `--output_dir`, and reports exact match and F1 as the official scripts define them (`load_metric("squad")`).
+`--do_predict` answers the questions of `--test_file` (a SQuAD JSON file; answers not needed) into
+`predict_predictions.json` (and `predict_nbest_predictions.json`), scored where the file has answers.
 
 `--model_name_or_path` is an hf_ctx BERT checkpoint (pretrained: a new QA head is added) or a QA checkpoint; a
 transformers BERT folder evaluates as well (convert it with `hf-ctx convert-bert` to fine-tune it here).
@@ -36,54 +38,37 @@ from hf_ctx.data import squad
 from hf_ctx.data.subsets import first_examples
 from hf_ctx.metrics import load_metric
 from hf_ctx.tools.errors import run_script
-from hf_ctx.tools.families import MODEL_FAMILIES, check_tokenizer_fits, families_with, model_family, preset_names
+from hf_ctx.tools.families import check_tokenizer_fits, model_family
 from hf_ctx.tools.hub import finish_run
 from hf_ctx.tools.loading import load_tokenizer
 from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.question_answering import postprocess_predictions
 from hf_ctx.tools.scripts import (
-    CONFIG_OVERRIDES_HELP,
+    MODEL_BUILDING_IGNORED_TOGETHER,
+    ModelBuildingArguments,
     apply_gpu_defaults,
     apply_unpad_inputs,
+    new_model_config,
     padding_multiple,
     parse_args_and_set_up,
     parse_config_overrides,
+    record_metrics,
     train_and_evaluate,
     unpad_inputs_field,
 )
 from hf_ctx.tools.trainer import CtxTrainer
 
 logger = logging.getLogger(__name__)
-# The model families with a question-answering head (--model_type).
-MODEL_TYPES = tuple(families_with("question_answering"))
 # (argument, argument it makes the script ignore): refused together.
 IGNORED_TOGETHER = [
-    ("model_name_or_path", "config_name"),
-    ("model_name_or_path", "model_type"),
+    *MODEL_BUILDING_IGNORED_TOGETHER,
     ("train_file", "dataset_name"),
     ("validation_file", "dataset_name"),
 ]
 
 
 @dataclass
-class ModelArguments:
-    model_name_or_path: str | None = field(
-        default=None, metadata={"help": "an hf_ctx BERT checkpoint folder: pretrained, or a QA model to evaluate"}
-    )
-    model_type: str | None = field(
-        default=None,
-        metadata={"help": f"without --model_name_or_path: one of {list(MODEL_TYPES)}, a QA model from random weights"},
-    )
-    config_name: str | None = field(
-        default=None,
-        metadata={
-            "help": "with --model_type: a config.json or checkpoint folder, or a size preset "
-            + preset_names(MODEL_TYPES)
-        },
-    )
-    tokenizer_name: str | None = field(default=None, metadata={"help": "tokenizer folder (default: the checkpoint's)"})
-    config_overrides: str | None = field(default=None, metadata={"help": CONFIG_OVERRIDES_HELP})
-    cache_dir: str | None = field(default=None, metadata={"help": "where Hub downloads are cached"})
+class ModelArguments(ModelBuildingArguments):
     unpad_inputs: bool = unpad_inputs_field()
 
 
@@ -91,6 +76,13 @@ class ModelArguments:
 class DataArguments:
     train_file: str | None = field(default=None, metadata={"help": "SQuAD JSON training file"})
     validation_file: str | None = field(default=None, metadata={"help": "SQuAD JSON evaluation file"})
+    test_file: str | None = field(
+        default=None,
+        metadata={
+            "help": "--do_predict: a SQuAD JSON file of questions to answer (answers not needed); writes "
+            "predict_predictions.json"
+        },
+    )
     dataset_name: str | None = field(
         default=None, metadata={"help": "without files: a Hub dataset in the squad layout ('squad', 'squad_v2')"}
     )
@@ -114,25 +106,27 @@ class DataArguments:
 
 
 class QuestionAnsweringTrainer(CtxTrainer):
-    """`CtxTrainer` whose evaluation turns the windows' start and end logits into answers to `questions` (the
-    evaluation examples whose windows are the `eval_dataset`), writes them to `--output_dir` and scores them with
-    the SQuAD metric (transformers' `trainer_qa.py`). `options`: the script's `DataArguments`."""
+    """`CtxTrainer` whose evaluation turns the windows' start and end logits into answers, writes them to
+    `--output_dir` and scores them with the SQuAD metric where the questions have answers (transformers'
+    `trainer_qa.py`). `questions` and `windows`: split -> the questions and their windows ("validation" for
+    `evaluate`, "test" for `predict`); `options`: the script's `DataArguments`."""
 
-    def __init__(self, *args, questions=None, options: DataArguments | None = None, **kwargs):
+    def __init__(self, *args, questions=None, windows=None, options: DataArguments | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.questions, self.options = questions, options
+        self.questions, self.windows, self.options = questions or {}, windows or {}, options
         self.metric = load_metric("squad_v2" if options.version_2_with_negative else "squad")
 
     def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None, **kwargs):
         output = super().evaluation_loop(dataloader, description, False, ignore_keys, **kwargs)
         prefix = kwargs.get("metric_key_prefix", "eval")
-        scores = self.answer(output.predictions)
+        scores = self.answer(output.predictions, "test" if prefix == "predict" else "validation")
         output.metrics.update({f"{prefix}_{name}": value for name, value in scores.items()})
         return output
 
-    def answer(self, logits) -> dict[str, float]:
-        """Answers to the evaluation questions from their windows' logits: written out, then scored."""
-        examples, features, options = self.questions, self.eval_dataset, self.options
+    def answer(self, logits, split: str) -> dict[str, float]:
+        """Answers to `split`'s questions from their windows' logits: written out (test answers as
+        predict_predictions.json), then scored where the questions have answers."""
+        examples, features, options = self.questions[split], self.windows[split], self.options
         index = {qid: i for i, qid in enumerate(examples["id"])}
         predictions, n_best, null_odds = postprocess_predictions(
             list(zip(examples["id"], examples["context"])),
@@ -144,11 +138,13 @@ class QuestionAnsweringTrainer(CtxTrainer):
             null_score_diff_threshold=options.null_score_diff_threshold,
         )
         if self.is_world_process_zero():
-            output_dir = Path(self.args.output_dir)
-            squad.write_json(output_dir / "predictions.json", predictions)
-            squad.write_json(output_dir / "nbest_predictions.json", n_best)
+            output_dir, file_prefix = Path(self.args.output_dir), "predict_" if split == "test" else ""
+            squad.write_json(output_dir / f"{file_prefix}predictions.json", predictions)
+            squad.write_json(output_dir / f"{file_prefix}nbest_predictions.json", n_best)
             if options.version_2_with_negative:
-                squad.write_json(output_dir / "null_odds.json", null_odds)
+                squad.write_json(output_dir / f"{file_prefix}null_odds.json", null_odds)
+        if split == "test" and not any(answers["text"] for answers in examples["answers"]):
+            return {}  # questions without answers: nothing to score
         inputs = squad.metric_inputs(predictions, examples, options.version_2_with_negative)
         return self.metric.compute(**inputs)
 
@@ -163,7 +159,8 @@ def encode_windows(raw: dict, sources: dict, tokenizer, data_args: DataArguments
         "doc_stride": data_args.doc_stride,
     }
     with training_args.main_process_first(desc="tokenizing"):
-        for split, encode in (("train", squad.encode_for_training), ("validation", squad.encode_for_evaluation)):
+        splits = [("train", squad.encode_for_training), ("validation", squad.encode_for_evaluation)]
+        for split, encode in [*splits, ("test", squad.encode_for_evaluation)]:
             if split in raw:
                 windows[split] = raw[split].map(
                     encode,
@@ -179,19 +176,24 @@ def encode_windows(raw: dict, sources: dict, tokenizer, data_args: DataArguments
 
 
 def build_model(model_args: ModelArguments, tokenizer):
-    overrides = parse_config_overrides(model_args.config_overrides)
     if model_args.model_name_or_path is not None:
         return AutoModelForQuestionAnswering.from_pretrained(
-            model_args.model_name_or_path, cache_dir=model_args.cache_dir, **overrides
+            model_args.model_name_or_path,
+            cache_dir=model_args.cache_dir,
+            **parse_config_overrides(model_args.config_overrides),
         )
-    if model_args.model_type not in MODEL_TYPES or model_args.config_name is None:
-        raise ValueError(
-            f"give --model_name_or_path, or --model_type {' or '.join(MODEL_TYPES)} with --config_name for a randomly "
-            "initialised model"
-        )
-    family = MODEL_FAMILIES[model_args.model_type]
-    config = family.load_config(model_args.config_name, tokenizer, cache_dir=model_args.cache_dir, **overrides)
-    return AutoModelForQuestionAnswering.from_config(config)
+    return AutoModelForQuestionAnswering.from_config(new_model_config(model_args, "question_answering", tokenizer))
+
+
+def answer_test_questions(trainer, windows, source) -> dict[str, float]:
+    """--do_predict: answer the test questions (the trainer's evaluation loop writes predict_predictions.json);
+    their scores, recorded, where the questions have answers to score against, else {}."""
+    metrics = trainer.predict(windows, metric_key_prefix="predict").metrics
+    logger.info("wrote the answers to %s's questions to predict_predictions.json", source)
+    if "predict_f1" not in metrics:  # questions without answers: nothing scored
+        return {}
+    record_metrics(trainer, "predict", metrics)
+    return metrics
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
@@ -206,10 +208,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if applied:
         logger.info(f"GPU defaults (give the options to override them): {applied}")
 
-    wanted = {"train": training_args.do_train, "validation": training_args.do_eval}
-    files = {"train": data_args.train_file, "validation": data_args.validation_file}
-    if not any(wanted.values()):
-        raise ValueError("nothing to do: give --do_train and/or --do_eval")
+    wanted = {"train": training_args.do_train, "validation": training_args.do_eval, "test": training_args.do_predict}
+    files = {"train": data_args.train_file, "validation": data_args.validation_file, "test": data_args.test_file}
+    if wanted["test"] and not files["test"]:
+        raise ValueError("--do_predict needs --test_file, a SQuAD JSON file of questions to answer")
     raw = squad.load_squad(
         {split: path for split, path in files.items() if wanted[split]},
         data_args.dataset_name,
@@ -223,7 +225,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     sources = {split: files[split] or f"{data_args.dataset_name} ({split})" for split in wanted}
     limits = {"train": data_args.max_train_samples, "validation": data_args.max_eval_samples}
     available = {split: len(raw[split]) for split in wanted if wanted[split]}  # for the card: N used of M
-    raw = {split: first_examples(raw[split], limits[split]) for split in wanted if wanted[split]}
+    raw = {split: first_examples(raw[split], limits.get(split)) for split in wanted if wanted[split]}
 
     tokenizer_source = model_args.tokenizer_name or model_args.model_name_or_path
     if tokenizer_source is None:
@@ -247,10 +249,13 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         processing_class=tokenizer,
         # The Trainer drops the columns the model does not take (example_id, offset_mapping) before collating.
         data_collator=DataCollatorWithPadding(tokenizer, pad_to_multiple_of=pad_to),
-        questions=raw.get("validation"),
+        questions=raw,
+        windows=windows,
         options=data_args,
     )
     metrics, eval_metrics = train_and_evaluate(trainer)
+    test_metrics = answer_test_questions(trainer, windows["test"], data_args.test_file) if "test" in windows else {}
+    metrics.update(test_metrics)
     if training_args.do_train:
         facts = RunFacts(family, base_model=model_args.model_name_or_path)
         facts.hyperparameters = {
@@ -262,6 +267,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         for split in raw:  # questions, not the windows the Trainer saw
             facts.count(split, len(raw[split]), available[split])
         facts.add_metrics("validation", eval_metrics)
+        facts.add_metrics("test", test_metrics)
         finish_run(trainer, facts)
     return metrics
 

@@ -6,7 +6,7 @@
     python examples/run_swag.py --model_name_or_path runs/bert-mini --train_file train.jsonl \\
         --validation_file dev.jsonl --context_column question --ending_prefix_column "" \\
         --ending_columns A,B,C,D,E --label_column answer ...                      # another layout
-    python examples/run_swag.py --config_name runs/bert-mini --tokenizer_name runs/bert-mini ...  # random weights
+    python examples/run_swag.py --model_type bert --config_name mini --tokenizer_name runs/bert-mini ...  # random weights
 
 The files are in SWAG's CSV layout by default (`sent1` the context, `sent2` the start every ending shares,
 `ending0` ... `ending3`, `label` the index of the right ending); `--context_column`, `--ending_prefix_column`
@@ -20,7 +20,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from transformers import AutoConfig, AutoModelForMultipleChoice, TrainingArguments
+from transformers import AutoModelForMultipleChoice, TrainingArguments
 
 from hf_ctx.data.multiple_choice import (
     MultipleChoiceCollator,
@@ -38,8 +38,10 @@ from hf_ctx.tools.hub import finish_run
 from hf_ctx.tools.loading import load_tokenizer
 from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.scripts import (
-    CONFIG_OVERRIDES_HELP,
+    MODEL_BUILDING_IGNORED_TOGETHER,
+    ModelBuildingArguments,
     apply_unpad_inputs,
+    new_model_config,
     padding_multiple,
     parse_args_and_set_up,
     parse_config_overrides,
@@ -50,21 +52,12 @@ from hf_ctx.tools.scripts import (
 from hf_ctx.tools.trainer import CtxTrainer
 
 logger = logging.getLogger(__name__)
-IGNORED_TOGETHER = [("model_name_or_path", "config_name")]
+IGNORED_TOGETHER = MODEL_BUILDING_IGNORED_TOGETHER
 SWAG = MultipleChoiceColumns()
 
 
 @dataclass
-class ModelArguments:
-    model_name_or_path: str | None = field(
-        default=None, metadata={"help": "a checkpoint folder to fine-tune (e.g. a pretrained BERT)"}
-    )
-    config_name: str | None = field(
-        default=None, metadata={"help": "without --model_name_or_path: a config.json or folder, for random weights"}
-    )
-    tokenizer_name: str | None = field(default=None, metadata={"help": "tokenizer folder (default: the checkpoint's)"})
-    config_overrides: str | None = field(default=None, metadata={"help": CONFIG_OVERRIDES_HELP})
-    cache_dir: str | None = field(default=None, metadata={"help": "where downloads and parsed files are cached"})
+class ModelArguments(ModelBuildingArguments):
     unpad_inputs: bool = unpad_inputs_field()
 
 
@@ -100,16 +93,14 @@ class DataArguments:
         )
 
 
-def build_model(model_args: ModelArguments):
-    overrides = parse_config_overrides(model_args.config_overrides)
+def build_model(model_args: ModelArguments, tokenizer):
     if model_args.model_name_or_path is not None:
         return AutoModelForMultipleChoice.from_pretrained(
-            model_args.model_name_or_path, cache_dir=model_args.cache_dir, **overrides
+            model_args.model_name_or_path,
+            cache_dir=model_args.cache_dir,
+            **parse_config_overrides(model_args.config_overrides),
         )
-    if model_args.config_name is None:
-        raise ValueError("give --model_name_or_path, or --config_name for a randomly initialised model")
-    config = AutoConfig.from_pretrained(model_args.config_name, cache_dir=model_args.cache_dir, **overrides)
-    return AutoModelForMultipleChoice.from_config(config)
+    return AutoModelForMultipleChoice.from_config(new_model_config(model_args, "multiple_choice", tokenizer))
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
@@ -140,7 +131,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if tokenizer_source is None:
         raise ValueError("give --tokenizer_name (or a --model_name_or_path that holds a tokenizer)")
     tokenizer = load_tokenizer(tokenizer_source, cache_dir=model_args.cache_dir)
-    model = build_model(model_args)
+    model = build_model(model_args, tokenizer)
     apply_unpad_inputs(model, model_args.unpad_inputs)
     check_tokenizer_fits(model.config, tokenizer, data_args.max_seq_length, tokenizer_source)
     logger.info(f"{type(model).__name__} with {model.num_parameters():,} parameters, {len(columns.endings)} choices")

@@ -88,6 +88,35 @@ def split_tag(tag: str) -> tuple[str, str]:
     return prefix, entity
 
 
+def is_entity_tag(tag: str) -> bool:
+    """Whether `tag` is an entity tag (`O` or `<prefix>-<type>`), which a scheme reads; POS tags (`NN`) are not."""
+    try:
+        split_tag(tag)
+    except ValueError:
+        return False
+    return True
+
+
+def tag_set_kind(tags) -> str | None:
+    """ "entity" when every tag of `tags` other than `O` is `<prefix>-<type>`, "plain" when none is (a tag set
+    without an entity scheme, such as POS tags: scored per token), None when there is no tag but `O`. A set
+    that mixes both is a `ValueError` naming one of each."""
+    entity = plain = None
+    for tag in tags:
+        if tag == "O":
+            continue
+        if is_entity_tag(tag):
+            entity = entity or tag
+        else:
+            plain = plain or tag
+        if entity and plain:
+            raise ValueError(
+                f"the tags mix entity tags ({entity!r}) and tags without an entity scheme ({plain!r}); give one "
+                "kind: 'O' and '<prefix>-<type>' tags, or plain tags such as POS"
+            )
+    return "entity" if entity else "plain" if plain else None
+
+
 def detect_tag_scheme(tag_sequences) -> str:
     """The scheme whose own prefixes occur ('BIOES' for E-/S-, 'BIOUL' for L-/U-); else 'IOB1' if some entity
     starts with I- (a transition IOB2 forbids), else 'IOB2'. Tags that mix two schemes' own prefixes are a

@@ -352,3 +352,53 @@ def test_invalid_utf8_names_file_and_line_and_a_byte_order_mark_is_not_a_word(tm
         read_conll(path)
     path.write_bytes("\ufeffEU NNP B-NP B-ORG\n".encode())
     assert read_conll(path)[0]["tokens"] == ["EU"]
+
+
+def test_label_all_tokens_labels_later_subtokens_with_the_inside_tag():
+    label2id = {"O": 0, "B-PER": 1, "I-PER": 2, "NN": 3}
+    word_ids = [None, 0, 0, 0, 1, 2, 2, None]
+    tags = ["B-PER", "O", "NN"]
+    assert align_labels(word_ids, tags, label2id) == [-100, 1, -100, -100, 0, 3, -100, -100]
+    assert align_labels(word_ids, tags, label2id, label_all_tokens=True) == [-100, 1, 2, 2, 0, 3, 3, -100]
+
+
+def test_a_file_mixing_two_schemes_is_named_at_the_sentence(tmp_path):
+    path = tmp_path / "mixed.conll"
+    path.write_text("a B-PER\nb E-PER\n\nc U-LOC\n")
+    with pytest.raises(ValueError, match=r"mixed.conll:4: the tags mix the prefixes of BIOES and BIOUL"):
+        load_conll_dataset({"train": path}, num_columns=2)
+
+
+def test_plain_tags_of_any_column_are_kept_and_words_only_files_have_no_tags(tmp_path, sample_file):
+    data = load_conll_dataset({"train": sample_file, "test": sample_file}, label_column="pos_tags")
+    assert data["train"][0]["pos_tags"] == ["NNP", "VBZ", "JJ", "NN", "."]
+    assert data["train"][0]["ner_tags"] == ["I-ORG", "O", "I-MISC", "O", "O"]  # other columns as the file has them
+    words = tmp_path / "words.conll"
+    words.write_text("EU\nrejects\n\nPeter\n")
+    data = load_conll_dataset({"test": words})
+    assert data["test"]["tokens"] == [["EU", "rejects"], ["Peter"]] and "ner_tags" not in data["test"].column_names
+
+
+def test_plain_text_and_csv_tables_of_tagged_words(tmp_path):
+    from hf_ctx.data.conll import load_tagged_table, read_plain_text
+
+    text = tmp_path / "raw.txt"
+    text.write_text("Peter flew to Brussels.\n\nHe's back!\n")
+    data = read_plain_text(text)
+    assert data["tokens"] == [["Peter", "flew", "to", "Brussels", "."], ["He", "'s", "back", "!"]]
+    assert data["line"] == [1, 3]
+    table = tmp_path / "train.csv"
+    table.write_text("words,tags\nPeter Blackburn,I-PER I-PER\nsaid,O\n")
+    data = load_tagged_table(table, "words", "tags", "IOB2")
+    assert data["tokens"] == [["Peter", "Blackburn"], ["said"]]
+    assert data["ner_tags"] == [["B-PER", "I-PER"], ["O"]]  # IOB1 read and converted
+
+
+def test_plain_tags_are_scored_by_token_accuracy():
+    from transformers import EvalPrediction
+
+    from hf_ctx.data.conll import ner_metrics
+
+    compute = ner_metrics({0: "NN", 1: "VB"}, "plain")
+    scores = compute(EvalPrediction(predictions=[[0, 1, 1, 0]], label_ids=[[0, 0, 1, -100]]))
+    assert scores == {"accuracy": pytest.approx(2 / 3)}

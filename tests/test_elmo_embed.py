@@ -356,6 +356,9 @@ def test_feature_extraction_pipeline_gives_a_vector_per_word(elmo_dir):
     words = extractor(["a", "dog"], is_split_into_words=True)
     assert [(r["word"], r["start"], r["end"]) for r in words] == [("a", 0, 1), ("dog", 2, 5)]
     assert len(extractor(["a dog", "x"])) == 2 and extractor("") == []
+    # Raw text is split as CoNLL data is: punctuation off words, offsets into the text.
+    punctuated = extractor("He flew to Zürich.")
+    assert [(r["word"], r["start"], r["end"]) for r in punctuated][-2:] == [("Zürich", 11, 17), (".", 17, 18)]
 
     mixed = pipeline(
         "feature-extraction",

@@ -315,6 +315,27 @@ def test_token_classification_pipeline_gives_the_crf_decoding(bilm_dir):
     assert split_result[1]["start"] == len("Anna ")  # offsets in the words joined by single spaces
 
 
+def test_token_classification_pipeline_splits_raw_text_into_sentences_and_words(bilm_dir):
+    """Punctuation comes off words as in CoNLL data, each sentence is tagged on its own (its tags are those of the
+    sentence given alone), and every offset points into the original text."""
+    model = TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS))).eval()
+    tokenizer = ElmoTokenizer.from_pretrained(bilm_dir)
+    tagger = pipeline(
+        "token-classification",
+        model=model,
+        tokenizer=tokenizer,
+        pipeline_class=WordTokenClassificationPipeline,
+        ignore_labels=[],
+    )
+    text = "Anna Smith flew to Zagreb. Zagreb lives in Anna!"
+    entities = tagger(text)
+    assert [e["word"] for e in entities] == "Anna Smith flew to Zagreb . Zagreb lives in Anna !".split()
+    assert all(text[e["start"] : e["end"]] == e["word"] for e in entities)
+    assert entities[5]["start"] == text.index(".")
+    first, second = tagger("Anna Smith flew to Zagreb."), tagger("Zagreb lives in Anna!")
+    assert [e["entity"] for e in entities] == [e["entity"] for e in first + second]
+
+
 def test_plain_token_classification_pipeline_names_the_word_level_one(bilm_dir):
     """transformers' own pipeline class needs sub-word tokens: a clear error instead of KeyError('special_tokens_mask')."""
     model = TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS))).eval()

@@ -393,3 +393,24 @@ def test_a_run_without_a_step_is_refused(tmp_path, steps):
     with pytest.raises(ValueError, match="nothing to do: give --do_train and/or --do_eval"):
         pretrain_bert.main([*arguments, "--use_cpu", "--report_to", "none"])
     assert not (tmp_path / "out").exists()
+
+
+def test_config_name_takes_a_size_preset_as_every_script_does():
+    from types import SimpleNamespace
+
+    from hf_ctx import BERT_PRESETS
+
+    args = SimpleNamespace(
+        model_name_or_path=None, config_name="tiny", model_size="mini", sparse_prediction=True, unpad_inputs=True,
+        config_overrides="num_hidden_layers=1",
+    )  # fmt: skip
+
+    class Tokenizer:
+        pad_token_id = 0
+
+        def __len__(self):
+            return 100
+
+    config = pretrain_bert.build_model(args, Tokenizer()).config
+    assert config.hidden_size == BERT_PRESETS["tiny"]["hidden_size"] and config.num_hidden_layers == 1
+    assert config.vocab_size == 100

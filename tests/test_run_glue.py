@@ -396,7 +396,7 @@ def elmo_checkpoint(folder: Path, **config) -> Path:
 
 @pytest.mark.slow
 def test_elmo_learns_cola_and_reports_the_saved_models_metric(setup, tmp_path):
-    from hf_ctx.data.glue import split_words
+    from hf_ctx.data.words import split_words
 
     # A random biLM hardly tells "good" from "bad"; fine-tuned (freeze_bilm=False), it learns the task.
     pretrained = elmo_checkpoint(tmp_path / "elmo", freeze_bilm=False)
@@ -604,3 +604,148 @@ def test_a_checkpoint_of_an_unknown_model_type_is_named_not_a_remote_code_prompt
     ]
     with pytest.raises(ValueError, match=r"config.json has model_type 'hf_ctx_future', which neither hf_ctx"):
         run_glue.main(args)
+
+
+# --- your own files (--train_file / --validation_file / --test_file) ----------------------------------------
+
+
+def run_files(setup, output_dir, files: dict[str, Path], *extra):
+    root, run_glue = setup
+    args = [f"--{split}_file={path}" for split, path in files.items()]
+    args += ["--output_dir", str(output_dir), "--max_seq_length", "32", "--save_strategy", "no"]
+    args += ["--report_to", "none", "--seed", "0", "--per_device_train_batch_size", "16", *extra]
+    if "--model_name_or_path" not in extra:
+        args += [
+            "--model_type",
+            "bert",
+            "--config_name",
+            str(root / "config"),
+            "--tokenizer_name",
+            str(root / "tokenizer"),
+        ]
+    return run_glue.main(args)
+
+
+def write_reviews(folder: Path, rng) -> dict[str, Path]:
+    """A CSV classification task: "pos" iff the review holds "good"; an id column before the text, and a test
+    file without labels."""
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def rows(n, labelled=True):
+        for i in range(n):
+            label = rng.choice(["neg", "pos"])
+            text = sentence(rng, ["good"] if label == "pos" else ["bad"])
+            yield [i, text, label] if labelled else [i, text]
+
+    files = {}
+    for split, n in (("train", 160), ("validation", 40), ("test", 12)):
+        labelled = split != "test"
+        header = ["id", "review", "label"] if labelled else ["id", "review"]
+        files[split] = folder / f"{split}.csv"
+        files[split].write_text("\n".join(",".join(map(str, r)) for r in [header, *rows(n, labelled)]) + "\n")
+    return files
+
+
+def read_rows(path: Path) -> list[dict]:
+    import csv
+
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.slow
+def test_your_own_csv_is_learned_and_predict_results_are_the_saved_models(setup, tmp_path):
+    files = write_reviews(tmp_path / "data", random.Random(1))
+    out = tmp_path / "out"
+    metrics = run_files(
+        setup, out, files, "--do_train", "--do_eval", "--do_predict", "--num_train_epochs", "6",
+        "--learning_rate", "3e-3", "--warmup_steps", "5",
+    )  # fmt: skip
+    dev = read_rows(files["validation"])
+    logits = saved_model_outputs(out, [(row["review"],) for row in dev])
+    accuracy = float(np.mean([["neg", "pos"][i] == row["label"] for i, row in zip(logits.argmax(-1), dev)]))
+    assert metrics["eval_accuracy"] == pytest.approx(accuracy) and accuracy > 0.9
+    assert AutoConfig.from_pretrained(out).id2label == {0: "neg", 1: "pos"}
+    indices, predictions = read_submission(out / "predict_results.txt")
+    test = read_rows(files["test"])
+    assert indices == list(range(12))
+    assert predictions == [
+        ["neg", "pos"][i] for i in saved_model_outputs(out, [(r["review"],) for r in test]).argmax(-1)
+    ]
+    # Predicting again from the fine-tuned model alone: its labels, no training file.
+    again = tmp_path / "again"
+    run_files(setup, again, {"test": files["test"]}, "--do_predict", "--model_name_or_path", str(out))
+    assert read_submission(again / "predict_results.txt")[1] == predictions
+
+
+def test_your_own_json_lines_with_float_labels_are_a_regression(setup, tmp_path):
+    rng = random.Random(2)
+    files = {}
+    for split, n in (("train", 24), ("validation", 8), ("test", 5)):
+        files[split] = tmp_path / f"{split}.jsonl"
+        rows = [{"sentence1": sentence(rng), "sentence2": sentence(rng), "label": rng.uniform(0, 5)} for _ in range(n)]
+        files[split].write_text("".join(json.dumps(row) + "\n" for row in rows))
+    out = tmp_path / "out"
+    metrics = run_files(setup, out, files, "--do_train", "--do_eval", "--do_predict", "--max_steps", "3")
+    dev = [json.loads(line) for line in files["validation"].read_text().splitlines()]
+    scores = saved_model_outputs(out, [(r["sentence1"], r["sentence2"]) for r in dev])[:, 0]
+    gold = np.array([r["label"] for r in dev])
+    assert metrics["eval_mse"] == pytest.approx(float(((scores - gold) ** 2).mean()), rel=1e-4)
+    assert AutoConfig.from_pretrained(out).problem_type == "regression"
+    test = [json.loads(line) for line in files["test"].read_text().splitlines()]
+    expected = saved_model_outputs(out, [(r["sentence1"], r["sentence2"]) for r in test])[:, 0]
+    assert [float(p) for p in read_submission(out / "predict_results.txt")[1]] == pytest.approx(expected, abs=1e-3)
+
+
+def test_your_own_files_bad_input_and_arguments(setup, tmp_path):
+    files = write_reviews(tmp_path / "data", random.Random(3))
+    dev = tmp_path / "dev.csv"
+    dev.write_text("id,review,label\n0,a good one,pos\n1,so so,meh\n")
+    with pytest.raises(ValueError, match=r"dev.csv:3: the label 'meh' in column 'label' is not one of the training"):
+        run_files(setup, tmp_path / "o", {"train": files["train"], "validation": dev}, "--do_eval")
+    with pytest.raises(ValueError, match=r"--do_eval needs --validation_file"):
+        run_files(setup, tmp_path / "o", {"train": files["train"]}, "--do_eval")
+    with pytest.raises(ValueError, match="give --task_name"):
+        run_files(setup, tmp_path / "o", {}, "--do_eval")
+    with pytest.raises(ValueError, match=r"train.csv:1: no column\(s\) \['stars'\]"):
+        run_files(setup, tmp_path / "o", {"train": files["train"]}, "--do_train", "--label_column_name", "stars")
+    with pytest.raises(ValueError, match=r"config is not fine-tuned for classification .* give --train_file"):
+        run_files(
+            setup,
+            tmp_path / "o",
+            {"test": files["test"]},
+            "--do_predict",
+            "--model_name_or_path",
+            str(setup[0] / "config"),
+        )
+    with pytest.raises(ValueError, match="--task_name.*--train_file|--train_file.*--task_name"):
+        run_files(setup, tmp_path / "o", {"train": files["train"]}, "--do_train", "--task_name", "sst2")
+
+
+def test_elmo_on_your_own_tsv_predicts_the_saved_models_labels(setup, tmp_path):
+    from hf_ctx.data.words import split_words
+
+    rng = random.Random(4)
+    files = {}
+    for split, n in (("train", 24), ("test", 6)):
+        files[split] = tmp_path / f"{split}.tsv"
+        rows = [[sentence(rng), rng.choice(["neg", "pos", "mixed"])] for _ in range(n)]
+        files[split].write_text("text\tlabel\n" + "".join(f"{text}\t{label}\n" for text, label in rows))
+    out = tmp_path / "out"
+    run_files(
+        setup, out, files, "--model_name_or_path", str(elmo_checkpoint(tmp_path / "elmo")), "--do_train",
+        "--do_predict", "--max_steps", "2", "--bilm_cache", "memory",
+    )  # fmt: skip
+    labels = ["mixed", "neg", "pos"]
+    assert AutoConfig.from_pretrained(out).id2label == dict(enumerate(labels))
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    model = AutoModelForSequenceClassification.from_pretrained(out).eval()
+    texts = [line.split("\t")[0] for line in files["test"].read_text().splitlines()[1:]]
+    with torch.no_grad():
+        expected = [
+            labels[
+                model(**tokenizer([split_words(t)], is_split_into_words=True, return_tensors="pt")).logits[0].argmax()
+            ]
+            for t in texts
+        ]
+    assert read_submission(out / "predict_results.txt") == (list(range(6)), expected)

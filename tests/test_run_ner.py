@@ -12,7 +12,7 @@ pytest.importorskip("datasets")
 pytest.importorskip("evaluate")
 import run_ner
 import torch
-from seqeval.metrics import f1_score
+from seqeval.metrics import f1_score, precision_score, recall_score
 from transformers import AutoModel, AutoModelForTokenClassification, HfArgumentParser
 
 from hf_ctx import ElmoConfig, ElmoForBiLM, ElmoTokenizer
@@ -60,7 +60,7 @@ def test_bert_train_evaluate_predict_with_long_sentences_split(corpus, tmp_path,
         [
             "--model_type",
             "bert",
-            "--model_size",
+            "--config_name",
             "tiny",
             "--vocab_size",
             "300",
@@ -375,3 +375,187 @@ def test_a_new_bert_tagger_refuses_what_it_cannot_use(corpus, tmp_path, options,
             ["--model_type", "bert", "--vocab_size", "100", "--train_file", str(corpus["train"]), "--do_train"]
             + [*options, "--output_dir", str(tmp_path / "out"), *COMMON]
         )
+
+
+# --- other tag columns, tables, entity-level metrics, words without tags ----------------------------------------
+
+TAGLM_SMALL = [
+    "--model_type",
+    "taglm",
+    "--config_overrides",
+    "word_embedding_dim=8,rnn_hidden_size=8,char_cnn_filters=8",
+]
+
+
+def test_pos_column_is_learned_as_plain_tags_scored_per_token(corpus, tmp_path):
+    out = tmp_path / "pos"
+    files = ["--train_file", str(corpus["train"]), "--validation_file", str(corpus["validation"])]
+    files += ["--test_file", str(corpus["test"])]
+    metrics = run_ner.main(
+        [*TAGLM_SMALL, *files, "--task_name", "pos", "--do_train", "--do_eval", "--do_predict"]
+        + ["--num_train_epochs", "10", "--learning_rate", "3e-2", "--output_dir", str(out), *COMMON]
+    )
+    assert "eval_f1" not in metrics and metrics["eval_accuracy"] > 0.5
+    # word, chunk, NER, gold POS, predicted POS: accuracy recounted from the file is the reported one.
+    written = read_conll(out / "predictions_validation.txt", num_columns=5, label_column="pos_tags")
+    gold = read_conll(corpus["validation"])
+    assert [s["tokens"] for s in written] == [s["tokens"] for s in gold]
+    assert [s["column_2"] for s in written] == [s["ner_tags"] for s in gold]
+    assert [s["column_3"] for s in written] == [s["pos_tags"] for s in gold]
+    pairs = [(g, p) for s in written for g, p in zip(s["column_3"], s["pos_tags"])]
+    assert metrics["predict_validation_accuracy"] == pytest.approx(sum(g == p for g, p in pairs) / len(pairs))
+    config = AutoModelForTokenClassification.from_pretrained(out).config
+    pos_tags = sorted({tag for s in read_conll(corpus["train"]) for tag in s["pos_tags"]})
+    assert [config.id2label[i] for i in range(len(pos_tags))] == pos_tags and config.tag_scheme is None
+
+
+def write_json_lines(path: Path, sentences, words="words", tags="labels"):
+    path.write_text("".join(json.dumps({words: s["tokens"], tags: s["ner_tags"]}) + "\n" for s in sentences))
+    return path
+
+
+def test_json_lines_with_named_columns_and_entity_level_metrics(corpus, tmp_path):
+    train = write_json_lines(tmp_path / "train.jsonl", read_conll(corpus["train"]))
+    dev_sentences = read_conll(corpus["validation"])
+    dev = write_json_lines(tmp_path / "dev.jsonl", dev_sentences)
+    out = tmp_path / "out"
+    metrics = run_ner.main(
+        [*TAGLM_SMALL, "--train_file", str(train), "--validation_file", str(dev), "--test_file", str(dev)]
+        + ["--text_column_name", "words"]
+        + ["--label_column_name", "labels", "--return_entity_level_metrics", "--do_train", "--do_eval"]
+        + ["--do_predict", "--num_train_epochs", "1", "--output_dir", str(out), *COMMON]
+    )
+    gold = [convert_tags(s["ner_tags"], "IOB1", "IOB2") for s in dev_sentences]
+    written = read_conll(out / "predictions_validation.txt", num_columns=3)
+    assert [s["column_1"] for s in written] == gold
+    predicted = [s["ner_tags"] for s in written]
+    for entity in ("PER", "LOC", "ORG"):
+        assert metrics[f"eval_{entity}_support"] == sum(1 for tags in gold for tag in tags if tag == f"B-{entity}")
+        for name, score in (("precision", precision_score), ("recall", recall_score), ("f1", f1_score)):
+            expected = score(gold, predicted, average=None, zero_division=0)
+            types = sorted({t[2:] for tags in gold + predicted for t in tags if t != "O"})
+            assert metrics[f"eval_{entity}_{name}"] == pytest.approx(expected[types.index(entity)], abs=1e-6)
+
+
+def test_untagged_conll_and_plain_text_get_the_tags_of_the_tagged_file(corpus, tmp_path):
+    out = tmp_path / "tagger"
+    run_ner.main(
+        [*TAGLM_SMALL, "--train_file", str(corpus["train"]), "--do_train", "--num_train_epochs", "1"]
+        + ["--output_dir", str(out), *COMMON]
+    )
+    sentences = read_conll(corpus["test"])[:10]
+
+    def predict(test_file, *extra):
+        folder = tmp_path / f"predict-{test_file.name}"
+        run_ner.main(
+            ["--model_name_or_path", str(out), "--test_file", str(test_file), "--do_predict", *extra]
+            + ["--output_dir", str(folder), *COMMON]
+        )
+        return (folder / "predictions_test.txt").read_text()
+
+    tagged = tmp_path / "tagged.conll"
+    tagged.write_text(
+        "".join("".join(f"{w} X X {t}\n" for w, t in zip(s["tokens"], s["ner_tags"])) + "\n" for s in sentences)
+    )
+    words_only = tmp_path / "words.conll"
+    words_only.write_text("".join("".join(f"{w}\n" for w in s["tokens"]) + "\n" for s in sentences))
+    text = tmp_path / "text.txt"
+    text.write_text("".join(" ".join(s["tokens"]) + "\n" for s in sentences))
+    expected = [line.split()[::4] for line in predict(tagged).splitlines()]  # word and predicted tag
+    assert [line.split() for line in predict(words_only).splitlines()] == expected
+    assert [line.split() for line in predict(text, "--test_file_format", "text").splitlines()] == expected
+    assert not (tmp_path / "predict-words.conll" / "predict_results.json").exists()  # no gold, no scores
+    # Raw text is split as CoNLL data is: punctuation off the word.
+    raw = tmp_path / "raw.txt"
+    raw.write_text("Fischer flew to Moscow.\n")
+    assert [line.split()[0] for line in predict(raw, "--test_file_format", "text").splitlines() if line] == [
+        "Fischer", "flew", "to", "Moscow", ".",
+    ]  # fmt: skip
+
+
+def test_label_all_tokens_changes_nothing_for_a_word_level_tagger(corpus, tmp_path):
+    def train(*extra):
+        return run_ner.main(
+            [*TAGLM_SMALL, "--train_file", str(corpus["train"]), "--validation_file", str(corpus["validation"])]
+            + [
+                "--do_train",
+                "--do_eval",
+                "--max_steps",
+                "4",
+                "--output_dir",
+                str(tmp_path / str(extra)),
+                *COMMON,
+                *extra,
+            ]
+        )
+
+    plain, all_tokens = train(), train("--label_all_tokens")
+    assert plain["eval_loss"] == all_tokens["eval_loss"] and plain["eval_f1"] == all_tokens["eval_f1"]
+
+
+def test_bad_tag_data_is_named(corpus, tmp_path):
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(
+        json.dumps({"tokens": ["a", "b"], "ner_tags": ["B-PER", "O"]})
+        + "\n"
+        + json.dumps({"tokens": ["c"], "ner_tags": ["NN"]})
+        + "\n"
+    )
+    common = ["--model_type", "taglm", "--do_train", "--output_dir", str(tmp_path / "o"), *COMMON]
+    with pytest.raises(ValueError, match=r"mixed.jsonl:2: the tags mix entity tags \('B-PER'\) and tags without"):
+        run_ner.main(["--train_file", str(mixed), *common])
+    uneven = tmp_path / "uneven.jsonl"
+    uneven.write_text(json.dumps({"tokens": ["a", "b"], "ner_tags": ["O"]}) + "\n")
+    with pytest.raises(ValueError, match=r"uneven.jsonl:1: 2 words in column 'tokens' but 1 tags in 'ner_tags'"):
+        run_ner.main(["--train_file", str(uneven), *common])
+    with pytest.raises(ValueError, match=r"uneven.jsonl:1: no column 'words'"):
+        run_ner.main(["--train_file", str(uneven), "--text_column_name", "words", *common])
+    with pytest.raises(ValueError, match=r"--task_name 'srl': give one of \['ner', 'pos', 'chunk'\]"):
+        run_ner.main(["--train_file", str(corpus["train"]), "--task_name", "srl", *common])
+    dev = tmp_path / "dev.conll"
+    dev.write_text("Fischer NNP I-NP O\nsaid XYZ I-VP O\n")
+    with pytest.raises(ValueError, match=r"label 'XYZ' \(.*dev.conll:2\), which the training data never has"):
+        run_ner.main(
+            [
+                "--train_file",
+                str(corpus["train"]),
+                "--validation_file",
+                str(dev),
+                "--task_name",
+                "pos",
+                "--do_eval",
+                *common,
+            ]
+        )
+    words = tmp_path / "words.conll"
+    words.write_text("Fischer\nsaid\n")
+    with pytest.raises(ValueError, match=r"words.conll has no ner_tags tags; the validation data needs them"):
+        run_ner.main(["--train_file", str(corpus["train"]), "--validation_file", str(words), "--do_eval", *common])
+
+
+def test_label_all_tokens_labels_every_training_subtoken_and_evaluation_reads_first_ones(tmp_path):
+    from datasets import Dataset, DatasetDict
+
+    from hf_ctx import train_wordpiece_tokenizer
+
+    text = tmp_path / "text.txt"
+    text.write_text("Peter Blackburn said\n")
+    tokenizer = train_wordpiece_tokenizer([text], vocab_size=30, min_frequency=1, lowercase=False)
+    sentence = {"tokens": [["Blackburn", "said"]], "ner_tags": [["B-PER", "O"]]}
+    data = DatasetDict({"train": Dataset.from_dict(sentence), "validation": Dataset.from_dict(sentence)})
+    label2id = {"O": 0, "B-PER": 1, "I-PER": 2}
+    _, encoded = run_ner.encode_splits(data, tokenizer, False, label2id, None, "ner_tags", label_all_tokens=True)
+    word_ids = tokenizer(sentence["tokens"], is_split_into_words=True).word_ids(0)
+    pieces = word_ids.count(0)
+    assert pieces > 1  # the name is split into sub-tokens
+    first, rest = [1], [2] * (pieces - 1)
+    said = [0] * word_ids.count(1)
+    assert encoded["train"]["labels"][0] == [-100, *first, *rest, *said, -100]
+    assert encoded["validation"]["labels"][0] == [
+        -100,
+        *first,
+        *[-100] * (pieces - 1),
+        0,
+        *[-100] * (len(said) - 1),
+        -100,
+    ]

@@ -409,3 +409,25 @@ def test_real_squad_samples_and_the_first_sentence_baseline(shared_data, tmp_pat
     baseline = {qid: squad.first_sentence(context) for qid, context in zip(dev["id"], dev["context"])}
     scores = load_metric("squad").compute(**squad.metric_inputs(baseline, dev, False))
     assert scores["exact_match"] == 0.0 and 0 < scores["f1"] < 20
+
+
+def test_questions_without_answers_are_answered_into_predict_predictions(setup, tmp_path):
+    root, _ = setup
+    model = tmp_path / "model"
+    run(setup, model, "--train_file", str(root / "train.json"), "--do_train", "--max_steps", "2")
+    evaluated = run(setup, tmp_path / "eval", "--do_eval", model=model)
+    scored = run(setup, tmp_path / "scored", "--test_file", str(root / "dev.json"), "--do_predict", model=model)
+    assert scored["predict_f1"] == pytest.approx(evaluated["eval_f1"])  # a test file with answers is scored
+    questions = json.loads((root / "dev.json").read_text())
+    for article in questions["data"]:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                del qa["answers"]
+    test = write_json(tmp_path / "questions.json", questions)
+    metrics = run(setup, tmp_path / "predict", "--test_file", str(test), "--do_predict", model=model)
+    answered = json.loads((tmp_path / "predict" / "predict_predictions.json").read_text())
+    assert answered == json.loads((tmp_path / "eval" / "predictions.json").read_text())
+    assert not any(key.startswith("predict_") for key in metrics)  # nothing to score
+    assert not (tmp_path / "predict" / "predict_results.json").exists()
+    with pytest.raises(ValueError, match="--do_predict needs --test_file"):
+        run(setup, tmp_path / "x", "--do_predict", model=model)

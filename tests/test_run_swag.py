@@ -12,9 +12,9 @@ import pytest
 pytest.importorskip("datasets")
 import run_swag
 import torch
-from transformers import AutoModelForMultipleChoice, AutoTokenizer, BertConfig, BertForMultipleChoice
+from transformers import AutoConfig, AutoModelForMultipleChoice, AutoTokenizer, BertConfig, BertForMultipleChoice
 
-from hf_ctx import CtxBertConfig, train_wordpiece_tokenizer
+from hf_ctx import BERT_PRESETS, CtxBertConfig, train_wordpiece_tokenizer
 from hf_ctx.tools.cli import main as hf_ctx_cli
 
 RUN_SWAG = Path(__file__).resolve().parents[1] / "examples" / "run_swag.py"
@@ -80,7 +80,14 @@ def run(setup, output_dir, *extra):
         *extra,
     ]  # fmt: skip
     if "--model_name_or_path" not in extra:
-        args += ["--config_name", str(root / "config"), "--tokenizer_name", str(root / "tokenizer")]
+        args += [
+            "--model_type",
+            "bert",
+            "--config_name",
+            str(root / "config"),
+            "--tokenizer_name",
+            str(root / "tokenizer"),
+        ]
     return run_swag.main(args)
 
 
@@ -215,3 +222,47 @@ def test_same_predictions_and_accuracy_as_transformers_bert(setup, tmp_path):
     assert our_choices == their_choices and len(set(our_choices)) > 1  # a random model's choices still vary
     assert ours["eval_accuracy"] == theirs["eval_accuracy"]
     assert ours["eval_loss"] == pytest.approx(theirs["eval_loss"], abs=1e-5)
+
+
+def test_a_new_model_from_a_size_preset_needs_no_hub_and_a_config_needs_a_model_type(setup, tmp_path):
+    root, run_swag = setup
+    common = ["--train_file", str(root / "train.csv"), "--do_train", "--max_steps", "1", "--report_to", "none"]
+    common += ["--max_seq_length", "32", "--tokenizer_name", str(root / "tokenizer"), "--save_strategy", "no"]
+    run_swag.main([*common, "--model_type", "bert", "--config_name", "tiny", "--output_dir", str(tmp_path / "tiny")])
+    config = AutoConfig.from_pretrained(tmp_path / "tiny")
+    assert (config.hidden_size, config.num_hidden_layers) == (
+        BERT_PRESETS["tiny"]["hidden_size"],
+        BERT_PRESETS["tiny"]["num_hidden_layers"],
+    )
+    with pytest.raises(ValueError, match=r"give --model_name_or_path, or --model_type \(one of \['bert'\]\)"):
+        run_swag.main([*common, "--config_name", "tiny", "--output_dir", str(tmp_path / "x")])
+    with pytest.raises(FileNotFoundError, match=r"--config_name: .*tiny-typo does not exist"):
+        run_swag.main(
+            [
+                *common,
+                "--model_type",
+                "bert",
+                "--config_name",
+                str(tmp_path / "tiny-typo"),
+                "--output_dir",
+                str(tmp_path / "y"),
+            ]
+        )
+
+
+def test_every_script_builds_its_model_from_the_same_arguments():
+    """--model_name_or_path, --model_type, --config_name, --tokenizer_name, --config_overrides and --cache_dir
+    are one definition (hf_ctx.tools.scripts.ModelBuildingArguments) in every task script, help text included."""
+    import dataclasses
+
+    import run_glue
+    import run_ner
+    import run_qa
+
+    from hf_ctx.tools.scripts import ModelBuildingArguments
+
+    shared = {f.name: f.metadata["help"] for f in dataclasses.fields(ModelBuildingArguments)}
+    for script in (run_glue, run_ner, run_qa, run_swag):
+        assert issubclass(script.ModelArguments, ModelBuildingArguments)
+        fields = {f.name: f.metadata.get("help") for f in dataclasses.fields(script.ModelArguments)}
+        assert {name: fields[name] for name in shared} == shared, script.__name__

@@ -256,7 +256,7 @@ def main(argv=None):
         if task == "conll":
             inits = {
                 pretrained_name: ["--model_name_or_path", bert],
-                control_name: ["--model_type", "bert", "--model_size", preset["size"], "--tokenizer_name", bert],
+                control_name: ["--model_type", "bert", "--config_name", preset["size"], "--tokenizer_name", bert],
             }
             baseline = ner_majority_f1()
         else:

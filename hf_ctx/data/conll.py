@@ -21,52 +21,67 @@ from pathlib import Path
 from datasets import ClassLabel, Dataset, DatasetDict, Sequence
 
 from ..atomic_files import atomic_write
-from ..tag_schemes import canonical_scheme, convert_tags, detect_tag_scheme, seqeval_arguments, split_tag
+from ..tag_schemes import (
+    canonical_scheme,
+    convert_tags,
+    detect_tag_scheme,
+    seqeval_arguments,
+    split_tag,
+    tag_set_kind,
+)
 from ..tensor_checks import IGNORE_INDEX
 from .files import utf8_lines
+from .words import split_words
 
 logger = logging.getLogger(__name__)
 
 # Column names for a file's columns, in CoNLL-2003 order; the NER tag is always the last column.
 CONLL2003_COLUMNS = ("tokens", "pos_tags", "chunk_tags", "ner_tags")
 DOCSTART = "-DOCSTART-"
+# What a tagger learns (`--task_name`) -> the column of its tags: CoNLL-2003's columns, transformers' names.
+TASK_COLUMNS = {"ner": "ner_tags", "pos": "pos_tags", "chunk": "chunk_tags"}
 
 
 # --- reading ------------------------------------------------------------------------------------------
 
 
-def _column_names(num_columns: int) -> tuple[str, ...]:
+def _column_names(num_columns: int, label_column: str = "ner_tags") -> tuple[str, ...]:
     if num_columns == 4:
         return CONLL2003_COLUMNS
-    # Other column layouts: the word first, the NER tag last, whatever sits between kept by position.
-    return ("tokens", *(f"column_{i}" for i in range(1, num_columns - 1)), "ner_tags")
+    if num_columns == 1:
+        return ("tokens",)  # words without tags, to be tagged
+    # Other column layouts: the word first, the tags last, whatever sits between kept by position.
+    return ("tokens", *(f"column_{i}" for i in range(1, num_columns - 1)), label_column)
 
 
-def read_conll(path: str | Path, num_columns: int | None = 4) -> list[dict]:
+def read_conll(path: str | Path, num_columns: int | None = 4, label_column: str = "ner_tags") -> list[dict]:
     """Read a CoNLL column file into a list of sentences.
 
     Args:
         path: the file (e.g. CoNLL-2003's `eng.train`).
         num_columns: columns every word line must have (4 for CoNLL-2003); `None` takes the count of the first
-            word line (at least 2: word and tag).
+            word line (1: words only, without tags).
+        label_column: the name of the last column in files of 2, 3 or 5 and more columns.
 
     Returns:
         One dict per sentence: "tokens", "pos_tags", "chunk_tags", "ner_tags" (lists of strings; with other
-        column counts "tokens", "column_<i>", "ner_tags") and "line", the 1-based line of its first word.
+        column counts "tokens", "column_<i>", `label_column`; with one column "tokens" only) and "line", the
+        1-based line of its first word.
 
     Raises:
-        ValueError naming the file and line of a line with the wrong number of columns or an NER tag that is
-        neither `O` nor `<prefix>-<type>`; ValueError naming the file when it holds no sentence at all (empty,
-        blank lines or `-DOCSTART-` lines only).
+        ValueError naming the file and line of a line with the wrong number of columns or an NER tag (the
+        "ner_tags" column) that is neither `O` nor `<prefix>-<type>`; ValueError naming the file when it holds no
+        sentence at all (empty, blank lines or `-DOCSTART-` lines only).
     """
     path = Path(path)
     sentences, current, first_line = [], [], None
+    names = ner_position = None
 
     def flush():
         nonlocal current
         if current:
             columns = list(zip(*current))
-            sentence = {name: list(values) for name, values in zip(_column_names(num_columns), columns)}
+            sentence = {name: list(values) for name, values in zip(names, columns)}
             sentence["line"] = first_line
             sentences.append(sentence)
         current = []
@@ -82,18 +97,20 @@ def read_conll(path: str | Path, num_columns: int | None = 4) -> list[dict]:
                 flush()
                 continue
             if num_columns is None:
-                if len(fields) < 2:
-                    raise ValueError(f"{path}:{line_number}: expected at least 2 columns (word and tag), got {line!r}")
                 num_columns = len(fields)
+            if names is None:
+                names = _column_names(num_columns, label_column)
+                ner_position = names.index("ner_tags") if "ner_tags" in names else None
             if len(fields) != num_columns:
                 raise ValueError(
                     f"{path}:{line_number}: expected {num_columns} space-separated columns "
-                    f"({' '.join(_column_names(num_columns))}), found {len(fields)}: {line.rstrip()!r}"
+                    f"({' '.join(names)}), found {len(fields)}: {line.rstrip()!r}"
                 )
-            try:
-                split_tag(fields[-1])
-            except ValueError as error:
-                raise ValueError(f"{path}:{line_number}: {error}") from None
+            if ner_position is not None:
+                try:
+                    split_tag(fields[ner_position])
+                except ValueError as error:
+                    raise ValueError(f"{path}:{line_number}: {error}") from None
             if not current:
                 first_line = line_number
             current.append(fields)
@@ -106,84 +123,236 @@ def read_conll(path: str | Path, num_columns: int | None = 4) -> list[dict]:
     return sentences
 
 
-def read_conll_file_with_scheme(path: str | Path, num_columns: int | None = 4) -> tuple[list[dict], str]:
-    """`read_conll` plus the tag scheme detected in the file; logs both."""
-    sentences = read_conll(path, num_columns)
-    scheme = detect_tag_scheme(s["ner_tags"] for s in sentences)
+def read_conll_file_with_scheme(
+    path: str | Path, num_columns: int | None = 4, label_column: str = "ner_tags"
+) -> tuple[list[dict], str | None]:
+    """`read_conll` plus the tag scheme of the `label_column` tags (`tag_scheme_of`); logs both."""
+    sentences = read_conll(path, num_columns, label_column)
+    scheme = tag_scheme_of(sentences, label_column, path) if label_column in sentences[0] else None
     words = sum(len(s["tokens"]) for s in sentences)
-    logger.info("%s: %d sentences, %d words, %s tags", path, len(sentences), words, scheme)
+    logger.info(
+        "%s: %d sentences, %d words, %s", path, len(sentences), words, f"{scheme} tags" if scheme else "no tags"
+    )
     return sentences, scheme
+
+
+def tag_scheme_of(sentences: list[dict], label_column: str, path) -> str:
+    """The scheme of the sentences' `label_column` tags (`tag_schemes.detect_tag_scheme`), or "plain" for tags
+    without an entity scheme (POS tags). Tags of both kinds, or of two schemes, are a `ValueError` naming the file,
+    the line and the column where the tags first stop fitting the ones before."""
+    kind, first_tag, prefixes = None, [], set()  # first_tag: the first tag other than O, of the kind found
+    for sentence in sentences:
+        tags = sentence[label_column]
+        try:
+            kind = tag_set_kind([*first_tag, *tags]) or kind
+            first_tag = first_tag or [tag for tag in tags if tag != "O"][:1]
+            if kind == "entity":
+                prefixes |= {split_tag(tag)[0] for tag in tags} - {"O", "I"}
+                detect_tag_scheme([[f"{prefix}-X"] for prefix in prefixes])
+        except ValueError as error:
+            raise ValueError(f"{path}:{sentence.get('line', '?')}: {error} (column {label_column!r})") from None
+    if kind == "plain":
+        return "plain"
+    return detect_tag_scheme(sentence[label_column] for sentence in sentences)
 
 
 # --- datasets -----------------------------------------------------------------------------------------
 
 
 def load_conll_dataset(
-    data_files: dict[str, str | Path], tag_scheme: str = "IOB2", num_columns: int | None = 4
+    data_files: dict[str, str | Path],
+    tag_scheme: str = "IOB2",
+    num_columns: int | None = 4,
+    label_column: str = "ner_tags",
 ) -> DatasetDict:
-    """Read CoNLL files into a `DatasetDict` whose "ner_tags" are strings in `tag_scheme`.
+    """Read CoNLL files into a `DatasetDict` whose `label_column` tags are strings in `tag_scheme` (tags without an
+    entity scheme, such as POS tags, as they are).
 
     Args:
         data_files: split name -> path, e.g. {"train": "eng.train", "validation": "eng.testa"}.
-        tag_scheme: the scheme every split is converted to (one of `tag_schemes.SCHEME_NAMES`).
-        num_columns: see `read_conll`.
+        tag_scheme: the scheme every split's entity tags are converted to (one of `tag_schemes.SCHEME_NAMES`).
+        num_columns: see `read_conll`; a file whose first word line has one column (words without tags) is read
+            as such.
+        label_column: the tags to learn: "ner_tags", "pos_tags" or "chunk_tags" (`TASK_COLUMNS`).
 
     Each split keeps the file's columns, "line" (where each sentence starts) and "file".
     """
     tag_scheme = canonical_scheme(tag_scheme)
     splits = {}
     for split, path in data_files.items():
-        sentences, scheme = read_conll_file_with_scheme(path, num_columns)
-        if scheme != tag_scheme:
+        columns = 1 if _first_word_line_fields(path) == 1 else num_columns
+        sentences, scheme = read_conll_file_with_scheme(path, columns, label_column)
+        if scheme not in (None, "plain", tag_scheme):
             logger.info("%s: converting %s tags to %s", path, scheme, tag_scheme)
         for sentence in sentences:
-            sentence["ner_tags"] = convert_tags(sentence["ner_tags"], scheme, tag_scheme)
+            if scheme not in (None, "plain"):
+                sentence[label_column] = convert_tags(sentence[label_column], scheme, tag_scheme)
             sentence["file"] = str(path)
         splits[split] = Dataset.from_list(sentences)
     return DatasetDict(splits)
 
 
-def load_hub_ner_dataset(
-    dataset_name: str, dataset_config_name: str | None = None, tag_scheme: str = "IOB2", cache_dir: str | None = None
+def _first_word_line_fields(path) -> int | None:
+    """How many columns the first word line of a CoNLL file has (None: no word line)."""
+    with Path(path).open(encoding="utf-8-sig", errors="replace") as f:
+        for line in f:
+            fields = line.split()
+            if fields and fields[0] != DOCSTART:
+                return len(fields)
+    return None
+
+
+def read_plain_text(path: str | Path) -> Dataset:
+    """A plain-text file, one sentence a line, as sentences of words to tag ("tokens", split as CoNLL data is by
+    `hf_ctx.data.words`), with "line" and "file"; blank lines are skipped."""
+    path = Path(path)
+    sentences = []
+    with path.open(encoding="utf-8-sig") as f:
+        for line_number, line in enumerate(utf8_lines(f, path), start=1):
+            words = split_words(line)
+            if words:
+                sentences.append({"tokens": words, "line": line_number, "file": str(path)})
+    if not sentences:
+        raise ValueError(f"{path} holds no text; give one sentence a line")
+    logger.info("%s: %d sentences to tag", path, len(sentences))
+    return Dataset.from_list(sentences)
+
+
+def load_tagged_table(
+    path: str | Path,
+    text_column: str = "tokens",
+    label_column: str = "ner_tags",
+    tag_scheme: str = "IOB2",
+    output_label_column: str = "ner_tags",
+) -> Dataset:
+    """A JSON-lines, JSON, CSV or TSV file of tagged sentences as transformers' run_ner.py reads them: a column
+    of words (`text_column`: a list, or in CSV a space-separated string) and one of tags (`label_column`, likewise;
+    class ids are kept as their strings). Returns "tokens", `output_label_column` (entity tags converted to
+    `tag_scheme`; absent when the file has no tag column: words to tag), "line" and "file".
+
+    Raises a `ValueError` naming the file, line and column of a missing column or value, or of a row whose words
+    and tags differ in number.
+    """
+    from .text_classification import read_table
+
+    table, first_line = read_table(path)
+    if text_column not in table.column_names:
+        raise ValueError(f"{path}:1: no column {text_column!r} (the words); it has {table.column_names}")
+    columns = [text_column] + ([label_column] if label_column in table.column_names else [])
+    rows = {
+        name: [_word_list(value, path, first_line + i, name) for i, value in enumerate(table[name])]
+        for name in columns
+    }
+    lines = [first_line + i for i in range(len(table))]
+    for i, words in enumerate(rows[text_column]):
+        tags = rows[label_column][i] if label_column in rows else words
+        if len(tags) != len(words) or not words:
+            raise ValueError(
+                f"{path}:{lines[i]}: {len(words)} words in column {text_column!r} but {len(tags)} tags in "
+                f"{label_column!r}"
+            )
+    data = {"tokens": rows[text_column], "line": lines, "file": [str(path)] * len(lines)}
+    if label_column in rows:
+        sentences = [{output_label_column: tags, "line": line} for tags, line in zip(rows[label_column], lines)]
+        scheme = tag_scheme_of(sentences, output_label_column, path)
+        if scheme != "plain":
+            rows[label_column] = [convert_tags(tags, scheme, tag_scheme) for tags in rows[label_column]]
+        data[output_label_column] = rows[label_column]
+    logger.info("%s: %d sentences", path, len(lines))
+    return Dataset.from_dict(data)
+
+
+def _word_list(value, path, line: int, column: str) -> list[str]:
+    if isinstance(value, str):
+        value = value.split()
+    if value is None or any(item is None for item in value):
+        raise ValueError(f"{path}:{line}: column {column!r} is empty")
+    return [str(item) for item in value]
+
+
+def load_tagged_files(
+    data_files: dict[str, str | Path],
+    label_column: str = "ner_tags",
+    tag_scheme: str = "IOB2",
+    num_columns: int | None = 4,
+    text_column_name: str = "tokens",
+    label_column_name: str | None = None,
+    plain_text_splits: tuple[str, ...] = (),
 ) -> DatasetDict:
-    """A Hub (or local `datasets`) NER dataset with "tokens" and "ner_tags", with string tags in `tag_scheme`."""
+    """Each split from its file, read by its kind: JSON(-lines)/CSV/TSV tables (`load_tagged_table`, columns
+    `text_column_name` and `label_column_name`, default `label_column`), plain text with one sentence a line for
+    the splits in `plain_text_splits` (`read_plain_text`), else CoNLL column files (`load_conll_dataset`). Every
+    split has "tokens" and, where its file has tags, `label_column`."""
+    from .text_classification import FORMATS
+
+    splits = {}
+    for split, path in data_files.items():
+        if split in plain_text_splits:
+            splits[split] = read_plain_text(path)
+        elif Path(path).suffix.lower() in FORMATS:
+            splits[split] = load_tagged_table(
+                path, text_column_name, label_column_name or label_column, tag_scheme, label_column
+            )
+        else:
+            splits[split] = load_conll_dataset({split: path}, tag_scheme, num_columns, label_column)[split]
+    return DatasetDict(splits)
+
+
+def load_hub_ner_dataset(
+    dataset_name: str,
+    dataset_config_name: str | None = None,
+    tag_scheme: str = "IOB2",
+    cache_dir: str | None = None,
+    label_column: str = "ner_tags",
+    text_column_name: str = "tokens",
+    label_column_name: str | None = None,
+) -> DatasetDict:
+    """A Hub (or local `datasets`) tagging dataset with words (`text_column_name`) and tags (`label_column_name`,
+    default `label_column`, e.g. CoNLL-2003's "ner_tags" or "pos_tags"), as "tokens" and `label_column` with string
+    tags: entity tags in `tag_scheme`, others as they are."""
     from datasets import load_dataset
 
     tag_scheme = canonical_scheme(tag_scheme)
+    source_column = label_column_name or label_column
     raw = load_dataset(dataset_name, dataset_config_name, cache_dir=cache_dir)
     splits = {}
     for split, dataset in raw.items():
-        for column in ("tokens", "ner_tags"):
+        for column in (text_column_name, source_column):
             if column not in dataset.column_names:
                 raise ValueError(
                     f"dataset {dataset_name!r} split {split!r} has no {column!r} column "
                     f"(columns: {dataset.column_names})"
                 )
-        feature = dataset.features["ner_tags"]
-        tags = dataset["ner_tags"]
+        feature = dataset.features[source_column]
+        tags = dataset[source_column]
         if isinstance(feature, Sequence) and isinstance(feature.feature, ClassLabel):
             tags = [[feature.feature.names[t] for t in row] for row in tags]
-        scheme = detect_tag_scheme(tags)
-        logger.info("%s/%s: %d sentences, %s tags", dataset_name, split, len(dataset), scheme)
-        if scheme != tag_scheme:
-            logger.info("%s/%s: converting %s tags to %s", dataset_name, split, scheme, tag_scheme)
-        # Only words and NER tags: other columns (POS, chunk) are class ids whose names differ per dataset.
-        splits[split] = Dataset.from_dict(
-            {
-                "tokens": dataset["tokens"],
-                "ner_tags": [convert_tags(row, scheme, tag_scheme) for row in tags],
-            }
+        else:
+            tags = [[str(t) for t in row] for row in tags]
+        where = f"{dataset_name}/{split}"
+        scheme = tag_scheme_of(
+            [{label_column: row, "line": f"row {i}"} for i, row in enumerate(tags)], label_column, where
         )
+        logger.info("%s: %d sentences, %s tags", where, len(dataset), scheme)
+        if scheme not in ("plain", tag_scheme):
+            logger.info("%s: converting %s tags to %s", where, scheme, tag_scheme)
+            tags = [convert_tags(row, scheme, tag_scheme) for row in tags]
+        # Only words and the tags learnt: other columns are class ids whose names differ per dataset.
+        splits[split] = Dataset.from_dict({"tokens": dataset[text_column_name], label_column: tags})
     return DatasetDict(splits)
 
 
-def check_labels(dataset: Dataset, label2id: dict[str, int], split: str):
+def check_labels(dataset: Dataset, label2id: dict[str, int], split: str, label_column: str = "ner_tags"):
     """Raise a ValueError naming the first tag of `dataset` that is not in `label2id` (unseen in training)."""
-    for index, tags in enumerate(dataset["ner_tags"]):
+    for index, tags in enumerate(dataset[label_column]):
         for position, tag in enumerate(tags):
             if tag not in label2id:
                 if "file" in dataset.column_names:
-                    where = f"{dataset[index]['file']}:{dataset[index]['line'] + position}"
+                    row = dataset[index]
+                    if Path(row["file"]).suffix.lower() in (".json", ".jsonl", ".csv", ".tsv"):
+                        where = f"{row['file']}:{row['line']}, column {label_column!r}, word {position + 1}"
+                    else:
+                        where = f"{row['file']}:{row['line'] + position}"
                 else:
                     where = f"sentence {index}, word {position}"
                 raise ValueError(
@@ -286,14 +455,21 @@ def subword_counts(tokenizer):
     return costs
 
 
-def encode_tagged_words(examples, tokenizer, label2id: dict[str, int], max_length: int | None = None):
+def encode_tagged_words(
+    examples,
+    tokenizer,
+    label2id: dict[str, int],
+    max_length: int | None = None,
+    label_column: str = "ner_tags",
+    label_all_tokens: bool = False,
+):
     """Tokenize pre-split words and align the word labels to the tokens, for every model family.
 
     `word_ids()` (of a fast tokenizer, or of `ElmoTokenizer`, which gives one position per word) says which word
-    each token is: the first token of each word gets the word's label id; the word's other sub-tokens and special
-    tokens -100 (`align_labels`). `max_length` truncates (in tokens); None keeps every word. For
-    `datasets.Dataset.map(batched=True)`; batches are padded later (labels with -100, by
-    `DataCollatorForTokenClassification`).
+    each token is: the first token of each word gets the word's label id; the word's other sub-tokens -100, or
+    with `label_all_tokens` a label too (`align_labels`); special tokens -100. `max_length` truncates (in tokens);
+    None keeps every word. For `datasets.Dataset.map(batched=True)`; batches are padded later (labels with -100,
+    by `DataCollatorForTokenClassification`).
     """
     encodings = tokenizer(
         examples["tokens"], is_split_into_words=True, truncation=max_length is not None, max_length=max_length
@@ -305,18 +481,32 @@ def encode_tagged_words(examples, tokenizer, label2id: dict[str, int], max_lengt
             f"encoding tagged words needs a tokenizer with word_ids() (a fast one, or ElmoTokenizer); got "
             f"{type(tokenizer).__name__}"
         ) from None
-    encodings["labels"] = [align_labels(ids, tags, label2id) for ids, tags in zip(word_ids, examples["ner_tags"])]
+    encodings["labels"] = [
+        align_labels(ids, tags, label2id, label_all_tokens) for ids, tags in zip(word_ids, examples[label_column])
+    ]
     return dict(encodings)
 
 
-def align_labels(word_ids, tags: list[str], label2id: dict[str, int]) -> list[int]:
+def continuation_tag(tag: str, label2id: dict[str, int]) -> str:
+    """The label of a word's later sub-tokens under `label_all_tokens`: `I-X` for a word tagged `B-X` (where `I-X`
+    is a label, as transformers' run_ner.py does), else the word's own tag."""
+    if tag.startswith("B-") and "I-" + tag[2:] in label2id:
+        return "I-" + tag[2:]
+    return tag
+
+
+def align_labels(word_ids, tags: list[str], label2id: dict[str, int], label_all_tokens: bool = False) -> list[int]:
     """One sentence's word tags as label ids per token, from its `word_ids` (`BatchEncoding.word_ids(i)`, of a fast
-    tokenizer or of `ElmoTokenizer`): the first token of each word gets the word's label id, the word's other
-    tokens, special tokens and padding (`None`) -100. (Predictions are read at the same first tokens, one per word.)"""
+    tokenizer or of `ElmoTokenizer`): the first token of each word gets the word's label id, special tokens and
+    padding (`None`) -100, and the word's other tokens -100 or, with `label_all_tokens`, the id of
+    `continuation_tag`. (Predictions are read at the first tokens, one per word: encode evaluation data without
+    `label_all_tokens`.)"""
     labels, previous = [], None
     for word in word_ids:
-        if word is None or word == previous:
+        if word is None:
             labels.append(IGNORE_INDEX)
+        elif word == previous:
+            labels.append(label2id[continuation_tag(tags[word], label2id)] if label_all_tokens else IGNORE_INDEX)
         else:
             labels.append(label2id[tags[word]])
         previous = word
@@ -346,33 +536,52 @@ def logits_to_tags(logits, labels):
     return logits.argmax(-1)
 
 
-def ner_metrics(id2label: dict[int, str], tag_scheme: str | None = None):
+def ner_metrics(id2label: dict[int, str], tag_scheme: str | None = None, entity_level: bool = False):
     """`Trainer(compute_metrics=...)` for tag ids from `logits_to_tags`: entity-level scores from the shipped
-    seqeval metric ("precision", "recall", "f1", "accuracy" overall, and "<TYPE>_f1" per entity type).
+    seqeval metric ("precision", "recall", "f1", "accuracy" overall, and "<TYPE>_f1" per entity type; with
+    `entity_level` also "<TYPE>_precision", "<TYPE>_recall" and "<TYPE>_support", the entities of the type in
+    the gold tags), or for tags without an entity scheme (`tag_scheme="plain"`, e.g. POS) the token accuracy.
 
     `tag_scheme` scores the way `tag_schemes.seqeval_arguments` says: BIOES and BIOUL in seqeval's strict mode
     (only well-formed entities count, and L-/U- are read), IOB1 and IOB2 (and `None`) as conlleval reads them.
     """
+    if tag_scheme == "plain":
+
+        def token_accuracy(eval_prediction) -> dict[str, float]:
+            predicted, gold = predictions_to_tags(eval_prediction.predictions, eval_prediction.label_ids, id2label)
+            pairs = [(p, g) for row_p, row_g in zip(predicted, gold) for p, g in zip(row_p, row_g)]
+            return {"accuracy": sum(p == g for p, g in pairs) / max(len(pairs), 1)}
+
+        return token_accuracy
+
     from ..metrics import load_metric
 
     seqeval = load_metric("seqeval")
     scheme_arguments = seqeval_arguments(tag_scheme) if tag_scheme is not None else {}
+    per_type = {"precision": "precision", "recall": "recall", "f1": "f1", "number": "support"}
 
     def compute(eval_prediction) -> dict[str, float]:
         predicted, gold = predictions_to_tags(eval_prediction.predictions, eval_prediction.label_ids, id2label)
         scores = seqeval.compute(predictions=predicted, references=gold, zero_division=0, **scheme_arguments)
         metrics = {name: scores[f"overall_{name}"] for name in ("precision", "recall", "f1", "accuracy")}
-        metrics.update({f"{entity}_f1": value["f1"] for entity, value in scores.items() if isinstance(value, dict)})
+        for entity, value in scores.items():
+            if isinstance(value, dict):
+                for name, key in per_type.items() if entity_level else [("f1", "f1")]:
+                    metrics[f"{entity}_{key}"] = value[name]
         return metrics
 
     return compute
 
 
-def write_conll_predictions(path: str | Path, sentences: Dataset | list[dict], predictions: list[list[str]]):
+def write_conll_predictions(
+    path: str | Path, sentences: Dataset | list[dict], predictions: list[list[str]], label_column: str = "ner_tags"
+):
     """Write sentences with their predicted tags as a column file that the `conlleval` script reads.
 
-    Each word line holds the input's columns (word, POS, chunk when present, gold tag) then the predicted tag;
-    `conlleval` takes the last two columns as gold and predicted. Sentences are separated by blank lines.
+    Each word line holds the word, the input's other columns (POS, chunk, NER when present, in CoNLL-2003 order),
+    the gold `label_column` tag then the predicted tag; `conlleval` takes the last two columns as gold and
+    predicted. Sentences without gold tags (words to tag) get the word and the predicted tag. Sentences are
+    separated by blank lines.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -382,15 +591,10 @@ def write_conll_predictions(path: str | Path, sentences: Dataset | list[dict], p
                 raise ValueError(
                     f"sentence {index} has {len(sentence['tokens'])} words but {len(predicted)} predictions"
                 )
-            middle = [c for c in CONLL2003_COLUMNS[1:3] if c in sentence] + sorted(
-                c for c in sentence if c.startswith("column_")
-            )
+            columns = [c for c in CONLL2003_COLUMNS[1:] if c in sentence and c != label_column]
+            columns += sorted(c for c in sentence if c.startswith("column_"))
+            columns += [label_column] if label_column in sentence else []
             for position, tag in enumerate(predicted):
-                fields = [
-                    sentence["tokens"][position],
-                    *(sentence[c][position] for c in middle),
-                    sentence["ner_tags"][position],
-                    tag,
-                ]
+                fields = [sentence["tokens"][position], *(sentence[c][position] for c in columns), tag]
                 f.write(" ".join(fields) + "\n")
             f.write("\n")

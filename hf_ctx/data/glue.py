@@ -19,7 +19,6 @@ file named as the GLUE server expects (`MRPC.tsv`, `MNLI-m.tsv`, ...).
 
 import logging
 import math
-import re
 from pathlib import Path
 
 from datasets import Dataset, DatasetDict
@@ -27,6 +26,7 @@ from datasets import Dataset, DatasetDict
 from ..atomic_files import atomic_write
 from .files import utf8_lines
 from .glue_tasks import GlueTask, glue_task
+from .words import split_words
 
 logger = logging.getLogger(__name__)
 
@@ -274,16 +274,8 @@ def encode_glue_for_subwords(
     )
 
 
-# Words and punctuation apart, numbers ("3.5", "1,000") and English clitics ("it's" -> "it", "'s") kept whole:
-# close to the tokenized text ELMo's biLMs are trained on. GLUE's SST-2 text is tokenized like this already.
-WORD_PATTERN = re.compile(r"'\w+|\w+(?:[.,]\w+)*|[^\w\s]")
 # Between the two sentences of a pair: the end of one sentence and the start of the next, as the biLM knows them.
 PAIR_SEPARATOR = ("</S>", "<S>")
-
-
-def split_words(text: str) -> list[str]:
-    """`text` as a list of words and punctuation marks."""
-    return WORD_PATTERN.findall(text)
 
 
 def encode_glue_for_words(

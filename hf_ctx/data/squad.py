@@ -41,11 +41,12 @@ def _field(path, node, key: str, kind: type, where: str):
     return node[key]
 
 
-def read_squad_file(path: str | Path) -> dict[str, list]:
+def read_squad_file(path: str | Path, answers_required: bool = True) -> dict[str, list]:
     """The questions of a SQuAD JSON file (v1.1 or v2.0), one row per question (columns `COLUMNS`).
 
     A file not in the layout is a `ValueError` naming the file and where it departs from it; so is an answer
-    whose `answer_start` does not point at its text (naming the question id).
+    whose `answer_start` does not point at its text (naming the question id). Without `answers_required`
+    (questions to answer), a question may lack "answers".
     """
     path = Path(path)
     try:
@@ -64,7 +65,10 @@ def read_squad_file(path: str | Path) -> dict[str, list]:
                 qid = str(_field(path, qa, "id", (str, int), qa_where))
                 qa_where = f"question {qid!r} ({qa_where})"
                 question = _field(path, qa, "question", str, qa_where)
-                answers = [] if qa.get("is_impossible") else _field(path, qa, "answers", list, qa_where)
+                if qa.get("is_impossible") or (not answers_required and "answers" not in qa):
+                    answers = []
+                else:
+                    answers = _field(path, qa, "answers", list, qa_where)
                 texts, starts = [], []
                 for answer in answers:
                     texts.append(_field(path, answer, "text", str, f"{qa_where}.answers"))
@@ -108,10 +112,14 @@ def load_squad(
     cache_dir: str | None = None,
 ) -> DatasetDict:
     """The splits of `files` (split -> SQuAD JSON file) or, without files, of the Hub dataset `dataset_name`
-    ("squad", "squad_v2"), checked (`check_questions`); neither gives an empty `DatasetDict`."""
+    ("squad", "squad_v2"), checked (`check_questions`); neither gives an empty `DatasetDict`. The "test" split
+    holds questions to answer: they need no answers."""
     files = {split: path for split, path in files.items() if path}
     if files:
-        splits = {split: Dataset.from_dict(read_squad_file(path)) for split, path in files.items()}
+        splits = {
+            split: Dataset.from_dict(read_squad_file(path, answers_required=split != "test"))
+            for split, path in files.items()
+        }
         sources = files
     elif dataset_name is not None:
         from datasets import load_dataset
@@ -125,7 +133,7 @@ def load_squad(
     else:
         return DatasetDict()  # nothing asked for; the caller names what is missing
     for split, dataset in splits.items():
-        check_questions(dataset, sources[split], version_2_with_negative)
+        check_questions(dataset, sources[split], None if split == "test" else version_2_with_negative)
         unanswerable = sum(not answers["text"] for answers in dataset["answers"])
         logger.info(
             "%s: %d questions (%d without an answer) on %d contexts",

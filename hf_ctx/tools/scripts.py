@@ -18,6 +18,7 @@ import transformers
 from transformers import HfArgumentParser, Trainer, TrainingArguments
 
 from .checks import check_conflicting_arguments, check_path_arguments, check_positive_arguments
+from .families import MODEL_FAMILIES, families_with, preset_names
 
 logger = logging.getLogger(__name__)
 
@@ -213,6 +214,70 @@ def parse_config_overrides(overrides: str | None) -> dict:
                 raise ValueError(f"--config_overrides sets {key!r}, but {parent!r} is already given a value")
         target[name] = value
     return parsed
+
+
+# --- building a model: one way in every script ----------------------------------------------------------------
+
+
+@dataclass
+class ModelBuildingArguments:
+    """How every example script builds its model: `--model_name_or_path` a checkpoint to fine-tune (or a
+    fine-tuned one to evaluate and predict with), or `--model_type` a family with `--config_name` (a size preset or
+    a config) and `--config_overrides` for random weights. The same names and help text in every script; each
+    script's `ModelArguments` subclasses this and adds its own options."""
+
+    model_name_or_path: str | None = field(
+        default=None,
+        metadata={
+            "help": "a checkpoint folder to fine-tune (a pretrained hf_ctx model), or a fine-tuned one to evaluate "
+            "and predict with"
+        },
+    )
+    model_type: str | None = field(
+        default=None,
+        metadata={
+            "help": f"without --model_name_or_path: a new model from random weights, one of {list(MODEL_FAMILIES)} "
+            "(those with the script's task)"
+        },
+    )
+    config_name: str | None = field(
+        default=None,
+        metadata={
+            "help": "with --model_type: a size preset (" + preset_names(MODEL_FAMILIES) + ") or a config.json or "
+            "checkpoint folder of that family; default: the family's default config"
+        },
+    )
+    tokenizer_name: str | None = field(
+        default=None, metadata={"help": "a tokenizer folder (default: the checkpoint's, or the script's own)"}
+    )
+    config_overrides: str | None = field(default=None, metadata={"help": CONFIG_OVERRIDES_HELP})
+    cache_dir: str | None = field(default=None, metadata={"help": "where Hub downloads are cached"})
+
+
+# (argument, argument it makes the script ignore) for `ModelBuildingArguments`: a checkpoint brings its own config.
+MODEL_BUILDING_IGNORED_TOGETHER = [("model_name_or_path", "config_name"), ("model_name_or_path", "model_type")]
+
+
+def new_model_family(model_args: ModelBuildingArguments, task: str):
+    """The family record of `--model_type` for a new model of `task` (a key of `AUTO_CLASSES`); a `ValueError`
+    naming the families that have the task when it is missing or has none."""
+    names = families_with(task)
+    if model_args.model_type not in names:
+        raise ValueError(
+            f"give --model_name_or_path, or --model_type (one of {names}) for a model from random weights; got "
+            f"{model_args.model_type!r}"
+        )
+    return MODEL_FAMILIES[model_args.model_type]
+
+
+def new_model_config(model_args: ModelBuildingArguments, task: str, tokenizer, **fields):
+    """A new model's config: `--model_type`'s family, `--config_name` (a preset sized to `tokenizer`, a config
+    folder of the family, or None: the family's default config), `fields` and `--config_overrides` over it."""
+    family = new_model_family(model_args, task)
+    fields = {**fields, **parse_config_overrides(model_args.config_overrides)}
+    if model_args.config_name is None:
+        return family.new_config(None, tokenizer, **fields)
+    return family.load_config(model_args.config_name, tokenizer, cache_dir=model_args.cache_dir, **fields)
 
 
 @dataclass

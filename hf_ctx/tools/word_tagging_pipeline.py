@@ -5,34 +5,37 @@ transformers' `TokenClassificationPipeline` assumes sub-word tokenizers: it read
 `tokenizer.convert_ids_to_tokens(int(input_ids[i]))` and gets character offsets only from fast tokenizers.
 `ElmoTokenizer` is a slow tokenizer whose `input_ids` are (words, 50) character ids, so that code cannot run.
 This subclass keeps the pipeline's task, arguments, output format and entity grouping and changes only what
-differs: the words are the whitespace-separated pieces of the text (or the given list of words), their character
-offsets are known exactly, and each word is one model position.
+differs: the words are the text split as CoNLL and the Penn Treebank split it (punctuation off words:
+"flew to Brussels." -> "flew", "to", "Brussels", "."; `hf_ctx.data.words`), or the given list of words, their
+character offsets into the text are known exactly, and each word is one model position. A text of several
+sentences is tagged sentence by sentence (offsets still into the whole text).
 
     >>> from transformers import pipeline
     >>> from hf_ctx import WordTokenClassificationPipeline
     >>> tagger = pipeline("token-classification", model="runs/taglm", pipeline_class=WordTokenClassificationPipeline,
     ...                   aggregation_strategy="simple")
-    >>> tagger("Peter Blackburn flew to Brussels")
+    >>> tagger("Peter Blackburn flew to Brussels.")
     [{'entity_group': 'PER', 'score': 0.99, 'word': 'Peter Blackburn', 'start': 0, 'end': 15}, ...]
 
 For TagLM the per-word scores are the softmax of the CRF max-marginals, so the tags are the CRF's Viterbi decoding.
 """
-
-import re
 
 import numpy as np
 import torch
 from transformers.pipelines.feature_extraction import FeatureExtractionPipeline
 from transformers.pipelines.token_classification import AggregationStrategy, TokenClassificationPipeline
 
+from ..data.words import split_sentences, word_spans
 
-def split_words(
-    sentence, is_split_into_words: bool = False, delimiter: str = " "
-) -> tuple[str, list[str], list[tuple[int, int]]]:
-    """The text, words and character offsets (start, end) of each word of a pipeline input.
 
-    A string is split on whitespace, offsets into it; a list of words (`is_split_into_words=True`) is joined
-    with `delimiter`, offsets into the joined text.
+def input_sentences(
+    sentence, is_split_into_words: bool = False, delimiter: str = " ", by_sentence: bool = True
+) -> tuple[str, list[list[str]], list[list[tuple[int, int]]]]:
+    """The text of a pipeline input, its sentences' words and each word's character offsets (start, end).
+
+    A string is split into words as CoNLL and the Penn Treebank split text (`hf_ctx.data.words`: punctuation off
+    words), and into sentences unless `by_sentence=False`; offsets are into the string. A list of words
+    (`is_split_into_words=True`) is one sentence, joined with `delimiter`, offsets into the joined text.
     """
     if is_split_into_words:
         if not isinstance(sentence, list):
@@ -41,17 +44,19 @@ def split_words(
         for word in words:
             offsets.append((start, start + len(word)))
             start += len(word) + len(delimiter)
-        return delimiter.join(words), words, offsets
+        return delimiter.join(words), [words], [offsets]
     if not isinstance(sentence, str):
         raise ValueError("When `is_split_into_words=False`, `sentence` must be an untokenized string.")
-    matches = list(re.finditer(r"\S+", sentence))
-    return sentence, [m.group() for m in matches], [m.span() for m in matches]
+    sentences = split_sentences(sentence) if by_sentence else [word_spans(sentence)]
+    sentences = [spans for spans in sentences if spans] or [[]]
+    words = [[word for word, _, _ in spans] for spans in sentences]
+    offsets = [[(start, end) for _, start, end in spans] for spans in sentences]
+    return sentence, words, offsets
 
 
-def word_inputs(tokenizer, sentence, is_split_into_words: bool = False, delimiter: str = " ") -> dict:
-    """A word-level pipeline's model inputs for one sentence (the tokenizer's tensors, batch of one) with the
-    keys "sentence", "words" and "word_offsets" (see `split_words`) that `_forward` passes on."""
-    text, words, offsets = split_words(sentence, is_split_into_words, delimiter)
+def word_inputs(tokenizer, text: str, words: list[str], offsets: list[tuple[int, int]]) -> dict:
+    """A word-level pipeline's model inputs for one sentence's `words` (the tokenizer's tensors, batch of one) with
+    the keys "sentence", "words" and "word_offsets" that `_forward` passes on."""
     inputs = tokenizer(words, is_split_into_words=True, return_tensors="pt")
     return {**inputs, "sentence": text, "words": words, "word_offsets": offsets}
 
@@ -91,7 +96,9 @@ class WordTokenClassificationPipeline(TokenClassificationPipeline):
         return preprocess_params, {}, postprocess_params
 
     def preprocess(self, sentence, is_split_into_words=False, delimiter=" "):
-        yield {**word_inputs(self.tokenizer, sentence, is_split_into_words, delimiter), "is_last": True}
+        text, sentences, offsets = input_sentences(sentence, is_split_into_words, delimiter)
+        for i, (words, word_offsets) in enumerate(zip(sentences, offsets)):
+            yield {**word_inputs(self.tokenizer, text, words, word_offsets), "is_last": i == len(sentences) - 1}
 
     def _forward(self, model_inputs):
         extras = {key: model_inputs.pop(key) for key in ("sentence", "words", "word_offsets", "is_last")}
@@ -178,7 +185,8 @@ class WordFeatureExtractionPipeline(FeatureExtractionPipeline):
         return super().__call__(inputs, **kwargs)
 
     def preprocess(self, sentence, is_split_into_words=False, delimiter=" "):
-        return word_inputs(self.tokenizer, sentence, is_split_into_words, delimiter)
+        text, words, offsets = input_sentences(sentence, is_split_into_words, delimiter, by_sentence=False)
+        return word_inputs(self.tokenizer, text, words[0], offsets[0])
 
     def _forward(self, model_inputs, layer_output=None):
         extras = {key: model_inputs.pop(key) for key in ("sentence", "words", "word_offsets")}
