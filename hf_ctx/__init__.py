@@ -53,7 +53,11 @@ from .tokenization_elmo import ElmoTokenizer
 from .tools.families import AUTO_CLASSES, MODEL_FAMILIES  # the registry: every family's classes, per task
 from .tools.lora import lora_target_modules
 from .tools.question_answering import QuestionAnsweringPipeline  # transformers 5 has no QA pipeline any more
-from .tools.word_tagging_pipeline import WordFeatureExtractionPipeline, WordTokenClassificationPipeline
+from .tools.word_tagging_pipeline import (
+    SubwordTokenClassificationPipeline,
+    WordFeatureExtractionPipeline,
+    WordTokenClassificationPipeline,
+)
 
 # The registration tables, derived from the records: config classes, (Auto class, model class) pairs and
 # (config class, tokenizer class) pairs.
