@@ -1,5 +1,6 @@
 """examples/run_ner.py end to end on tiny generated data: train, evaluate, predict, reload; and its errors."""
 
+import itertools
 import json
 import logging
 import re
@@ -18,7 +19,7 @@ from transformers import AutoModel, AutoModelForTokenClassification, HfArgumentP
 from hf_ctx import ElmoConfig, ElmoForBiLM, ElmoTokenizer
 from hf_ctx.data.conll import read_conll
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
-from hf_ctx.tag_schemes import convert_tags
+from hf_ctx.tag_schemes import allowed_transitions, convert_tags
 
 COMMON = [
     "--report_to",
@@ -362,3 +363,56 @@ def test_a_new_bert_tagger_refuses_what_it_cannot_use(corpus, tmp_path, options,
             ["--model_type", "bert", "--vocab_size", "100", "--train_file", str(corpus["train"]), "--do_train"]
             + [*options, "--output_dir", str(tmp_path / "out"), *COMMON]
         )
+
+
+def scheme_breaks(tag_sequences, scheme: str) -> int:
+    """How many transitions (sentence start and end included) of the sequences `scheme` does not allow."""
+    labels = sorted({tag for tags in tag_sequences for tag in tags} | {"O"})
+    ids = {label: i for i, label in enumerate(labels)}
+    allowed = set(allowed_transitions(scheme, dict(enumerate(labels))))
+    start, end = len(labels), len(labels) + 1
+    return sum(
+        (a, b) not in allowed
+        for tags in tag_sequences
+        for a, b in itertools.pairwise([start, *(ids[t] for t in tags), end])
+    )
+
+
+@pytest.mark.parametrize("model_type", ["bert", "elmo"])
+def test_use_crf_gives_a_crf_tagger_whose_predictions_keep_the_scheme(corpus, bilm, tmp_path, model_type):
+    out = tmp_path / model_type
+    model_options = (
+        ["--model_size", "tiny", "--vocab_size", "300"]
+        if model_type == "bert"
+        else ["--bilm_name_or_path", str(bilm), "--config_overrides", "task_hidden_size=8"]
+    )
+    metrics = run_ner.main(
+        [
+            "--model_type",
+            model_type,
+            *model_options,
+            "--use_crf",
+            "--train_file",
+            str(corpus["train"]),
+            "--test_file",
+            str(corpus["test"]),
+            "--do_train",
+            "--do_predict",
+            "--num_train_epochs",
+            "3" if model_type == "bert" else "1",
+            "--learning_rate",
+            "3e-3" if model_type == "bert" else "1e-3",
+            "--output_dir",
+            str(out),
+            *COMMON,
+        ]
+    )
+    check_prediction_file(out / "predictions_test.txt", corpus["test"], metrics["predict_f1"])
+    tagger = AutoModelForTokenClassification.from_pretrained(out)
+    assert tagger.config.use_crf and tagger.config.tag_scheme == "IOB2" and not tagger.crf.allowed.all()
+    predicted = [s["ner_tags"] for s in read_conll(out / "predictions_test.txt", num_columns=5)]
+    assert sum(len(tags) for tags in predicted) > 100
+    assert sum(tag != "O" for tags in predicted for tag in tags) > 50  # entities were predicted
+    assert scheme_breaks(predicted, "IOB2") == 0
+    # The check counts: the gold tags in IOB1 break IOB2 (an entity starting with I-).
+    assert scheme_breaks([s["ner_tags"] for s in read_conll(corpus["test"])], "IOB2") > 0
