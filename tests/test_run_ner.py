@@ -1,6 +1,5 @@
 """examples/run_ner.py end to end on tiny generated data: train, evaluate, predict, reload; and its errors."""
 
-import itertools
 import json
 import logging
 import re
@@ -19,7 +18,7 @@ from transformers import AutoModel, AutoModelForTokenClassification, HfArgumentP
 from hf_ctx import ElmoConfig, ElmoForBiLM, ElmoTokenizer
 from hf_ctx.data.conll import read_conll
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
-from hf_ctx.tag_schemes import allowed_transitions, convert_tags
+from hf_ctx.tag_schemes import convert_tags, count_scheme_breaks
 
 COMMON = [
     "--report_to",
@@ -365,19 +364,6 @@ def test_a_new_bert_tagger_refuses_what_it_cannot_use(corpus, tmp_path, options,
         )
 
 
-def scheme_breaks(tag_sequences, scheme: str) -> int:
-    """How many transitions (sentence start and end included) of the sequences `scheme` does not allow."""
-    labels = sorted({tag for tags in tag_sequences for tag in tags} | {"O"})
-    ids = {label: i for i, label in enumerate(labels)}
-    allowed = set(allowed_transitions(scheme, dict(enumerate(labels))))
-    start, end = len(labels), len(labels) + 1
-    return sum(
-        (a, b) not in allowed
-        for tags in tag_sequences
-        for a, b in itertools.pairwise([start, *(ids[t] for t in tags), end])
-    )
-
-
 @pytest.mark.parametrize("model_type", ["bert", "elmo"])
 def test_use_crf_gives_a_crf_tagger_whose_predictions_keep_the_scheme(corpus, bilm, tmp_path, model_type):
     out = tmp_path / model_type
@@ -413,6 +399,6 @@ def test_use_crf_gives_a_crf_tagger_whose_predictions_keep_the_scheme(corpus, bi
     predicted = [s["ner_tags"] for s in read_conll(out / "predictions_test.txt", num_columns=5)]
     assert sum(len(tags) for tags in predicted) > 100
     assert sum(tag != "O" for tags in predicted for tag in tags) > 50  # entities were predicted
-    assert scheme_breaks(predicted, "IOB2") == 0
-    # The check counts: the gold tags in IOB1 break IOB2 (an entity starting with I-).
-    assert scheme_breaks([s["ner_tags"] for s in read_conll(corpus["test"])], "IOB2") > 0
+    assert count_scheme_breaks(predicted, "IOB2") == 0 and metrics["predict_scheme_breaks"] == 0
+    # The count counts: the gold tags in IOB1 break IOB2 (an entity starting with I-).
+    assert count_scheme_breaks([s["ner_tags"] for s in read_conll(corpus["test"])], "IOB2") > 0

@@ -22,7 +22,14 @@ from datasets import ClassLabel, Dataset, DatasetDict, Sequence
 
 from ..atomic_files import atomic_write
 from ..losses import IGNORE_INDEX
-from ..tag_schemes import canonical_scheme, convert_tags, detect_tag_scheme, seqeval_arguments, split_tag
+from ..tag_schemes import (
+    canonical_scheme,
+    convert_tags,
+    count_scheme_breaks,
+    detect_tag_scheme,
+    seqeval_arguments,
+    split_tag,
+)
 from .files import utf8_lines
 
 logger = logging.getLogger(__name__)
@@ -348,7 +355,9 @@ def logits_to_tags(logits, labels):
 
 def ner_metrics(id2label: dict[int, str], tag_scheme: str | None = None):
     """`Trainer(compute_metrics=...)` for tag ids from `logits_to_tags`: entity-level scores from the shipped
-    seqeval metric ("precision", "recall", "f1", "accuracy" overall, and "<TYPE>_f1" per entity type).
+    seqeval metric ("precision", "recall", "f1", "accuracy" overall, and "<TYPE>_f1" per entity type), and with
+    `tag_scheme` "scheme_breaks": how many predicted transitions the scheme forbids (`count_scheme_breaks`; 0 for a
+    tagger with a CRF under the scheme).
 
     `tag_scheme` scores the way `tag_schemes.seqeval_arguments` says: BIOES and BIOUL in seqeval's strict mode
     (only well-formed entities count, and L-/U- are read), IOB1 and IOB2 (and `None`) as conlleval reads them.
@@ -363,6 +372,8 @@ def ner_metrics(id2label: dict[int, str], tag_scheme: str | None = None):
         scores = seqeval.compute(predictions=predicted, references=gold, zero_division=0, **scheme_arguments)
         metrics = {name: scores[f"overall_{name}"] for name in ("precision", "recall", "f1", "accuracy")}
         metrics.update({f"{entity}_f1": value["f1"] for entity, value in scores.items() if isinstance(value, dict)})
+        if tag_scheme is not None:
+            metrics["scheme_breaks"] = count_scheme_breaks(predicted, tag_scheme)
         return metrics
 
     return compute
