@@ -124,6 +124,11 @@ def _check_lstm(name: str, lstm) -> None:
     boolean("lstm use_skip_connections", lstm["use_skip_connections"])
 
 
+def _check_num_output_representations(name: str, value) -> None:
+    positive_int(name, value)
+    one_of((1, 2))(name, value)
+
+
 class ElmoConfig(CheckedConfig, PreTrainedConfig):
     r"""
     Configuration of the ELMo biLM ([`ElmoModel`], [`ElmoForBiLM`]) and of the task models built on it
@@ -257,7 +262,7 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
         "task_hidden_size": non_negative_int("no task LSTM"),
         "task_word_embedding_size": non_negative_int("ELMo vectors only"),
         "max_sentence_words": positive_int,
-        "num_output_representations": one_of((1, 2)),
+        "num_output_representations": _check_num_output_representations,
         "use_crf": boolean,
         "tag_scheme": optional(one_of(SCHEME_NAMES), "every transition allowed"),
     }

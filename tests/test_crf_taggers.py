@@ -240,6 +240,13 @@ def test_bert_crf_pipeline_gives_the_viterbi_tags_of_the_words(tmp_path):
         else:
             groups.append((kind, [word]))
     assert [(e["entity_group"], e["word"]) for e in tagger(sentence)] == [(k, " ".join(w)) for k, w in groups]
+    # Batched, the padding is no word: each sentence is tagged as alone.
+    sentences = [sentence, "cat runs"]
+
+    def tags_of(results):
+        return [[(e["entity_group"], e["word"]) for e in entities] for entities in results]
+
+    assert tags_of(tagger(sentences, batch_size=2)) == tags_of([tagger(s) for s in sentences])
     plain = pipeline("token-classification", model=model, tokenizer=tokenizer)
     with pytest.raises(ValueError, match=r"pipeline_class=hf_ctx\.SubwordTokenClassificationPipeline"):
         plain(sentence)
