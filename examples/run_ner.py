@@ -111,6 +111,13 @@ class ModelArguments(BiLMCacheArguments, ModelBuildingArguments):
             "--load_best_model_at_end, which then restores the best checkpoint)"
         },
     )
+    use_crf: bool = field(
+        default=False,
+        metadata={
+            "help": "BERT/ELMo: decode with a CRF under --tag_scheme (sets the config's use_crf and tag_scheme); "
+            "TagLM always has one"
+        },
+    )
 
 
 @dataclass
@@ -288,7 +295,12 @@ def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
         tokenizer = load_tokenizer(model_args.tokenizer_name or checkpoint)
         check_tokenizer_fits(config, tokenizer, data_args.max_seq_length, model_args.tokenizer_name or checkpoint)
         model = AutoModelForTokenClassification.from_pretrained(
-            checkpoint, num_labels=len(labels), cache_dir=model_args.cache_dir, **label_fields, **overrides
+            checkpoint,
+            num_labels=len(labels),
+            cache_dir=model_args.cache_dir,
+            **label_fields,
+            **crf_fields(model_args, data_args, found),
+            **overrides,
         )
         return model, tokenizer, found, checkpoint
     source = model_args.tokenizer_name or bilm
@@ -302,7 +314,11 @@ def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
         "bilm_layers": [int(i) for i in model_args.bilm_layers.split(",")],
         "tag_scheme": None if scheme == "plain" else scheme,  # plain tags: every transition allowed
     }
-    fields = {**label_fields, **{k: v for k, v in tagger_fields.items() if family.config_has_field(k)}}
+    fields = {
+        **label_fields,
+        **{k: v for k, v in tagger_fields.items() if family.config_has_field(k)},
+        **crf_fields(model_args, data_args, family),
+    }
     config = new_model_config(model_args, "token_classification", tokenizer, **fields)
     check_tokenizer_fits(config, tokenizer, data_args.max_seq_length, source or "the new tokenizer")
     model_class = family.models["token_classification"]
@@ -312,6 +328,14 @@ def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
             raise ValueError(f"--word_vectors: a {family.name} tagger has no word embeddings to load them into")
         load_word_vectors(model.word_embeddings, model_args.word_vectors, tokenizer.get_vocab())
     return model, tokenizer, family, None
+
+
+def crf_fields(model_args, data_args, family) -> dict:
+    """`--use_crf`: the config fields of a tagger that decodes with a CRF under the data's tag scheme, where the
+    family's config has them (TagLM's CRF is always there)."""
+    if not model_args.use_crf or not family.config_has_field("use_crf"):
+        return {}
+    return {"use_crf": True, "tag_scheme": data_args.tag_scheme}
 
 
 def encode_splits(

@@ -51,9 +51,14 @@ from .modeling_taglm import TagLMForTokenClassification, TagLMPreTrainedModel
 from .tag_schemes import allowed_transitions
 from .tokenization_elmo import ElmoTokenizer
 from .tools.families import AUTO_CLASSES, MODEL_FAMILIES  # the registry: every family's classes, per task
+from .tools.inspection import plot_attention, plot_scalar_mix
 from .tools.lora import lora_target_modules
 from .tools.question_answering import QuestionAnsweringPipeline  # transformers 5 has no QA pipeline any more
-from .tools.word_tagging_pipeline import WordFeatureExtractionPipeline, WordTokenClassificationPipeline
+from .tools.word_tagging_pipeline import (
+    SubwordTokenClassificationPipeline,
+    WordFeatureExtractionPipeline,
+    WordTokenClassificationPipeline,
+)
 
 # The registration tables, derived from the records: config classes, (Auto class, model class) pairs and
 # (config class, tokenizer class) pairs.

@@ -4,6 +4,7 @@ from transformers import PreTrainedConfig
 from transformers.activations import ACT2FN
 
 from .configuration_checks import CheckedConfig, boolean, one_of, optional, positive_int, positive_number, probability
+from .tag_schemes import SCHEME_NAMES
 
 # Sizes from the BERT papers (Devlin et al. 2019; Turc et al. 2019 for the compact models):
 # layers L, hidden size H, heads H/64, feed-forward 4H.
@@ -52,6 +53,11 @@ class CtxBertConfig(CheckedConfig, PreTrainedConfig):
             variable-length flash attention. Outputs at real tokens are unchanged (to float rounding); outputs at
             padded positions are zeros instead of the meaningless values a padded run computes there. Off under
             `torch.compile` (data-dependent shapes) and with `output_attentions`.
+        use_crf (`bool`, defaults to `False`): [`CtxBertForTokenClassification`] decodes with a linear-chain CRF
+            over the words (each word's first sub-token) instead of tagging each token on its own; see that class.
+        tag_scheme (`str`, *optional*): with `use_crf`, `"BIO"` (= `"IOB2"`), `"IOB1"`, `"BIOES"` or `"BIOUL"`
+            (= `"BILOU"`) forbids the CRF transitions that scheme does not allow between the labels of `id2label`;
+            `None` allows every transition.
 
     Example:
     ```python
@@ -83,6 +89,8 @@ class CtxBertConfig(CheckedConfig, PreTrainedConfig):
         pre_layer_norm=False,
         sparse_prediction=False,
         unpad_inputs=False,
+        use_crf=False,
+        tag_scheme=None,
         tie_word_embeddings=True,
         **kwargs,
     ):
@@ -103,6 +111,8 @@ class CtxBertConfig(CheckedConfig, PreTrainedConfig):
         self.pre_layer_norm = pre_layer_norm
         self.sparse_prediction = sparse_prediction
         self.unpad_inputs = unpad_inputs
+        self.use_crf = use_crf
+        self.tag_scheme = tag_scheme
         super().__init__(pad_token_id=pad_token_id, tie_word_embeddings=tie_word_embeddings, **kwargs)
         self.check_fields_together()
 
@@ -130,6 +140,8 @@ class CtxBertConfig(CheckedConfig, PreTrainedConfig):
         "pre_layer_norm": boolean,
         "sparse_prediction": boolean,
         "unpad_inputs": boolean,
+        "use_crf": boolean,
+        "tag_scheme": optional(one_of(SCHEME_NAMES), "every transition allowed"),
     }
 
     def check_fields_together(self) -> None:

@@ -8,12 +8,14 @@ from .configuration_checks import (
     CheckedConfig,
     boolean,
     non_negative_int,
+    one_of,
     optional,
     positive_int,
     positive_number,
     probability,
 )
 from .elmo_characters import MAX_SENTENCE_WORDS, N_CHARACTERS
+from .tag_schemes import SCHEME_NAMES
 
 # The `char_cnn` and `lstm` sections of bilm-tf's options.json, with the values of the original model.
 DEFAULT_CHAR_CNN = {
@@ -122,6 +124,11 @@ def _check_lstm(name: str, lstm) -> None:
     boolean("lstm use_skip_connections", lstm["use_skip_connections"])
 
 
+def _check_num_output_representations(name: str, value) -> None:
+    positive_int(name, value)
+    one_of((1, 2))(name, value)
+
+
 class ElmoConfig(CheckedConfig, PreTrainedConfig):
     r"""
     Configuration of the ELMo biLM ([`ElmoModel`], [`ElmoForBiLM`]) and of the task models built on it
@@ -174,6 +181,15 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
         max_sentence_words (`int`, defaults to 1024): the longest input, in words, the model accepts; a longer one
             is an error naming its length (memory and time grow with it). The tokenizer's `model_max_length` is
             the same limit: `truncation=True` keeps a sentence's first `model_max_length` words.
+        num_output_representations (`int`, defaults to 1): scalar mixes of the biLM layers in the task models, as
+            AllenNLP's `Elmo` module: 1 feeds one mix to the task LSTM; 2 adds a second, separately learned mix
+            concatenated to the task LSTM's output (to the first mix when there is no task LSTM), ELMo "at the
+            input and the output of the task RNN" (Peters et al., 2018, section 3.3).
+        use_crf (`bool`, defaults to `False`): [`ElmoForTokenClassification`] decodes with a linear-chain CRF
+            over the words instead of tagging each word on its own; see that class.
+        tag_scheme (`str`, *optional*): with `use_crf`, `"BIO"` (= `"IOB2"`), `"IOB1"`, `"BIOES"` or `"BIOUL"`
+            (= `"BILOU"`) forbids the CRF transitions that scheme does not allow between the labels of `id2label`;
+            `None` allows every transition.
 
     Example:
     ```python
@@ -202,6 +218,9 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
         task_word_embedding_size=0,
         classifier_dropout=0.5,
         max_sentence_words=MAX_SENTENCE_WORDS,
+        num_output_representations=1,
+        use_crf=False,
+        tag_scheme=None,
         **kwargs,
     ):
         # Sections given in part take the original model's values for the keys left out.
@@ -222,6 +241,9 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
         self.task_word_embedding_size = task_word_embedding_size
         self.classifier_dropout = classifier_dropout
         self.max_sentence_words = max_sentence_words
+        self.num_output_representations = num_output_representations
+        self.use_crf = use_crf
+        self.tag_scheme = tag_scheme
         kwargs.setdefault("tie_word_embeddings", False)  # nothing to tie: the input is characters
         super().__init__(**kwargs)
         self.check_fields_together()
@@ -240,6 +262,9 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
         "task_hidden_size": non_negative_int("no task LSTM"),
         "task_word_embedding_size": non_negative_int("ELMo vectors only"),
         "max_sentence_words": positive_int,
+        "num_output_representations": _check_num_output_representations,
+        "use_crf": boolean,
+        "tag_scheme": optional(one_of(SCHEME_NAMES), "every transition allowed"),
     }
 
     def check_fields_together(self) -> None:

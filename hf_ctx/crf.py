@@ -19,8 +19,10 @@ A row with no word has log-likelihood 0 and decodes to no tag. Everything runs i
 
 import torch
 from torch import nn
+from transformers import initialization as init
 
-from .tensor_checks import IGNORE_INDEX
+from .tag_schemes import allowed_transitions
+from .tensor_checks import IGNORE_INDEX, host_syncs_allowed, label_range_error
 
 # Score given to a forbidden transition (see the module docstring for why it is finite).
 FORBIDDEN_SCORE = -10000.0
@@ -238,6 +240,88 @@ class ConditionalRandomField(nn.Module):
             betas = torch.stack(betas[::-1], 1)  # (B, S, T), word 0 first
             # Best score before word i, plus after it: the best whole sequence through tag j at word i.
             return (torch.stack(alphas, 1) + betas).masked_fill(~mask.unsqueeze(2), 0.0)
+
+
+def tagger_crf(config) -> ConditionalRandomField:
+    """The CRF of a tagger's config (TagLM's, or BERT's and ELMo's with `use_crf`): `config.num_labels` tags, with
+    the transitions `config.tag_scheme` allows between the labels of `config.id2label` (every one when None)."""
+    constraints = None
+    if config.tag_scheme is not None:
+        constraints = allowed_transitions(config.tag_scheme, {int(k): v for k, v in config.id2label.items()})
+    return ConditionalRandomField(config.num_labels, constraints)
+
+
+def init_crf_weights(module: ConditionalRandomField) -> None:
+    """A model's `_init_weights` for its CRF. The allowed-transitions table is not saved, so a model loaded with
+    `from_pretrained` (built on the meta device) gets its constraints here."""
+    init.copy_(module.allowed, module.allowed_table())
+    init.xavier_normal_(module.transitions)
+    if module.include_start_end_transitions:
+        init.normal_(module.start_transitions)
+        init.normal_(module.end_transitions)
+
+
+def check_gold_tags(crf: ConditionalRandomField, labels: torch.Tensor, mask: torch.Tensor, config) -> None:
+    """A `ValueError` unless `labels` (B, S) give every word of the prefix mask `mask` (B, S) a tag id in
+    [0, num_labels) and the tags follow `config.tag_scheme`: the transition error names the sentence, word and
+    transition (O -> I-PER under IOB2). The CRF scores such a transition -10000, so training on it gives a loss of
+    about 10,000 and learns nothing; the data is then in another scheme (IOB1), to be converted first.
+
+    The three checks cost one host sync together and are skipped where `host_syncs_allowed` says no.
+    """
+    if not host_syncs_allowed(labels) or labels.numel() == 0:
+        return
+    allowed, t = crf.allowed, crf.num_tags
+    tags = labels.masked_fill(~mask, 0)
+    negative, high = (mask & (labels < 0)).any(), tags.max()
+    tags = tags.clamp(0, t - 1)  # the transitions are read only when every tag is in range
+    lengths = mask.sum(1)
+    has_words = lengths > 0
+    # (B, S + 1) flags: start -> first tag, tag -> next tag, last tag -> end
+    bad_start = has_words & ~allowed[t, tags[:, 0]]
+    bad_inside = mask[:, 1:] & ~allowed[tags[:, :-1], tags[:, 1:]]
+    last = tags.gather(1, (lengths - 1).clamp(min=0).unsqueeze(1)).squeeze(1)
+    bad_end = has_words & ~allowed[last, t + 1]
+    bad = torch.cat([bad_start.unsqueeze(1), bad_inside, bad_end.unsqueeze(1)], dim=1)
+    negative, high, any_bad = torch.stack([negative.long(), high.long(), bad.any().long()]).tolist()
+    if negative:
+        raise ValueError(
+            f"labels must give every word a tag id; found a negative label (e.g. {IGNORE_INDEX}) on a word"
+        )
+    if high >= t:
+        raise label_range_error(high, t)
+    if not any_bad:
+        return
+    sentence, position = (int(i) for i in bad.nonzero()[0])
+    names = {int(k): v for k, v in config.id2label.items()}
+    row = tags[sentence].tolist()
+    if position == 0:
+        where, transition = "at its first word", f"the sentence start -> {names[row[0]]}"
+    elif position == int(lengths[sentence]):
+        where, transition = "at its last word", f"{names[row[position - 1]]} -> the sentence end"
+    else:
+        where, transition = f"at word {position}", f"{names[row[position - 1]]} -> {names[row[position]]}"
+    hint = (
+        "Tags that start an entity with I- are IOB1: convert them (hf_ctx.tag_schemes.convert_tags(tags, "
+        "'IOB1', 'IOB2'); run_ner.py converts CoNLL files itself)"
+        if transition.split(" -> ")[-1].startswith("I-")
+        else "The data is in another scheme: convert it (hf_ctx.tag_schemes.convert_tags)"
+    )
+    raise ValueError(
+        f"the labels of sentence {sentence} of the batch break the {config.tag_scheme} tag scheme "
+        f"{where}: {transition} is not allowed. {hint}, or give the model the scheme of the data (tag_scheme)"
+    )
+
+
+def crf_logits_and_loss(
+    crf: ConditionalRandomField, emissions: torch.Tensor, mask: torch.Tensor, labels: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """A CRF tagger's outputs from its emissions (B, S, T), prefix word mask (B, S) and checked labels (B, S) or
+    None: the max-marginal scores (B, S, T) as logits, whose argmax is the Viterbi tag sequence, and the mean over
+    sentences of the negative log-likelihood of the labels (None without labels)."""
+    # The CRF's own checks would repeat the model's: its unchecked methods take the checked inputs.
+    loss = -crf.log_likelihood(emissions, labels, mask).mean() if labels is not None else None
+    return crf.max_marginal_scores(emissions, mask), loss
 
 
 class LogPartition(torch.autograd.Function):

@@ -38,6 +38,7 @@ from transformers.utils import ModelOutput
 from transformers.utils.generic import can_return_tuple
 
 from .configuration_bert import CtxBertConfig
+from .crf import ConditionalRandomField, check_gold_tags, crf_logits_and_loss, init_crf_weights, tagger_crf
 from .losses import BatchMeanLossMixin, classification_loss, sequence_classification_loss
 from .model_size import ParameterMemoryMixin
 from .remote_code import AutoMapMixin
@@ -452,6 +453,8 @@ class CtxBertPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, BatchMeanLossMi
         super()._init_weights(module)
         if isinstance(module, CtxBertEmbeddings) and module.position_embedding_type == "sinusoidal":
             init.copy_(module.sinusoidal_positions, sinusoidal_position_table(*module.sinusoidal_positions.shape))
+        elif isinstance(module, ConditionalRandomField):
+            init_crf_weights(module)
 
 
 @dataclass
@@ -784,7 +787,20 @@ class CtxBertForSequenceClassification(CtxBertPreTrainedModel):
 
 
 class CtxBertForTokenClassification(CtxBertPreTrainedModel):
-    """BERT with a linear classifier on every token, e.g. for NER. `labels` (B, T) with -100 where ignored."""
+    """BERT with a linear classifier on every token, e.g. for NER. `labels` (B, T) with -100 where ignored.
+
+    With `config.use_crf`, a linear-chain CRF (`crf.ConditionalRandomField`, under the transitions
+    `config.tag_scheme` allows) decodes the words, as TagLM does: it runs over the first sub-token of each word,
+    which the model finds in `word_mask` (B, T), 1 at each word's first sub-token, or else in `labels`: the
+    positions whose label is not -100, as `data.conll.align_labels` labels a sentence (its first sub-token per
+    word; the other sub-tokens and the special tokens -100). Without either (plain inference) it cannot know the
+    words and says so; `SubwordTokenClassificationPipeline` passes `word_mask`. Then
+        loss: mean over sentences of the CRF negative log-likelihood of the words' labels;
+        logits: (B, T, num_labels) the CRF max-marginal scores at each word's first sub-token, so that
+            `logits.argmax(-1)` there is the Viterbi tag sequence; each later sub-token (and a special token after
+            the last word) repeats its word's scores, so that the pipelines' "first", "average" and "max"
+            aggregations agree; positions before the first word and padding are 0.
+    """
 
     def __init__(self, config: CtxBertConfig):
         super().__init__(config)
@@ -792,6 +808,7 @@ class CtxBertForTokenClassification(CtxBertPreTrainedModel):
         self.bert = CtxBertModel(config, add_pooling_layer=False)
         self.dropout = _classifier_dropout(config)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.crf = tagger_crf(config) if config.use_crf else None
         self.post_init()
 
     @can_return_tuple
@@ -803,8 +820,12 @@ class CtxBertForTokenClassification(CtxBertPreTrainedModel):
         position_ids=None,
         inputs_embeds=None,
         labels=None,
+        word_mask=None,
         **kwargs,
     ) -> TokenClassifierOutput | tuple:
+        r"""`word_mask` (`torch.Tensor` of shape `(B, T)`, *optional*): with `config.use_crf`, 1 (or True) at the
+        first sub-token of each word, the positions the CRF decodes; defaults to `labels != -100`."""
+        word_mask = self._word_mask(word_mask, labels, input_ids if input_ids is not None else inputs_embeds)
         outputs = self.bert(
             input_ids,
             attention_mask=attention_mask,
@@ -815,10 +836,66 @@ class CtxBertForTokenClassification(CtxBertPreTrainedModel):
             **kwargs,
         )
         logits = self.classifier(self.dropout(outputs.last_hidden_state))
-        loss = classification_loss(logits, labels, self.num_labels) if labels is not None else None
+        if self.crf is not None:
+            logits, loss = self._crf_logits_and_loss(logits, word_mask, attention_mask, labels)
+        else:
+            loss = classification_loss(logits, labels, self.num_labels) if labels is not None else None
         return TokenClassifierOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
+
+    def _word_mask(self, word_mask, labels, inputs) -> torch.Tensor | None:
+        """The CRF's word positions (B, T) as booleans: `word_mask`, else where `labels` are not -100; None
+        without a CRF."""
+        if self.crf is None:
+            if word_mask is not None:
+                raise ValueError("word_mask is read by the CRF only; this model has none (use_crf=False)")
+            return None
+        if word_mask is None:
+            if labels is None:
+                raise ValueError(
+                    "this tagger decodes words with a CRF (use_crf=True): pass word_mask (batch, tokens), 1 at the "
+                    "first sub-token of each word, or labels (-100 on the other tokens); for a pipeline use "
+                    "pipeline(..., pipeline_class=hf_ctx.SubwordTokenClassificationPipeline)"
+                )
+            word_mask = labels != IGNORE_INDEX
+        if tuple(word_mask.shape) != tuple(inputs.shape[:2]):
+            raise ValueError(
+                f"word_mask has shape {tuple(word_mask.shape)}, expected (batch, tokens) = {tuple(inputs.shape[:2])}"
+            )
+        if labels is not None and tuple(labels.shape) != tuple(word_mask.shape):
+            raise ValueError(
+                f"labels has shape {tuple(labels.shape)}, expected (batch, tokens) = {tuple(word_mask.shape)}"
+            )
+        return word_mask.bool()
+
+    def _crf_logits_and_loss(self, emissions, word_mask, attention_mask, labels):
+        """The CRF over each row's words, packed to the front: (logits (B, T, num_labels), loss or None)."""
+        order, words = words_first(word_mask)
+        packed = emissions.gather(1, order.unsqueeze(2).expand(-1, -1, emissions.shape[2]))
+        packed_labels = None
+        if labels is not None:
+            packed_labels = labels.gather(1, order)
+            check_gold_tags(self.crf, packed_labels, words, self.config)
+        scores, loss = crf_logits_and_loss(self.crf, packed, words, packed_labels)
+        # Each token takes the scores of the word it is in or follows (-1: before the first word).
+        word_index = word_mask.long().cumsum(1) - 1
+        logits = scores.gather(1, word_index.clamp(min=0).unsqueeze(2).expand(-1, -1, scores.shape[2]))
+        outside = word_index < 0
+        if attention_mask is not None:
+            outside = outside | ~attention_mask.bool()
+        # float32, as the CRF computes them: in half precision near-equal scores could swap the Viterbi tag.
+        return logits.masked_fill(outside.unsqueeze(2), 0.0), loss
+
+
+def words_first(word_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's word positions first, in order: `order` (B, S) token positions and the prefix mask (B, S) of
+    the words among them, S = the most words of a row (at least 1; T where host syncs are not allowed)."""
+    counts = word_mask.sum(1)
+    width = int(counts.max()) if host_syncs_allowed(word_mask) else word_mask.shape[1]
+    width = min(max(width, 1), word_mask.shape[1])
+    order = torch.sort((~word_mask).int(), dim=1, stable=True).indices[:, :width]
+    return order, torch.arange(width, device=word_mask.device) < counts.unsqueeze(1)
 
 
 class CtxBertForQuestionAnswering(CtxBertPreTrainedModel):

@@ -25,6 +25,7 @@ from transformers.utils import ModelOutput
 from transformers.utils.generic import can_return_tuple
 
 from .configuration_elmo import ElmoConfig
+from .crf import ConditionalRandomField, check_gold_tags, crf_logits_and_loss, init_crf_weights, tagger_crf
 from .elmo_characters import BOS_TOKEN, EOS_TOKEN, sentence_boundary_char_ids, word_to_char_ids
 from .layers import (
     CharacterCNN,
@@ -242,6 +243,8 @@ class ElmoPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, BatchMeanLossMixin
         elif isinstance(module, WordSoftmax):
             init.normal_(module.weight, std=(1.0 / module.weight.shape[1]) ** 0.5)
             init.zeros_(module.bias)
+        elif isinstance(module, ConditionalRandomField):
+            init_crf_weights(module)
         elif isinstance(module, ElmoModel):
             # Fixed, not saved: a model loaded with `from_pretrained` gets it here.
             init.copy_(module.boundary_char_ids, module.boundary_char_ids_table())
@@ -566,8 +569,9 @@ class TaskWordEmbedding(nn.Embedding):
 class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
     """What the ELMo task models share: the biLM (frozen unless `config.freeze_bilm` is False), a scalar mix of
     its layers, optionally trainable word vectors concatenated to it (`config.task_word_embedding_size`), dropout,
-    and a bidirectional LSTM over the result (`config.task_hidden_size`; none when 0); a linear classifier on
-    top, and the forward pass.
+    and a bidirectional LSTM over the result (`config.task_hidden_size`; none when 0); with
+    `config.num_output_representations=2` a second scalar mix (`output_scalar_mix`) concatenated to the LSTM's
+    output; a linear classifier on top, and the forward pass.
 
     A task model calls `_add_classifier` at the end of its `__init__`, names its output class in `output_class`,
     and defines `_logits_and_loss`: what it makes of the word features.
@@ -591,6 +595,15 @@ class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
                 self.feature_size, config.task_hidden_size, batch_first=True, bidirectional=True
             )
             self.feature_size = 2 * config.task_hidden_size
+        self.output_scalar_mix = None
+        if config.num_output_representations == 2:
+            self.output_scalar_mix = ScalarMix(config.num_output_layers, do_layer_norm=config.scalar_mix_layer_norm)
+            self.feature_size += config.hidden_size
+
+    def scalar_mixes(self) -> list[ScalarMix]:
+        """The model's scalar mixes of the biLM layers, one per output representation: the one the task LSTM
+        reads, then the one beside its output (with `config.num_output_representations=2`)."""
+        return [self.scalar_mix] + ([self.output_scalar_mix] if self.output_scalar_mix is not None else [])
 
     def _add_classifier(self, input_size: int):
         """Add `classifier`, a linear layer from `input_size` features to `config.num_labels`, then initialise
@@ -629,6 +642,8 @@ class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
         features = self.dropout(features)
         if self.task_encoder is not None:
             features = self.dropout(run_packed_rnn(self.task_encoder, features, mask.sum(dim=1)))
+        if self.output_scalar_mix is not None:
+            features = torch.cat([features, self.dropout(self.output_scalar_mix(layers, mask))], dim=-1)
         return features, mask
 
     @can_return_tuple
@@ -689,22 +704,30 @@ class ElmoForTokenClassification(ElmoTaskModel):
 
     Inputs: `input_ids`, `attention_mask` as for [`ElmoModel`]; `labels` (B, W): tag ids, -100 where no loss
     is wanted (padding). Output: `TokenClassifierOutput` with `logits` (B, W, num_labels).
+
+    With `config.use_crf`, a linear-chain CRF (`crf.ConditionalRandomField`, under the transitions
+    `config.tag_scheme` allows) decodes the words, as TagLM does: every word then needs a label (-100 only on
+    padding), the loss is the mean over sentences of the CRF negative log-likelihood, and `logits` are the CRF
+    max-marginal scores, whose argmax is the Viterbi tag sequence (0 on padding).
     """
 
     output_class = TokenClassifierOutput
 
     def __init__(self, config: ElmoConfig):
         super().__init__(config)
+        self.crf = tagger_crf(config) if config.use_crf else None
         self._add_classifier(self.feature_size)
 
     def _logits_and_loss(self, features, mask, labels):
+        if labels is not None and tuple(labels.shape) != tuple(mask.shape):
+            raise ValueError(f"labels has shape {tuple(labels.shape)}, expected (batch, words) = {tuple(mask.shape)}")
         logits = self.classifier(features)
+        if self.crf is not None:
+            if labels is not None:
+                check_gold_tags(self.crf, labels, mask, self.config)
+            return crf_logits_and_loss(self.crf, logits, mask, labels)
         loss = None
         if labels is not None:
-            if tuple(labels.shape) != tuple(mask.shape):
-                raise ValueError(
-                    f"labels has shape {tuple(labels.shape)}, expected (batch, words) = {tuple(mask.shape)}"
-                )
             loss = classification_loss(logits, labels.masked_fill(~mask, IGNORE_INDEX), self.num_labels)
         return logits, loss
 

@@ -36,7 +36,7 @@ from transformers.utils.generic import can_return_tuple
 
 from .configuration_elmo import ElmoConfig
 from .configuration_taglm import TagLMConfig
-from .crf import ConditionalRandomField
+from .crf import ConditionalRandomField, check_gold_tags, crf_logits_and_loss, init_crf_weights, tagger_crf
 from .layers import checkpointed, run_packed_rnn
 from .losses import BatchMeanLossMixin
 from .model_size import ParameterMemoryMixin
@@ -49,8 +49,6 @@ from .modeling_elmo import (
     check_word_ids,
 )
 from .remote_code import AutoMapMixin, shareable_name
-from .tag_schemes import allowed_transitions
-from .tensor_checks import IGNORE_INDEX, host_syncs_allowed, label_range_error
 
 logger = logging.getLogger(__name__)
 
@@ -120,12 +118,7 @@ class TagLMPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, BatchMeanLossMixi
                 else:
                     init.zeros_(param)
         elif isinstance(module, ConditionalRandomField):
-            # Not saved: a model loaded with `from_pretrained` gets its constraints here.
-            init.copy_(module.allowed, module.allowed_table())
-            init.xavier_normal_(module.transitions)
-            if module.include_start_end_transitions:
-                init.normal_(module.start_transitions)
-                init.normal_(module.end_transitions)
+            init_crf_weights(module)
 
 
 class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
@@ -180,10 +173,7 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
         )
         self.dropout = nn.Dropout(config.dropout)
         self.classifier = nn.Linear(2 * config.rnn_hidden_size, config.num_labels)
-        constraints = None
-        if config.tag_scheme is not None:
-            constraints = allowed_transitions(config.tag_scheme, {int(k): v for k, v in config.id2label.items()})
-        self.crf = ConditionalRandomField(config.num_labels, constraints)
+        self.crf = tagger_crf(config)
         self.post_init()
         self._freeze_bilm()
 
@@ -231,58 +221,11 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
         return mask
 
     def _check_labels(self, labels: torch.Tensor, mask: torch.Tensor) -> None:
-        """A `ValueError` unless `labels` (B, W) give every word of the mask a tag id in [0, num_labels) and the
-        tags follow `config.tag_scheme`: the transition error names the sentence, word and transition (O -> I-PER
-        under IOB2). The CRF scores such a transition -10000, so training on it gives a loss of about 10,000 and
-        learns nothing; the data is then in another scheme (IOB1), to be converted first.
-
-        The three checks cost one host sync together and are skipped where `host_syncs_allowed` says no.
-        """
+        """A `ValueError` unless `labels` (B, W) give every word of the mask a tag of `config.tag_scheme`
+        (`crf.check_gold_tags`)."""
         if tuple(labels.shape) != tuple(mask.shape):
             raise ValueError(f"labels has shape {tuple(labels.shape)}, expected (batch, words) = {tuple(mask.shape)}")
-        if not host_syncs_allowed(labels) or labels.numel() == 0:
-            return
-        allowed, t = self.crf.allowed, self.config.num_labels
-        tags = labels.masked_fill(~mask, 0)
-        negative, high = (mask & (labels < 0)).any(), tags.max()
-        tags = tags.clamp(0, t - 1)  # the transitions are read only when every tag is in range
-        lengths = mask.sum(1)
-        has_words = lengths > 0
-        # (B, W + 1) flags: start -> first tag, tag -> next tag, last tag -> end
-        bad_start = has_words & ~allowed[t, tags[:, 0]]
-        bad_inside = mask[:, 1:] & ~allowed[tags[:, :-1], tags[:, 1:]]
-        last = tags.gather(1, (lengths - 1).clamp(min=0).unsqueeze(1)).squeeze(1)
-        bad_end = has_words & ~allowed[last, t + 1]
-        bad = torch.cat([bad_start.unsqueeze(1), bad_inside, bad_end.unsqueeze(1)], dim=1)
-        negative, high, any_bad = torch.stack([negative.long(), high.long(), bad.any().long()]).tolist()
-        if negative:
-            raise ValueError(
-                f"labels must give every word a tag id; found a negative label (e.g. {IGNORE_INDEX}) "
-                "on a word the attention mask covers"
-            )
-        if high >= t:
-            raise label_range_error(high, t)
-        if not any_bad:
-            return
-        sentence, position = (int(i) for i in bad.nonzero()[0])
-        names = {int(k): v for k, v in self.config.id2label.items()}
-        row = tags[sentence].tolist()
-        if position == 0:
-            where, transition = "at its first word", f"the sentence start -> {names[row[0]]}"
-        elif position == int(lengths[sentence]):
-            where, transition = "at its last word", f"{names[row[position - 1]]} -> the sentence end"
-        else:
-            where, transition = f"at word {position}", f"{names[row[position - 1]]} -> {names[row[position]]}"
-        hint = (
-            "Tags that start an entity with I- are IOB1: convert them (hf_ctx.tag_schemes.convert_tags(tags, "
-            "'IOB1', 'IOB2'); run_ner.py converts CoNLL files itself)"
-            if transition.split(" -> ")[-1].startswith("I-")
-            else "The data is in another scheme: convert it (hf_ctx.tag_schemes.convert_tags)"
-        )
-        raise ValueError(
-            f"the labels of sentence {sentence} of the batch break the {self.config.tag_scheme} tag scheme "
-            f"{where}: {transition} is not allowed. {hint}, or give the model the scheme of the data (tag_scheme)"
-        )
+        check_gold_tags(self.crf, labels, mask, self.config)
 
     @can_return_tuple
     def forward(
@@ -322,9 +265,7 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
         second = checkpointed(self, run_packed_rnn, self.second_rnn, self.dropout(first), lengths)
         emissions = self.classifier(self.dropout(second))
 
-        # The CRF's own checks would repeat `_validate`'s: its unchecked methods take the checked inputs.
-        loss = -self.crf.log_likelihood(emissions, labels, mask).mean() if labels is not None else None
-        logits = self.crf.max_marginal_scores(emissions, mask)
+        logits, loss = crf_logits_and_loss(self.crf, emissions, mask, labels)
         return TokenClassifierOutput(
             loss=loss, logits=logits, hidden_states=(tokens, first, second) if output_hidden_states else None
         )

@@ -253,3 +253,19 @@ def allowed_transitions(scheme: str, id2label: dict[int, str]) -> list[tuple[int
         for j, (to_prefix, to_entity) in parts.items()
         if to_prefix != "START" and _is_transition_allowed(scheme, from_prefix, from_entity, to_prefix, to_entity)
     ]
+
+
+def count_scheme_breaks(tag_sequences, scheme: str) -> int:
+    """How many transitions of the tag sequences (string tags; the sentence start and end included) `scheme` does
+    not allow: e.g. `O -> I-PER` or a sentence starting with `I-PER` under IOB2. A tagger that decodes with a CRF
+    under `scheme` predicts none; one that tags each word on its own may."""
+    name = canonical_scheme(scheme)
+    breaks = 0
+    for tags in tag_sequences:
+        path = [("START", ""), *(split_tag(tag) for tag in tags), ("END", "")]
+        for (from_prefix, from_entity), (to_prefix, to_entity) in zip(path, path[1:]):
+            for prefix in (from_prefix, to_prefix):
+                if prefix not in ("START", "END", "O") and prefix not in SCHEME_PREFIXES[name]:
+                    raise ValueError(f"tag prefix {prefix!r} is not one {scheme} uses ({SCHEME_PREFIXES[name]})")
+            breaks += not _is_transition_allowed(name, from_prefix, from_entity, to_prefix, to_entity)
+    return breaks

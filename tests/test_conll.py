@@ -9,6 +9,7 @@ pytest.importorskip("datasets")
 pytest.importorskip("evaluate")
 from datasets import ClassLabel, Dataset, Features, Sequence, Value
 from seqeval.metrics.sequence_labeling import get_entities
+from transformers import EvalPrediction
 
 from hf_ctx.data.conll import (
     align_labels,
@@ -17,6 +18,7 @@ from hf_ctx.data.conll import (
     load_conll_dataset,
     load_hub_ner_dataset,
     merge_split_predictions,
+    ner_metrics,
     read_conll,
     split_long_sentences,
     subword_counts,
@@ -402,3 +404,15 @@ def test_plain_tags_are_scored_by_token_accuracy():
     compute = ner_metrics({0: "NN", 1: "VB"}, "plain")
     scores = compute(EvalPrediction(predictions=[[0, 1, 1, 0]], label_ids=[[0, 0, 1, -100]]))
     assert scores == {"accuracy": pytest.approx(2 / 3)}
+
+
+def test_ner_metrics_count_the_predicted_transitions_the_scheme_forbids():
+    id2label = {0: "O", 1: "B-PER", 2: "I-PER"}
+    # Sentence 0 predicts O -> I-PER at its second word (a break under IOB2, not under IOB1); -100 positions are
+    # not words (a sub-word model's later sub-tokens) and are not read.
+    predictions = [[0, 2, 1, 2, 0], [0, 0, 0, 0, 0]]
+    labels = [[0, 1, -100, 2, 0], [1, 2, 0, -100, -100]]
+    prediction = EvalPrediction(predictions=predictions, label_ids=labels)
+    assert ner_metrics(id2label, "IOB2")(prediction)["scheme_breaks"] == 1
+    assert ner_metrics(id2label, "IOB1")(prediction)["scheme_breaks"] == 0
+    assert "scheme_breaks" not in ner_metrics(id2label)(prediction)

@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 from huggingface_hub import EvalResult, ModelCard, metadata_eval_result, metadata_load
 from huggingface_hub.repocard_data import model_index_to_eval_results
-from tiny_checkpoints import bert_pretraining, bert_token_classifier, elmo_bilm, elmo_token_classifier, taglm
+from tiny_checkpoints import (
+    bert_crf_tagger,
+    bert_pretraining,
+    bert_token_classifier,
+    elmo_bilm,
+    elmo_crf_tagger,
+    elmo_token_classifier,
+    taglm,
+)
 
 from hf_ctx.tools.model_card import (
     MODEL_FAMILIES,
@@ -36,6 +44,8 @@ CASES = [
     ("elmo", elmo_bilm),
     ("elmo", elmo_token_classifier),
     ("taglm", taglm),
+    ("bert", bert_crf_tagger),
+    ("elmo", elmo_crf_tagger),
 ]
 CASE_IDS = [build.__name__ for _, build in CASES]
 

@@ -2,6 +2,7 @@
 targets and losses (checked by hand and by causality), sampled softmax, presets, Auto classes, task heads, bad
 input."""
 
+import json
 import math
 
 import pytest
@@ -284,6 +285,58 @@ def test_task_models_keep_the_bilm_frozen_and_train_the_rest(batch):
     assert out.logits.shape == (4, 6, 3)
     assert all(torch.equal(p, frozen[name]) for name, p in model.elmo.named_parameters())
     assert model.scalar_mix.scalar_parameters.grad is not None
+
+
+@pytest.mark.parametrize("task_hidden_size", [4, 0])
+def test_two_output_representations_mix_the_layers_twice_at_the_input_and_output_of_the_task_lstm(
+    batch, task_hidden_size
+):
+    """num_output_representations=2: a second scalar mix with its own parameters, concatenated to the task LSTM's
+    output (to the first mix without a task LSTM), as AllenNLP's Elmo(num_output_representations=2) is used."""
+    torch.manual_seed(0)
+    config = tiny_config(num_labels=3, num_output_representations=2, task_hidden_size=task_hidden_size)
+    model = ElmoForTokenClassification(config).eval()
+    input_mix, output_mix = model.scalar_mixes()
+    assert (input_mix, output_mix) == (model.scalar_mix, model.output_scalar_mix)
+    with torch.no_grad():
+        input_mix.scalar_parameters.copy_(torch.tensor([1.0, 0.0, -1.0]))
+        output_mix.scalar_parameters.copy_(torch.tensor([-1.0, 0.0, 2.0]))
+        output_mix.gamma.fill_(0.5)
+        out = model(**batch)
+        layers = model.elmo(**batch, output_hidden_states=True).hidden_states
+    assert model.classifier.in_features == (2 * task_hidden_size or 10) + 10  # + the second mix (2 x projection)
+
+    def mix(parameters, gamma):  # Peters et al. (2018), eq. 1
+        return gamma * sum(w * h for w, h in zip(torch.softmax(parameters, 0), layers))
+
+    first, second = mix(torch.tensor([1.0, 0.0, -1.0]), 1.0), mix(torch.tensor([-1.0, 0.0, 2.0]), 0.5)
+    for i, n in enumerate(batch["attention_mask"].sum(1).tolist()):
+        if n == 0:
+            continue
+        with torch.no_grad():
+            task = model.task_encoder(first[i : i + 1, :n])[0][0] if task_hidden_size else first[i, :n]
+            expected = model.classifier(torch.cat([task, second[i, :n]], dim=-1))
+        torch.testing.assert_close(out.logits[i, :n], expected, atol=1e-5, rtol=1e-5)
+    # Separate parameters, each trained by its own gradient.
+    assert {"scalar_mix.scalar_parameters", "output_scalar_mix.scalar_parameters"} <= set(model.state_dict())
+    mask = batch["attention_mask"].bool()
+    model(**batch, labels=torch.randint(0, 3, mask.shape).masked_fill(~mask, -100)).loss.backward()
+    gradients = input_mix.scalar_parameters.grad, output_mix.scalar_parameters.grad
+    assert all(g is not None and g.abs().sum() > 0 for g in gradients) and not torch.allclose(*gradients)
+    with pytest.raises(ValueError, match=r"num_output_representations must be one of \[1, 2\], got 3"):
+        tiny_config(num_output_representations=3)
+
+
+def test_a_task_checkpoint_without_the_new_fields_loads_with_one_mix_and_no_crf(batch, tmp_path):
+    model = ElmoForTokenClassification(tiny_config(num_labels=3)).eval()
+    model.save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    for field in ("num_output_representations", "use_crf", "tag_scheme"):
+        del config[field]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    loaded = AutoModelForTokenClassification.from_pretrained(tmp_path).eval()
+    assert loaded.output_scalar_mix is None and loaded.crf is None and len(loaded.scalar_mixes()) == 1
+    torch.testing.assert_close(loaded(**batch).logits, model(**batch).logits)
 
 
 def test_sequence_classification_pools_words_and_handles_empty_sentences(batch):

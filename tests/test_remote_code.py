@@ -7,6 +7,7 @@ that was saved.
 """
 
 import ast
+import inspect
 import json
 import os
 import subprocess
@@ -15,7 +16,7 @@ import sys
 import pytest
 import torch
 from safetensors.torch import load_file
-from tiny_checkpoints import bert_pretraining, elmo_bilm, taglm
+from tiny_checkpoints import bert_crf_tagger, bert_pretraining, elmo_bilm, elmo_crf_tagger, taglm
 
 import hf_ctx
 
@@ -57,6 +58,7 @@ def load(job):
     config = transformers.AutoConfig.from_pretrained(path, trust_remote_code=trust)
     tokenizer = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=trust)
     encoding = tokenizer(job["text"], padding=True, return_tensors="pt")
+    encoding.update({key: torch.tensor(value) for key, value in job["extra_inputs"].items()})
     classes[name] = {"AutoConfig": qualname(config), "AutoTokenizer": qualname(tokenizer)}
     for key, value in encoding.items():
         tensors[f"{name}/encoding/{key}"] = value
@@ -82,13 +84,40 @@ with open(out_prefix + ".json", "w") as f:
 """
 
 SENTENCES = ["red cat runs fast", "the blue bird sleeps and eats slow"]
-# family -> builder of its pretraining (or only) model and tokenizer.
-CASES = {"bert": bert_pretraining, "elmo": elmo_bilm, "taglm": taglm}
+# family -> builder of its pretraining (or only) model and tokenizer; and the taggers with a CRF (`use_crf`).
+CASES = {
+    "bert": bert_pretraining,
+    "elmo": elmo_bilm,
+    "taglm": taglm,
+    "bert_crf": bert_crf_tagger,
+    "elmo_crf": elmo_crf_tagger,
+}
+
+
+def extra_inputs(model, tokenizer) -> dict:
+    """Inputs beside the tokenizer's that the model reads: a BERT CRF tagger's `word_mask` (the first sub-token of
+    each word of SENTENCES), as lists."""
+    if not (getattr(model.config, "use_crf", False) and "word_mask" in inspect.signature(model.forward).parameters):
+        return {}
+    encoding = tokenizer(SENTENCES, padding=True)
+    word_ids = [encoding.word_ids(i) for i in range(len(SENTENCES))]
+    return {
+        "word_mask": [[w is not None and (i == 0 or w != ids[i - 1]) for i, w in enumerate(ids)] for ids in word_ids]
+    }
 
 
 def family_auto_classes(config_class):
     """Every Auto class hf_ctx registers a model of this config class with, by name."""
     return sorted({auto.__name__ for auto, model in hf_ctx._AUTO_MODELS if model.config_class is config_class})
+
+
+def loaded_auto_classes(name, model):
+    """The Auto classes a case's checkpoint is loaded through: every one of its family for a pretraining
+    checkpoint; a tagger's own for a tagger (other heads' classifiers have other shapes, BERT's base model a
+    pooler the tagger lacks, initialised at random)."""
+    if name.endswith("_crf"):
+        return ["AutoModelForTokenClassification"]
+    return family_auto_classes(type(model.config))
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +135,13 @@ def checkpoints(tmp_path_factory):
         tokenizer.save_pretrained(path)
         saved[name] = (model, tokenizer, path)
         jobs.append(
-            dict(name=name, path=str(path), text=SENTENCES, auto_classes=family_auto_classes(type(model.config)))
+            dict(
+                name=name,
+                path=str(path),
+                text=SENTENCES,
+                auto_classes=loaded_auto_classes(name, model),
+                extra_inputs=extra_inputs(model, tokenizer),
+            )
         )
     script = root / "load_checkpoints.py"
     script.write_text(LOADER)
@@ -166,7 +201,7 @@ def test_checkpoint_loads_and_gives_the_saved_models_outputs(checkpoints, name, 
     tensors, classes = results[mode]
     assert "error" not in classes[name], f"{mode} load of the {name} checkpoint failed:\n{classes[name]['error']}"
     prefix = "transformers_modules." if mode == "remote" else "hf_ctx."
-    auto_classes = family_auto_classes(type(model.config))
+    auto_classes = loaded_auto_classes(name, model)
     # The classes came from the copied source (remote) or from hf_ctx (installed), the right one for each Auto class.
     registered = {
         auto.__name__: cls.__name__ for auto, cls in hf_ctx._AUTO_MODELS if cls.config_class is type(model.config)
@@ -187,8 +222,9 @@ def test_checkpoint_loads_and_gives_the_saved_models_outputs(checkpoints, name, 
 
     # Outputs equal those of the saved model, through the Auto class it was saved as ...
     own_auto = next(auto.__name__ for auto, cls in hf_ctx._AUTO_MODELS if cls is type(model))
+    extra = {key: torch.tensor(value) for key, value in extra_inputs(model, tokenizer).items()}
     with torch.no_grad():
-        expected = model(**encoding)
+        expected = model(**encoding, **extra)
     compared = 0
     for key, value in expected.items():
         if isinstance(value, torch.Tensor):

@@ -18,7 +18,7 @@ from transformers import AutoModel, AutoModelForTokenClassification, HfArgumentP
 from hf_ctx import ElmoConfig, ElmoForBiLM, ElmoTokenizer
 from hf_ctx.data.conll import read_conll
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
-from hf_ctx.tag_schemes import convert_tags
+from hf_ctx.tag_schemes import convert_tags, count_scheme_breaks
 
 COMMON = [
     "--report_to",
@@ -559,3 +559,43 @@ def test_label_all_tokens_labels_every_training_subtoken_and_evaluation_reads_fi
         *[-100] * (len(said) - 1),
         -100,
     ]
+
+
+@pytest.mark.parametrize("model_type", ["bert", "elmo"])
+def test_use_crf_gives_a_crf_tagger_whose_predictions_keep_the_scheme(corpus, bilm, tmp_path, model_type):
+    out = tmp_path / model_type
+    model_options = (
+        ["--config_name", "tiny", "--vocab_size", "300"]
+        if model_type == "bert"
+        else ["--bilm_name_or_path", str(bilm), "--config_overrides", "task_hidden_size=8"]
+    )
+    metrics = run_ner.main(
+        [
+            "--model_type",
+            model_type,
+            *model_options,
+            "--use_crf",
+            "--train_file",
+            str(corpus["train"]),
+            "--test_file",
+            str(corpus["test"]),
+            "--do_train",
+            "--do_predict",
+            "--num_train_epochs",
+            "3" if model_type == "bert" else "1",
+            "--learning_rate",
+            "3e-3" if model_type == "bert" else "1e-3",
+            "--output_dir",
+            str(out),
+            *COMMON,
+        ]
+    )
+    check_prediction_file(out / "predictions_test.txt", corpus["test"], metrics["predict_f1"])
+    tagger = AutoModelForTokenClassification.from_pretrained(out)
+    assert tagger.config.use_crf and tagger.config.tag_scheme == "IOB2" and not tagger.crf.allowed.all()
+    predicted = [s["ner_tags"] for s in read_conll(out / "predictions_test.txt", num_columns=5)]
+    assert sum(len(tags) for tags in predicted) > 100
+    assert sum(tag != "O" for tags in predicted for tag in tags) > 50  # entities were predicted
+    assert count_scheme_breaks(predicted, "IOB2") == 0 and metrics["predict_scheme_breaks"] == 0
+    # The count counts: the gold tags in IOB1 break IOB2 (an entity starting with I-).
+    assert count_scheme_breaks([s["ner_tags"] for s in read_conll(corpus["test"])], "IOB2") > 0

@@ -14,6 +14,7 @@ from hf_ctx.tag_schemes import (
     TAG_SCHEMES,
     allowed_transitions,
     convert_tags,
+    count_scheme_breaks,
     detect_tag_scheme,
     scheme_labels,
     seqeval_arguments,
@@ -80,6 +81,21 @@ def test_allowed_transitions_admit_exactly_the_well_formed_sequences(scheme):
     expected = well_formed(scheme, 4)
     assert allowed == set(expected)
     assert len(allowed) > 100  # 4 words, 2 types: not a vacuous comparison
+
+
+@pytest.mark.parametrize("scheme", TAG_SCHEMES)
+def test_scheme_breaks_are_zero_exactly_for_the_well_formed_sequences(scheme):
+    labels = list(labels_of(scheme).values())
+    expected = well_formed(scheme, 3)
+    for length in range(1, 4):
+        for sequence in itertools.product(labels, repeat=length):
+            breaks = count_scheme_breaks([list(sequence)], scheme)
+            assert (breaks == 0) == (sequence in expected), sequence
+    # Counted per transition and summed over sentences: O -> I-PER, I-PER -> I-LOC, and a sentence opened by I-LOC.
+    if scheme == "IOB2":
+        assert count_scheme_breaks([["O", "I-PER", "I-LOC"], ["I-LOC"], ["B-PER", "I-PER"]], scheme) == 3
+    with pytest.raises(ValueError, match=r"tag prefix 'E' is not one IOB2 uses"):
+        count_scheme_breaks([["E-PER"]], "IOB2")
 
 
 @pytest.mark.parametrize("scheme,seqeval_class", [("IOB2", "IOB2"), ("BIOES", "IOBES"), ("BIOUL", "BILOU")])

@@ -44,6 +44,15 @@ def bert_token_classifier(folder):
     return CtxBertForTokenClassification(_bert_config(tokenizer, id2label=dict(enumerate(NER_LABELS)))), tokenizer
 
 
+def bert_crf_tagger(folder):
+    """A BERT tagger with a CRF over the words (`use_crf`), under BIO."""
+    tokenizer = bert_tokenizer(folder)
+    labels = dict(enumerate(NER_LABELS))
+    return CtxBertForTokenClassification(_bert_config(tokenizer, id2label=labels, use_crf=True, tag_scheme="BIO")), (
+        tokenizer
+    )
+
+
 def bert_sequence_classifier(folder):
     tokenizer = bert_tokenizer(folder)
     return CtxBertForSequenceClassification(_bert_config(tokenizer, id2label={0: "NEG", 1: "POS"})), tokenizer
@@ -71,6 +80,15 @@ def elmo_bilm(folder):
 def elmo_token_classifier(folder):
     tokenizer = elmo_tokenizer()
     return ElmoForTokenClassification(_elmo_config(tokenizer, id2label=dict(enumerate(NER_LABELS)))), tokenizer
+
+
+def elmo_crf_tagger(folder):
+    """An ELMo tagger with a CRF (`use_crf`, under BIO) and two scalar mixes."""
+    tokenizer = elmo_tokenizer()
+    config = _elmo_config(
+        tokenizer, id2label=dict(enumerate(NER_LABELS)), use_crf=True, tag_scheme="BIO", num_output_representations=2
+    )
+    return ElmoForTokenClassification(config), tokenizer
 
 
 def taglm(folder):

@@ -24,6 +24,7 @@ from ..atomic_files import atomic_write
 from ..tag_schemes import (
     canonical_scheme,
     convert_tags,
+    count_scheme_breaks,
     detect_tag_scheme,
     seqeval_arguments,
     split_tag,
@@ -540,7 +541,9 @@ def ner_metrics(id2label: dict[int, str], tag_scheme: str | None = None, entity_
     """`Trainer(compute_metrics=...)` for tag ids from `logits_to_tags`: entity-level scores from the shipped
     seqeval metric ("precision", "recall", "f1", "accuracy" overall, and "<TYPE>_f1" per entity type; with
     `entity_level` also "<TYPE>_precision", "<TYPE>_recall" and "<TYPE>_support", the entities of the type in
-    the gold tags), or for tags without an entity scheme (`tag_scheme="plain"`, e.g. POS) the token accuracy.
+    the gold tags), or for tags without an entity scheme (`tag_scheme="plain"`, e.g. POS) the token accuracy. With an
+    entity `tag_scheme`, "scheme_breaks": how many predicted transitions the scheme forbids (`count_scheme_breaks`;
+    0 for a tagger with a CRF under the scheme).
 
     `tag_scheme` scores the way `tag_schemes.seqeval_arguments` says: BIOES and BIOUL in seqeval's strict mode
     (only well-formed entities count, and L-/U- are read), IOB1 and IOB2 (and `None`) as conlleval reads them.
@@ -568,6 +571,8 @@ def ner_metrics(id2label: dict[int, str], tag_scheme: str | None = None, entity_
             if isinstance(value, dict):
                 for name, key in per_type.items() if entity_level else [("f1", "f1")]:
                     metrics[f"{entity}_{key}"] = value[name]
+        if tag_scheme is not None:
+            metrics["scheme_breaks"] = count_scheme_breaks(predicted, tag_scheme)
         return metrics
 
     return compute

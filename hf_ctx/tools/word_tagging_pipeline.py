@@ -1,5 +1,6 @@
 """Word-level pipelines for models whose tokenizer gives character ids (TagLM, ELMo):
-`pipeline("token-classification")` and `pipeline("feature-extraction")`.
+`pipeline("token-classification")` and `pipeline("feature-extraction")`; and `SubwordTokenClassificationPipeline`
+for a sub-word tagger whose CRF decodes words (BERT with `use_crf`).
 
 transformers' `TokenClassificationPipeline` assumes sub-word tokenizers: it reads each position's token back with
 `tokenizer.convert_ids_to_tokens(int(input_ids[i]))` and gets character offsets only from fast tokenizers.
@@ -17,7 +18,8 @@ sentences is tagged sentence by sentence (offsets still into the whole text).
     >>> tagger("Peter Blackburn flew to Brussels.")
     [{'entity_group': 'PER', 'score': 0.99, 'word': 'Peter Blackburn', 'start': 0, 'end': 15}, ...]
 
-For TagLM the per-word scores are the softmax of the CRF max-marginals, so the tags are the CRF's Viterbi decoding.
+For TagLM (and ELMo with `use_crf`) the per-word scores are the softmax of the CRF max-marginals, so the tags are
+the CRF's Viterbi decoding.
 """
 
 import numpy as np
@@ -130,6 +132,52 @@ class WordTokenClassificationPipeline(TokenClassificationPipeline):
                 if entity.get("entity", entity.get("entity_group")) not in ignore_labels
             ]
         return entities
+
+
+class SubwordTokenClassificationPipeline(TokenClassificationPipeline):
+    """`pipeline("token-classification")` for a sub-word tagger whose CRF decodes words
+    (`CtxBertForTokenClassification` with `use_crf`).
+
+        >>> from transformers import pipeline
+        >>> from hf_ctx import SubwordTokenClassificationPipeline
+        >>> tagger = pipeline("token-classification", model="runs/bert_crf",
+        ...                   pipeline_class=SubwordTokenClassificationPipeline)
+        >>> tagger("Peter Blackburn flew to Brussels")
+        [{'entity_group': 'PER', 'score': 0.98, 'word': 'Peter Blackburn', 'start': 0, 'end': 15}, ...]
+
+    The model reads only what the tokenizer gives, which does not say where words start; this pipeline passes it
+    `word_mask`: 1 at each word's first sub-token, by the rule the pipeline joins sub-tokens into words with (a
+    token that starts with the tokenizer's continuing-subword prefix, WordPiece's `##`, continues the word
+    before it; special tokens are no word). The words' scores are the softmax of the CRF max-marginals, so the
+    tags are the CRF's Viterbi decoding. Aggregation defaults to "first" (one entry per word, grouped into
+    entities); the other strategies and arguments are `TokenClassificationPipeline`'s. For a model without a CRF
+    it is that pipeline with the "first" default.
+    """
+
+    def _forward(self, model_inputs):
+        if getattr(self.model.config, "use_crf", False):
+            model_inputs["word_mask"] = self.word_starts(
+                model_inputs["input_ids"], model_inputs["special_tokens_mask"]
+            )
+        return super()._forward(model_inputs)
+
+    def word_starts(self, input_ids: torch.Tensor, special_tokens_mask: torch.Tensor) -> torch.Tensor:
+        """(B, T) booleans, True at the first sub-token of each word of `input_ids` (B, T)."""
+        backend = getattr(self.tokenizer, "_tokenizer", None)
+        prefix = getattr(getattr(backend, "model", None), "continuing_subword_prefix", None)
+        if not prefix:
+            raise ValueError(
+                f"{type(self.tokenizer).__name__} does not mark the sub-tokens that continue a word (as WordPiece's "
+                "##): the pipeline cannot tell the CRF where words start; pass the model word_mask yourself"
+            )
+        starts = [
+            [not token.startswith(prefix) for token in self.tokenizer.convert_ids_to_tokens(row)]
+            for row in input_ids.tolist()
+        ]
+        return torch.tensor(starts, dtype=torch.bool) & ~special_tokens_mask.bool()
+
+    def postprocess(self, all_outputs, aggregation_strategy=AggregationStrategy.FIRST, ignore_labels=None):
+        return super().postprocess(all_outputs, aggregation_strategy, ignore_labels)
 
 
 class WordFeatureExtractionPipeline(FeatureExtractionPipeline):
