@@ -15,7 +15,7 @@ import transformers
 from transformers import BertConfig
 
 from .. import modeling_bert
-from ..atomic_files import save_pretrained_atomically
+from ..atomic_files import write_into_folder
 from ..configuration_bert import CtxBertConfig
 from .checks import check_finite_weights, check_no_checkpoint_in, check_output_dir, load_tokenizer
 
@@ -170,7 +170,12 @@ def convert_bert_checkpoint(src_dir: str | os.PathLike, out_dir: str | os.PathLi
         raise ValueError(f"weights do not match: missing {missing}, unexpected {unexpected}")
     target.load_state_dict(state_dict, strict=False)
     target.tie_weights()
-    target.save_pretrained(out_dir)
-    if tokenizer is not None:
-        save_pretrained_atomically(tokenizer, out_dir)
+
+    def save(staging: str) -> None:
+        target.save_pretrained(staging)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(staging)
+
+    # Model and tokenizer in one staged folder, moved in together: a full disk leaves neither, and a rerun works.
+    write_into_folder(out_dir, save)
     return target

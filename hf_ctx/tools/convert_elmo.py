@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..atomic_files import write_into_folder
 from ..configuration_elmo import N_CHARACTERS, ElmoConfig
 from ..modeling_elmo import ElmoModel
 from ..tokenization_elmo import ElmoTokenizer
@@ -232,8 +233,13 @@ def convert_elmo_checkpoint(options_json, weights_hdf5, output_dir, vocab_file=N
         raise RuntimeError(f"converter produced a wrong state dict: missing {missing}, unexpected {unexpected}")
     model.eval()
     output_dir = Path(output_dir)
-    model.save_pretrained(output_dir)
-    tokenizer.save_pretrained(output_dir)
+
+    def save(staging: str) -> None:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+
+    # Model and tokenizer in one staged folder, moved in together: a full disk leaves neither, and a rerun works.
+    write_into_folder(output_dir, save)
     logger.info(
         "converted %s + %s to %s (%s parameters)",
         options_json,

@@ -163,6 +163,23 @@ def resolve_resume_checkpoint(
     return folder
 
 
+def _earlier_metrics(path: str) -> dict:
+    """The metrics an earlier step or run saved in `path` (`all_results.json`), to merge the new ones into; {}
+    when there is none. A file that is damaged or not a JSON object is replaced, with a warning naming it: a run
+    that has trained must not fail over it."""
+    if not os.path.exists(path):
+        return {}
+    reason = damaged_file_reason(path)
+    if reason is None:
+        with open(path, encoding="utf-8") as f:
+            earlier = json.load(f)
+        if isinstance(earlier, dict):
+            return earlier
+        reason = f"a JSON {type(earlier).__name__}, not an object"
+    logger.warning(f"{path} is {reason}; replacing it with this run's metrics")
+    return {}
+
+
 @dataclass
 class CtxTrainingArguments(TrainingArguments):
     """`TrainingArguments` and the one setting of the examples' training that it lacks: CPU threads."""
@@ -290,10 +307,7 @@ class CtxTrainer(Trainer):
         )
         if combined:
             path = os.path.join(self.args.output_dir, "all_results.json")
-            all_metrics = {}
-            if os.path.exists(path):
-                with open(path, encoding="utf-8") as f:
-                    all_metrics = json.load(f)
+            all_metrics = _earlier_metrics(path)
             write_text(path, json.dumps({**all_metrics, **metrics}, indent=4, sort_keys=True))
 
     def _checkpoint_checks(self) -> dict:
