@@ -84,14 +84,23 @@ def full_disk_errno(error: BaseException, folder: str | None = None) -> int | No
     return None
 
 
+class WriteFailed(OSError):
+    """A write that failed for the space (a full disk, a quota, a file-size limit), naming the file: `path`."""
+
+    def __init__(self, code: int, path: str):
+        super().__init__(code, f"could not write {path}: {os.strerror(code)}; what was there before is kept")
+        self.path = path
+
+
 def write_failed(path: str, error: BaseException, folder: str | None = None) -> OSError | None:
-    """An `OSError` naming `path` for `error` when it is a full disk (`full_disk_errno`) or an `OSError` that
+    """A `WriteFailed` naming `path` for `error` when it is a full disk (`full_disk_errno`) or an `OSError` that
     names no file; None for other errors (raise those as they are)."""
+    if isinstance(error, WriteFailed):
+        return None
     code = full_disk_errno(error, folder)
     if code is None and not (isinstance(error, OSError) and error.errno and not error.filename):
         return None
-    code = code or error.errno
-    return OSError(code, f"could not write {path}: {os.strerror(code)}; what was there before is kept")
+    return WriteFailed(code or error.errno, path)
 
 
 def _try_lock(fd: int) -> bool:
@@ -239,8 +248,11 @@ def write_into_folder(folder: str | os.PathLike, write: Callable[[str], object])
         try:
             result = write(staging)
         except Exception as error:
+            if isinstance(error, WriteFailed) and error.path.startswith(staging + os.sep):
+                # A writer inside the staging folder named its file: name where it was going.
+                raise WriteFailed(error.errno, folder + error.path[len(staging) :]) from error
             failed_file = _newest_file(staging)
-            named = write_failed(os.path.join(folder, failed_file or ""), error, staging)
+            named = write_failed(os.path.join(folder, failed_file) if failed_file else folder, error, staging)
             if named is not None:
                 raise named from error
             raise
@@ -496,6 +508,7 @@ __all__ = [
     "atomic_write",
     "damaged_file_reason",
     "damaged_files",
+    "WriteFailed",
     "full_disk_errno",
     "lock_output",
     "remove_stale_temporaries",
