@@ -29,6 +29,7 @@ import os
 import shutil
 import struct
 import tempfile
+import time
 import zipfile
 from collections.abc import Callable
 
@@ -61,13 +62,17 @@ LOCK_FILE = ".hf_ctx-lock"
 _FULL_DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 _FULL_DISK_WORDS = ("no space left on device", "os error 28", "storagefull", "disk quota exceeded", "file too large")
 _NEARLY_FULL_BYTES = 1 << 20  # a write that failed with less free space than this failed for the space
+# A temporary is taken for stale only this long after its last change: a writer creates it a moment before it
+# locks it.
+_STALE_AFTER_SECONDS = 10
 
 
 def full_disk_errno(error: BaseException, folder: str | None = None) -> int | None:
     """The errno of a full disk (`ENOSPC`, `EDQUOT`, `EFBIG`) behind `error` (it or its causes), or None.
 
-    Recognised by errno, by the words of libraries that raise their own exceptions for it, or, for an error
-    without either (torch's "file write failed"), by less than 1 MiB left free in `folder`."""
+    Recognised by errno, by the words of libraries that raise their own exceptions for it, or, for a
+    `RuntimeError` without either (torch's "file write failed" or "unexpected pos"), by less than 1 MiB left free
+    in `folder`."""
     seen, current = set(), error
     while current is not None and id(current) not in seen:
         seen.add(id(current))
@@ -76,7 +81,7 @@ def full_disk_errno(error: BaseException, folder: str | None = None) -> int | No
         if any(word in str(current).lower() for word in _FULL_DISK_WORDS):
             return errno.ENOSPC
         current = current.__cause__ or current.__context__
-    if folder is not None and not isinstance(error, (KeyboardInterrupt, SystemExit)):
+    if folder is not None and isinstance(error, RuntimeError):
         with contextlib.suppress(OSError, AttributeError):
             stat = os.statvfs(folder)
             if stat.f_bavail * stat.f_frsize < _NEARLY_FULL_BYTES:
@@ -85,7 +90,7 @@ def full_disk_errno(error: BaseException, folder: str | None = None) -> int | No
 
 
 class WriteFailed(OSError):
-    """A write that failed for the space (a full disk, a quota, a file-size limit), naming the file: `path`."""
+    """A write that failed (a full disk, a quota, a file-size limit, an I/O error), naming the file: `path`."""
 
     def __init__(self, code: int, path: str):
         super().__init__(code, f"could not write {path}: {os.strerror(code)}; what was there before is kept")
@@ -122,9 +127,10 @@ def _is_temporary(name: str) -> bool:
 
 def remove_stale_temporaries(folder: str | os.PathLike, depth: int = 1) -> list[str]:
     """Remove the temporary files and folders of hf_ctx's writers (`.hf_ctx-tmp.*.tmp`) in `folder` and, `depth`
-    levels down, its subfolders (a `checkpoint-N`) that no live process is writing: what a kill -9 or a power cut left. A writer
-    holds a `flock` on its temporary until it is renamed or removed, and the kernel releases it when the process
-    dies, so one that can be locked is stale. Returns the paths removed."""
+    levels down, its subfolders (a `checkpoint-N`) that no live process is writing: what a kill -9 or a power cut
+    left. A writer holds a `flock` on its temporary until it is renamed or removed, and the kernel releases it
+    when the process dies, so one that can be locked (and has not changed for 10 s) is stale. Returns the paths
+    removed."""
     folder = os.fspath(folder)
     removed = []
     with contextlib.suppress(OSError):
@@ -133,6 +139,8 @@ def remove_stale_temporaries(folder: str | os.PathLike, depth: int = 1) -> list[
         for entry in entries:
             if _is_temporary(entry.name):
                 with contextlib.suppress(OSError):
+                    if time.time() - entry.stat(follow_symlinks=False).st_mtime < _STALE_AFTER_SECONDS:
+                        continue
                     fd = os.open(entry.path, os.O_RDONLY)
                     try:
                         if fcntl is None or not _try_lock(fd):
@@ -182,7 +190,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
     except BaseException as error:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
-        named = write_failed(path, error, folder) if isinstance(error, Exception) else None
+        named = write_failed(path, error) if isinstance(error, Exception) else None
         if named is not None:
             raise named from error
         raise

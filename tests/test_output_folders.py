@@ -5,6 +5,7 @@ Real file systems where the test may mount one (tests/filesystems.py), else skip
 import errno
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -58,6 +59,12 @@ def _background(code: str, ready: Path) -> subprocess.Popen:
 def _kill(process: subprocess.Popen) -> None:
     process.send_signal(signal.SIGKILL)
     process.wait()
+
+
+def _age(paths, seconds: float = 60) -> None:
+    """Date `paths` back: temporaries are taken for stale only some seconds after their last change."""
+    for path in paths:
+        os.utime(path, (time.time() - seconds, time.time() - seconds))
 
 
 def _classification_data(tokenizer) -> list[dict]:
@@ -356,6 +363,7 @@ def test_temporaries_of_a_killed_run_are_removed_at_the_next_start_and_live_ones
     try:
         left = _temporaries(output_dir)
         assert len(left) == 2, left  # the staged checkpoint folder, all_results.json's temporary
+        _age(left)
         assert remove_stale_temporaries(output_dir) == []  # being written: kept
     finally:
         _kill(writer)
@@ -368,8 +376,11 @@ def test_the_atomic_writers_remove_stale_temporaries_of_their_folder(tmp_path):
     stale = tmp_path / f"{TEMPORARY_PREFIX}abc.tmp"
     stale.mkdir()
     (stale / "model.safetensors").write_bytes(b"x")
+    fresh = tmp_path / f"{TEMPORARY_PREFIX}just-created.tmp"  # a moment before its writer locks it
+    fresh.write_bytes(b"")
+    _age([stale])
     write_into_folder(tmp_path, lambda folder: Path(folder, "config.json").write_text("{}"))
-    assert sorted(os.listdir(tmp_path)) == ["config.json"]
+    assert sorted(os.listdir(tmp_path)) == [fresh.name, "config.json"]
 
 
 # --- 9. real full disks: one line naming the file ----------------------------------------------------------------
@@ -503,3 +514,29 @@ def test_atomic_write_names_the_file_of_any_failing_write(tmp_path):
             f.write("{")
             raise OSError(errno.ENOSPC, "No space left on device")
     assert os.listdir(tmp_path) == []
+
+
+_RANK = """
+    import logging, sys
+    import torch.distributed as dist
+    from transformers import TrainingArguments
+    from hf_ctx.tools.scripts import parse_args_and_set_up
+
+    (args,) = parse_args_and_set_up((TrainingArguments,), sys.argv[1:], logging.getLogger("rank"))
+    dist.barrier()  # every rank got past the lock
+    print(f"rank {args.process_index} of {args.world_size} started", flush=True)
+"""
+
+
+@pytest.mark.slow  # two processes under torchrun
+def test_the_processes_of_one_torchrun_do_not_lock_each_other_out(tmp_path):
+    script = tmp_path / "rank.py"
+    script.write_text(textwrap.dedent(_RANK))
+    output_dir = tmp_path / "out"
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script)]
+    command += ["--output_dir", str(output_dir), "--do_train", "--use_cpu", "--report_to", "none"]
+    env = {**os.environ, "PYTHONPATH": str(REPOSITORY), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert sorted(re.findall(r"rank \d of 2 started", done.stdout)) == ["rank 0 of 2 started", "rank 1 of 2 started"]
+    assert (output_dir / ".hf_ctx-lock").is_file()
