@@ -540,3 +540,48 @@ def test_the_processes_of_one_torchrun_do_not_lock_each_other_out(tmp_path):
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert sorted(re.findall(r"rank \d of 2 started", done.stdout)) == ["rank 0 of 2 started", "rank 1 of 2 started"]
     assert (output_dir / ".hf_ctx-lock").is_file()
+
+
+def test_a_full_disk_at_the_checkpoints_trainer_state_names_it(tmp_path, monkeypatch):
+    """`Trainer` writes a checkpoint's trainer_state.json itself; a full disk there names it too."""
+    from transformers.trainer_callback import TrainerState
+
+    from hf_ctx.tools.trainer import CtxTrainer
+
+    model, tokenizer = bert_sequence_classifier(tmp_path)
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path / "out"), max_steps=1, save_steps=1, per_device_train_batch_size=4, report_to=[]
+    )
+    trainer = CtxTrainer(model=model, args=args, train_dataset=_classification_data(tokenizer))
+
+    def disk_full(self, path):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(TrainerState, "save_to_json", disk_full)
+    state = tmp_path / "out" / "checkpoint-1" / "trainer_state.json"
+    with pytest.raises(OSError, match=rf"\[Errno 28\] could not write {state}: No space left on device"):
+        trainer.train()
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        RuntimeError("Error while serializing: I/O error: No space left on device (os error 28)"),
+        Exception("No space left on device (os error 28)"),
+    ],
+)
+def test_any_full_disk_error_a_library_raises_is_one_line(capsys, error):
+    from hf_ctx.tools.errors import user_errors_as_messages
+
+    def fail():
+        with user_errors_as_messages():
+            raise error
+
+    line = _cli_error(capsys, fail)
+    assert line.startswith(f"error: {error} ({type(error).__name__}: the disk is full; free space and run")
+    with pytest.raises(type(error)):
+        with user_errors_as_messages(debug=True):
+            raise error
+    with pytest.raises(ZeroDivisionError):  # a bug keeps its traceback
+        with user_errors_as_messages():
+            raise ZeroDivisionError

@@ -21,7 +21,7 @@ from transformers import Trainer, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy
 from transformers.utils.hub import PushInProgress
 
-from ..atomic_files import damaged_file_reason, damaged_files, write_into_folder, write_text
+from ..atomic_files import damaged_file_reason, damaged_files, write_failed, write_into_folder, write_text
 
 logger = logging.getLogger(__name__)
 
@@ -290,6 +290,19 @@ class CtxTrainer(Trainer):
 
     def _save_rng_state(self, output_dir: str) -> None:
         self._write_atomically(lambda folder: Trainer._save_rng_state(self, folder), output_dir)
+
+    def _save_checkpoint(self, model, trial) -> None:
+        """`Trainer._save_checkpoint`; a full disk while writing the checkpoint's `trainer_state.json` (which
+        `Trainer` writes itself; every other file goes through `_write_atomically` and names itself) is an
+        `OSError` naming it."""
+        try:
+            super()._save_checkpoint(model, trial)
+        except Exception as error:
+            folder = os.path.join(self._get_output_dir(trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+            named = write_failed(os.path.join(folder, "trainer_state.json"), error)
+            if named is not None:
+                raise named from error
+            raise
 
     def save_state(self) -> None:
         if self.is_world_process_zero():
