@@ -585,3 +585,38 @@ def test_any_full_disk_error_a_library_raises_is_one_line(capsys, error):
     with pytest.raises(ZeroDivisionError):  # a bug keeps its traceback
         with user_errors_as_messages():
             raise ZeroDivisionError
+
+
+def test_run_ner_into_a_symlink_to_another_filesystem_holding_a_damaged_file_and_a_killed_runs_leftovers(
+    tmp_path, caplog
+):
+    """The whole script: checkpoints, the final model, its card and metrics land on the other file system; the
+    damaged all_results.json there is replaced with a warning; what a killed run left is removed."""
+    import run_ner
+
+    from hf_ctx.data.synthetic_ner import generate_ner_corpus
+
+    corpus = generate_ner_corpus(tmp_path / "data", num_train=32, num_validation=8, num_test=8, num_raw=16)
+    with other_filesystem(tmp_path) as elsewhere:
+        (elsewhere / "runs").mkdir()
+        (elsewhere / "runs" / "all_results.json").write_text('{"eval_f1": 0.5, "eval')
+        leftover = elsewhere / "runs" / "checkpoint-4" / f"{TEMPORARY_PREFIX}abc.tmp"
+        leftover.mkdir(parents=True)
+        (leftover / "optimizer.pt").write_bytes(b"x" * 1000)
+        _age([leftover])
+        output_dir = tmp_path / "out"
+        output_dir.symlink_to(elsewhere / "runs")
+        run_ner.main(
+            ["--model_type", "bert", "--model_size", "tiny", "--vocab_size", "300", "--max_seq_length", "16"]
+            + ["--train_file", str(corpus["train"]), "--validation_file", str(corpus["validation"])]
+            + ["--do_train", "--do_eval", "--max_steps", "2", "--save_steps", "1", "--output_dir", str(output_dir)]
+            + ["--report_to", "none", "--per_device_train_batch_size", "16", "--disable_tqdm", "true"]
+        )
+        saved = set(os.listdir(elsewhere / "runs"))
+        assert {"config.json", "model.safetensors", "tokenizer.json", "README.md", "trainer_state.json"} <= saved
+        assert {"checkpoint-1", "checkpoint-2"} <= saved
+        assert "optimizer.pt" in os.listdir(elsewhere / "runs" / "checkpoint-2")
+        results = json.loads((elsewhere / "runs" / "all_results.json").read_text())
+        assert "eval_f1" in results and "train_loss" in results and results["eval_f1"] != 0.5
+        assert "all_results.json is not valid JSON" in caplog.text
+        assert _temporaries(elsewhere) == []
