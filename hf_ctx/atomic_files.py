@@ -314,9 +314,9 @@ def lock_output(folder: str | os.PathLike, what: str = "the output folder") -> N
             f"{what} {folder} is being written by another run ({holder or 'a process'}); wait for it to finish, "
             "or choose another folder"
         )
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, AttributeError):  # who holds it, for the message (not on Windows)
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"process {os.getpid()}".encode(), 0)
+        os.pwrite(fd, f"process {os.getpid()} on {os.uname().nodename}".encode(), 0)
     _HELD_LOCKS[key] = fd
     remove_stale_temporaries(folder)
 

@@ -189,8 +189,8 @@ def test_a_second_run_into_one_output_dir_is_refused_and_a_killed_one_leaves_no_
     try:
         line = _cli_error(capsys, lambda: run_script(run_ner.main, argv))
         assert line == (
-            f"error: --output_dir {output_dir} is being written by another run (process {holder.pid}); wait for "
-            "it to finish, or choose another folder"
+            f"error: --output_dir {output_dir} is being written by another run (process {holder.pid} on "
+            f"{os.uname().nodename}); wait for it to finish, or choose another folder"
         )
     finally:
         _kill(holder)
