@@ -43,11 +43,20 @@ def _assert_same_weights(a, b):
         assert torch.equal(x, y), name
 
 
+# hf_ctx/atomic_files.py alone (standard library only): a second process starts in a fraction of a second, where
+# importing hf_ctx (torch, transformers) would take seconds.
+_LOAD_ATOMIC_FILES = f"""
+import importlib.util
+spec = importlib.util.spec_from_file_location("atomic_files", {str(REPOSITORY / "hf_ctx" / "atomic_files.py")!r})
+atomic_files = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(atomic_files)
+"""
+
+
 def _background(code: str, ready: Path) -> subprocess.Popen:
-    """Run `code` (which creates `ready` when it has got where the test wants it) in another Python process."""
-    process = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(code)], env={**os.environ, "PYTHONPATH": str(REPOSITORY)}
-    )
+    """Run `code` (which creates `ready` when it has got where the test wants it) in another Python process, with
+    `atomic_files` imported."""
+    process = subprocess.Popen([sys.executable, "-c", _LOAD_ATOMIC_FILES + textwrap.dedent(code)])
     deadline = time.monotonic() + 120
     while not ready.exists():
         assert process.poll() is None, "the background process ended early"
@@ -114,10 +123,7 @@ def test_trainer_checkpoints_and_final_save_into_a_mount_point(tmp_path):
 
 
 _SAVE_AS_ANOTHER_USER = """
-    import importlib.util, os, sys
-    spec = importlib.util.spec_from_file_location("atomic_files", {module!r})
-    atomic_files = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(atomic_files)
+    import os
     os.setgid(65534)
     os.setuid(65534)
 
@@ -139,9 +145,8 @@ def test_an_output_folder_of_ones_own_under_a_parent_one_cannot_write():
         own.mkdir(parents=True)
         if os.geteuid() == 0:  # root writes anywhere: the save runs as a user who owns `own` only
             os.chown(own, 65534, 65534)
-            module = str(REPOSITORY / "hf_ctx" / "atomic_files.py")
-            code = _SAVE_AS_ANOTHER_USER.format(module=module, folder=str(own))
-            done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True)
+            code = _LOAD_ATOMIC_FILES + textwrap.dedent(_SAVE_AS_ANOTHER_USER.format(folder=str(own)))
+            done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
             assert done.returncode == 0, done.stderr
             assert done.stdout.strip() == "['all_results.json', 'config.json']"
         else:
@@ -157,8 +162,7 @@ def test_an_output_folder_of_ones_own_under_a_parent_one_cannot_write():
 
 _HOLD_LOCK = """
     import pathlib, time
-    from hf_ctx.atomic_files import lock_output
-    lock_output({folder!r})
+    atomic_files.lock_output({folder!r})
     pathlib.Path({ready!r}).touch()
     time.sleep(600)
 """
@@ -200,8 +204,7 @@ def test_a_second_run_into_one_output_dir_is_refused_and_a_killed_one_leaves_no_
 
 _HOLD_COMMITTED_FILE = """
     import pathlib, time
-    from hf_ctx.atomic_files import CommittedFile
-    store = CommittedFile({path!r})
+    store = atomic_files.CommittedFile({path!r})
     store.write(b"written by the first run")
     pathlib.Path({ready!r}).touch()
     time.sleep(600)
@@ -342,16 +345,15 @@ def test_qa_predictions_are_written_atomically_with_normal_permissions(tmp_path)
 
 _KILLED_WHILE_SAVING = """
     import pathlib, time
-    from hf_ctx.atomic_files import atomic_write, write_into_folder
 
     def write(staging):
         pathlib.Path(staging, "model.safetensors").write_bytes(b"x" * 1000)
-        with atomic_write(pathlib.Path({folder!r}) / "all_results.json") as f:
+        with atomic_files.atomic_write(pathlib.Path({folder!r}) / "all_results.json") as f:
             f.write("{{")
             pathlib.Path({ready!r}).touch()
             time.sleep(600)
 
-    write_into_folder(pathlib.Path({folder!r}) / "checkpoint-16", write)
+    atomic_files.write_into_folder(pathlib.Path({folder!r}) / "checkpoint-16", write)
 """
 
 
