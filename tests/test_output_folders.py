@@ -461,6 +461,8 @@ def test_the_pretraining_text_cache_on_a_full_disk_is_one_error_naming_the_folde
     with tmpfs(tmp_path / "disk", size="64k") as disk:
         with pytest.raises(OSError, match=rf"could not write the datasets cache in {disk}: No space left on device"):
             load_text_documents([corpus], cache_dir=str(disk))
+        resize(disk, "16m")
+        assert len(load_text_documents([corpus], cache_dir=str(disk))) == 20000
 
 
 # --- 13. every writer goes through hf_ctx.atomic_files -------------------------------------------------------------
