@@ -453,8 +453,12 @@ def test_the_bilm_cache_on_a_full_disk_is_one_error_naming_the_file(tmp_path):
         assert len(cache) == 0 and cache.compute(features, progress=False) == len(SENTENCES)
 
 
+def _doubled(batch):
+    return {"text": [text + text for text in batch["text"]]}
+
+
 def test_the_pretraining_text_cache_on_a_full_disk_is_one_error_naming_the_folder(tmp_path):
-    from hf_ctx.data.text import load_text_documents
+    from hf_ctx.data.text import load_text_documents, map_batches
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n\n".join(f"Sentence number {i} of a document that fills the cache." for i in range(20000)))
@@ -462,7 +466,13 @@ def test_the_pretraining_text_cache_on_a_full_disk_is_one_error_naming_the_folde
         with pytest.raises(OSError, match=rf"could not write the datasets cache in {disk}: No space left on device"):
             load_text_documents([corpus], cache_dir=str(disk))
         resize(disk, "16m")
-        assert len(load_text_documents([corpus], cache_dir=str(disk))) == 20000
+        documents = load_text_documents([corpus], cache_dir=str(disk))
+        assert len(documents) == 20000
+        stat = os.statvfs(disk)
+        resize(disk, f"{(stat.f_blocks - stat.f_bfree) * stat.f_frsize // 1024 + 8}k")  # 8 kB left
+        cache = os.path.dirname(documents.cache_files[0]["filename"])
+        with pytest.raises(OSError, match=rf"could not write the datasets cache in {cache}: No space left on device"):
+            map_batches(documents, _doubled)
 
 
 # --- 13. every writer goes through hf_ctx.atomic_files -------------------------------------------------------------
