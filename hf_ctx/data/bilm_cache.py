@@ -214,8 +214,7 @@ class BiLMStateCache:
             raise OSError(
                 error.errno,
                 f"could not write the biLM cache {path}{full}: {os.strerror(error.errno) if error.errno else error}; "
-                "free space or "
-                "pass --bilm_cache memory",
+                "free space or pass --bilm_cache memory",
             ) from error
         self._open_shard(path)
 
