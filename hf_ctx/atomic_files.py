@@ -7,24 +7,36 @@
   it was at the previous flush.
 - [`damaged_file_reason`] says why a file that exists cannot be what its name says (a truncated safetensors,
   `torch.save` archive or JSON file), without loading (or unpickling) it; [`damaged_files`] checks a folder.
-- [`write_into_folder`] runs a function that writes several files (`save_pretrained`) into a temporary sibling
-  folder, then moves each file into the target folder (renames, which need no space; `config.json` last) and
-  removes weight files of the previous save that the new one replaced (a sharded save over a single file). A
-  failure while writing leaves the target folder as it was.
+- [`write_into_folder`] runs a function that writes several files (`save_pretrained`) into a temporary folder
+  inside the target folder, then moves each file into the target folder (renames within one file system, which
+  need no space; `config.json` last) and removes weight files of the previous save that the new one replaced (a
+  sharded save over a single file). A failure while writing leaves the target folder as it was.
+- Temporary files and folders are named `.hf_ctx-tmp.*.tmp` and locked (`flock`) while they are written;
+  [`remove_stale_temporaries`] removes those that no live process holds (what a kill -9 left).
+- [`lock_output`] makes one process at a time the writer of an output folder; `CommittedFile` locks its file.
+- A full disk (`ENOSPC`, a quota, a file-size limit) while writing is an `OSError` naming the file, whichever
+  library raised it ([`full_disk_errno`] recognises one).
 
 See docs/reliability.md for what each writer of hf_ctx guarantees. This module travels with the checkpoints of
 every model and tokenizer that imports it (remote code): it imports only the standard library.
 """
 
 import contextlib
+import errno
 import io
 import json
 import os
 import shutil
 import struct
 import tempfile
+import time
 import zipfile
 from collections.abc import Callable
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; temporaries are then never taken for stale, and outputs are not locked
+    fcntl = None
 
 # Moved last: a loader reads these first, so until they change the folder is read as the previous save. (Only a
 # kill during the renames, which take milliseconds and need no disk space, could leave a mix.)
@@ -40,6 +52,109 @@ def _umask() -> int:
 
 
 _FILE_MODE = 0o666 & ~_umask()  # what `open(path, "w")` gives; mkstemp would give 0600
+
+# Every temporary file or folder hf_ctx writes is named so: `remove_stale_temporaries` recognises them.
+TEMPORARY_PREFIX, TEMPORARY_SUFFIX = ".hf_ctx-tmp.", ".tmp"
+# The lock file of an output folder (`lock_output`); never removed, so that two processes always lock one inode.
+LOCK_FILE = ".hf_ctx-lock"
+# What a full disk looks like: errno values, and words of libraries that do not raise an OSError for it
+# (safetensors' SafetensorError, tokenizers' Exception, torch's "file write failed", datasets' wrappers).
+_FULL_DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+_FULL_DISK_WORDS = ("no space left on device", "os error 28", "storagefull", "disk quota exceeded", "file too large")
+_NEARLY_FULL_BYTES = 1 << 20  # a write that failed with less free space than this failed for the space
+# A temporary is taken for stale only this long after its last change: a writer creates it a moment before it
+# locks it.
+_STALE_AFTER_SECONDS = 10
+
+
+def full_disk_errno(error: BaseException, folder: str | None = None) -> int | None:
+    """The errno of a full disk (`ENOSPC`, `EDQUOT`, `EFBIG`) behind `error` (it or its causes), or None.
+
+    Recognised by errno, by the words of libraries that raise their own exceptions for it, or, for a
+    `RuntimeError` without either (torch's "file write failed" or "unexpected pos"), by less than 1 MiB left free
+    in `folder`."""
+    seen, current = set(), error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in _FULL_DISK_ERRNOS:
+            return current.errno
+        if any(word in str(current).lower() for word in _FULL_DISK_WORDS):
+            return errno.ENOSPC
+        current = current.__cause__ or current.__context__
+    if folder is not None and isinstance(error, RuntimeError):
+        with contextlib.suppress(OSError, AttributeError):
+            stat = os.statvfs(folder)
+            if stat.f_bavail * stat.f_frsize < _NEARLY_FULL_BYTES:
+                return errno.ENOSPC
+    return None
+
+
+class WriteFailed(OSError):
+    """A write that failed (a full disk, a quota, a file-size limit, an I/O error), naming the file: `path`."""
+
+    def __init__(self, code: int, path: str):
+        super().__init__(code, f"could not write {path}: {os.strerror(code)}; what was there before is kept")
+        self.path = path
+
+
+def write_failed(path: str, error: BaseException, folder: str | None = None) -> OSError | None:
+    """A `WriteFailed` naming `path` for `error` when it is a full disk (`full_disk_errno`) or an `OSError` that
+    names no file; None for other errors (raise those as they are)."""
+    if isinstance(error, WriteFailed):
+        return None
+    code = full_disk_errno(error, folder)
+    if code is None and not (isinstance(error, OSError) and error.errno and not error.filename):
+        return None
+    return WriteFailed(code or error.errno, path)
+
+
+def _try_lock(fd: int) -> bool:
+    """Take an exclusive `flock` on `fd` without waiting: False when another open file holds one. Where the
+    platform or file system has no flock, True (nothing is locked)."""
+    if fcntl is None:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as error:
+        if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return False
+    return True
+
+
+def _is_temporary(name: str) -> bool:
+    return name.startswith(TEMPORARY_PREFIX) and name.endswith(TEMPORARY_SUFFIX)
+
+
+def remove_stale_temporaries(folder: str | os.PathLike, depth: int = 1) -> list[str]:
+    """Remove the temporary files and folders of hf_ctx's writers (`.hf_ctx-tmp.*.tmp`) in `folder` and, `depth`
+    levels down, its subfolders (a `checkpoint-N`) that no live process is writing: what a kill -9 or a power cut
+    left. A writer holds a `flock` on its temporary until it is renamed or removed, and the kernel releases it
+    when the process dies, so one that can be locked (and has not changed for 10 s) is stale. Returns the paths
+    removed."""
+    folder = os.fspath(folder)
+    removed = []
+    with contextlib.suppress(OSError):
+        with os.scandir(folder) as entries:
+            entries = list(entries)
+        for entry in entries:
+            if _is_temporary(entry.name):
+                with contextlib.suppress(OSError):
+                    if time.time() - entry.stat(follow_symlinks=False).st_mtime < _STALE_AFTER_SECONDS:
+                        continue
+                    fd = os.open(entry.path, os.O_RDONLY)
+                    try:
+                        if fcntl is None or not _try_lock(fd):
+                            continue
+                        if entry.is_dir(follow_symlinks=False):
+                            shutil.rmtree(entry.path)
+                        else:
+                            os.unlink(entry.path)
+                        removed.append(entry.path)
+                    finally:
+                        os.close(fd)
+            elif depth > 0 and entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
+                removed += remove_stale_temporaries(entry.path, depth - 1)
+    return removed
 
 
 def _fsync_folder(folder: str) -> None:
@@ -60,18 +175,27 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
         raise ValueError(f"atomic_write writes with mode 'w' or 'wb', got {mode!r}")
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
-    fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    fd, temporary = tempfile.mkstemp(
+        dir=folder, prefix=f"{TEMPORARY_PREFIX}{os.path.basename(path)}.", suffix=TEMPORARY_SUFFIX
+    )
+    held = os.dup(fd)  # the flock that marks the temporary as live, held until it is renamed or removed
     try:
+        _try_lock(held)
         with os.fdopen(fd, mode, encoding=encoding if mode == "w" else None) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
         os.chmod(temporary, _FILE_MODE)
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
+        named = write_failed(path, error) if isinstance(error, Exception) else None
+        if named is not None:
+            raise named from error
         raise
+    finally:
+        os.close(held)
     _fsync_folder(folder)
 
 
@@ -97,19 +221,49 @@ def _move_into(source: str, target: str, written: set[str]) -> None:
     _fsync_folder(target)
 
 
-def write_into_folder(folder: str | os.PathLike, write: Callable[[str], object]):
-    """Call `write(staging)` (e.g. `model.save_pretrained`) on an empty temporary folder beside `folder`, then
-    move what it wrote into `folder` (created if needed). Returns what `write` returned.
+def _newest_file(folder: str) -> str | None:
+    """The path, relative to `folder`, of the file under it modified last (the one a failed save was writing)."""
+    newest, newest_time = None, -1.0
+    for root, _, names in os.walk(folder):
+        for name in names:
+            with contextlib.suppress(OSError):
+                modified = os.stat(os.path.join(root, name)).st_mtime
+                if modified >= newest_time:
+                    newest, newest_time = os.path.relpath(os.path.join(root, name), folder), modified
+    return newest
 
-    When `write` raises (a full disk, a bug, Ctrl-C), `folder` is untouched and the temporary folder is removed.
-    Files of `folder` that the new save does not write are kept, except weight files it replaces.
+
+def write_into_folder(folder: str | os.PathLike, write: Callable[[str], object]):
+    """Call `write(staging)` (e.g. `model.save_pretrained`) on an empty temporary folder inside `folder`
+    (`.hf_ctx-tmp.*.tmp`), then move what it wrote into `folder` (created if needed). Returns what `write`
+    returned.
+
+    The temporary folder is inside `folder`, so the moves are renames within one file system whatever `folder`
+    is (a mount point, a symlink to another disk) and its parent need not be writable. When `write` raises (a
+    full disk, a bug, Ctrl-C), `folder` is untouched (removed again if this call created it) and the temporary
+    folder is removed; a full disk is an `OSError` naming the file that did not fit. Files of `folder` that the
+    new save does not write are kept, except weight files it replaces. Stale temporaries that a killed process
+    left in `folder` are removed first (`remove_stale_temporaries`).
     """
     folder = os.path.abspath(os.fspath(folder))
-    parent = os.path.dirname(folder)
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(folder)}.", suffix=".tmp")
+    created = not os.path.isdir(folder)
+    os.makedirs(folder, exist_ok=True)
+    remove_stale_temporaries(folder)
+    staging = tempfile.mkdtemp(dir=folder, prefix=TEMPORARY_PREFIX, suffix=TEMPORARY_SUFFIX)
+    held = os.open(staging, os.O_RDONLY)
     try:
-        result = write(staging)
+        _try_lock(held)
+        try:
+            result = write(staging)
+        except Exception as error:
+            if isinstance(error, WriteFailed) and error.path.startswith(staging + os.sep):
+                # A writer inside the staging folder named its file: name where it was going.
+                raise WriteFailed(error.errno, folder + error.path[len(staging) :]) from error
+            failed_file = _newest_file(staging)
+            named = write_failed(os.path.join(folder, failed_file) if failed_file else folder, error, staging)
+            if named is not None:
+                raise named from error
+            raise
         written: set[str] = set()
         _move_into(staging, folder, written)
         if any(name.startswith(_WEIGHT_PREFIXES) for name in written):
@@ -121,9 +275,50 @@ def write_into_folder(folder: str | os.PathLike, write: Callable[[str], object])
                 folder + item[len(staging) :] if isinstance(item, str) and item.startswith(staging) else item
                 for item in result
             )
+        created = False
         return result
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        os.close(held)
+        if created:
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+
+
+# Output folders this process holds the writer lock of: real path -> the lock file's descriptor.
+_HELD_LOCKS: dict[str, int] = {}
+
+
+def lock_output(folder: str | os.PathLike, what: str = "the output folder") -> None:
+    """Make this process the one writer of `folder` (created if needed) until it exits, and remove the stale
+    temporaries a killed writer left there (`remove_stale_temporaries`).
+
+    The lock is an `flock` on `folder/.hf_ctx-lock`, which the kernel releases when the process ends, however it
+    ends: a run killed with kill -9 leaves nothing to clean up. A second process asking for it gets an `OSError`
+    naming the folder and the process that holds it; this process asking again is a no-op. `what` names the
+    folder in that message (e.g. "--output_dir").
+    """
+    folder = os.path.abspath(os.fspath(folder))
+    os.makedirs(folder, exist_ok=True)
+    key = os.path.realpath(folder)
+    if key in _HELD_LOCKS:
+        return
+    path = os.path.join(folder, LOCK_FILE)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    if not _try_lock(fd):
+        holder = ""
+        with contextlib.suppress(OSError):
+            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
+        os.close(fd)
+        raise OSError(
+            f"{what} {folder} is being written by another run ({holder or 'a process'}); wait for it to finish, "
+            "or choose another folder"
+        )
+    with contextlib.suppress(OSError, AttributeError):  # who holds it, for the message (not on Windows)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"process {os.getpid()} on {os.uname().nodename}".encode(), 0)
+    _HELD_LOCKS[key] = fd
+    remove_stale_temporaries(folder)
 
 
 class CommittedFile(io.RawIOBase):
@@ -137,7 +332,8 @@ class CommittedFile(io.RawIOBase):
     it was at the last successful flush. Only then are the bytes inside the committed end overwritten (space
     that is already allocated) and the file fsynced again. A kill during that second step (milliseconds) is the
     one case this does not cover, with an error there (an I/O error: the space is already allocated), where
-    `damaged` is set; a kill at any other time leaves the last flushed state.
+    `damaged` is set; a kill at any other time leaves the last flushed state. The file is locked (`flock`) while
+    open: a second `CommittedFile` on it, in any process, is an `OSError` naming it.
 
     Args:
         path: the file.
@@ -147,7 +343,14 @@ class CommittedFile(io.RawIOBase):
     def __init__(self, path: str | os.PathLike, create: bool = False):
         super().__init__()
         self.path = os.fspath(path)
-        self._fd = os.open(self.path, os.O_RDWR | (os.O_CREAT | os.O_TRUNC if create else 0), 0o666)
+        self._fd = os.open(self.path, os.O_RDWR | (os.O_CREAT if create else 0), 0o666)
+        if not _try_lock(self._fd):
+            os.close(self._fd)
+            raise OSError(
+                f"{self.path} is being written by another process; wait for it to finish, or write elsewhere"
+            )
+        if create:  # truncated only once locked: another writer's file is never cut
+            os.ftruncate(self._fd, 0)
         self._committed_size = self._size = os.fstat(self._fd).st_size
         self._pending: list[tuple[int, bytes]] = []  # (offset, bytes) written since the last flush, in order
         self._position = 0
@@ -313,7 +516,12 @@ __all__ = [
     "atomic_write",
     "damaged_file_reason",
     "damaged_files",
+    "WriteFailed",
+    "full_disk_errno",
+    "lock_output",
+    "remove_stale_temporaries",
     "save_pretrained_atomically",
     "write_into_folder",
+    "write_failed",
     "write_text",
 ]

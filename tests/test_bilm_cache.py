@@ -15,8 +15,8 @@ from hf_ctx import (
     ElmoTokenizer,
     TagLMConfig,
     TagLMForTokenClassification,
+    atomic_files,
 )
-from hf_ctx.data import bilm_cache
 from hf_ctx.data.bilm_cache import BiLMStateCache, BiLMStatesCollator, with_bilm_cache
 
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "dogs", "run", "fast", "."]
@@ -129,12 +129,10 @@ def test_a_corrupt_cache_file_is_an_error_naming_it_and_the_way_to_rebuild(token
 def test_a_disk_filling_up_while_writing_leaves_nothing_a_later_run_reads(tokenizer, features, tmp_path, monkeypatch):
     model = taglm(tokenizer)
 
-    def disk_full(tensors, filename, metadata=None):
-        with open(filename, "wb") as f:
-            f.write(b"{partial")
+    def disk_full(fd):  # after the shard's bytes were written to its temporary file
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(bilm_cache, "save_file", disk_full)
+    monkeypatch.setattr(atomic_files.os, "fsync", disk_full)
     with pytest.raises(OSError, match=r"could not write the biLM cache .*states-.*\(the disk is full\)"):
         BiLMStateCache(model.bilm, tokenizer, "disk", tmp_path).compute(features, progress=False)
     assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == []

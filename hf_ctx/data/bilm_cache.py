@@ -35,8 +35,10 @@ from pathlib import Path
 import numpy as np
 import torch
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import save_file
+from safetensors.torch import save as serialize
 from tqdm.auto import tqdm
+
+from ..atomic_files import atomic_write, remove_stale_temporaries
 
 logger = logging.getLogger(__name__)
 
@@ -116,6 +118,7 @@ class BiLMStateCache:
         return key in self._memory or key in self._on_disk
 
     def _read_shards(self):
+        remove_stale_temporaries(self.folder, depth=0)  # shards a killed run was writing
         for path in sorted(self.folder.glob("states-*.safetensors")):
             self._open_shard(path)
 
@@ -199,23 +202,19 @@ class BiLMStateCache:
         return len(order)
 
     def _write_shard(self, states: dict[str, torch.Tensor]):
-        """Write one shard atomically (temporary name in the same folder, flush, rename) and read it back."""
+        """Write one shard atomically (`hf_ctx.atomic_files.atomic_write`) and read it back."""
         self.folder.mkdir(parents=True, exist_ok=True)
         name = hashlib.blake2b("".join(sorted(states)).encode(), digest_size=16).hexdigest()
         path = self.folder / f"states-{name}.safetensors"
-        partial = self.folder / f".partial-{os.getpid()}-{name}"
         try:
-            save_file(states, str(partial), metadata={"format": FORMAT, "fingerprint": self.fingerprint})
-            with open(partial, "rb+") as f:
-                os.fsync(f.fileno())
-            os.replace(partial, path)
+            with atomic_write(path, "wb") as f:
+                f.write(serialize(states, metadata={"format": FORMAT, "fingerprint": self.fingerprint}))
         except OSError as error:
-            partial.unlink(missing_ok=True)
             full = " (the disk is full)" if error.errno == errno.ENOSPC else ""
             raise OSError(
                 error.errno,
-                f"could not write the biLM cache {path}{full}: {error.strerror}; free space or "
-                "pass --bilm_cache memory",
+                f"could not write the biLM cache {path}{full}: {os.strerror(error.errno) if error.errno else error}; "
+                "free space or pass --bilm_cache memory",
             ) from error
         self._open_shard(path)
 

@@ -12,12 +12,13 @@ the index of an ending is a `ValueError` naming the file and the row (counted fr
 import json
 import logging
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import datasets
 from transformers import DataCollatorForMultipleChoice
+
+from ..atomic_files import write_text
 
 logger = logging.getLogger(__name__)
 
@@ -174,11 +175,6 @@ class MultipleChoiceCollator(DataCollatorForMultipleChoice):
 
 
 def write_json_atomically(path: Path, value) -> Path:
-    """Write `value` as JSON to `path` through a temporary file in the same folder, so `path` is whole or absent."""
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with partial.open("w", encoding="utf-8") as f:
-        json.dump(value, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(partial, path)
+    """Write `value` as JSON to `path` atomically (`hf_ctx.atomic_files.write_text`): whole or absent."""
+    write_text(path, json.dumps(value))
     return path

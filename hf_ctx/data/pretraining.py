@@ -31,7 +31,6 @@ Input, and how bad input is handled:
 import logging
 import math
 import os
-import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 
@@ -43,6 +42,7 @@ from datasets.fingerprint import Hasher
 from torch.nn import functional as F
 from transformers import BertTokenizer, EvalPrediction, PreTrainedTokenizerBase
 
+from ..atomic_files import write_into_folder
 from ..tensor_checks import IGNORE_INDEX
 from .text import load_text_documents, map_batches, sample_texts, sentence_words
 
@@ -446,13 +446,9 @@ def train_tokenizer_on_corpus(
         logger.info(f"training a WordPiece tokenizer on {num_texts} documents ({os.path.getsize(path):,} bytes)")
         tokenizer = train_wordpiece_tokenizer([path], **tokenizer_kwargs)
     if cache is not None:
-        # Saved under a temporary name first, so that an interrupted run leaves no partial tokenizer behind.
-        partial = f"{cache}.{os.getpid()}.tmp"
-        tokenizer.save_pretrained(partial)
-        try:
-            os.replace(partial, cache)
-        except OSError:  # another process saved it first
-            shutil.rmtree(partial, ignore_errors=True)
+        # Atomic: an interrupted run or a full disk leaves no partial tokenizer behind (`tokenizer_config.json`,
+        # which marks it complete, is moved in last); a process saving it at the same time writes the same files.
+        write_into_folder(cache, tokenizer.save_pretrained)
     return tokenizer
 
 

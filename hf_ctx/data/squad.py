@@ -9,13 +9,12 @@ for a SQuAD 2.0 question without an answer).
 
 import json
 import logging
-import os
 import re
-import tempfile
 from pathlib import Path
 
 from datasets import Dataset, DatasetDict
 
+from ..atomic_files import write_text
 from .qa_windows import answer_token_span, encode_windows
 
 logger = logging.getLogger(__name__)
@@ -211,15 +210,10 @@ def encode_for_evaluation(batch, tokenizer, max_seq_length: int, doc_stride: int
 
 
 def write_json(path: str | Path, content) -> Path:
-    """Write `content` as JSON to `path` atomically: a temporary file in the same folder, flushed, renamed."""
+    """Write `content` as JSON to `path` atomically (`hf_ctx.atomic_files.write_text`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, suffix=".tmp", delete=False) as f:
-        json.dump(content, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(f.name, path)
+    write_text(path, json.dumps(content, indent=2, ensure_ascii=False) + "\n")
     return path
 
 

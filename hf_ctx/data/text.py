@@ -13,7 +13,8 @@ The one home of the text helpers that BERT's pretraining data (`hf_ctx.data.pret
 
 Bad input gets an error naming the file: a glob pattern that matches nothing or a missing file is a
 `FileNotFoundError`; a corrupt or truncated gzip file, text that is not UTF-8 (with its line), and a file without
-text (an empty shard) are `ValueError`s.
+text (an empty shard) are `ValueError`s. A full disk while `datasets` writes its cache is an `OSError` naming the
+cache folder.
 """
 
 import dataclasses
@@ -25,10 +26,13 @@ import os
 import zlib
 from collections.abc import Iterator, Sequence
 
+import datasets
 import numpy as np
 from datasets import Dataset, Features, IterableDataset, Value
 from datasets.exceptions import DatasetGenerationError
 from datasets.fingerprint import Hasher
+
+from ..atomic_files import full_disk_errno
 
 logger = logging.getLogger(__name__)
 
@@ -174,7 +178,23 @@ def load_text_documents(
         # datasets wraps errors raised while reading; surface ours (file and line) rather than its generic message.
         if isinstance(err.__cause__, ValueError):
             raise err.__cause__ from None
+        _raise_if_full_disk(err, cache_dir or datasets.config.HF_DATASETS_CACHE)
         raise
+    except OSError as err:
+        _raise_if_full_disk(err, cache_dir or datasets.config.HF_DATASETS_CACHE)
+        raise
+
+
+def _raise_if_full_disk(error: BaseException, cache_folder: str | os.PathLike) -> None:
+    """An `OSError` naming `cache_folder` when `error` (raised while `datasets` wrote its cache there) is a full
+    disk (`hf_ctx.atomic_files.full_disk_errno`); `datasets` raises its own wrappers for it, naming nothing."""
+    code = full_disk_errno(error)
+    if code is not None:
+        raise OSError(
+            code,
+            f"could not write the datasets cache in {os.fspath(cache_folder)}: {os.strerror(code)}; free space "
+            "there, or give another --cache_dir (or --streaming, which writes no cache)",
+        ) from error
 
 
 def sample_texts(
@@ -214,16 +234,21 @@ def map_batches(dataset: Dataset | IterableDataset, function, num_proc=None, des
     fn_kwargs = fn_kwargs or {}
     if isinstance(dataset, IterableDataset):
         return dataset.map(function, batched=True, remove_columns=dataset.column_names, fn_kwargs=fn_kwargs, **kwargs)
-    return dataset.map(
-        function,
-        batched=True,
-        remove_columns=dataset.column_names,
-        num_proc=num_proc,
-        desc=desc,
-        fn_kwargs=fn_kwargs,
-        new_fingerprint=map_fingerprint(dataset, function, fn_kwargs, kwargs),
-        **kwargs,
-    )
+    try:
+        return dataset.map(
+            function,
+            batched=True,
+            remove_columns=dataset.column_names,
+            num_proc=num_proc,
+            desc=desc,
+            fn_kwargs=fn_kwargs,
+            new_fingerprint=map_fingerprint(dataset, function, fn_kwargs, kwargs),
+            **kwargs,
+        )
+    except Exception as error:
+        if dataset.cache_files:
+            _raise_if_full_disk(error, os.path.dirname(dataset.cache_files[0]["filename"]))
+        raise
 
 
 def map_fingerprint(dataset: Dataset, function, fn_kwargs: dict, map_kwargs: dict | None = None) -> str:

@@ -17,7 +17,7 @@ import transformers
 from transformers import BertConfig
 
 from .. import modeling_bert
-from ..atomic_files import save_pretrained_atomically
+from ..atomic_files import write_into_folder
 from ..configuration_bert import CtxBertConfig
 from .checks import check_finite_weights, check_no_checkpoint_in, check_output_dir
 from .loading import load_tokenizer
@@ -205,15 +205,22 @@ def convert_bert_checkpoint(
         raise ValueError(f"weights do not match: missing {missing}, unexpected {unexpected}")
     target.load_state_dict(state_dict, strict=False)
     target.tie_weights()
-    target.save_pretrained(out_dir)
-    if tokenizer is not None:
-        save_pretrained_atomically(tokenizer, out_dir)
-    write_conversion_card(
-        out_dir,
-        target,
-        converter="hf-ctx convert-bert",
-        source=f"the transformers `{architecture}` checkpoint `{source_name or checkpoint_name(src_dir)}`",
-        how="The weights are the source's, renamed, with each layer's query, key and value projections fused "
-        "into one: the model computes the same function.",
-    )
+
+    def save(staging: str) -> None:
+        target.save_pretrained(staging)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(staging)
+        write_conversion_card(
+            staging,
+            target,
+            model_id=Path(out_dir).absolute().name,
+            converter="hf-ctx convert-bert",
+            source=f"the transformers `{architecture}` checkpoint `{source_name or checkpoint_name(src_dir)}`",
+            how="The weights are the source's, renamed, with each layer's query, key and value projections fused "
+            "into one: the model computes the same function.",
+        )
+
+    # Model, tokenizer and card in one staged folder, moved in together: a full disk leaves none of them, and a
+    # rerun works.
+    write_into_folder(out_dir, save)
     return target

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..atomic_files import write_into_folder
 from ..configuration_elmo import N_CHARACTERS, ElmoConfig
 from ..modeling_elmo import ElmoModel
 from ..tokenization_elmo import ElmoTokenizer
@@ -233,17 +234,24 @@ def convert_elmo_checkpoint(options_json, weights_hdf5, output_dir, vocab_file=N
         raise RuntimeError(f"converter produced a wrong state dict: missing {missing}, unexpected {unexpected}")
     model.eval()
     output_dir = Path(output_dir)
-    model.save_pretrained(output_dir)
-    tokenizer.save_pretrained(output_dir)
     files = [Path(options_json).name, Path(weights_hdf5).name] + ([Path(vocab_file).name] if vocab_file else [])
-    write_conversion_card(
-        output_dir,
-        model,
-        converter="hf-ctx convert-elmo",
-        source="the bilm-tf files " + ", ".join(f"`{name}`" for name in files),
-        how="The character CNN, highway and LSTM weights are the original's (TensorFlow's gate order put in "
-        "torch's); the language-model softmax is not in the published files.",
-    )
+
+    def save(staging: str) -> None:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        write_conversion_card(
+            staging,
+            model,
+            model_id=Path(output_dir).absolute().name,
+            converter="hf-ctx convert-elmo",
+            source="the bilm-tf files " + ", ".join(f"`{name}`" for name in files),
+            how="The character CNN, highway and LSTM weights are the original's (TensorFlow's gate order put in "
+            "torch's); the language-model softmax is not in the published files.",
+        )
+
+    # Model, tokenizer and card in one staged folder, moved in together: a full disk leaves none of them, and a
+    # rerun works.
+    write_into_folder(output_dir, save)
     logger.info(
         "converted %s + %s to %s (%s parameters)",
         options_json,

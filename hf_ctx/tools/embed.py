@@ -21,7 +21,8 @@ A run can be resumed: lines whose datasets exist are skipped. Each dataset recor
 attribute) and the file records the model (a hash of its weights), the output and the dtype, so a file is only
 extended with vectors of the same kind; anything else is an error asking for `overwrite`. The file is written
 through `hf_ctx.atomic_files.CommittedFile`: after each batch it is a complete HDF5 file, and a full disk (or a
-kill) leaves it as it was after the last batch, so the same command resumes from there.
+kill) leaves it as it was after the last batch, so the same command resumes from there. The file is locked while
+it is written: a second run into it (`--overwrite` or not) is refused before it reads or truncates anything.
 """
 
 import hashlib

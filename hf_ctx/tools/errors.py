@@ -6,10 +6,14 @@ terminal the traceback around such a message is noise, so the entry points print
 
     error: --train_file data/train.txt: no such file
 
-and exit with status 1. `--debug` on the command line, or `HF_CTX_DEBUG=1` in the environment, lets the exception
-through with its traceback. Every other exception (a bug, an interrupted run) keeps its traceback.
+and exit with status 1. A full disk is shown the same way whatever a library raised for it (safetensors'
+`SafetensorError`, tokenizers' `Exception`, `datasets`' `DatasetGenerationError`): hf_ctx's writers name the file
+(`hf_ctx.atomic_files.WriteFailed`), and this is the net for a writer that does not. `--debug` on the command
+line, or `HF_CTX_DEBUG=1` in the environment, lets the exception through with its traceback. Every other exception
+(a bug, an interrupted run) keeps its traceback.
 
-This module imports only the standard library, so that `hf-ctx --help` stays instant.
+This module imports only the standard library and `hf_ctx.atomic_files` (standard library only), so that
+`hf-ctx --help` stays instant.
 """
 
 import os
@@ -17,6 +21,8 @@ import sys
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from typing import Any
+
+from ..atomic_files import full_disk_errno
 
 DEBUG_FLAG = "--debug"
 DEBUG_ENV = "HF_CTX_DEBUG"
@@ -38,14 +44,19 @@ def error_message(error: BaseException) -> str:
 
 @contextmanager
 def user_errors_as_messages(debug: bool = False):
-    """Inside the block, an expected user error (`USER_ERRORS`) prints one line to stderr and exits with
-    status 1, unless `debug` or `HF_CTX_DEBUG` asks for the traceback."""
+    """Inside the block, an expected user error (`USER_ERRORS`), or any exception a full disk caused
+    (`hf_ctx.atomic_files.full_disk_errno`), prints one line to stderr and exits with status 1, unless `debug` or
+    `HF_CTX_DEBUG` asks for the traceback."""
     try:
         yield
-    except USER_ERRORS as error:
-        if debug or debug_from_environment():
+    except Exception as error:
+        full_disk = not isinstance(error, USER_ERRORS) and full_disk_errno(error) is not None
+        if not (isinstance(error, USER_ERRORS) or full_disk) or debug or debug_from_environment():
             raise
-        print(error_message(error), file=sys.stderr)
+        message = error_message(error)
+        if full_disk:
+            message += f" ({type(error).__name__}: the disk is full; free space and run the same command again)"
+        print(message, file=sys.stderr)
         raise SystemExit(1) from None
 
 

@@ -298,11 +298,14 @@ def write_model_card(output_dir: str | os.PathLike, model, facts: RunFacts, **ca
     return card
 
 
-def write_conversion_card(output_dir: str | os.PathLike, model, *, converter: str, source: str, how: str) -> ModelCard:
+def write_conversion_card(
+    output_dir: str | os.PathLike, model, *, converter: str, source: str, how: str, model_id: str | None = None
+) -> ModelCard:
     """The card of a converted checkpoint, saved as `output_dir/README.md`: which `converter` (`"hf-ctx
     convert-bert"`) made it from which `source` (a phrase naming it, with a Hub id `user/name` in backquotes
     where there is one) and `how` (a sentence). Its metadata keeps the origin (`hf_ctx_origin`, and `base_model` for a Hub
-    source), which the cards of models trained from this folder repeat."""
+    source), which the cards of models trained from this folder repeat. `model_id`: the name the card gives the
+    model (default: `output_dir`'s name; a staging folder passes its destination's)."""
     hub_id = next((name for name in re.findall(r"`([^`/]+/[^`/]+)`", source) if _is_hub_id(name)), None)
     card_data = ModelCardData(
         library_name="transformers",
@@ -312,7 +315,7 @@ def write_conversion_card(output_dir: str | os.PathLike, model, *, converter: st
     )
     content = _TEMPLATES.get_template("converted.md").render(
         card_data=card_data.to_yaml(),
-        model_id=Path(output_dir).absolute().name,
+        model_id=model_id or Path(output_dir).absolute().name,
         converter=converter,
         source=source,
         how=how,

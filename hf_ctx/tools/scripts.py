@@ -17,6 +17,7 @@ import datasets
 import transformers
 from transformers import HfArgumentParser, Trainer, TrainingArguments
 
+from ..atomic_files import lock_output
 from .checks import check_conflicting_arguments, check_path_arguments, check_positive_arguments
 from .families import MODEL_FAMILIES, families_with, preset_names
 
@@ -62,8 +63,10 @@ def parse_args_and_set_up(
     positive: tuple[str, ...] = ("max_seq_length",),
     steps: tuple[str, ...] = ("do_train", "do_eval", "do_predict"),
 ) -> tuple:
-    """The start of every example script: parse the command line, set up logging, seed everything, and refuse
-    arguments the run could not use (see `hf_ctx.tools.checks`).
+    """The start of every example script: parse the command line, set up logging, seed everything, refuse
+    arguments the run could not use (see `hf_ctx.tools.checks`), and make this run the one writer of
+    `--output_dir` (`hf_ctx.atomic_files.lock_output`: a second run into the same folder is an error; the
+    temporaries a killed run left there are removed).
 
     Args:
         argument_classes: the script's argument dataclasses, `TrainingArguments` last.
@@ -87,6 +90,10 @@ def parse_args_and_set_up(
     check_path_arguments(*script_args)
     check_conflicting_arguments(ignored_together, *script_args)
     check_positive_arguments(*script_args, names=positive)
+    # One process of a multi-process run saves (the main one, or each node's with --save_on_each_node), so that
+    # one takes the lock: the others write only where it tells them to.
+    if training_args.output_dir and training_args.should_save:
+        lock_output(training_args.output_dir, "--output_dir")
     return tuple(parsed)
 
 

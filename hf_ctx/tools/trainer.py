@@ -21,7 +21,7 @@ from transformers import Trainer, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy
 from transformers.utils.hub import PushInProgress
 
-from ..atomic_files import damaged_file_reason, damaged_files, write_into_folder, write_text
+from ..atomic_files import damaged_file_reason, damaged_files, write_failed, write_into_folder, write_text
 
 logger = logging.getLogger(__name__)
 
@@ -163,6 +163,23 @@ def resolve_resume_checkpoint(
     return folder
 
 
+def _earlier_metrics(path: str) -> dict:
+    """The metrics an earlier step or run saved in `path` (`all_results.json`), to merge the new ones into; {}
+    when there is none. A file that is damaged or not a JSON object is replaced, with a warning naming it: a run
+    that has trained must not fail over it."""
+    if not os.path.exists(path):
+        return {}
+    reason = damaged_file_reason(path)
+    if reason is None:
+        with open(path, encoding="utf-8") as f:
+            earlier = json.load(f)
+        if isinstance(earlier, dict):
+            return earlier
+        reason = f"a JSON {type(earlier).__name__}, not an object"
+    logger.warning(f"{path} is {reason}; replacing it with this run's metrics")
+    return {}
+
+
 @dataclass
 class CtxTrainingArguments(TrainingArguments):
     """`TrainingArguments` and the one setting of the examples' training that it lacks: CPU threads."""
@@ -274,6 +291,19 @@ class CtxTrainer(Trainer):
     def _save_rng_state(self, output_dir: str) -> None:
         self._write_atomically(lambda folder: Trainer._save_rng_state(self, folder), output_dir)
 
+    def _save_checkpoint(self, model, trial) -> None:
+        """`Trainer._save_checkpoint`; a full disk while writing the checkpoint's `trainer_state.json` (which
+        `Trainer` writes itself; every other file goes through `_write_atomically` and names itself) is an
+        `OSError` naming it."""
+        try:
+            super()._save_checkpoint(model, trial)
+        except Exception as error:
+            folder = os.path.join(self._get_output_dir(trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+            named = write_failed(os.path.join(folder, "trainer_state.json"), error)
+            if named is not None:
+                raise named from error
+            raise
+
     def save_state(self) -> None:
         if self.is_world_process_zero():
             self._write_atomically(
@@ -290,10 +320,7 @@ class CtxTrainer(Trainer):
         )
         if combined:
             path = os.path.join(self.args.output_dir, "all_results.json")
-            all_metrics = {}
-            if os.path.exists(path):
-                with open(path, encoding="utf-8") as f:
-                    all_metrics = json.load(f)
+            all_metrics = _earlier_metrics(path)
             write_text(path, json.dumps({**all_metrics, **metrics}, indent=4, sort_keys=True))
 
     def _checkpoint_checks(self) -> dict:
