@@ -8,8 +8,8 @@ import logging
 import os
 import re
 import tempfile
-from time import monotonic
 from dataclasses import dataclass, field
+from time import monotonic
 
 import datasets
 import torch
