@@ -42,6 +42,7 @@ from hf_ctx.data.pretraining import (
     OBJECTIVES,
     build_pretraining_dataset,
     compute_pretraining_metrics,
+    load_pretokenized,
     preprocess_pretraining_logits,
     train_tokenizer_on_corpus,
 )
@@ -122,6 +123,13 @@ class DataArguments(TextCorpusArguments):
     short_seq_probability: float = field(default=0.1, metadata={"help": "BERT's share of shorter pair targets"})
     mlm_probability: float = field(default=0.15, metadata={"help": "share of tokens to predict"})
     whole_word_mask: bool = field(default=False, metadata={"help": "mask whole words rather than WordPiece tokens"})
+    pretokenized_dir: str | None = field(
+        default=None,
+        metadata={
+            "help": "train on packed MLM examples tokenized before (hf_ctx.data.pretraining.save_pretokenized: "
+            "token-id arrays of splits 'train' and 'validation', and their tokenizer) instead of text files"
+        },
+    )
 
 
 def load_documents(data_args: DataArguments, seed: int, num_proc: int | None = None):
@@ -211,6 +219,40 @@ def card_hyperparameters(model_args: ModelArguments, data_args: DataArguments, t
     return settings
 
 
+def check_pretokenized_arguments(model_args: ModelArguments, data_args: DataArguments) -> None:
+    """--pretokenized_dir brings packed MLM examples and their tokenizer: text and tokenizer options are refused."""
+    if data_args.objective != "mlm":
+        raise ValueError(
+            f"--pretokenized_dir holds packed MLM examples: give --objective mlm, not {data_args.objective}"
+        )
+    given = [
+        f"--{name}"
+        for name, value in (
+            ("train_file", data_args.train_file),
+            ("validation_file", data_args.validation_file),
+            ("dataset_name", data_args.dataset_name),
+            ("tokenizer_name", model_args.tokenizer_name),
+        )
+        if value
+    ]
+    if given:
+        raise ValueError(f"--pretokenized_dir brings the text and its tokenizer: drop {', '.join(given)}")
+
+
+def corpus_files(data_args: DataArguments, split: str) -> list[str] | None:
+    """The files a split was read from, for the model card: the text files, or the pre-tokenized id array."""
+    if data_args.pretokenized_dir is not None:
+        return [f"{data_args.pretokenized_dir}/{split}.input_ids.npy"]
+    return data_args.train_file if split == "train" else data_args.validation_file
+
+
+def examples(data_args: DataArguments, documents, split: str, build: dict):
+    """A split's pretraining examples: read from --pretokenized_dir, else built from its documents."""
+    if data_args.pretokenized_dir is not None:
+        return load_pretokenized(data_args.pretokenized_dir, split, data_args.max_seq_length)
+    return build_pretraining_dataset(documents, **build)
+
+
 # BERT makes half of its NSP pairs IsNext; well below that, NSP accuracy mostly measures the majority class.
 MIN_IS_NEXT_SHARE = 0.4
 
@@ -257,14 +299,20 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         training_args.resume_from_checkpoint, training_args.output_dir
     )
 
-    train_documents, validation_documents, text_column = load_documents(
-        data_args, training_args.seed, data_args.preprocessing_num_workers
-    )
-    if training_args.do_eval and validation_documents is None:
-        raise ValueError(
-            "--do_eval needs validation data: --validation_file, a validation split or --validation_split_percentage"
+    if data_args.pretokenized_dir is not None:
+        check_pretokenized_arguments(model_args, data_args)
+        train_documents = validation_documents = text_column = None
+        tokenizer = load_tokenizer(data_args.pretokenized_dir)
+    else:
+        train_documents, validation_documents, text_column = load_documents(
+            data_args, training_args.seed, data_args.preprocessing_num_workers
         )
-    tokenizer = load_or_train_tokenizer(model_args, training_args, train_documents, text_column)
+        if training_args.do_eval and validation_documents is None:
+            raise ValueError(
+                "--do_eval needs validation data: --validation_file, a validation split or "
+                "--validation_split_percentage"
+            )
+        tokenizer = load_or_train_tokenizer(model_args, training_args, train_documents, text_column)
     model = build_model(model_args, tokenizer)
     tokenizer.model_max_length = model.config.max_position_embeddings
     if data_args.max_seq_length > model.config.max_position_embeddings:
@@ -298,7 +346,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     train_dataset = eval_dataset = train_available = eval_available = None
     with training_args.main_process_first(desc="building pretraining examples"):
         if training_args.do_train:
-            train_dataset = build_pretraining_dataset(train_documents, **build)
+            train_dataset = examples(data_args, train_documents, "train", build)
             train_available = dataset_size(train_dataset)  # for the model card: N used of M
             train_dataset = first_examples(train_dataset, data_args.max_train_samples)
             if data_args.objective == "mlm_nsp":
@@ -306,7 +354,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             if data_args.streaming:
                 train_dataset = shuffled_stream(train_dataset, training_args)
         if training_args.do_eval:
-            eval_dataset = build_pretraining_dataset(validation_documents, **build)
+            eval_dataset = examples(data_args, validation_documents, "validation", build)
             eval_available = dataset_size(eval_dataset)
             eval_dataset = first_examples(eval_dataset, data_args.max_eval_samples)
             eval_dataset = add_fixed_masks(eval_dataset, collator, num_proc=data_args.preprocessing_num_workers)
@@ -332,13 +380,13 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         finish_run(
             trainer,
             "bert",
-            dataset_name=training_data_name(data_args.dataset_name, data_args.train_file),
+            dataset_name=training_data_name(data_args.dataset_name, corpus_files(data_args, "train")),
             dataset_id=data_args.dataset_name,
             dataset_config=data_args.dataset_config_name,
             **evaluation_data(
                 data_args.dataset_name,
-                data_args.validation_file,
-                data_args.train_file,
+                corpus_files(data_args, "validation"),
+                corpus_files(data_args, "train"),
                 validation_documents,
                 data_args.validation_split_percentage,
             ),

@@ -393,3 +393,40 @@ def test_a_run_without_a_step_is_refused(tmp_path, steps):
     with pytest.raises(ValueError, match="nothing to do: give --do_train and/or --do_eval"):
         pretrain_bert.main([*arguments, "--use_cpu", "--report_to", "none"])
     assert not (tmp_path / "out").exists()
+
+
+def test_pretokenized_examples_train_exactly_as_the_text_they_came_from(single_run, corpus, tmp_path):
+    """--pretokenized_dir (token-id arrays written by save_pretokenized) gives the same examples and the same
+    training losses as the text files with the same tokenizer; a mismatched length or objective is refused."""
+    from hf_ctx.data.pretraining import load_pretokenized, save_pretokenized
+
+    tokenizer = AutoTokenizer.from_pretrained(single_run[0])
+    built = {
+        split: build_pretraining_dataset(corpus[name], tokenizer, objective="mlm", max_seq_length=32)
+        for split, name in (("train", "train"), ("validation", "valid"))
+    }
+    summary = save_pretokenized(tmp_path / "ids", tokenizer, built, max_seq_length=32, sources=["train.txt"])
+    assert summary["splits"]["train"]["examples"] == len(built["train"])
+    assert np.load(tmp_path / "ids" / "train.input_ids.npy").dtype == np.uint16
+    loaded = load_pretokenized(tmp_path / "ids", "train", 32)
+    assert loaded["input_ids"] == built["train"]["input_ids"]
+    assert loaded["token_type_ids"] == built["train"]["token_type_ids"]
+    with pytest.raises(ValueError, match="packed to max_seq_length 32, not the --max_seq_length 64"):
+        load_pretokenized(tmp_path / "ids", "train", 64)
+
+    def run(output_dir, data):
+        args = common_args(corpus, output_dir)
+        args = [a for i, a in enumerate(args) if a not in data["drop"] and args[i - 1] not in data["drop"]]
+        pretrain_bert.main(args + ["--objective", "mlm", "--do_eval", *data["add"]])
+        return logged_losses(output_dir)
+
+    text = {"drop": {"--vocab_size"}, "add": ["--tokenizer_name", str(single_run[0])]}
+    ids = {
+        "drop": {"--vocab_size", "--train_file", "--validation_file"},
+        "add": ["--pretokenized_dir", str(tmp_path / "ids")],
+    }
+    assert run(tmp_path / "ids_run", ids) == run(tmp_path / "text_run", text)
+    with pytest.raises(ValueError, match="--pretokenized_dir brings the text and its tokenizer: drop --train_file"):
+        pretrain_bert.main(
+            common_args(corpus, tmp_path / "refused") + ["--objective", "mlm", "--pretokenized_dir", "x"]
+        )
