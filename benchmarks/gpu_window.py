@@ -37,6 +37,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import gpu_table
+
 REPO = Path(__file__).resolve().parents[1]
 LEDGER = REPO / "benchmarks" / "gpu_ledger.json"
 PREPARED = REPO / "gpu_window_data"  # ignored by git; carried to the GPU machine
@@ -89,6 +91,7 @@ class Scale:
     finetune: list
     pretrain_elmo: list
     tag: list
+    tag_epoch: list
     few_label_sentences: int
     budget_factor: float = 1.0
 
@@ -101,8 +104,8 @@ def gpu_scale(minutes: float) -> Scale:
         device=["--bf16", "--dataloader_num_workers", "4"],
         speed={"bert": ["--device", "cuda", "--dtype", "bf16", "--preset", "base"], "elmo": ["--device", "cuda"]},
         pretrain_bert=[
-            *("--max_steps", "40000", "--per_device_train_batch_size", "256", "--learning_rate", "1e-3"),
-            *("--warmup_steps", "500", "--logging_steps", "100", "--max_eval_samples", "2000"),
+            *("--max_steps", "6000", "--per_device_train_batch_size", "256", "--learning_rate", "1e-3"),
+            *("--warmup_steps", "300", "--logging_steps", "100", "--max_eval_samples", "2000"),
             *("--eval_strategy", "steps", "--eval_steps", "2000"),
         ],
         finetune=[
@@ -115,6 +118,7 @@ def gpu_scale(minutes: float) -> Scale:
             *("--max_eval_samples", "5000", "--logging_steps", "100", "--preprocessing_num_workers", "8"),
         ],
         tag=["--num_train_epochs", "5", "--per_device_train_batch_size", "32", "--learning_rate", "5e-3"],
+        tag_epoch=["--num_train_epochs", "1", "--bf16"],
         few_label_sentences=700,  # 5% of eng.train
     )
 
@@ -161,6 +165,7 @@ def dry_scale(minutes: float) -> Scale:
             *("--per_device_train_batch_size", "4", "--max_eval_samples", "8", "--max_train_samples", "64"),
         ],
         tag=["--max_steps", "2", "--per_device_train_batch_size", "4"],
+        tag_epoch=["--max_steps", "2", "--use_cpu"],
         few_label_sentences=30,
         budget_factor=minutes / WINDOW_MINUTES,
     )
@@ -169,61 +174,64 @@ def dry_scale(minutes: float) -> Scale:
 # --- The items --------------------------------------------------------------------------------------------------
 
 
-def checks_steps(scale: Scale, prepared: Path, work: Path, full: bool = False) -> list[Step]:
-    """The `gpu` tests and the speed ratios (hf_ctx against transformers / AllenNLP's LSTM layout, same run). Each
-    speed step's output goes to work/checks/<name>.txt, which benchmarks/gpu_table.py reads."""
-    bert, elmo = [*scale.speed["bert"], "--glue_dir", str(prepared / "glue")], scale.speed["elmo"]
-    compile_ = [] if scale.dry else ["--compile"]
-    tests = ["-m", "gpu", "tests/test_benchmarks.py" if scale.dry else "tests"]
-    steps = [
-        Step("gpu_tests", "pytest", ["-q", "-p", "no:cacheprovider", *tests], 45),
-        Step(
-            "bert_pretrain_b128_s128",
-            "benchmarks/bert_speed.py",
-            [*bert, "--mode", "pretrain", "--batch", "128", "--seq", "128", *compile_],
-            50,
-        ),  # fmt: skip
-        Step(
-            "bert_finetune_b32_bucketed",
-            "benchmarks/bert_speed.py",
-            [*bert, "--mode", "finetune", "--batch", "32", "--bucket", "--pad_to_multiple_of", "8", *compile_],
-            40,
-        ),  # fmt: skip
-        Step("elmo_bf16", "benchmarks/elmo_lstm_speed.py", [*elmo, "--autocast", "bf16", "--no_compile"], 20),
-    ]
-    if full:  # the rest of the speed table, for a later window
-        steps = [
-            Step(
-                "bert_pretrain_b32_s512",
-                "benchmarks/bert_speed.py",
-                [*bert, "--mode", "pretrain", "--batch", "32", "--seq", "512", *compile_],
-                90,
-            ),  # fmt: skip
-            Step(
-                "bert_finetune_b32",
-                "benchmarks/bert_speed.py",
-                [*bert, "--mode", "finetune", "--batch", "32", *compile_],
-                60,
-            ),  # fmt: skip
-            Step(
-                "bert_inference_b128_s128",
-                "benchmarks/bert_speed.py",
-                [*bert, "--mode", "inference", "--batch", "128", "--seq", "128"],
-                40,
-            ),  # fmt: skip
-            Step(
-                "bert_inference_sst2_b128",
-                "benchmarks/bert_speed.py",
-                [*bert, "--mode", "inference", "--data", "sst2", "--batch", "128"],
-                40,
-            ),  # fmt: skip
-            Step("elmo_fp32", "benchmarks/elmo_lstm_speed.py", list(elmo), 120),
-        ]
-    if scale.dry:  # tiny batches: the same commands at a size a CPU runs in a second
-        for step in steps:
+# bert_speed.py runs (name -> arguments, seconds): the first two in `checks`, the rest in `checks-bert`.
+BERT_SPEED = {
+    "bert_pretrain_b128_s128": ("--mode pretrain --batch 128 --seq 128 --compile", 70),
+    "bert_finetune_b32_bucketed": ("--mode finetune --batch 32 --bucket --pad_to_multiple_of 8 --compile", 45),
+    "bert_pretrain_b32_s512": ("--mode pretrain --batch 32 --seq 512 --compile", 90),
+    "bert_finetune_b32": ("--mode finetune --batch 32 --compile", 90),
+    "bert_finetune_b32_dropout0": ("--mode finetune --batch 32 --attention_dropout 0", 60),
+    "bert_finetune_b32_bucketed_dropout0": (
+        "--mode finetune --batch 32 --bucket --pad_to_multiple_of 8 --attention_dropout 0",
+        60,
+    ),
+    "bert_inference_b128_s128": ("--mode inference --batch 128 --seq 128", 50),
+    "bert_inference_sst2_b128": ("--mode inference --data sst2 --batch 128", 50),
+}
+
+
+def bert_speed_steps(scale: Scale, prepared: Path, names: list[str]) -> list[Step]:
+    """bert_speed.py: hf_ctx against transformers in the same run (eager, and compiled where asked); on CPU
+    tiny batches and no compiling. Each step's output, work/logs/<name>.txt, is what gpu_table.py reads."""
+    steps = []
+    for name in names:
+        args, budget = BERT_SPEED[name]
+        args = args.split()
+        if scale.dry:
+            args = [a for a in args if a != "--compile"]
             for option, value in (("--batch", "2"), ("--seq", "16")):
-                if option in step.args:
-                    step.args[step.args.index(option) + 1] = value
+                if option in args:
+                    args[args.index(option) + 1] = value
+        common = [*scale.speed["bert"], "--glue_dir", prepared / "glue"]
+        steps.append(Step(name, "benchmarks/bert_speed.py", [*common, *args], budget))
+    return steps
+
+
+def checks_steps(scale: Scale, prepared: Path, work: Path) -> list[Step]:
+    """The `gpu` tests and one speed ratio of each kind (BERT pretraining, bucketed fine-tuning, the ELMo LSTM in
+    bf16 against AllenNLP's layout)."""
+    tests = ["-m", "gpu", "tests/test_benchmarks.py" if scale.dry else "tests"]
+    return [
+        Step("gpu_tests", "pytest", ["-q", "-p", "no:cacheprovider", *tests], 45),
+        *bert_speed_steps(scale, prepared, list(BERT_SPEED)[:2]),
+        Step(
+            "elmo_bf16",
+            "benchmarks/elmo_lstm_speed.py",
+            [*scale.speed["elmo"], "--autocast", "bf16", "--no_compile"],
+            20,
+        ),
+    ]
+
+
+def checks_lstm_steps(scale: Scale, prepared: Path, work: Path) -> list[Step]:
+    """The ELMo LSTM in fp32 (TF32 off), and a TagLM CoNLL epoch at batch 8 and at the GPU default."""
+    steps = [Step("elmo_fp32", "benchmarks/elmo_lstm_speed.py", list(scale.speed["elmo"]), 120)]
+    for batch, budget in (("default", 90), ("8", 240)):
+        run_dir = work / "logs" / f"taglm_{batch}"  # where gpu_table.py looks for train_results.json
+        size = [] if batch == "default" else ["--per_device_train_batch_size", batch]
+        args = ["--model_type", "taglm", "--train_file", prepared / "conll2003" / "eng.train", "--do_train", *size]
+        args += [*scale.tag_epoch, *RUN, "--output_dir", run_dir]
+        steps.append(Step(f"taglm_epoch_{batch}", "examples/run_ner.py", args, budget, run_dir=run_dir))
     return steps
 
 
@@ -251,8 +259,18 @@ def finetune_steps(scale: Scale, prepared: Path, work: Path, init: str, tasks=tu
             finetune, script = scale.finetune, "examples/run_glue.py"
         args = [*model, *data, "--do_train", "--do_eval", *finetune, *scale.device, *RUN, "--output_dir", run_dir]
         table = {"task": task, "init": init, "metric": metric}
-        steps.append(Step(f"{task}_{init}", script, args, 45, 25, "pretrain_bert" if init == "pretrained" else None,
-                          run_dir, table))  # fmt: skip
+        steps.append(
+            Step(
+                f"{task}_{init}",
+                script,
+                args,
+                45,
+                25,
+                "pretrain_bert" if init == "pretrained" else None,
+                run_dir,
+                table,
+            )
+        )
     return steps
 
 
@@ -315,13 +333,27 @@ def elmo_speedrun_steps(scale: Scale, prepared: Path, work: Path) -> list[Step]:
 
 ITEMS = {
     "checks": ("the gpu tests and the speed ratios against the reference, same run", checks_steps),
-    "bert-speedrun": ("BERT-Small pretrained ~5 min on pre-tokenized wiki, fine-tuned on 4 GLUE tasks + CoNLL", bert_speedrun_steps),
-    "bert-control": ("the same fine-tuning from random weights (BERT-Small, same tokenizer): the control",
-                     lambda scale, prepared, work: finetune_steps(scale, prepared, work, "random")),
-    "elmo-speedrun": ("the biLM (bf16, sampled softmax), then TagLM full and few-label arms with a random biLM", elmo_speedrun_steps),
-    "checks-more": ("the rest of the speed table: pretraining at 512, fine-tuning unbucketed, inference, ELMo fp32",
-                    lambda scale, prepared, work: checks_steps(scale, prepared, work, full=True)),
-}  # fmt: skip
+    "bert-speedrun": (
+        "BERT-Small pretrained ~5 min on pre-tokenized wiki, fine-tuned on 4 GLUE tasks + CoNLL",
+        bert_speedrun_steps,
+    ),
+    "bert-control": (
+        "the same fine-tuning from random weights (BERT-Small, same tokenizer): the control",
+        lambda scale, prepared, work: finetune_steps(scale, prepared, work, "random"),
+    ),
+    "elmo-speedrun": (
+        "the biLM (bf16, sampled softmax), then TagLM full and few-label arms with a random biLM",
+        elmo_speedrun_steps,
+    ),
+    "checks-bert": (
+        "the rest of the BERT speed table: pretraining at 512, fine-tuning variants, inference",
+        lambda scale, prepared, work: bert_speed_steps(scale, prepared, list(BERT_SPEED)[2:]),
+    ),
+    "checks-lstm": (
+        "the ELMo LSTM in fp32 and a TagLM CoNLL epoch at batch 8 and at the GPU default",
+        checks_lstm_steps,
+    ),
+}
 
 
 def item_steps(name: str, scale: Scale, prepared: Path, work: Path) -> list[Step]:
@@ -474,8 +506,16 @@ def run_item(item: dict, scale: Scale, prepared: Path, work: Path, deadline: flo
     results, finished = [], set()
     for step in item_steps(item["name"], scale, prepared, work):
         if step.needs is not None and step.needs not in finished:
-            results.append({"name": step.name, "status": f"skipped: {step.needs} did not finish", "seconds": 0.0,
-                            "budget_s": round(step.budget_s, 1), "metrics": {}, **step.table})  # fmt: skip
+            results.append(
+                {
+                    "name": step.name,
+                    "status": f"skipped: {step.needs} did not finish",
+                    "seconds": 0.0,
+                    "budget_s": round(step.budget_s, 1),
+                    "metrics": {},
+                    **step.table,
+                }
+            )
         else:
             results.append(run_step(step, scale, deadline, logs))
         print(f"{results[-1]['name']}: {results[-1]['status']} ({results[-1]['seconds']} s)", flush=True)
@@ -529,12 +569,7 @@ def scores_table(items: list[dict]) -> list[str]:
 def item_section(item: dict, device: str, date: str, work: Path) -> str:
     lines = [f"### GPU window {date}, {device}: {item['name']} ({item['state']})", "", *steps_table(item), ""]
     if item["name"].startswith("checks"):
-        sys.path.insert(0, str(REPO / "benchmarks"))
-        import gpu_table
-
-        lines += ["| row | reference (transformers / AllenNLP layout) tok/s | hf_ctx | ratio | peak memory | goal |",
-                  "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
-        lines += gpu_table.bert_rows(work / "logs") + gpu_table.elmo_rows(work / "logs")
+        lines += gpu_table.table(work / "logs")
     else:
         lines += scores_table([item])
     return "\n".join(lines) + "\n"
@@ -551,8 +586,14 @@ def write_results(out: Path, ledger: dict, done: list[dict], device: str, scale:
         entry.update(state=result["state"], tries=entry.get("tries", 0) + 1, device=device, date=date)
         entry["produced"] = f"{finished}/{len(result['steps'])} steps done; tables in summary.md"
     out.mkdir(parents=True, exist_ok=True)
-    results = {"device": device, "dry_run": scale.dry, "date": date, "window_s": scale.window_s,
-               "seconds": round(seconds, 1), "items": done}  # fmt: skip
+    results = {
+        "device": device,
+        "dry_run": scale.dry,
+        "date": date,
+        "window_s": scale.window_s,
+        "seconds": round(seconds, 1),
+        "items": done,
+    }
     write_text(out / "results.json", json.dumps(results, indent=1))
     write_text(out / "gpu_ledger.json", json.dumps(ledger, indent=1) + "\n")
     sections = [item_section(item, device, date, work) for item in done] or ["(no item fitted in the window)\n"]
@@ -717,8 +758,22 @@ SOURCE_ONLY = ["seqeval==1.2.2"]  # published as a source archive only: built he
 def download_wheels(folder: Path) -> None:
     """Python 3.12 manylinux x86_64 wheels, for `pip install --no-index --no-deps --target` on the GPU machine."""
     platforms = [f"--platform={p}" for p in ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")]
-    download = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                "--python-version", "3.12", "--implementation", "cp", *platforms, "-d", str(folder)]  # fmt: skip
+    download = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "-q",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--python-version",
+        "3.12",
+        "--implementation",
+        "cp",
+        *platforms,
+        "-d",
+        str(folder),
+    ]
     subprocess.run([*download, *WHEELS], check=True)
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(folder), *SOURCE_ONLY], check=True
@@ -731,8 +786,16 @@ def folder_bytes(folder: Path) -> int:
 
 def repository_bytes() -> int:
     """What travels of the repository: its tracked and untracked files that git does not ignore."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                            capture_output=True, check=True).stdout.decode().split("\0")  # fmt: skip
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=REPO,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     return sum((REPO / name).stat().st_size for name in listed if name and (REPO / name).is_file())
 
 
@@ -745,8 +808,11 @@ def prepare(args) -> int:
     (partial / "wiki_elmo").mkdir(parents=True)
     started = time.time()
     summary = prepare_bert(data / "wiki", partial / "wiki_bert", args)
-    print(f"wiki_bert: {summary['words']['train']:,} words -> {summary['splits']['train']['tokens']:,} tokens "
-          f"({summary['splits']['train']['examples']:,} examples of 128)", flush=True)  # fmt: skip
+    print(
+        f"wiki_bert: {summary['words']['train']:,} words -> {summary['splits']['train']['tokens']:,} tokens "
+        f"({summary['splits']['train']['examples']:,} examples of 128)",
+        flush=True,
+    )
     shards = sorted((data / "wiki").glob("wiki.train.*.txt.gz"))[::-1]  # other text than BERT's
     elmo = wiki_documents(shards, args.elmo_words, partial / "wiki_elmo" / "train.txt.gz")
     wiki_documents([data / "wiki" / "wiki.valid.txt.gz"], args.valid_words, partial / "wiki_elmo" / "valid.txt.gz")
@@ -760,8 +826,10 @@ def prepare(args) -> int:
     size, repository = folder_bytes(target), repository_bytes()
     for part in sorted(target.iterdir()):
         print(f"  {part.name}: {folder_bytes(part) / 2**20 if part.is_dir() else part.stat().st_size / 2**20:.1f} MiB")
-    print(f"{target}: {size / 2**20:.1f} MiB; with the repository ({repository / 2**20:.1f} MiB): "
-          f"{(size + repository) / 2**20:.1f} MiB of the 60 allowed; prepared in {time.time() - started:.0f} s")  # fmt: skip
+    print(
+        f"{target}: {size / 2**20:.1f} MiB; with the repository ({repository / 2**20:.1f} MiB): "
+        f"{(size + repository) / 2**20:.1f} MiB of the 60 allowed; prepared in {time.time() - started:.0f} s"
+    )
     if size + repository > 60 * 2**20:
         print("over 60 MiB: prepare with fewer --bert_words / --elmo_words", file=sys.stderr)
         return 1
