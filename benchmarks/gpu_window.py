@@ -212,7 +212,7 @@ def checks_steps(scale: Scale, prepared: Path, work: Path) -> list[Step]:
     bf16 against AllenNLP's layout)."""
     tests = ["-m", "gpu", "tests/test_benchmarks.py" if scale.dry else "tests"]
     return [
-        Step("gpu_tests", "pytest", ["-q", "-p", "no:cacheprovider", *tests], 45),
+        Step("gpu_tests", "pytest", ["-q", "-p", "no:cacheprovider", "--continue-on-collection-errors", *tests], 45),
         *bert_speed_steps(scale, prepared, list(BERT_SPEED)[:2]),
         Step(
             "elmo_bf16",
@@ -586,8 +586,10 @@ def write_results(out: Path, ledger: dict, done: list[dict], device: str, scale:
         entry.update(state=result["state"], tries=entry.get("tries", 0) + 1, device=device, date=date)
         entry["produced"] = f"{finished}/{len(result['steps'])} steps done; tables in summary.md"
     out.mkdir(parents=True, exist_ok=True)
+    versions = package_versions()
     results = {
         "device": device,
+        "versions": versions,
         "dry_run": scale.dry,
         "date": date,
         "window_s": scale.window_s,
@@ -597,7 +599,8 @@ def write_results(out: Path, ledger: dict, done: list[dict], device: str, scale:
     write_text(out / "results.json", json.dumps(results, indent=1))
     write_text(out / "gpu_ledger.json", json.dumps(ledger, indent=1) + "\n")
     sections = [item_section(item, device, date, work) for item in done] or ["(no item fitted in the window)\n"]
-    write_text(out / "summary.md", f"# GPU window, {date}, {device}\n\n" + "\n".join(sections))
+    packages = ", ".join(f"{name} {v}" for name, v in versions.items())
+    write_text(out / "summary.md", f"# GPU window, {date}, {device}\n\n{packages}\n\n" + "\n".join(sections))
     with atomic_write(out / "window.log", "wb") as log:
         for path in sorted((work / "logs").glob("*.txt"), key=os.path.getmtime):
             log.write(f"\n==== {path.stem}\n".encode() + path.read_bytes()[-LOG_BYTES // 8 :])
@@ -621,6 +624,23 @@ def check_result_files(out: Path) -> None:
     for path in files:
         if path.stat().st_size >= MAX_FILE_BYTES or not all(c.isalnum() or c in "._-" for c in path.name):
             raise SystemExit(f"{path}: over 16 MiB or named with other characters than letters, digits, . _ -")
+
+
+PACKAGES = ("torch", "transformers", "accelerate", "datasets", "evaluate", "seqeval", "pyarrow", "fsspec", "numpy")
+
+
+def package_versions() -> dict[str, str]:
+    """The versions the window ran with (the carried wheels' packages among them): first thing to read when a
+    step fails on a machine never seen before."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for name in PACKAGES:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = "missing"
+    return found
 
 
 def device_name(scale: Scale) -> str:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One GPU window: the next items of benchmarks/gpu_ledger.json in one command of at most 9 minutes, on a fresh GPU
-# machine holding the repository and the folder `--prepare` wrote (gpu_window_data/, carried). The wheels in
-# gpu_window_data/wheels are installed first (the machine has no package index); the 9 minutes count from here.
+# machine holding the repository and the folder `--prepare` wrote (gpu_window_data/, carried). hf_ctx and the
+# wheels in gpu_window_data/wheels are installed first (the machine reaches no package index); the 9 minutes count
+# from here.
 #
 #   bash benchmarks/gpu_window.sh --prepare     # on CPU, before: gpu_window_data/ (data, wheels), and its size
 #   bash benchmarks/gpu_window.sh --plan        # the next item, its steps and budget ("budget: 9 min")
@@ -14,12 +15,13 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1
 if [ $# -eq 0 ]; then
-  if compgen -G "gpu_window_data/wheels/*.whl" >/dev/null; then
-    $PYTHON -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-      gpu_window_data/wheels/*.whl || { echo "could not install gpu_window_data/wheels"; exit 1; }
-    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-  fi
-  export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+  # hf_ctx itself too (the scripts read its installed version), beside the carried wheels; the code imported is
+  # the repository's, first on the path
+  wheels=()
+  compgen -G "gpu_window_data/wheels/*.whl" >/dev/null && wheels=(gpu_window_data/wheels/*.whl)
+  $PYTHON -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site . ${wheels[@]+"${wheels[@]}"} || { echo "could not install hf_ctx and the wheels"; exit 1; }
+  export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
   exec $PYTHON benchmarks/gpu_window.py --started_at "$started" --out "${OUT:-gpu_window_out}"
 fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
