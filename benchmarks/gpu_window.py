@@ -104,7 +104,7 @@ def gpu_scale(minutes: float) -> Scale:
         device=["--bf16", "--dataloader_num_workers", "4"],
         speed={"bert": ["--device", "cuda", "--dtype", "bf16", "--preset", "base"], "elmo": ["--device", "cuda"]},
         pretrain_bert=[
-            *("--max_steps", "6000", "--per_device_train_batch_size", "256", "--learning_rate", "1e-3"),
+            *("--max_steps", "6000", "--per_device_train_batch_size", "256", "--learning_rate", "5e-4"),
             *("--warmup_steps", "300", "--logging_steps", "100", "--max_eval_samples", "2000"),
             *("--eval_strategy", "steps", "--eval_steps", "2000"),
         ],
@@ -132,18 +132,7 @@ def dry_scale(minutes: float) -> Scale:
         device=["--use_cpu"],
         speed={
             "bert": ["--device", "cpu", "--preset", "tiny", "--steps", "1", "--warmup", "1", "--repeats", "1"],
-            "elmo": [
-                "--device",
-                "cpu",
-                "--cell_size",
-                "8",
-                "--projection_size",
-                "4",
-                "--steps",
-                "3",
-                "--repeats",
-                "1",
-            ],
+            "elmo": "--device cpu --cell_size 8 --projection_size 4 --steps 3 --repeats 1".split(),
         },
         pretrain_bert=[
             *("--max_steps", "3", "--per_device_train_batch_size", "4", "--max_eval_samples", "8"),
@@ -463,10 +452,9 @@ def _run_in_process(script: str, args: list[str], log) -> str:
 
 def run_step(step: Step, scale: Scale, deadline: float, logs: Path) -> dict:
     """Run one step within its budget and what is left of the window; its status, seconds and metrics."""
-    result = {"name": step.name, "budget_s": round(step.budget_s, 1), "seconds": 0.0, "metrics": {}, **step.table}
     available = min(step.budget_s, deadline - time.monotonic())
     if available < 0.5 * step.budget_s:
-        return {**result, "status": "skipped: not enough time left in the window"}
+        return step_result(step, "skipped: not enough time left in the window")
     args = list(step.args)
     if step.train_overhead_s is not None:
         args += ["--max_train_minutes", f"{max(available - step.train_overhead_s, 1.0) / 60:.4f}"]
@@ -481,8 +469,19 @@ def run_step(step: Step, scale: Scale, deadline: float, logs: Path) -> dict:
             # a training step stops itself; the hard limit is its backstop, with room for evaluation and saving
             backstop = 1.5 * available if step.train_overhead_s is not None else available
             status = _run_subprocess(command, min(deadline - time.monotonic(), backstop), log)
-    result.update(status=status, seconds=round(time.monotonic() - started, 1), metrics=step_metrics(step, logs))
-    return result
+    return step_result(step, status, time.monotonic() - started, step_metrics(step, logs))
+
+
+def step_result(step: Step, status: str, seconds: float = 0.0, metrics: dict | None = None) -> dict:
+    """A step's entry in results.json: name, status, seconds against its budget, metrics, and its table row."""
+    return {
+        "name": step.name,
+        "status": status,
+        "seconds": round(seconds, 1),
+        "budget_s": round(step.budget_s, 1),
+        "metrics": metrics or {},
+        **step.table,
+    }
 
 
 def step_metrics(step: Step, logs: Path) -> dict:
@@ -506,16 +505,7 @@ def run_item(item: dict, scale: Scale, prepared: Path, work: Path, deadline: flo
     results, finished = [], set()
     for step in item_steps(item["name"], scale, prepared, work):
         if step.needs is not None and step.needs not in finished:
-            results.append(
-                {
-                    "name": step.name,
-                    "status": f"skipped: {step.needs} did not finish",
-                    "seconds": 0.0,
-                    "budget_s": round(step.budget_s, 1),
-                    "metrics": {},
-                    **step.table,
-                }
-            )
+            results.append(step_result(step, f"skipped: {step.needs} did not finish"))
         else:
             results.append(run_step(step, scale, deadline, logs))
         print(f"{results[-1]['name']}: {results[-1]['status']} ({results[-1]['seconds']} s)", flush=True)
@@ -545,13 +535,12 @@ def steps_table(item: dict) -> list[str]:
     return lines
 
 
-def scores_table(items: list[dict]) -> list[str]:
-    """Pretrained against random init per task (one seed each), with Google's BERT-Small for the GLUE tasks."""
+def scores_table(item: dict) -> list[str]:
+    """A row per task, a column per initialisation (one seed each), Google's BERT-Small beside the GLUE tasks."""
     scores = {}
-    for item in items:
-        for step in item["steps"]:
-            if "task" in step and step["status"] == "done" and step["metric"] in step["metrics"]:
-                scores.setdefault((step["task"], step["metric"]), {})[step["init"]] = step["metrics"][step["metric"]]
+    for step in item["steps"]:
+        if "task" in step and step["status"] == "done" and step["metric"] in step["metrics"]:
+            scores.setdefault((step["task"], step["metric"]), {})[step["init"]] = step["metrics"][step["metric"]]
     if not scores:
         return []
     inits = list(dict.fromkeys(init for row in scores.values() for init in row))
@@ -571,7 +560,7 @@ def item_section(item: dict, device: str, date: str, work: Path) -> str:
     if item["name"].startswith("checks"):
         lines += gpu_table.table(work / "logs")
     else:
-        lines += scores_table([item])
+        lines += scores_table(item)
     return "\n".join(lines) + "\n"
 
 
@@ -606,9 +595,9 @@ def write_results(out: Path, ledger: dict, done: list[dict], device: str, scale:
             log.write(f"\n==== {path.stem}\n".encode() + path.read_bytes()[-LOG_BYTES // 8 :])
     if (work / "bert" / "trainer_state.json").is_file():
         sys.path.insert(0, str(REPO / "examples" / "experiments"))
-        from experiment_lib import plot_pretraining_curves
-
         try:
+            from experiment_lib import plot_pretraining_curves
+
             plot_pretraining_curves(work / "bert", out / "bert_pretraining.png", f"BERT pretraining, {device}")
         except (ImportError, ValueError) as error:  # no matplotlib, or nothing logged: the tables still stand
             print(f"no pretraining plot: {error}")
