@@ -676,6 +676,10 @@ def record(results_dir: Path, ledger_path: Path, docs: Path) -> list[str]:
     repository's own ledger or docs."""
     from hf_ctx.atomic_files import write_text
 
+    found = sorted(Path(results_dir).rglob("results.json"))  # the tool may return $OUT's files one folder down
+    if len(found) != 1:
+        raise SystemExit(f"{results_dir}: expected one results.json of a window, found {len(found)}")
+    results_dir = found[0].parent
     results = json.loads((results_dir / "results.json").read_text())
     if results["dry_run"] and (ledger_path == LEDGER or docs == REPO / "docs"):
         raise SystemExit(f"{results_dir} holds a dry run's results (no GPU): they are not recorded in the repository")
