@@ -46,7 +46,7 @@ WINDOW_MINUTES = 9.0
 RESERVE_S = 15  # kept at the end of the window for writing the results
 MAX_TRIES = 2  # a partial item is run again once, then the ledger moves on
 MAX_RESULT_FILES, MAX_FILE_BYTES = 8, 16 * 2**20  # what the device tool brings back
-LOG_BYTES = 15 * 2**20
+LOG_BYTES = 15 * 2**20  # window.log: the steps' output, the end of each
 # BERT-Small (4 layers of 512) as Google released it, GLUE test sets (Turc et al. 2019: CoLA 27.8, SST-2 89.7,
 # MRPC F1 83.4, RTE 61.8), as fractions like the scripts' metrics: the reference column.
 GOOGLE_BERT_SMALL = {"cola": 0.278, "sst2": 0.897, "mrpc": 0.834, "rte": 0.618}
@@ -132,7 +132,7 @@ def dry_scale(minutes: float) -> Scale:
         device=["--use_cpu"],
         speed={
             "bert": ["--device", "cpu", "--preset", "tiny", "--steps", "1", "--warmup", "1", "--repeats", "1"],
-            "elmo": "--device cpu --cell_size 8 --projection_size 4 --steps 3 --repeats 1".split(),
+            "elmo": "--device cpu --cell_size 8 --projection_size 4 --steps 3 --repeats 1 --no_compile".split(),
         },
         pretrain_bert=[
             *("--max_steps", "3", "--per_device_train_batch_size", "4", "--max_eval_samples", "8"),
@@ -216,7 +216,7 @@ def checks_lstm_steps(scale: Scale, prepared: Path, work: Path) -> list[Step]:
     """The ELMo LSTM in fp32 (TF32 off), and a TagLM CoNLL epoch at batch 8 and at the GPU default."""
     steps = [Step("elmo_fp32", "benchmarks/elmo_lstm_speed.py", list(scale.speed["elmo"]), 120)]
     for batch, budget in (("default", 90), ("8", 240)):
-        run_dir = work / "logs" / f"taglm_{batch}"  # where gpu_table.py looks for train_results.json
+        run_dir = item_logs(work, "checks-lstm") / f"taglm_{batch}"  # where gpu_table.py looks for it
         size = [] if batch == "default" else ["--per_device_train_batch_size", batch]
         args = ["--model_type", "taglm", "--train_file", prepared / "conll2003" / "eng.train", "--do_train", *size]
         args += [*scale.tag_epoch, *RUN, "--output_dir", run_dir]
@@ -498,9 +498,14 @@ def step_metrics(step: Step, logs: Path) -> dict:
     return {}
 
 
+def item_logs(work: Path, name: str) -> Path:
+    """The folder of an item's step outputs (one `<step>.txt` each), which its tables are read from."""
+    return work / "logs" / name
+
+
 def run_item(item: dict, scale: Scale, prepared: Path, work: Path, deadline: float) -> dict:
     """Every step of `item` in order (a step whose input failed is skipped); the item's results."""
-    logs = work / "logs"
+    logs = item_logs(work, item["name"])
     logs.mkdir(parents=True, exist_ok=True)
     results, finished = [], set()
     for step in item_steps(item["name"], scale, prepared, work):
@@ -558,7 +563,7 @@ def scores_table(item: dict) -> list[str]:
 def item_section(item: dict, device: str, date: str, work: Path) -> str:
     lines = [f"### GPU window {date}, {device}: {item['name']} ({item['state']})", "", *steps_table(item), ""]
     if item["name"].startswith("checks"):
-        lines += gpu_table.table(work / "logs")
+        lines += gpu_table.table(item_logs(work, item["name"]))
     else:
         lines += scores_table(item)
     return "\n".join(lines) + "\n"
@@ -591,8 +596,10 @@ def write_results(out: Path, ledger: dict, done: list[dict], device: str, scale:
     packages = ", ".join(f"{name} {v}" for name, v in versions.items())
     write_text(out / "summary.md", f"# GPU window, {date}, {device}\n\n{packages}\n\n" + "\n".join(sections))
     with atomic_write(out / "window.log", "wb") as log:
-        for path in sorted((work / "logs").glob("*.txt"), key=os.path.getmtime):
-            log.write(f"\n==== {path.stem}\n".encode() + path.read_bytes()[-LOG_BYTES // 8 :])
+        paths = sorted((work / "logs").glob("*/*.txt"), key=os.path.getmtime)
+        for path in paths:  # each step's last part, within LOG_BYTES in all
+            tail = path.read_bytes()[-LOG_BYTES // len(paths) :]
+            log.write(f"\n==== {path.parent.name}: {path.stem}\n".encode() + tail)
     if (work / "bert" / "trainer_state.json").is_file():
         sys.path.insert(0, str(REPO / "examples" / "experiments"))
         try:
