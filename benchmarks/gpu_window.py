@@ -33,6 +33,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -776,28 +777,17 @@ SOURCE_ONLY = ["seqeval==1.2.2"]  # published as a source archive only: built he
 
 
 def download_wheels(folder: Path) -> None:
-    """Python 3.12 manylinux x86_64 wheels, for `pip install --no-index --no-deps --target` on the GPU machine."""
+    """Python 3.12 manylinux x86_64 wheels, for `pip install --no-index --no-deps --target` on the GPU machine;
+    installed once here the same way (into a temporary folder), so that a wheel that would not install fails now
+    rather than in the window."""
     platforms = [f"--platform={p}" for p in ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")]
-    download = [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "-q",
-        "--no-deps",
-        "--only-binary=:all:",
-        "--python-version",
-        "3.12",
-        "--implementation",
-        "cp",
-        *platforms,
-        "-d",
-        str(folder),
-    ]
-    subprocess.run([*download, *WHEELS], check=True)
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(folder), *SOURCE_ONLY], check=True
-    )
+    pip = [sys.executable, "-m", "pip"]
+    machine = ["--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp", *platforms]
+    subprocess.run([*pip, "download", "-q", "--no-deps", *machine, "-d", str(folder), *WHEELS], check=True)
+    subprocess.run([*pip, "wheel", "-q", "--no-deps", "-w", str(folder), *SOURCE_ONLY], check=True)
+    with tempfile.TemporaryDirectory() as target:
+        install = [*pip, "install", "-q", "--no-index", "--no-deps", "--no-compile", *machine, "--target", target]
+        subprocess.run([*install, *map(str, sorted(folder.glob("*.whl")))], check=True)
 
 
 def folder_bytes(folder: Path) -> int:
