@@ -115,6 +115,7 @@ def gpu_scale(minutes: float) -> Scale:
         ],
         pretrain_elmo=[
             *("--model_size", "small", "--vocab_min_count", "5", "--num_sampled", "8192", "--max_steps", "20000"),
+            *("--config_overrides", "lstm.cell_clip=null,lstm.proj_clip=null"),  # unclipped: the fused cuDNN LSTM
             *("--per_device_train_batch_size", "128", "--learning_rate", "1e-3", "--warmup_steps", "300"),
             *("--max_eval_samples", "5000", "--logging_steps", "100", "--preprocessing_num_workers", "8"),
         ],
@@ -149,7 +150,7 @@ def dry_scale(minutes: float) -> Scale:
             json.dumps(
                 {
                     "char_cnn": {"filters": [[1, 8], [2, 8], [3, 16]], "n_highway": 1},
-                    "lstm": {"dim": 32, "projection_dim": 16},
+                    "lstm": {"dim": 32, "projection_dim": 16, "cell_clip": None, "proj_clip": None},
                 }
             ),
             *("--per_device_train_batch_size", "4", "--max_eval_samples", "8", "--max_train_samples", "64"),
@@ -283,8 +284,9 @@ def bert_speedrun_steps(scale: Scale, prepared: Path, work: Path) -> list[Step]:
 
 
 def elmo_speedrun_steps(scale: Scale, prepared: Path, work: Path) -> list[Step]:
-    """The biLM (bf16 on a GPU, sampled softmax), a random biLM of its shape, then TagLM + GloVe without a biLM,
-    with the pretrained biLM and with the random one: on all of eng.train and on 5% of it (the few-label arm)."""
+    """The biLM (unclipped, so the fused LSTM; bf16 and sampled softmax on a GPU), a random biLM of its shape, then
+    TagLM + GloVe without a biLM, with the pretrained biLM and with the random one: on all of eng.train and on 5% of
+    it (the few-label arm)."""
     bilm, random = work / "bilm", work / "random_bilm"
     steps = [
         Step(
