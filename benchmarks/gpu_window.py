@@ -572,6 +572,22 @@ def item_section(item: dict, device: str, date: str, work: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def produced(result: dict) -> str:
+    """The ledger's line for an item run: steps done, and each training step's metric (and steps trained)."""
+    steps = result["steps"]
+    parts = [f"{sum(s['status'] == 'done' for s in steps)}/{len(steps)} steps done"]
+    for step in steps:
+        metrics = step["metrics"]
+        if step.get("metric") in metrics:
+            trained = f" after {metrics['global_step']} steps" if "global_step" in metrics else ""
+            parts.append(
+                f"{step['name']} {step['metric'].removeprefix('eval_')} {_fmt(metrics[step['metric']])}{trained}"
+            )
+        elif "summary" in metrics:
+            parts.append(f"{step['name']}: {metrics['summary']}")
+    return "; ".join(parts)
+
+
 def write_results(out: Path, ledger: dict, done: list[dict], device: str, scale: Scale, work: Path, seconds: float):
     """summary.md, results.json, gpu_ledger.json, window.log and the pretraining plot, each written atomically."""
     from hf_ctx.atomic_files import atomic_write, write_text
@@ -579,9 +595,8 @@ def write_results(out: Path, ledger: dict, done: list[dict], device: str, scale:
     date = datetime.date.today().isoformat()
     for result in done:
         entry = next(i for i in ledger["items"] if i["name"] == result["name"])
-        finished = sum(s["status"] == "done" for s in result["steps"])
         entry.update(state=result["state"], tries=entry.get("tries", 0) + 1, device=device, date=date)
-        entry["produced"] = f"{finished}/{len(result['steps'])} steps done; tables in summary.md"
+        entry["produced"] = produced(result)
     out.mkdir(parents=True, exist_ok=True)
     versions = package_versions()
     results = {
