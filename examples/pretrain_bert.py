@@ -219,6 +219,23 @@ def card_hyperparameters(model_args: ModelArguments, data_args: DataArguments, t
     return settings
 
 
+def documents_and_tokenizer(model_args, data_args, training_args):
+    """(training documents, validation documents, text column, tokenizer); no documents with --pretokenized_dir,
+    whose examples are read as they were saved."""
+    if data_args.pretokenized_dir is not None:
+        check_pretokenized_arguments(model_args, data_args)
+        return None, None, None, load_tokenizer(data_args.pretokenized_dir)
+    train_documents, validation_documents, text_column = load_documents(
+        data_args, training_args.seed, data_args.preprocessing_num_workers
+    )
+    if training_args.do_eval and validation_documents is None:
+        raise ValueError(
+            "--do_eval needs validation data: --validation_file, a validation split or --validation_split_percentage"
+        )
+    tokenizer = load_or_train_tokenizer(model_args, training_args, train_documents, text_column)
+    return train_documents, validation_documents, text_column, tokenizer
+
+
 def check_pretokenized_arguments(model_args: ModelArguments, data_args: DataArguments) -> None:
     """--pretokenized_dir brings packed MLM examples and their tokenizer: text and tokenizer options are refused."""
     if data_args.objective != "mlm":
@@ -299,20 +316,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         training_args.resume_from_checkpoint, training_args.output_dir
     )
 
-    if data_args.pretokenized_dir is not None:
-        check_pretokenized_arguments(model_args, data_args)
-        train_documents = validation_documents = text_column = None
-        tokenizer = load_tokenizer(data_args.pretokenized_dir)
-    else:
-        train_documents, validation_documents, text_column = load_documents(
-            data_args, training_args.seed, data_args.preprocessing_num_workers
-        )
-        if training_args.do_eval and validation_documents is None:
-            raise ValueError(
-                "--do_eval needs validation data: --validation_file, a validation split or "
-                "--validation_split_percentage"
-            )
-        tokenizer = load_or_train_tokenizer(model_args, training_args, train_documents, text_column)
+    train_documents, validation_documents, text_column, tokenizer = documents_and_tokenizer(
+        model_args, data_args, training_args
+    )
     model = build_model(model_args, tokenizer)
     tokenizer.model_max_length = model.config.max_position_embeddings
     if data_args.max_seq_length > model.config.max_position_embeddings:
