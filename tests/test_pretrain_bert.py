@@ -4,6 +4,7 @@ Hub (mocked), exact resume, 2 processes."""
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -413,6 +414,13 @@ def test_pretokenized_examples_train_exactly_as_the_text_they_came_from(single_r
     assert loaded["token_type_ids"] == built["train"]["token_type_ids"]
     with pytest.raises(ValueError, match="packed to max_seq_length 32, not the --max_seq_length 64"):
         load_pretokenized(tmp_path / "ids", "train", 64)
+    with pytest.raises(FileNotFoundError, match="no pre-tokenized test examples"):
+        load_pretokenized(tmp_path / "ids", "test", 32)
+    shutil.copytree(tmp_path / "ids", tmp_path / "cut")
+    offsets = np.load(tmp_path / "cut" / "train.offsets.npy")
+    np.save(tmp_path / "cut" / "train.offsets.npy", offsets[:-1])  # the last example's end lost
+    with pytest.raises(ValueError, match=r"train.offsets.npy: offsets must rise from 0 to the [\d,]+ ids"):
+        load_pretokenized(tmp_path / "cut", "train", 32)
 
     def run(output_dir, data):
         args = common_args(corpus, output_dir)
