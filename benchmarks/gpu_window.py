@@ -47,6 +47,7 @@ WINDOW_MINUTES = 9.0
 RESERVE_S = 15  # kept at the end of the window for writing the results
 MAX_TRIES = 2  # a partial item is run again once, then the ledger moves on
 MAX_RESULT_FILES, MAX_FILE_BYTES = 8, 16 * 2**20  # what the device tool brings back
+DOCS_HEADING = "## GPU windows"  # where --record appends in docs/results.md and docs/performance.md
 LOG_BYTES = 15 * 2**20  # window.log: the steps' output, the end of each
 # BERT-Small (4 layers of 512) as Google released it, GLUE test sets (Turc et al. 2019: CoLA 27.8, SST-2 89.7,
 # MRPC F1 83.4, RTE 61.8), as fractions like the scripts' metrics: the reference column.
@@ -718,7 +719,10 @@ def record(results_dir: Path, ledger_path: Path, docs: Path) -> list[str]:
     written = []
     for name, section in zip(ran, sections):
         doc = docs / ("performance.md" if name.startswith("checks") else "results.md")
-        write_text(doc, doc.read_text().rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n")
+        text = doc.read_text().rstrip("\n")
+        if DOCS_HEADING not in text:
+            text += f"\n\n{DOCS_HEADING}\n\nEach window's items as `benchmarks/gpu_window.sh --record` appended them."
+        write_text(doc, text + "\n\n" + section.rstrip("\n") + "\n")
         written.append(str(doc))
     kept = docs / "results" / f"gpu_window_{results['date']}_{'_'.join(ran) or 'none'}.json"
     kept.parent.mkdir(parents=True, exist_ok=True)

@@ -154,7 +154,8 @@ def test_dry_run_writes_the_result_files_and_the_ledger_moves_on(prepared, tmp_p
     with pytest.raises(SystemExit, match="dry run's results"):
         gpu_window.record(out, gpu_window.LEDGER, docs)
     gpu_window.record(tmp_path, ledger, docs)  # the folder the files came back in, or one above it
-    assert "bert-speedrun (done)" in (docs / "results.md").read_text()
+    recorded = (docs / "results.md").read_text()
+    assert recorded.startswith("# Results\n\n## GPU windows\n") and "bert-speedrun (done)" in recorded
     assert next(i for i in json.loads(ledger.read_text())["items"] if i["name"] == "bert-speedrun")["state"] == "done"
     assert len(list((docs / "results").glob("gpu_window_*_bert-speedrun.json"))) == 1
 
