@@ -408,7 +408,7 @@ def plan(ledger: dict, scale: Scale) -> str:
         )
         lines.append(f"  {step.name}: at most {step.budget_s:.0f} s{limit}: {step.script} {' '.join(step.args)}")
     later = [i["name"] for i in items[1:]]
-    lines.append(f"then, while the window has time for a whole item: {', '.join(later) or 'nothing'}")
+    lines.append(f"then each of these that still fits whole in the window: {', '.join(later) or 'none'}")
     return "\n".join(lines)
 
 
@@ -669,7 +669,8 @@ def device_name(scale: Scale) -> str:
 
 
 def run_window(args, scale: Scale) -> dict:
-    """The window: the next items of the ledger, while a whole item fits in what is left; then the results."""
+    """The window: the first item still to run, then each later one that fits whole in what is left; then the
+    results."""
     started = args.started_at if args.started_at is not None else time.time()
     deadline = time.monotonic() - (time.time() - started) + scale.window_s - RESERVE_S * scale.budget_factor
     ledger = read_ledger(args.ledger)
@@ -681,7 +682,7 @@ def run_window(args, scale: Scale) -> dict:
     for item in next_items(ledger)[: args.max_items]:
         budget = sum(s.budget_s for s in item_steps(item["name"], scale, Path(args.prepared_dir), work))
         if budget > deadline - time.monotonic() and done:
-            break  # a later window starts it whole
+            continue  # a later window starts it whole; a shorter item after it may still fit
         print(
             f"== {item['name']}: budget {budget / 60:.1f} min, {(deadline - time.monotonic()) / 60:.1f} left",
             flush=True,

@@ -185,3 +185,24 @@ def test_the_deadline_stops_a_step_and_keeps_what_it_wrote(prepared, tmp_path):
     assert "next item: bert-speedrun (partial, tried 1 times)" in gpu_window.plan(returned, scale)
     item["tries"] = gpu_window.MAX_TRIES
     assert gpu_window.plan(returned, scale).startswith("next item: bert-control")
+
+
+def test_a_window_runs_the_first_item_then_each_later_one_that_still_fits(tmp_path, monkeypatch):
+    """With items standing in that take 0.9 s each, in a 3-second window (budgets scale with it: checks 1 s,
+    bert-speedrun 2.9 s, bert-control 1.25 s, the others over 2 s): checks runs, bert-speedrun no longer fits and
+    waits for a later window, bert-control fits and runs, nothing else fits."""
+    ran = []
+
+    def run_item(item, scale, prepared, work, deadline):
+        ran.append(item["name"])
+        time.sleep(0.9)
+        return {"name": item["name"], "state": "done", "steps": []}
+
+    monkeypatch.setattr(gpu_window, "run_item", run_item)
+    ledger, out = ledger_with(tmp_path, {}), tmp_path / "out"
+    gpu_window.main(
+        ["--dry-run", "--minutes", "0.05", "--ledger", str(ledger), "--out", str(out), "--work", str(tmp_path / "w")]
+    )
+    assert ran == ["checks", "bert-control"]
+    states = {i["name"]: i["state"] for i in json.loads((out / "gpu_ledger.json").read_text())["items"]}
+    assert states == {**{name: "pending" for name in gpu_window.ITEMS}, "checks": "done", "bert-control": "done"}
