@@ -11,6 +11,8 @@ can stream instead (`load_text_documents(..., streaming=True)`): the packed MLM 
     create_packed_examples(...)    {"input_ids", "token_type_ids"}                          RoBERTa FULL-SENTENCES
 
 `build_pretraining_dataset` chains them. Masking happens later, per batch, in `hf_ctx.data.masking`.
+`save_pretokenized` / `load_pretokenized` keep packed examples as numpy token-id arrays beside their tokenizer, for
+a machine that should train without tokenizing (`pretrain_bert.py --pretokenized_dir`).
 
 Input, and how bad input is handled:
 - A text file holds one sentence or paragraph per line. A blank (or whitespace-only) line ends a document, and so
@@ -37,6 +39,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 from datasets import Dataset, Features, IterableDataset, List, Value
@@ -423,7 +426,7 @@ def _save_example_ids(examples: Dataset, folder: str | os.PathLike, split: str) 
     example i is `input_ids[offsets[i]:offsets[i + 1]]`). Numpy reads them back with no `datasets` and no tokenizer
     run, and they take about as much space as gzip-compressed text. Returns {"examples", "tokens"}."""
     if "next_sentence_label" in examples.column_names:
-        raise ValueError("save_example_ids stores packed MLM examples (objective 'mlm'), not next-sentence pairs")
+        raise ValueError("save_pretokenized stores packed MLM examples (objective 'mlm'), not next-sentence pairs")
     lengths = np.zeros(len(examples) + 1, dtype=np.int64)
     chunks = []
     for start in range(0, len(examples), 10_000):  # arrow slices, not Python lists of every id
@@ -442,8 +445,6 @@ def _save_example_ids(examples: Dataset, folder: str | os.PathLike, split: str) 
 def _load_example_ids(folder: str | os.PathLike, split: str) -> Dataset:
     """The packed MLM examples `_save_example_ids` wrote: a `Dataset` of "input_ids" and "token_type_ids" (all 0),
     as `create_packed_examples` gives, built from the arrays without copying them into Python lists."""
-    import pyarrow as pa
-
     ids_path, offsets_path = _ids_paths(folder, split)
     for path in (ids_path, offsets_path):
         if not os.path.isfile(path):

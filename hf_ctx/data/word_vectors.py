@@ -130,8 +130,8 @@ def _read_vectors(source: str, wanted: set[str]) -> Iterator[tuple[str, np.ndarr
 
 
 def save_word_vectors_subset(source: str | os.PathLike, words: Iterable[str], path: str | os.PathLike) -> int:
-    """Write the vectors of `words` and of their lower-cased forms found in `source` as a GloVe text file (gzip-
-    compressed when `path` ends in .gz); the number of vectors written. A tagger whose vocabulary is among `words`
+    """Write the vectors of `words` and of their lower-cased forms found in `source` as a gzip-compressed GloVe text
+    file (`path` ends in .gz); the number of vectors written. A tagger whose vocabulary is among `words`
     gets the same vectors from it as from `source` (each float32 written in a form that reads back exactly), from a
     file small enough to carry where the whole of `source` is not."""
     if not os.fspath(path).endswith(".gz"):
