@@ -18,7 +18,9 @@ Text files (plain or gzip-compressed; several files or glob patterns, e.g. `--tr
 hold one sentence or paragraph per line with a blank line between documents (`--document_boundary line` when each
 line is a document). Preparation runs as cached `datasets` passes (`--preprocessing_num_workers` processes,
 `--cache_dir`): a second run with the same files, tokenizer and settings reads the cache instead of tokenizing
-again. `--streaming` (with `--max_steps`, packed `--objective mlm`) reads the training text as it trains instead.
+again. `--streaming` (with `--max_steps`, packed `--objective mlm`) reads the training text as it trains instead;
+`--pretokenized_dir` trains on packed MLM examples saved before as token-id arrays with their tokenizer
+(`hf_ctx.data.pretraining.save_pretokenized`), tokenizing nothing.
 Without `--tokenizer_name`, a WordPiece vocabulary of `--vocab_size` is trained on the training text first, or on
 `--tokenizer_train_samples` documents of it drawn with `--seed` (by the main process; the others load it from
 `--output_dir`, which must then be on a shared filesystem). Evaluation reports MLM accuracy, MLM perplexity and NSP accuracy; the validation
