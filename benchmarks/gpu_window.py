@@ -96,6 +96,7 @@ class Scale:
     tag_epoch: list
     few_label_sentences: int
     budget_factor: float = 1.0
+    in_process: bool = False  # the dry run's default: each script's main() here, not an interpreter each
 
 
 def gpu_scale(minutes: float) -> Scale:
@@ -160,6 +161,7 @@ def dry_scale(minutes: float) -> Scale:
         tag_epoch=["--max_steps", "2", "--use_cpu"],
         few_label_sentences=30,
         budget_factor=minutes / WINDOW_MINUTES,
+        in_process=True,
     )
 
 
@@ -466,7 +468,7 @@ def run_step(step: Step, scale: Scale, deadline: float, logs: Path) -> dict:
     with open(logs / f"{step.name}.txt", "wb") as log:
         log.write(f"$ {step.script} {' '.join(args)}\n".encode())
         log.flush()
-        if scale.dry and step.script != "pytest":
+        if scale.in_process and step.script != "pytest":
             status = _run_in_process(step.script, args, log)
         else:
             command = [sys.executable, *(["-m", "pytest"] if step.script == "pytest" else [step.script]), *args]
@@ -886,6 +888,11 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--dry-run", dest="dry_run", action="store_true", help="the window (or plan) on CPU, scaled down"
     )
+    parser.add_argument(
+        "--subprocesses",
+        action="store_true",
+        help="--dry-run: each step in its own interpreter under its hard limit, exactly as the window (slower)",
+    )
     parser.add_argument("--ledger", default=str(LEDGER))
     parser.add_argument("--prepared_dir", default=str(PREPARED))
     parser.add_argument("--out", default=os.environ.get("OUT", "gpu_window_out"), help="the window's result files")
@@ -905,6 +912,7 @@ def main(argv=None) -> int:
     prepared.add_argument("--no_wheels", action="store_true", help="leave out the wheels (a dry run needs none)")
     args = parser.parse_args(argv)
     scale = (dry_scale if args.dry_run else gpu_scale)(args.minutes)
+    scale.in_process = scale.in_process and not args.subprocesses
     if args.prepare:
         return prepare(args)
     if args.plan:
