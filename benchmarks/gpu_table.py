@@ -1,7 +1,9 @@
 #!/usr/bin/env python
-"""One markdown table of everything `benchmarks/gpu_checks.sh` measured, read from its output folder.
+"""One markdown table of the speed benchmarks' outputs in a folder: `bert_*.txt` (bert_speed.py), `elmo_*.txt`
+(elmo_lstm_speed.py), `taglm_*/train_results.json` (run_ner.py). benchmarks/gpu_window.py's checks items write
+them (one file per step) and put this table in their summary.
 
-    python benchmarks/gpu_table.py gpu_results > gpu_results/results.md
+    python benchmarks/gpu_table.py FOLDER
 
 Rows: the GPU tests' summary; each BERT run (transformers and hf_ctx tokens/s, the ratio, peak memory) eager and
 compiled; each ELMo LSTM path (tokens/s and speed-up over the AllenNLP-layout reference of the same run); the
@@ -90,15 +92,21 @@ def taglm_rows(out: Path) -> list[str]:
     return rows
 
 
+def table(out: Path) -> list[str]:
+    """The table's lines: header, then the BERT, ELMo and TagLM rows found in `out`."""
+    return [
+        "| row | reference (transformers / AllenNLP layout) tok/s | hf_ctx | ratio | peak memory | goal |",
+        "| --- | --- | --- | --- | --- | --- |",
+        *bert_rows(out),
+        *elmo_rows(out),
+        *taglm_rows(out),
+    ]
+
+
 def main():
-    out = Path(sys.argv[1] if len(sys.argv) > 1 else "gpu_results")
-    gpu = (out / "gpu.txt").read_text().strip().splitlines()[-1] if (out / "gpu.txt").is_file() else "unknown GPU"
-    tests = (out / "gpu_tests.txt").read_text().strip().splitlines()[-1] if (out / "gpu_tests.txt").is_file() else ""
-    print(f"GPU: {gpu}  \nGPU tests: {tests or 'not run'}\n")
-    print("| row | reference (transformers / AllenNLP layout) tok/s | hf_ctx | ratio | peak memory | goal |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for row in bert_rows(out) + elmo_rows(out) + taglm_rows(out):
-        print(row)
+    if len(sys.argv) != 2:
+        sys.exit("usage: python benchmarks/gpu_table.py FOLDER")
+    print("\n".join(table(Path(sys.argv[1]))))
 
 
 if __name__ == "__main__":

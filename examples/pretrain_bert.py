@@ -18,7 +18,9 @@ Text files (plain or gzip-compressed; several files or glob patterns, e.g. `--tr
 hold one sentence or paragraph per line with a blank line between documents (`--document_boundary line` when each
 line is a document). Preparation runs as cached `datasets` passes (`--preprocessing_num_workers` processes,
 `--cache_dir`): a second run with the same files, tokenizer and settings reads the cache instead of tokenizing
-again. `--streaming` (with `--max_steps`, packed `--objective mlm`) reads the training text as it trains instead.
+again. `--streaming` (with `--max_steps`, packed `--objective mlm`) reads the training text as it trains instead;
+`--pretokenized_dir` trains on packed MLM examples saved before as token-id arrays with their tokenizer
+(`hf_ctx.data.pretraining.save_pretokenized`), tokenizing nothing.
 Without `--tokenizer_name`, a WordPiece vocabulary of `--vocab_size` is trained on the training text first, or on
 `--tokenizer_train_samples` documents of it drawn with `--seed` (by the main process; the others load it from
 `--output_dir`, which must then be on a shared filesystem). Evaluation reports MLM accuracy, MLM perplexity and NSP accuracy; the validation
@@ -42,6 +44,7 @@ from hf_ctx.data.pretraining import (
     OBJECTIVES,
     build_pretraining_dataset,
     compute_pretraining_metrics,
+    load_pretokenized,
     preprocess_pretraining_logits,
     train_tokenizer_on_corpus,
 )
@@ -125,6 +128,13 @@ class DataArguments(TextCorpusArguments):
     short_seq_probability: float = field(default=0.1, metadata={"help": "BERT's share of shorter pair targets"})
     mlm_probability: float = field(default=0.15, metadata={"help": "share of tokens to predict"})
     whole_word_mask: bool = field(default=False, metadata={"help": "mask whole words rather than WordPiece tokens"})
+    pretokenized_dir: str | None = field(
+        default=None,
+        metadata={
+            "help": "train on packed MLM examples tokenized before (hf_ctx.data.pretraining.save_pretokenized: "
+            "token-id arrays of splits 'train' and 'validation', and their tokenizer) instead of text files"
+        },
+    )
 
 
 def load_documents(data_args: DataArguments, seed: int, num_proc: int | None = None):
@@ -216,6 +226,57 @@ def card_hyperparameters(model_args: ModelArguments, data_args: DataArguments, t
     return settings
 
 
+def documents_and_tokenizer(model_args, data_args, training_args):
+    """(training documents, validation documents, text column, tokenizer); no documents with --pretokenized_dir,
+    whose examples are read as they were saved."""
+    if data_args.pretokenized_dir is not None:
+        check_pretokenized_arguments(model_args, data_args)
+        return None, None, None, load_tokenizer(data_args.pretokenized_dir)
+    train_documents, validation_documents, text_column = load_documents(
+        data_args, training_args.seed, data_args.preprocessing_num_workers
+    )
+    if training_args.do_eval and validation_documents is None:
+        raise ValueError(
+            "--do_eval needs validation data: --validation_file, a validation split or --validation_split_percentage"
+        )
+    tokenizer = load_or_train_tokenizer(model_args, training_args, train_documents, text_column)
+    return train_documents, validation_documents, text_column, tokenizer
+
+
+def check_pretokenized_arguments(model_args: ModelArguments, data_args: DataArguments) -> None:
+    """--pretokenized_dir brings packed MLM examples and their tokenizer: text and tokenizer options are refused."""
+    if data_args.objective != "mlm":
+        raise ValueError(
+            f"--pretokenized_dir holds packed MLM examples: give --objective mlm, not {data_args.objective}"
+        )
+    given = [
+        f"--{name}"
+        for name, value in (
+            ("train_file", data_args.train_file),
+            ("validation_file", data_args.validation_file),
+            ("dataset_name", data_args.dataset_name),
+            ("tokenizer_name", model_args.tokenizer_name),
+        )
+        if value
+    ]
+    if given:
+        raise ValueError(f"--pretokenized_dir brings the text and its tokenizer: drop {', '.join(given)}")
+
+
+def corpus_files(data_args: DataArguments, split: str) -> list[str] | None:
+    """The files a split was read from, for the model card: the text files, or the pre-tokenized id array."""
+    if data_args.pretokenized_dir is not None:
+        return [f"{data_args.pretokenized_dir}/{split}.input_ids.npy"]
+    return data_args.train_file if split == "train" else data_args.validation_file
+
+
+def examples(data_args: DataArguments, documents, split: str, build: dict):
+    """A split's pretraining examples: read from --pretokenized_dir, else built from its documents."""
+    if data_args.pretokenized_dir is not None:
+        return load_pretokenized(data_args.pretokenized_dir, split, data_args.max_seq_length)
+    return build_pretraining_dataset(documents, **build)
+
+
 # BERT makes half of its NSP pairs IsNext; well below that, NSP accuracy mostly measures the majority class.
 MIN_IS_NEXT_SHARE = 0.4
 
@@ -264,14 +325,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         training_args.resume_from_checkpoint, training_args.output_dir
     )
 
-    train_documents, validation_documents, text_column = load_documents(
-        data_args, training_args.seed, data_args.preprocessing_num_workers
+    train_documents, validation_documents, text_column, tokenizer = documents_and_tokenizer(
+        model_args, data_args, training_args
     )
-    if training_args.do_eval and validation_documents is None:
-        raise ValueError(
-            "--do_eval needs validation data: --validation_file, a validation split or --validation_split_percentage"
-        )
-    tokenizer = load_or_train_tokenizer(model_args, training_args, train_documents, text_column)
     model = build_model(model_args, tokenizer)
     tokenizer.model_max_length = model.config.max_position_embeddings
     if data_args.max_seq_length > model.config.max_position_embeddings:
@@ -305,7 +361,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     train_dataset = eval_dataset = train_available = eval_available = None
     with training_args.main_process_first(desc="building pretraining examples"):
         if training_args.do_train:
-            train_dataset = build_pretraining_dataset(train_documents, **build)
+            train_dataset = examples(data_args, train_documents, "train", build)
             train_available = dataset_size(train_dataset)  # for the model card: N used of M
             train_dataset = first_examples(train_dataset, data_args.max_train_samples)
             if data_args.objective == "mlm_nsp":
@@ -313,7 +369,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             if data_args.streaming:
                 train_dataset = shuffled_stream(train_dataset, training_args)
         if training_args.do_eval:
-            eval_dataset = build_pretraining_dataset(validation_documents, **build)
+            eval_dataset = examples(data_args, validation_documents, "validation", build)
             eval_available = dataset_size(eval_dataset)
             eval_dataset = first_examples(eval_dataset, data_args.max_eval_samples)
             eval_dataset = add_fixed_masks(eval_dataset, collator, num_proc=data_args.preprocessing_num_workers)
@@ -340,7 +396,15 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             "bert", dataset_config=data_args.dataset_config_name, base_model=model_args.model_name_or_path
         )
         facts.hyperparameters = card_hyperparameters(model_args, data_args, tokenizer)
-        facts.name_data(data_args, validation_documents)
+        train_files = corpus_files(data_args, "train")
+        facts.name_training_data(data_args.dataset_name, train_files)
+        facts.name_evaluation_data(
+            data_args.dataset_name,
+            corpus_files(data_args, "validation"),
+            train_files,
+            validation_documents,
+            data_args.validation_split_percentage,
+        )
         facts.count("train", dataset_size(train_dataset), train_available)
         facts.count("validation", dataset_size(eval_dataset), eval_available)
         facts.add_metrics("validation", eval_metrics)

@@ -32,7 +32,7 @@ def test_elmo_benchmark_compiled_cuda_graph_results_outlive_later_replays():
 
 def test_elmo_benchmark_runs_on_cpu_and_gpu_table_reads_the_outputs(capsys, monkeypatch, tmp_path):
     """The benchmark's CPU fallback runs end to end at a tiny size and its paths agree with the reference; the
-    table of `gpu_checks.sh` reads its output and bert_speed's."""
+    table of gpu_window.py's checks reads its output and bert_speed's."""
     bench = importlib.import_module("elmo_lstm_speed")
     monkeypatch.setattr(
         "sys.argv",

@@ -4,11 +4,8 @@ per seed with the values the runs reported, and the PNG plots are written."""
 
 import gzip
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import bert_glue_conll
@@ -166,7 +163,7 @@ class Interrupt(Exception):
 def test_cut_pretraining_resumes_from_its_latest_checkpoint_and_ends_as_an_uninterrupted_run(
     data_dir, tmp_path, monkeypatch
 ):
-    """The slicing of benchmarks/gpu_window.sh, on CPU with the smoke preset (4 steps, a checkpoint every 2): a
+    """A command cut off by a time limit, on CPU with the smoke preset (4 steps, a checkpoint every 2): a
     pretraining cut off at step 3 leaves checkpoint-2; the same call again resumes from it (not from step 0) and
     ends with the weights of a run that was never cut (the Trainer restores optimizer, scheduler and RNG states)."""
     import transformers.trainer
@@ -251,33 +248,6 @@ def test_bert_glue_conll_smoke(data_dir, tmp_path, capsys):
     assert unfinished.is_file() and (out / "results.md").read_text() == results
 
 
-def test_gpu_window_plan_lists_every_slice_within_its_budget_and_runs_nothing(tmp_path):
-    """`gpu_window.sh --plan`: the GPU checks within 8 minutes, each experiment's gpu preset within 30, commands of
-    at most 9 minutes, enough of them to use the budget; it prints the commands and creates nothing."""
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_window.sh"
-    out = tmp_path / "window"
-    env = {**os.environ, "OUT": str(out), "DATA": str(tmp_path / "data")}
-    plan = subprocess.run(["bash", str(script), "--plan"], env=env, capture_output=True, text=True, check=True).stdout
-    slices = re.findall(
-        r"slice \d+ (\w+): budget (\d+) min, commands of at most (\d+) min, at most (\d+) of them", plan
-    )
-    budgets = {name: int(budget) for name, budget, _, _ in slices}
-    assert list(budgets) == ["setup", "checks", "elmo_taglm", "bert_glue_conll", "summary"]
-    assert budgets["setup"] <= 1 and budgets["checks"] <= 8
-    assert budgets["elmo_taglm"] <= 30 and budgets["bert_glue_conll"] <= 30
-    for name, budget, limit, commands in slices:
-        assert int(limit) <= 9 and int(commands) * int(limit) >= int(budget), name
-    for preset in ("elmo_taglm.py --preset gpu", "bert_glue_conll.py --preset gpu", "gpu_checks.sh"):
-        assert preset in plan
-    assert f"--output_dir {out}/elmo_taglm" in plan and not out.exists()
-
-    # The summary before anything ran: every slice listed as not finished, no results yet.
-    (out / "logs").mkdir(parents=True)
-    summary = subprocess.run(["bash", str(script), "--summary"], env=env, capture_output=True, text=True, check=True)
-    assert "| elmo_taglm | 30 | 0.0 | not finished |" in summary.stdout
-    assert (out / "summary.md").read_text() == summary.stdout
-
-
 @pytest.mark.parametrize("resume", [False, True])
 def test_run_example_restarts_or_resumes_an_unfinished_run_and_deletes_a_finished_runs_checkpoints(
     tmp_path, monkeypatch, resume
@@ -337,86 +307,6 @@ def test_run_example_restarts_or_resumes_an_unfinished_run_and_deletes_a_finishe
     (run_dir / "checkpoint-8").mkdir()
     experiment_lib.run_example("run_ner", ["--output_dir", str(run_dir)], run_dir, resume=resume)
     assert calls[1][0][-2:] == ["--save_strategy", "no"] and calls[1][1] == []
-
-
-STUB_EXPERIMENT = """import pathlib, sys, time
-out = pathlib.Path(sys.argv[sys.argv.index("--output_dir") + 1])
-out.mkdir(parents=True, exist_ok=True)
-calls = out / "calls"
-count = int(calls.read_text()) if calls.exists() else 0
-calls.write_text(str(count + 1))
-if count == 0:
-    time.sleep(60)  # the first command is cut off by the command limit
-(out / "results.md").write_text("## " + pathlib.Path(sys.argv[0]).stem + " results\\n")
-"""
-
-
-def test_gpu_window_runs_one_command_a_call_and_a_cut_slice_continues_on_the_next_call(tmp_path):
-    """gpu_window.sh's driver on CPU, in a copy of the repository's layout whose experiments are stubs that need two
-    commands (the first is cut off by a 2-second command limit): each call runs one command and returns; a cut
-    slice is run again by the next call; the summary lists every slice as done with the experiments' tables."""
-    repo = Path(__file__).resolve().parents[1]
-    root = tmp_path / "repo"
-    (root / "benchmarks").mkdir(parents=True)
-    (root / "examples" / "experiments").mkdir(parents=True)
-    shutil.copy(repo / "benchmarks" / "gpu_window.sh", root / "benchmarks")
-    (root / "benchmarks" / "gpu_checks.sh").write_text('mkdir -p "$OUT" && echo "quick=$QUICK" > "$OUT/ran"\n')
-    (root / "benchmarks" / "gpu_table.py").write_text('print("| benchmark | ratio |")\n')
-    for name in ("elmo_taglm", "bert_glue_conll"):
-        (root / "examples" / "experiments" / f"{name}.py").write_text(STUB_EXPERIMENT)
-    data, bin_dir = tmp_path / "data", tmp_path / "bin"
-    for folder in ("wiki", "conll2003", "glue"):
-        (data / folder).mkdir(parents=True)
-    bin_dir.mkdir()
-    (bin_dir / "nvidia-smi").write_text("#!/bin/sh\necho 'Fake GPU, 80 GiB'\n")
-    (bin_dir / "nvidia-smi").chmod(0o755)
-    out = tmp_path / "window"
-    env = {
-        **os.environ,
-        "OUT": str(out),
-        "DATA": str(data),
-        "PYTHON": sys.executable,
-        "COMMAND_S": "2",
-        "REQUIRED_MODULES": "torch",  # the stub experiments need nothing else; the GloVe package is not a test extra
-        "PATH": f"{bin_dir}:{os.environ['PATH']}",
-    }
-
-    def call():
-        result = subprocess.run(
-            ["bash", str(root / "benchmarks" / "gpu_window.sh")], env=env, capture_output=True, text=True
-        )
-        assert result.returncode == 0, result.stdout + result.stderr
-        return result.stdout
-
-    printed = [call() for _ in range(8)]
-    started = [re.search(r"== slice (\w+)", p).group(1) if "== slice" in p else None for p in printed]
-    assert started == [
-        "setup",
-        "checks",
-        "elmo_taglm",
-        "elmo_taglm",
-        "bert_glue_conll",
-        "bert_glue_conll",
-        "summary",
-        None,
-    ]
-    assert "set-up complete" in printed[0] and (out / "checks" / "ran").read_text() == "quick=1\n"
-    assert "stopped at its 2 s command limit; run the same command again" in printed[2]
-    assert "all done" in printed[7]
-    summary = (out / "summary.md").read_text()
-    for name in ("setup", "checks", "elmo_taglm", "bert_glue_conll"):
-        assert re.search(rf"\| {name} \| \d+ \| [\d.]+ \| done \|", summary), name
-    assert (
-        "## elmo_taglm results" in summary and "## bert_glue_conll results" in summary and "| benchmark |" in summary
-    )
-
-    # --all: every command in turn, the cut ones again, in one call.
-    env["OUT"] = str(tmp_path / "window_all")
-    result = subprocess.run(
-        ["bash", str(root / "benchmarks" / "gpu_window.sh"), "--all"], env=env, capture_output=True, text=True
-    )
-    assert result.returncode == 0 and result.stdout.count("run the same command again") == 2
-    assert (tmp_path / "window_all" / "summary.md").read_text().count("| done |") == 4
 
 
 def test_verdicts_say_better_or_worse_than_the_control():

@@ -4,6 +4,7 @@ Hub (mocked), exact resume, 2 processes."""
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -415,3 +416,47 @@ def test_config_name_takes_a_size_preset_as_every_script_does():
     config = pretrain_bert.build_model(args, Tokenizer()).config
     assert config.hidden_size == BERT_PRESETS["tiny"]["hidden_size"] and config.num_hidden_layers == 1
     assert config.vocab_size == 100
+
+
+def test_pretokenized_examples_train_exactly_as_the_text_they_came_from(single_run, corpus, tmp_path):
+    """--pretokenized_dir (token-id arrays written by save_pretokenized) gives the same examples and the same
+    training losses as the text files with the same tokenizer; a mismatched length or objective is refused."""
+    from hf_ctx.data.pretraining import load_pretokenized, save_pretokenized
+
+    tokenizer = AutoTokenizer.from_pretrained(single_run[0])
+    built = {
+        split: build_pretraining_dataset(corpus[name], tokenizer, objective="mlm", max_seq_length=32)
+        for split, name in (("train", "train"), ("validation", "valid"))
+    }
+    summary = save_pretokenized(tmp_path / "ids", tokenizer, built, max_seq_length=32, sources=["train.txt"])
+    assert summary["splits"]["train"]["examples"] == len(built["train"])
+    assert np.load(tmp_path / "ids" / "train.input_ids.npy").dtype == np.uint16
+    loaded = load_pretokenized(tmp_path / "ids", "train", 32)
+    assert loaded["input_ids"] == built["train"]["input_ids"]
+    assert loaded["token_type_ids"] == built["train"]["token_type_ids"]
+    with pytest.raises(ValueError, match="packed to max_seq_length 32, not the --max_seq_length 64"):
+        load_pretokenized(tmp_path / "ids", "train", 64)
+    with pytest.raises(FileNotFoundError, match="no pre-tokenized test examples"):
+        load_pretokenized(tmp_path / "ids", "test", 32)
+    shutil.copytree(tmp_path / "ids", tmp_path / "cut")
+    offsets = np.load(tmp_path / "cut" / "train.offsets.npy")
+    np.save(tmp_path / "cut" / "train.offsets.npy", offsets[:-1])  # the last example's end lost
+    with pytest.raises(ValueError, match=r"train.offsets.npy: offsets must rise from 0 to the [\d,]+ ids"):
+        load_pretokenized(tmp_path / "cut", "train", 32)
+
+    def run(output_dir, data):
+        args = common_args(corpus, output_dir)
+        args = [a for i, a in enumerate(args) if a not in data["drop"] and args[i - 1] not in data["drop"]]
+        pretrain_bert.main(args + ["--objective", "mlm", "--do_eval", *data["add"]])
+        return logged_losses(output_dir)
+
+    text = {"drop": {"--vocab_size"}, "add": ["--tokenizer_name", str(single_run[0])]}
+    ids = {
+        "drop": {"--vocab_size", "--train_file", "--validation_file"},
+        "add": ["--pretokenized_dir", str(tmp_path / "ids")],
+    }
+    assert run(tmp_path / "ids_run", ids) == run(tmp_path / "text_run", text)
+    with pytest.raises(ValueError, match="--pretokenized_dir brings the text and its tokenizer: drop --train_file"):
+        pretrain_bert.main(
+            common_args(corpus, tmp_path / "refused") + ["--objective", "mlm", "--pretokenized_dir", "x"]
+        )

@@ -363,3 +363,27 @@ def test_small_models_train_on_one_thread_unless_told_otherwise(tmp_path, monkey
     args.num_threads = None
     training.CtxTrainer(model=model, args=args)
     assert torch.get_num_threads() == 1
+
+
+def test_max_train_minutes_stops_training_cleanly_at_the_end_of_a_step(tmp_path, monkeypatch):
+    """--max_train_minutes: a run given more steps than fit stops at the first step that ends past the limit, and
+    the Trainer finishes as at --max_steps (state saved, the step count in it); a limit of 0 is refused."""
+    from tiny_checkpoints import WORDS, bert_sequence_classifier
+
+    import hf_ctx.tools.trainer as training
+
+    model, tokenizer = bert_sequence_classifier(tmp_path)
+    data = Dataset.from_dict({"text": [" ".join(WORDS[:4])] * 8, "label": [0, 1] * 4})
+    data = data.map(lambda b: tokenizer(b["text"], padding="max_length", max_length=8), batched=True)
+    clock = iter(range(0, 10_000, 60))  # each reading of the clock one minute later: start, then a minute a step
+    monkeypatch.setattr(training, "monotonic", lambda: next(clock))
+    (args,) = transformers.HfArgumentParser(training.CtxTrainingArguments).parse_args_into_dataclasses(
+        args=["--output_dir", str(tmp_path / "run"), "--use_cpu", "--report_to", "none", "--max_steps", "50"]
+        + ["--per_device_train_batch_size", "2", "--max_train_minutes", "3", "--disable_tqdm", "true"]
+    )
+    trainer = training.CtxTrainer(model=model, args=args, train_dataset=data.remove_columns("text"))
+    result = trainer.train()
+    assert result.global_step == 3  # minutes 1, 2, 3 after the start: stopped at the third step, not the 50th
+    assert trainer.state.global_step == 3
+    with pytest.raises(ValueError, match="--max_train_minutes must be above 0, got 0"):
+        training.CtxTrainingArguments(output_dir=str(tmp_path), max_train_minutes=0)

@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch import nn
 
-from hf_ctx.data.word_vectors import load_word_vectors
+from hf_ctx.data.word_vectors import load_word_vectors, save_word_vectors_subset
 
 VOCABULARY = {"<S>": 0, "</S>": 1, "<UNK>": 2, "Peter": 3, "Paris": 4, "Rome": 5, "the": 6}
 
@@ -141,3 +141,21 @@ def test_run_ner_taglm_with_packaged_vectors(tmp_path, caplog):
                 "none",
             ]
         )
+
+
+def test_a_subset_for_a_vocabulary_loads_exactly_the_vectors_of_the_whole(tmp_path):
+    """save_word_vectors_subset keeps the vectors of the given words and their lower-cased forms, bit for bit, so
+    a tagger of that vocabulary loads the same embedding from the small file as from the package."""
+    rng = np.random.default_rng(0)
+    words = ["the", "paris", "peter", "london", "rome", "berlin"]
+    vectors = rng.standard_normal((len(words), 5)).astype(np.float32)
+    root = write_package(tmp_path / "glove", words, vectors)  # london and berlin are left out
+    assert save_word_vectors_subset(root, [*VOCABULARY, "unseen"], tmp_path / "subset.txt.gz") == 4
+    whole, subset = nn.Embedding(len(VOCABULARY), 5), nn.Embedding(len(VOCABULARY), 5)
+    subset.weight.data.copy_(whole.weight.data)
+    assert load_word_vectors(whole, root, VOCABULARY) == load_word_vectors(
+        subset, tmp_path / "subset.txt.gz", VOCABULARY
+    )
+    assert torch.equal(whole.weight, subset.weight)
+    with pytest.raises(ValueError, match="subset.txt: the subset is written gzip-compressed"):
+        save_word_vectors_subset(root, ["the"], tmp_path / "subset.txt")

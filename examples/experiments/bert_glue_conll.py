@@ -120,10 +120,10 @@ PRESETS = {
         ],
         "max_seq_length": "128",
     },
-    # BERT small (4 layers of 512, BERT-Small of Turc et al. 2019), for one H100 in at most 30 minutes, in commands
-    # of at most 9 (benchmarks/gpu_window.sh). Estimates until this preset runs: data about 3 min (WordPiece on
-    # 5,000 articles, tokenizing 8 shards with 8 processes); BERT-base pretraining ran 300-440k tokens/s in bf16 on
-    # an H100 and BERT small does about a sixth of its work per token, so 8,000 steps of 256 x 128 tokens (262M
+    # BERT small (4 layers of 512, BERT-Small of Turc et al. 2019), for one H100 held 30 minutes (a lent GPU window
+    # runs benchmarks/gpu_window.py's items instead). Estimates until this preset runs: data about 3 min (WordPiece
+    # on 5,000 articles, tokenizing 8 shards with 8 processes); BERT-base pretraining ran 300-440k tokens/s in bf16
+    # on an H100 and BERT small does about a sixth of its work per token, so 8,000 steps of 256 x 128 tokens (262M
     # tokens, about 3 passes over the 8 shards) take at most 9 min; the 30 fine-tuning runs about 11 min
     # (SST-2 cut to 20,000 sentences). Checkpoints every 1,000 steps let the next command resume.
     "gpu": {

@@ -154,9 +154,9 @@ PRESETS = {
             ],
         },
     },
-    # One H100 in at most 30 minutes, in commands of at most 9 (benchmarks/gpu_window.sh), sized from figures not
-    # measured with this preset (estimates until it runs): pretrain_elmo.py --model_size small --bf16 at batch 128
-    # ran about 1,000 sentences/s, so 3,000 steps take about 6.5 min; a TagLM step is bound by kernel launches
+    # One H100 held 30 minutes (a lent GPU window runs benchmarks/gpu_window.py's items instead), sized from figures
+    # not measured with this preset (estimates until it runs): pretrain_elmo.py --model_size small --bf16 at batch
+    # 128 ran about 1,000 sentences/s, so 3,000 steps take about 6.5 min; a TagLM step is bound by kernel launches
     # (about 80 ms at batch 8 with the small biLM) and each run spends an estimated 10 s loading, so the 15
     # full-arm taggers (5,000 sentences, 1 epoch) take about 7 min and the 27 few-label taggers (batch 32) about
     # 13 (18 if none stops early). Checkpoints every 500 steps let the next command resume.

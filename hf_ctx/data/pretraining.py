@@ -11,6 +11,8 @@ can stream instead (`load_text_documents(..., streaming=True)`): the packed MLM 
     create_packed_examples(...)    {"input_ids", "token_type_ids"}                          RoBERTa FULL-SENTENCES
 
 `build_pretraining_dataset` chains them. Masking happens later, per batch, in `hf_ctx.data.masking`.
+`save_pretokenized` / `load_pretokenized` keep packed examples as numpy token-id arrays beside their tokenizer, for
+a machine that should train without tokenizing (`pretrain_bert.py --pretokenized_dir`).
 
 Input, and how bad input is handled:
 - A text file holds one sentence or paragraph per line. A blank (or whitespace-only) line ends a document, and so
@@ -28,6 +30,7 @@ Input, and how bad input is handled:
   a full example) which act as separate segments: no text is dropped, unlike truncating such a line.
 """
 
+import json
 import logging
 import math
 import os
@@ -35,6 +38,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 from datasets import Dataset, Features, IterableDataset, List, Value
@@ -42,7 +46,7 @@ from datasets.fingerprint import Hasher
 from torch.nn import functional as F
 from transformers import BertTokenizer, EvalPrediction, PreTrainedTokenizerBase
 
-from ..atomic_files import write_into_folder
+from ..atomic_files import atomic_write, save_pretrained_atomically, write_into_folder, write_text
 from ..tensor_checks import IGNORE_INDEX
 from .text import load_text_documents, map_batches, sample_texts, sentence_words
 
@@ -404,6 +408,90 @@ def build_pretraining_dataset(
     if objective == "mlm_nsp":
         return create_nsp_examples(tokenized, tokenizer, max_seq_length, short_seq_prob, seed, num_proc)
     return create_packed_examples(tokenized, tokenizer, max_seq_length, num_proc)
+
+
+# --- Packed examples as plain token-id arrays, for a machine that should not tokenize -----------------------------
+
+PRETOKENIZED_INFO = "pretokenized.json"  # beside the tokenizer: what the arrays hold
+
+
+def _ids_paths(folder: str | os.PathLike, split: str) -> tuple[str, str]:
+    return os.path.join(folder, f"{split}.input_ids.npy"), os.path.join(folder, f"{split}.offsets.npy")
+
+
+def _save_example_ids(examples: Dataset, folder: str | os.PathLike, split: str) -> dict[str, int]:
+    """Write packed MLM examples (`create_packed_examples`) as two numpy arrays in `folder`: `<split>.input_ids.npy`
+    (every example's ids end to end; uint16 when every id fits) and `<split>.offsets.npy` (int64, examples + 1:
+    example i is `input_ids[offsets[i]:offsets[i + 1]]`). Numpy reads them back with no `datasets` and no tokenizer
+    run, and they take about as much space as gzip-compressed text. Returns {"examples", "tokens"}."""
+    if "next_sentence_label" in examples.column_names:
+        raise ValueError("save_pretokenized stores packed MLM examples (objective 'mlm'), not next-sentence pairs")
+    lengths = np.zeros(len(examples) + 1, dtype=np.int64)
+    chunks = []
+    for start in range(0, len(examples), 10_000):  # arrow slices, not Python lists of every id
+        column = examples.data.column("input_ids").slice(start, 10_000).combine_chunks()
+        chunks.append(column.flatten().to_numpy())
+        lengths[start + 1 : start + 1 + len(column)] = pc.list_value_length(column).to_numpy()
+    ids = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
+    ids = ids.astype(np.uint16 if ids.size == 0 or ids.max() < 2**16 else np.int32)
+    ids_path, offsets_path = _ids_paths(folder, split)
+    for path, array in ((ids_path, ids), (offsets_path, np.cumsum(lengths))):
+        with atomic_write(path, "wb") as f:
+            np.save(f, array)
+    return {"examples": len(examples), "tokens": int(ids.size)}
+
+
+def _load_example_ids(folder: str | os.PathLike, split: str) -> Dataset:
+    """The packed MLM examples `_save_example_ids` wrote: a `Dataset` of "input_ids" and "token_type_ids" (all 0),
+    as `create_packed_examples` gives, built from the arrays without copying them into Python lists."""
+    ids_path, offsets_path = _ids_paths(folder, split)
+    for path in (ids_path, offsets_path):
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"{path}: no pre-tokenized {split} examples (save_pretokenized writes them)")
+    ids, offsets = np.load(ids_path), np.load(offsets_path)
+    if (
+        offsets.ndim != 1
+        or offsets.size < 1
+        or offsets[0] != 0
+        or offsets[-1] != ids.size
+        or (np.diff(offsets) < 0).any()
+    ):
+        raise ValueError(f"{offsets_path}: offsets must rise from 0 to the {ids.size:,} ids of {ids_path}")
+    arrow_offsets = pa.array(offsets.astype(np.int32))
+    input_ids = pa.ListArray.from_arrays(arrow_offsets, pa.array(ids.astype(np.int32)))
+    token_type_ids = pa.ListArray.from_arrays(arrow_offsets, pa.array(np.zeros(ids.size, dtype=np.int8)))
+    return Dataset(pa.table({"input_ids": input_ids, "token_type_ids": token_type_ids}))
+
+
+def save_pretokenized(
+    folder: str | os.PathLike, tokenizer, splits: dict[str, Dataset], max_seq_length: int, **info
+) -> dict:
+    """A pre-tokenized corpus in `folder`: the tokenizer, each split's packed MLM examples (`splits`: name ->
+    `create_packed_examples` output) as token-id arrays, and `pretokenized.json` (max_seq_length, examples and tokens
+    per split, and `info`, e.g. the source files). `pretrain_bert.py --pretokenized_dir` trains on it. Returns what
+    `pretokenized.json` holds."""
+    os.makedirs(folder, exist_ok=True)
+    save_pretrained_atomically(tokenizer, folder)
+    summary = {"max_seq_length": max_seq_length, **info, "splits": {}}
+    for split, examples in splits.items():
+        summary["splits"][split] = _save_example_ids(examples, folder, split)
+    write_text(os.path.join(folder, PRETOKENIZED_INFO), json.dumps(summary, indent=1))
+    return summary
+
+
+def load_pretokenized(folder: str | os.PathLike, split: str, max_seq_length: int) -> Dataset:
+    """One split of a corpus `save_pretokenized` wrote, checked to be packed to `max_seq_length`."""
+    path = os.path.join(folder, PRETOKENIZED_INFO)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path} not found: {folder} is not a pre-tokenized corpus (save_pretokenized)")
+    with open(path, encoding="utf-8") as f:
+        info = json.load(f)
+    if info.get("max_seq_length") != max_seq_length:
+        raise ValueError(
+            f"{path}: the examples are packed to max_seq_length {info.get('max_seq_length')}, not the "
+            f"--max_seq_length {max_seq_length} asked for"
+        )
+    return _load_example_ids(folder, split)
 
 
 # --- A WordPiece vocabulary from (a sample of) the corpus -------------------------------------------------------

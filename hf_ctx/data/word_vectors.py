@@ -21,12 +21,14 @@ import gzip
 import importlib.util
 import logging
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
+
+from ..atomic_files import atomic_write
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +115,38 @@ def _read_text(path: Path, wanted: set[str]) -> Iterator[tuple[str, np.ndarray]]
         raise ValueError(f"{path} holds no word vectors")
 
 
+def _read_vectors(source: str, wanted: set[str]) -> Iterator[tuple[str, np.ndarray]]:
+    """(word, vector) for each word of `wanted` in `source`, after ("", an empty (0, dim) array)."""
+    arrays = _package_arrays(source)
+    if arrays is not None:
+        return _read_package(*arrays, wanted)
+    path = Path(source)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"word vectors not found: {path} (give a GloVe/word2vec text file, a folder "
+            f"or .npy of packaged vectors, or '{GLOVE_PACKAGE}')"
+        )
+    return _read_text(path, wanted)
+
+
+def save_word_vectors_subset(source: str | os.PathLike, words: Iterable[str], path: str | os.PathLike) -> int:
+    """Write the vectors of `words` and of their lower-cased forms found in `source` as a gzip-compressed GloVe text
+    file (`path` ends in .gz); the number of vectors written. A tagger whose vocabulary is among `words`
+    gets the same vectors from it as from `source` (each float32 written in a form that reads back exactly), from a
+    file small enough to carry where the whole of `source` is not."""
+    if not os.fspath(path).endswith(".gz"):
+        raise ValueError(f"{path}: the subset is written gzip-compressed; give a file name ending in .gz")
+    words = list(words)
+    wanted = set(words) | {word.lower() for word in words}
+    count = 0
+    with atomic_write(path, "wb") as raw, gzip.open(raw, "wt", encoding="utf-8") as f:
+        for word, vector in _read_vectors(os.fspath(source), wanted):
+            if word:
+                f.write(word + " " + " ".join(str(value) for value in vector.astype(np.float32)) + "\n")
+                count += 1
+    return count
+
+
 def load_word_vectors(embedding: nn.Embedding, source: str | os.PathLike, vocabulary: Mapping[str, int]) -> int:
     """Initialise rows of `embedding` (vocab_size, dim) from pretrained word vectors (see the module docstring).
 
@@ -136,18 +170,7 @@ def load_word_vectors(embedding: nn.Embedding, source: str | os.PathLike, vocabu
         wanted.setdefault(word, []).append((index, 0))
         wanted.setdefault(word.lower(), []).append((index, 1))
     source_name = os.fspath(source)
-    arrays = _package_arrays(source_name)
-    if arrays is None:
-        path = Path(source_name)
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"word vectors not found: {path} (give a GloVe/word2vec text file, a folder "
-                f"or .npy of packaged vectors, or '{GLOVE_PACKAGE}')"
-            )
-        rows = _read_text(path, set(wanted))
-    else:
-        rows = _read_package(*arrays, set(wanted))
-
+    rows = _read_vectors(source_name, set(wanted))
     found = {}  # row -> (rank, vector)
     for word, vector in rows:
         if not word:  # the reader's first item gives the vectors' dimension

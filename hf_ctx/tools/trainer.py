@@ -9,6 +9,7 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass, field
+from time import monotonic
 
 import datasets
 import torch
@@ -17,7 +18,7 @@ from accelerate.data_loader import prepare_data_loader
 from datasets.distributed import split_dataset_by_node
 from huggingface_hub import HfApi
 from torch.utils.data import DataLoader
-from transformers import Trainer, TrainingArguments
+from transformers import Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy
 from transformers.utils.hub import PushInProgress
 
@@ -192,10 +193,38 @@ class CtxTrainingArguments(TrainingArguments):
         },
     )
 
+    max_train_minutes: float | None = field(
+        default=None,
+        metadata={
+            "help": "stop training after this many minutes of wall time, at the end of a step, as if --max_steps "
+            "had been reached: the model is saved and evaluated as usual (for a run that must fit a time window)"
+        },
+    )
+
     def __post_init__(self):
         super().__post_init__()
         if self.num_threads is not None and self.num_threads < 1:
             raise ValueError(f"--num_threads must be at least 1, got {self.num_threads}")
+        if self.max_train_minutes is not None and not self.max_train_minutes > 0:
+            raise ValueError(f"--max_train_minutes must be above 0, got {self.max_train_minutes}")
+
+
+class TrainingTimeLimit(TrainerCallback):
+    """Ends training at the first step that finishes after `minutes` of wall time from the start of training;
+    the Trainer then stops as at `max_steps` (the state it logs says how many steps were done)."""
+
+    def __init__(self, minutes: float):
+        self.seconds = minutes * 60
+        self.started = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.started = monotonic()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if monotonic() - self.started >= self.seconds:
+            logger.warning(f"--max_train_minutes {self.seconds / 60:g} reached at step {state.global_step}: stopping")
+            control.should_training_stop = True
+        return control
 
 
 class CtxTrainer(Trainer):
@@ -224,6 +253,8 @@ class CtxTrainer(Trainer):
                 "--hub_token and local paths); use every_save or end"
             )
         super().__init__(model, args, *rest, **kwargs)
+        if getattr(self.args, "max_train_minutes", None) is not None:
+            self.add_callback(TrainingTimeLimit(self.args.max_train_minutes))
         if self.args.device.type == "cpu":
             set_num_threads(self.model, getattr(self.args, "num_threads", None))
         self._refuse_unsharded_fsdp()
