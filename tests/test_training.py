@@ -114,6 +114,11 @@ def test_parse_args_and_set_up_parses_logs_and_seeds(tmp_path):
             logger,
             steps=("do_train", "do_eval"),
         )
+    # --fp16 on a CPU would train in float32 without a word; --bf16 takes effect there (bfloat16 autocast).
+    cpu = ["--output_dir", str(tmp_path), "--do_train", "--use_cpu", "--report_to", "none"]
+    with pytest.raises(ValueError, match=r"^--fp16 has no effect on a CPU .* train in float32"):
+        parse_args_and_set_up((ScriptArguments, TrainingArguments), [*cpu, "--fp16"], logger)
+    assert parse_args_and_set_up((ScriptArguments, TrainingArguments), [*cpu, "--bf16"], logger)[1].bf16
 
 
 def test_evaluation_data_names_files_held_out_parts_and_hub_splits(tmp_path):

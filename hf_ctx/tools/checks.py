@@ -161,3 +161,14 @@ def check_conflicting_arguments(pairs, *argument_groups) -> None:
                 f"--{first} and --{second} cannot be used together: with --{first} the run ignores "
                 f"--{second}; give one of them"
             )
+
+
+def check_mixed_precision(training_args) -> None:
+    """Refuse `--fp16` on a CPU, where it has no effect: accelerate's float16 autocast and loss scaling run on
+    GPUs and other accelerators only, so the run would train in float32, bitwise as without the option.
+    (`--bf16` does take effect on a CPU: bfloat16 autocast.)"""
+    if training_args.fp16 and training_args.device.type == "cpu":
+        raise ValueError(
+            "--fp16 has no effect on a CPU (float16 mixed precision needs a GPU): the run would train in float32 "
+            "all the same. Leave out --fp16, or pass --bf16 for bfloat16 mixed precision on the CPU"
+        )

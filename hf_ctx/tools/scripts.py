@@ -17,7 +17,12 @@ import datasets
 import transformers
 from transformers import HfArgumentParser, Trainer, TrainingArguments
 
-from .checks import check_conflicting_arguments, check_path_arguments, check_positive_arguments
+from .checks import (
+    check_conflicting_arguments,
+    check_mixed_precision,
+    check_path_arguments,
+    check_positive_arguments,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +91,7 @@ def parse_args_and_set_up(
     check_path_arguments(*script_args)
     check_conflicting_arguments(ignored_together, *script_args)
     check_positive_arguments(*script_args, names=positive)
+    check_mixed_precision(training_args)
     return tuple(parsed)
 
 
