@@ -12,6 +12,8 @@ import os
 
 from transformers import CONFIG_MAPPING, AutoTokenizer
 
+from ..remote_code import check_finite_weights  # noqa: F401  (its home is layer 0: from_pretrained runs it too)
+
 
 def looks_like_local_path(name_or_path: str | os.PathLike) -> bool:
     """Whether `name_or_path` is meant as a local path rather than a Hub id ("name" or "owner/name")."""
@@ -87,22 +89,6 @@ def check_no_checkpoint_in(out_dir: str | os.PathLike) -> None:
             f"output folder {out_dir} already holds a checkpoint ({', '.join(found)}); writing another one into it "
             "would leave a mix of the two. Give a new or empty folder, or delete that one first"
         )
-
-
-def check_finite_weights(state_dict, source: str | os.PathLike) -> None:
-    """A `ValueError` naming the first tensor of `state_dict` (name -> tensor) that holds NaN or an infinity: the
-    converters refuse weights that are damaged or come from a run that diverged, instead of a model that outputs
-    NaN. `source` is the file or folder they came from."""
-    import torch
-
-    for name, tensor in state_dict.items():
-        tensor = torch.as_tensor(tensor)
-        if tensor.is_floating_point() and not torch.isfinite(tensor).all():
-            bad = int((~torch.isfinite(tensor)).sum())
-            raise ValueError(
-                f"{os.fspath(source)}: the weights {name} hold {bad} NaN or infinite value(s); the checkpoint is "
-                "damaged or comes from a run that diverged"
-            )
 
 
 def check_tokenizer_vocabulary(tokenizer, source: str | os.PathLike):
