@@ -16,6 +16,7 @@ from pathlib import Path
 
 from datasets import Dataset, DatasetDict
 
+from .files import read_json_file
 from .qa_windows import answer_token_span, encode_windows
 
 logger = logging.getLogger(__name__)
@@ -48,11 +49,7 @@ def read_squad_file(path: str | Path) -> dict[str, list]:
     whose `answer_start` does not point at its text (naming the question id).
     """
     path = Path(path)
-    try:
-        with path.open(encoding="utf-8") as f:
-            content = json.load(f)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not JSON ({error}); a SQuAD file is one JSON object {SQUAD_LAYOUT}") from None
+    content = read_json_file(path, f"a SQuAD file, one JSON object {SQUAD_LAYOUT}")
     rows = {column: [] for column in COLUMNS}
     for a, article in enumerate(_field(path, content, "data", list, "the top level")):
         title = article.get("title", "") if isinstance(article, dict) else ""

@@ -7,11 +7,11 @@ transformers 5 is lenient in two places where a user wants an error:
 - `from_pretrained("/a/missing/folder")` reads the path as a Hub id and says "Repo id must be in the form ...".
 """
 
-import json
 import os
 
 from transformers import CONFIG_MAPPING, AutoTokenizer
 
+from ..data.files import read_json_file
 from ..remote_code import check_finite_weights  # noqa: F401  (its home is layer 0: from_pretrained runs it too)
 
 
@@ -38,10 +38,12 @@ def check_model_type(name_or_path: str | os.PathLike, what: str = "checkpoint") 
     if not os.path.isfile(config_file):
         return
     try:
-        with open(config_file, encoding="utf-8") as f:
-            model_type = json.load(f).get("model_type")
-    except (UnicodeDecodeError, json.JSONDecodeError, AttributeError) as error:
-        raise ValueError(f"{what}: {config_file} is not a JSON config ({error})") from None
+        config = read_json_file(config_file, "a model's config, one JSON object")
+    except ValueError as error:
+        raise ValueError(f"{what}: {error}") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{what}: {config_file} holds a JSON {type(config).__name__}, not a config (one JSON object)")
+    model_type = config.get("model_type")
     if model_type is not None and model_type not in CONFIG_MAPPING:
         ours = sorted(name for name in CONFIG_MAPPING if name.startswith("hf_ctx_"))  # registered by `import hf_ctx`
         raise ValueError(

@@ -17,7 +17,6 @@ transposed; gates are reordered to PyTorch's (input, forget, cell, output) and t
 to the stored bias.
 """
 
-import json
 import logging
 from pathlib import Path
 
@@ -25,6 +24,7 @@ import numpy as np
 import torch
 
 from ..configuration_elmo import N_CHARACTERS, ElmoConfig
+from ..data.files import read_json_file
 from ..modeling_elmo import ElmoModel
 from ..tokenization_elmo import ElmoTokenizer
 from .checks import check_finite_weights, check_no_checkpoint_in, check_output_dir
@@ -209,11 +209,7 @@ def convert_elmo_checkpoint(options_json, weights_hdf5, output_dir, vocab_file=N
     """
     _check_argument_order(options_json, weights_hdf5)
     check_output_dir(output_dir)
-    with open(options_json, encoding="utf-8") as f:
-        try:
-            options = json.load(f)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{options_json} is not a JSON options file: {error}") from None
+    options = read_json_file(options_json, "bilm-tf's JSON options file")
     config = elmo_config_from_options(options, str(options_json))
     tokenizer = ElmoTokenizer(
         vocab_file=str(vocab_file) if vocab_file is not None else None,
