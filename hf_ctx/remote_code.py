@@ -98,6 +98,21 @@ def check_finite_weights(
     )
 
 
+def _mismatched_shapes(error: BaseException) -> list[tuple]:
+    """(name, shape in the weights, shape in the model) of each tensor whose shapes differ, where `error` is
+    transformers' "You set `ignore_mismatched_sizes` to `False`" (which names none: they are in its load report,
+    whose `loading_info` the raising frame holds); else empty."""
+    if not isinstance(error, RuntimeError) or "ignore_mismatched_sizes" not in str(error):
+        return []
+    traceback = error.__traceback__
+    while traceback is not None:
+        info = traceback.tb_frame.f_locals.get("loading_info")
+        if info is not None and getattr(info, "mismatched_keys", None):
+            return sorted(info.mismatched_keys)
+        traceback = traceback.tb_next
+    return []
+
+
 class AutoMapMixin:
     """Mix into a model family's `PreTrainedModel` base class (before `PreTrainedModel`) so that
     `save_pretrained` writes an `auto_map` naming the family's model class for every Auto class it is registered
@@ -126,6 +141,15 @@ class AutoMapMixin:
         except Exception as error:
             folder = pretrained_model_name_or_path
             damaged = damaged_files(folder) if isinstance(folder, (str, os.PathLike)) and os.path.isdir(folder) else []
+            mismatched = _mismatched_shapes(error)
+            if mismatched:
+                (name, in_file, in_model), more = mismatched[0], len(mismatched) - 1
+                raise ValueError(
+                    f"cannot load {os.fspath(folder)}: its weights do not fit the model its config.json describes: "
+                    f"{name} is {list(in_file)} in the weights, {list(in_model)} in the model"
+                    f"{f' (and {more} more tensors differ)' if more else ''}; config.json and the weights come from "
+                    "different models?"
+                ) from error
             if not damaged:
                 raise
             raise OSError(

@@ -10,7 +10,9 @@ transformers 5 is lenient in two places where a user wants an error:
 import os
 
 from transformers import CONFIG_MAPPING, AutoTokenizer
+from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
 
+from ..atomic_files import damaged_files
 from ..data.files import read_json_file
 from ..remote_code import check_finite_weights  # noqa: F401  (its home is layer 0: from_pretrained runs it too)
 
@@ -119,10 +121,44 @@ def check_tokenizer_vocabulary(tokenizer, source: str | os.PathLike):
     )
 
 
+# The files a tokenizer folder may hold that are read as JSON.
+TOKENIZER_JSON_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json")
+
+
+def check_tokenizer_folder(folder: str | os.PathLike, trust_remote_code: bool = False) -> None:
+    """Refuse, naming the file, a local tokenizer folder whose JSON files are truncated or damaged (transformers
+    says "EOF while parsing" or "Expecting value" without a name), and one whose config asks for code of its own
+    (`auto_map`) naming a tokenizer class neither transformers nor hf_ctx has, unless `trust_remote_code`:
+    transformers would ask "[y/N]" on the terminal, or fail where there is none."""
+    folder = os.path.expanduser(os.fspath(folder))
+    if not os.path.isdir(folder):
+        return
+    damaged = damaged_files(folder, TOKENIZER_JSON_FILES)
+    if damaged:
+        raise ValueError(
+            f"tokenizer: in {folder}, {', '.join(damaged)} is incomplete or corrupt; save or copy it again"
+        )
+    for name in ("tokenizer_config.json", "config.json"):
+        path = os.path.join(folder, name)
+        config = read_json_file(path, "a JSON object") if os.path.isfile(path) else {}
+        auto_map = config.get("auto_map") if isinstance(config, dict) else None
+        wanted = config.get("tokenizer_class") if isinstance(config, dict) else None
+        if not isinstance(auto_map, dict) or "AutoTokenizer" not in auto_map or trust_remote_code:
+            continue
+        if isinstance(wanted, str) and tokenizer_class_from_name(wanted) is not None:
+            continue  # a class of transformers' or hf_ctx's own: it loads without the folder's code
+        raise ValueError(
+            f"tokenizer: {path} asks for code of its own (auto_map {auto_map['AutoTokenizer']!r}, tokenizer_class "
+            f"{wanted!r}), which neither transformers nor hf_ctx provides; hf_ctx does not run a folder's code"
+        )
+
+
 def load_tokenizer(name_or_path: str | os.PathLike, **kwargs):
-    """`AutoTokenizer.from_pretrained(name_or_path, **kwargs)`, refusing a missing local path and a tokenizer
-    without a real vocabulary (`check_tokenizer_vocabulary`)."""
+    """`AutoTokenizer.from_pretrained(name_or_path, **kwargs)`, refusing a missing local path, a local folder with
+    damaged files or code of its own (`check_tokenizer_folder`) and a tokenizer without a real vocabulary
+    (`check_tokenizer_vocabulary`)."""
     check_local_path(name_or_path, "tokenizer")
+    check_tokenizer_folder(name_or_path, kwargs.get("trust_remote_code", False))
     return check_tokenizer_vocabulary(AutoTokenizer.from_pretrained(name_or_path, **kwargs), name_or_path)
 
 

@@ -129,7 +129,13 @@ def bilm_tf_state_dict(config: ElmoConfig, weights_hdf5) -> dict[str, torch.Tens
     embedding_dim, projection_dim, cell_size = cnn["embedding"]["dim"], lstm["projection_dim"], lstm["dim"]
     n_filters = sum(count for _, count in cnn["filters"])
     state = {}
-    with h5py.File(weights_hdf5, "r") as h5file:
+    try:
+        h5file = h5py.File(weights_hdf5, "r")
+    except OSError as error:  # h5py's names no file: "truncated file: eof = 600, ... stored_eof = 49328"
+        raise ValueError(
+            f"{weights_hdf5}: not a complete HDF5 weights file ({error}); download or copy it again"
+        ) from None
+    with h5file:
         read = _WeightsFile(h5file, weights_hdf5)
         char_embed = read("char_embed", (N_CHARACTERS - 1, embedding_dim))
         state["char_cnn.char_embeddings.weight"] = np.concatenate(
