@@ -1,0 +1,350 @@
+"""Property-based checks of every kind of entry point (docs/reliability.md#entry-points): config fields, model
+inputs, the file readers. Hypothesis generates hostile values; each must be accepted or refused with a named
+`ValueError` / `OSError` (the field, the input, the file and line), never another exception and never a partial
+file. Few examples each, tiny models: the module runs in well under a minute on one core."""
+
+import json
+import math
+import os
+
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis")
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hf_ctx import (
+    CtxBertConfig,
+    CtxBertModel,
+    ElmoConfig,
+    ElmoModel,
+    TagLMConfig,
+)
+
+# 25 examples a test keeps the suite fast; HF_CTX_HYPOTHESIS_EXAMPLES=500 searches harder.
+FEW = settings(
+    max_examples=int(os.environ.get("HF_CTX_HYPOTHESIS_EXAMPLES", 25)),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+
+# Values a config.json, a --config_overrides or a user's code may put in a field.
+HOSTILE_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=8),
+    st.lists(st.integers(-3, 3), max_size=3),
+    st.dictionaries(st.text(max_size=3), st.integers(-3, 3), max_size=2),
+)
+
+CONFIGS = {
+    "bert": (
+        CtxBertConfig,
+        dict(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8),
+    ),
+    "elmo": (ElmoConfig, dict(vocab_size=20)),
+    "taglm": (TagLMConfig, dict(vocab_size=20)),
+}
+
+
+def named_errors_only(function, *args, **kwargs):
+    """Run `function`; a ValueError or OSError is what a user may get, anything else is a failure."""
+    try:
+        return function(*args, **kwargs), None
+    except (ValueError, OSError) as error:
+        assert str(error).strip(), f"{type(error).__name__} without a message"
+        return None, error
+
+
+# --- config fields --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("family", CONFIGS)
+@FEW
+@given(data=st.data())
+def test_a_hostile_config_value_is_refused_naming_the_field(family, data):
+    config_class, sizes = CONFIGS[family]
+    field = data.draw(st.sampled_from(sorted(config_class.field_checks)), label="field")
+    value = data.draw(HOSTILE_VALUES, label="value")
+    config, error = named_errors_only(config_class, **{**sizes, field: value})
+    if error is not None:
+        assert field in str(error) or field.split("_")[0] in str(error), str(error)
+    else:  # accepted: the field's own check passes it, and the config round-trips through JSON
+        config_class.field_checks[field](field, getattr(config, field))
+        again, error = named_errors_only(config_class.from_dict, json.loads(config.to_json_string()))
+        assert error is None, str(error)
+
+
+@pytest.mark.parametrize("section", ["char_cnn", "lstm"])
+@FEW
+@given(data=st.data())
+def test_a_hostile_value_inside_an_elmo_section_is_refused_naming_it(section, data):
+    defaults = ElmoConfig().to_dict()[section]
+    key = data.draw(st.sampled_from(sorted(defaults)), label="key")
+    value = data.draw(HOSTILE_VALUES, label="value")
+    config, error = named_errors_only(ElmoConfig, **{section: {key: value}})
+    if error is not None:
+        assert section in str(error) and (key in str(error) or key.split("_")[0] in str(error)), str(error)
+    else:
+        assert getattr(config, section)[key] == value
+
+
+@pytest.mark.parametrize("family", CONFIGS)
+@FEW
+@given(data=st.data())
+def test_a_hostile_config_json_names_the_file(family, data, tmp_path_factory):
+    config_class, sizes = CONFIGS[family]
+    folder = tmp_path_factory.mktemp("config")
+    config_class(**sizes).save_pretrained(folder)
+    content = json.loads((folder / "config.json").read_text())
+    field = data.draw(st.sampled_from(sorted(config_class.field_checks)), label="field")
+    content[field] = data.draw(HOSTILE_VALUES.filter(lambda v: not (isinstance(v, float) and not math.isfinite(v))))
+    (folder / "config.json").write_text(json.dumps(content))
+    _, error = named_errors_only(config_class.from_pretrained, folder)
+    if error is not None:
+        assert str(folder / "config.json") in str(error), str(error)
+
+
+# --- model inputs ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def models():
+    torch.manual_seed(0)
+    bert = CtxBertModel(CtxBertConfig(**CONFIGS["bert"][1], max_position_embeddings=16)).eval()
+    elmo_config = ElmoConfig(
+        char_cnn={"filters": [[1, 4], [2, 4]], "embedding": {"dim": 4}, "n_highway": 1},
+        lstm={"dim": 8, "projection_dim": 4, "n_layers": 1},
+        vocab_size=20,
+        max_sentence_words=16,
+    )
+    return {"bert": bert, "elmo": ElmoModel(elmo_config).eval()}
+
+
+DTYPES = st.sampled_from([torch.int64, torch.int32, torch.int16, torch.uint8, torch.float32, torch.bool])
+
+
+@st.composite
+def hostile_inputs(draw, family: str):
+    """(input_ids, attention_mask or None): shapes of 0 to 4 dimensions, sizes 0 to 20, any dtype, ids out of
+    range; a mask of another shape or values."""
+    rank = draw(st.integers(0, 4)) if draw(st.booleans()) else (2 if family == "bert" else 3)
+    shape = tuple(draw(st.lists(st.integers(0, 20), min_size=rank, max_size=rank)))
+    if family == "elmo" and rank == 3 and draw(st.booleans()):
+        shape = (*shape[:2], 50)  # ELMo's characters per word: get past the shape check
+    low, high = draw(st.sampled_from([(0, 20), (-5, 0), (20, 300), (0, 262)]))
+    ids = torch.randint(low, high + 1, shape).to(draw(DTYPES))
+    mask = None
+    if draw(st.booleans()):
+        mask_shape = shape if draw(st.booleans()) else tuple(draw(st.lists(st.integers(0, 20), max_size=4)))
+        mask = torch.randint(-1, 3, mask_shape).to(draw(DTYPES))
+    return ids, mask
+
+
+@pytest.mark.parametrize("family", ["bert", "elmo"])
+@FEW
+@given(data=st.data())
+def test_hostile_model_inputs_are_refused_by_name(models, family, data):
+    input_ids, attention_mask = data.draw(hostile_inputs(family), label="inputs")
+    with torch.no_grad():
+        output, error = named_errors_only(models[family], input_ids=input_ids, attention_mask=attention_mask)
+    if error is not None:
+        assert any(word in str(error) for word in ("input_ids", "attention_mask", "batch", "sequence", "words")), str(
+            error
+        )
+    else:
+        assert torch.isfinite(output.last_hidden_state).all()
+
+
+# --- file readers ---------------------------------------------------------------------------------------------
+
+# Lines a user's file may hold: text with tabs and spaces, invisible characters, control characters, numbers.
+LINE_TEXT = st.text(
+    alphabet=st.sampled_from(list("ab ExO-BI\t0123456789.,:\"'{}[]\\\r") + ["\ufeff", "\u200b", "\x00", "\u00e9"]),
+    max_size=30,
+)
+FILE_BYTES = st.one_of(
+    st.lists(LINE_TEXT, max_size=8).map(lambda lines: "\n".join(lines).encode()),
+    st.binary(max_size=64),
+)
+
+
+def readers(tmp_path):
+    """(name, reader of a path) for each reader of a user's text files."""
+    from hf_ctx.data.conll import read_conll
+    from hf_ctx.data.glue import read_glue_file
+    from hf_ctx.data.text import iter_text_file_lines
+    from hf_ctx.tools.embed import read_sentences
+
+    return {
+        "conll": read_conll,
+        "glue-sst2": lambda path: read_glue_file(path, "sst2"),
+        "glue-mrpc": lambda path: read_glue_file(path, "mrpc"),
+        "text": lambda path: list(iter_text_file_lines(path)),
+        "embed": read_sentences,
+        "elmo-vocabulary": lambda path: __import__("hf_ctx.tokenization_elmo").tokenization_elmo.read_vocabulary_file(
+            path
+        ),
+    }
+
+
+@pytest.mark.parametrize("reader", ["conll", "glue-sst2", "glue-mrpc", "text", "embed", "elmo-vocabulary"])
+@FEW
+@given(content=FILE_BYTES)
+def test_a_hostile_text_file_is_read_or_refused_naming_the_file(reader, content, tmp_path_factory):
+    path = tmp_path_factory.mktemp("files") / "input.txt"
+    path.write_bytes(content)
+    _, error = named_errors_only(readers(path)[reader], path)
+    if error is not None:
+        assert str(path) in str(error), str(error)
+
+
+@pytest.mark.parametrize("reader", ["conll", "glue-sst2", "text", "embed", "elmo-vocabulary"])
+@pytest.mark.parametrize("prefix", ["\ufeff", "\u200b"], ids=["bom", "zero-width-space"])
+def test_an_invisible_prefix_reads_as_the_file_without_it(reader, prefix, tmp_path):
+    contents = {
+        "conll": "EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n",
+        "glue-sst2": "sentence\tlabel\na fine film\t1\n",
+        "text": "first line\nsecond line\n",
+        "embed": "the cat\na dog\n",
+        "elmo-vocabulary": "<S>\n</S>\n<UNK>\nthe\n",
+    }
+    if reader == "elmo-vocabulary" and prefix != "\ufeff":
+        pytest.skip("ElmoTokenizer reads its vocabulary in layer 0 (remote code), without data/files.py: a BOM only")
+    plain, marked = tmp_path / "plain.txt", tmp_path / "marked.txt"
+    plain.write_text(contents[reader], encoding="utf-8")
+    marked.write_text(prefix + contents[reader], encoding="utf-8")
+    read = readers(plain)[reader]
+    assert read(marked) == read(plain)
+
+
+SQUAD_VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-3, 40), st.text(max_size=6)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=3), st.dictionaries(st.text(max_size=3), children, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@st.composite
+def hostile_squad(draw):
+    """A SQuAD file whose fields, any of them, may be of another type."""
+    answer = {"text": "cat", "answer_start": 4}
+    qa = {"id": "q1", "question": "who?", "answers": [answer]}
+    paragraph = {"context": "the cat sat", "qas": [qa]}
+    article = {"title": "t", "paragraphs": [paragraph]}
+    content = {"data": [article], "version": "1.1"}
+    node = draw(st.sampled_from([content, article, paragraph, qa, answer]))
+    key = draw(st.sampled_from(sorted(node)))
+    node[key] = draw(SQUAD_VALUES)
+    return content
+
+
+@FEW
+@given(content=hostile_squad())
+def test_a_squad_file_with_fields_of_other_types_is_refused_naming_the_field(content, tmp_path_factory):
+    from hf_ctx.data.squad import read_squad_file
+
+    path = tmp_path_factory.mktemp("squad") / "train.json"
+    path.write_text(json.dumps(content))
+    rows, error = named_errors_only(read_squad_file, path)
+    if error is not None:
+        assert str(path) in str(error), str(error)
+    else:
+        for column in ("id", "context", "question"):
+            assert all(isinstance(value, str) for value in rows[column])
+        assert all(
+            isinstance(start, int) and not isinstance(start, bool)
+            for a in rows["answers"]
+            for start in a["answer_start"]
+        )
+
+
+SWAG_ROW = {
+    "sent1": "A man",
+    "sent2": "He",
+    "ending0": "runs.",
+    "ending1": "sits.",
+    "ending2": "eats.",
+    "ending3": "sleeps.",
+    "label": 1,
+}
+
+
+@FEW
+@given(data=st.data())
+def test_a_swag_file_with_fields_of_other_types_is_refused_naming_the_file(data, tmp_path_factory):
+    from hf_ctx.data.multiple_choice import MultipleChoiceColumns, read_multiple_choice_file
+
+    rows = [dict(SWAG_ROW) for _ in range(3)]
+    row = data.draw(st.integers(0, 2), label="row")
+    key = data.draw(st.sampled_from(sorted(SWAG_ROW)), label="key")
+    rows[row][key] = data.draw(SQUAD_VALUES, label="value")
+    folder = tmp_path_factory.mktemp("swag")
+    path = folder / "train.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    dataset, error = named_errors_only(
+        read_multiple_choice_file, path, MultipleChoiceColumns(), cache_dir=str(folder / "cache")
+    )
+    if error is not None:
+        assert str(path) in str(error), str(error)
+    else:
+        for column in MultipleChoiceColumns().text_columns:
+            assert all(isinstance(text, str) for text in dataset[column])
+        assert all(type(label) is int and 0 <= label < 4 for label in dataset["label"])
+
+
+# --- paths the scripts take, and what they write --------------------------------------------------------------
+
+
+@FEW
+@given(content=FILE_BYTES, name=st.sampled_from(["config.json", "tokenizer_config.json", "tokenizer.json"]))
+def test_a_checkpoint_option_pointing_at_a_hostile_folder_is_refused_naming_the_file(content, name, tmp_path_factory):
+    """--model_name_or_path, --config_name, --tokenizer_name, --bilm_name_or_path and `hf-ctx embed`'s model:
+    a folder whose JSON files hold anything at all."""
+    from hf_ctx.tools.checks import check_local_path, check_tokenizer_folder
+
+    folder = tmp_path_factory.mktemp("checkpoint")
+    (folder / name).write_bytes(content)
+    for check in (check_local_path, check_tokenizer_folder):
+        _, error = named_errors_only(check, folder)
+        if error is not None:
+            assert str(folder) in str(error), str(error)
+
+
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory):
+    from hf_ctx import ElmoForBiLM, ElmoTokenizer
+    from hf_ctx.tools.embed import ElmoEmbedder
+
+    folder = tmp_path_factory.mktemp("elmo")
+    config = ElmoConfig(
+        char_cnn={"filters": [[1, 4], [2, 4]], "embedding": {"dim": 4}, "n_highway": 1},
+        lstm={"dim": 8, "projection_dim": 4, "n_layers": 1},
+        vocab_size=4,
+    )
+    ElmoForBiLM(config).save_pretrained(folder)
+    ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", "a"]).save_pretrained(folder)
+    return ElmoEmbedder(folder, device="cpu")
+
+
+@FEW
+@given(content=FILE_BYTES)
+def test_hf_ctx_embed_of_a_hostile_input_writes_nothing_or_a_whole_file(embedder, content, tmp_path_factory):
+    import h5py
+
+    folder = tmp_path_factory.mktemp("embed")
+    (folder / "input.txt").write_bytes(content)
+    summary, error = named_errors_only(
+        embedder.embed_file, folder / "input.txt", folder / "vectors.hdf5", progress=False
+    )
+    if error is not None:
+        assert str(folder / "input.txt") in str(error), str(error)
+        assert sorted(p.name for p in folder.iterdir()) == ["input.txt"]  # no output, no temporary file
+    else:
+        with h5py.File(folder / "vectors.hdf5", "r") as f:
+            assert len(json.loads(f["sentence_to_index"][0])) <= summary["sentences"] == len(f) - 1
