@@ -8,8 +8,6 @@ import math
 import os
 
 import pytest
-
-hypothesis = pytest.importorskip("hypothesis")
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
