@@ -143,3 +143,40 @@ def test_an_elmo_vocabulary_that_is_not_utf8_names_the_line(tmp_path):
         read_vocabulary_file(path)
     path.write_bytes("\ufeff<S>\n</S>\n<UNK>\n".encode("utf-8"))
     assert read_vocabulary_file(path) == ["<S>", "</S>", "<UNK>"]  # the byte-order mark is no part of a word
+
+
+def test_a_squad_file_with_half_a_surrogate_pair_is_named_before_any_tokenizer_sees_it(tmp_path):
+    """JSON can write "\\udce9" alone; a tokenizer then fails with "TextEncodeInput must be Union[...]"."""
+    from hf_ctx.data.squad import read_squad_file
+
+    path = tmp_path / "train.json"
+    context = "the caf\udce9 sat"
+    qa = {"id": "q1", "question": "what?", "answers": [{"text": "sat", "answer_start": 9}]}
+    path.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [{"context": context, "qas": [qa]}]}]}))
+    with pytest.raises(ValueError, match=rf"^{path}: the text 'the caf\\udce9 sat' holds half of a UTF-16 surrogate"):
+        read_squad_file(path)
+    path.write_text(json.dumps({"data": []}).replace("[]", '[{"title": "\\ud83d\\ude00", "paragraphs": []}]'))
+    assert read_squad_file(path)["id"] == []  # a whole pair (an emoji) is a character
+
+
+def edit_vocab(change):
+    def edit(content: bytes) -> bytes:
+        tokenizer = json.loads(content)
+        change(tokenizer["model"]["vocab"])
+        return json.dumps(tokenizer).encode()
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda vocab: vocab.pop("[UNK]"), r"gives id \d+ to 2 tokens \(.*'\[UNK\]'"),  # [UNK] re-added over a word
+        (lambda vocab: vocab.update(red=vocab["blue"]), r"gives id \d+ to 2 tokens \('(red|blue)', '(red|blue)'\)"),
+    ],
+    ids=["special-token-missing", "two-tokens-one-id"],
+)
+def test_a_tokenizer_whose_files_disagree_is_refused_naming_the_folder(bert_folder, tmp_path, change, message):
+    copy = copy_with(bert_folder, tmp_path, "tokenizer.json", edit_vocab(change))
+    with pytest.raises(ValueError, match=rf"^the tokenizer loaded from {copy} {message}"):
+        load_tokenizer(copy)

@@ -3,6 +3,7 @@ the line."""
 
 import json
 import os
+import re
 
 # Characters that show as nothing yet would become part of a line's first word: the byte-order mark that editors
 # put at the start of a UTF-8 file (U+FEFF, also read as the "zero-width no-break space"), and the zero-width space
@@ -50,13 +51,34 @@ def _line_error(path: str | os.PathLike, line_number: int, error: UnicodeDecodeE
     )
 
 
+# Half of a UTF-16 surrogate pair: JSON can write one as an escape ("\ud800"), but it is no character, so no UTF-8
+# text (and no tokenizer) can hold it. (Raw UTF-8 cannot hold one at all: decoding refuses it.)
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate_text(value) -> str | None:
+    """The first string in the JSON `value` (strings, keys, lists, objects) holding half a surrogate pair."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if LONE_SURROGATE.search(item):
+                return item
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
 def read_json_file(path: str | os.PathLike, what: str = "a JSON file"):
     """The value in the JSON file `path` (UTF-8, a byte-order mark allowed). A file that is not UTF-8 or not JSON
     is a ValueError naming it, `what` it should be, and where it goes wrong; one that cannot be read an OSError
     naming it."""
     try:
         with open(path, encoding="utf-8-sig") as f:
-            return json.load(f)
+            value = json.load(f)
     except UnicodeDecodeError as error:
         raise ValueError(
             f"{os.fspath(path)}: not valid UTF-8 ({error.reason} at byte {error.start}); {what} is UTF-8 JSON"
@@ -67,3 +89,11 @@ def read_json_file(path: str | os.PathLike, what: str = "a JSON file"):
         raise IsADirectoryError(f"{os.fspath(path)} is a folder; expected {what}") from None
     except OSError as error:
         raise OSError(f"cannot read {os.fspath(path)}: {error.strerror or error}") from None
+    damaged = _lone_surrogate_text(value)
+    if damaged is not None:
+        raise ValueError(
+            f"{os.fspath(path)}: the text {damaged[:40]!r} holds half of a UTF-16 surrogate pair (an escape such as "
+            "\\ud800 without its other half), which is no character and no tokenizer can encode; the file was "
+            "written from damaged text"
+        )
+    return value

@@ -105,7 +105,9 @@ def check_tokenizer_vocabulary(tokenizer, source: str | os.PathLike):
     if getattr(tokenizer, "has_word_vocabulary", None) is not None:
         return tokenizer
     special = set(tokenizer.all_special_tokens)
-    if any(token not in special for token in tokenizer.get_vocab()):
+    vocab = tokenizer.get_vocab()
+    if any(token not in special for token in vocab):
+        check_tokenizer_consistency(tokenizer, vocab, source)
         return tokenizer
     source = os.fspath(source)
     names = sorted(set(getattr(tokenizer, "vocab_files_names", {}).values()) | {"tokenizer.json"})
@@ -151,6 +153,22 @@ def check_tokenizer_folder(folder: str | os.PathLike, trust_remote_code: bool = 
             f"tokenizer: {path} asks for code of its own (auto_map {auto_map['AutoTokenizer']!r}, tokenizer_class "
             f"{wanted!r}), which neither transformers nor hf_ctx provides; hf_ctx does not run a folder's code"
         )
+
+
+def check_tokenizer_consistency(tokenizer, vocab: dict, source: str | os.PathLike) -> None:
+    """Refuse a tokenizer whose files disagree with themselves, naming `source`: two tokens with one id (a
+    `tokenizer.json` whose `[UNK]` is missing gets it added over the last word's id; a hand-edited vocabulary).
+    The model's embeddings could not tell them apart, nor decoding."""
+    if len(set(vocab.values())) == len(vocab):
+        return
+    by_id = {}
+    for token, token_id in sorted(vocab.items(), key=lambda item: item[1]):
+        by_id.setdefault(token_id, []).append(token)
+    token_id, tokens = next((i, t) for i, t in by_id.items() if len(t) > 1)
+    raise ValueError(
+        f"the tokenizer loaded from {os.fspath(source)} gives id {token_id} to {len(tokens)} tokens "
+        f"({', '.join(map(repr, tokens[:3]))}): its vocabulary is damaged, or its files disagree"
+    )
 
 
 def load_tokenizer(name_or_path: str | os.PathLike, **kwargs):
