@@ -24,6 +24,7 @@ from hf_ctx import (
 FEW = settings(
     max_examples=int(os.environ.get("HF_CTX_HYPOTHESIS_EXAMPLES", 25)),
     deadline=None,
+    database=None,  # nothing written into the checkout
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 
