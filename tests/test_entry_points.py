@@ -221,7 +221,8 @@ def test_an_invisible_prefix_reads_as_the_file_without_it(reader, prefix, tmp_pa
 
 
 SQUAD_VALUES = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-3, 40), st.text(max_size=6)),
+    # "caf\udce9": half a surrogate pair, which JSON can escape and no tokenizer can encode.
+    st.one_of(st.none(), st.booleans(), st.integers(-3, 40), st.text(max_size=6), st.just("caf\udce9")),
     lambda children: st.one_of(
         st.lists(children, max_size=3), st.dictionaries(st.text(max_size=3), children, max_size=3)
     ),
