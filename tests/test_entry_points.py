@@ -9,7 +9,7 @@ import os
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from hf_ctx import (
@@ -52,10 +52,13 @@ CONFIGS = {
 def named_errors_only(function, *args, **kwargs):
     """Run `function`; a ValueError or OSError is what a user may get, anything else is a failure."""
     try:
-        return function(*args, **kwargs), None
+        result = function(*args, **kwargs)
     except (ValueError, OSError) as error:
         assert str(error).strip(), f"{type(error).__name__} without a message"
+        event("refused")  # --hypothesis-show-statistics: how often each outcome was tried
         return None, error
+    event("accepted")
+    return result, None
 
 
 # --- config fields --------------------------------------------------------------------------------------------
@@ -113,49 +116,103 @@ def test_a_hostile_config_json_names_the_file(family, data, tmp_path_factory):
 @pytest.fixture(scope="module")
 def models():
     torch.manual_seed(0)
-    bert = CtxBertModel(CtxBertConfig(**CONFIGS["bert"][1], max_position_embeddings=16)).eval()
+    bert = CtxBertModel(CtxBertConfig(**CONFIGS["bert"][1], max_position_embeddings=16)).eval()  # "long": 24
     elmo_config = ElmoConfig(
         char_cnn={"filters": [[1, 4], [2, 4]], "embedding": {"dim": 4}, "n_highway": 1},
         lstm={"dim": 8, "projection_dim": 4, "n_layers": 1},
         vocab_size=20,
         max_sentence_words=16,
     )
-    return {"bert": bert, "elmo": ElmoModel(elmo_config).eval()}
+    from tiny_checkpoints import taglm
+
+    return {"bert": bert, "elmo": ElmoModel(elmo_config).eval(), "taglm": taglm(None)[0].eval()}
 
 
 DTYPES = st.sampled_from([torch.int64, torch.int32, torch.int16, torch.uint8, torch.float32, torch.bool])
 
 
+# In the order they are applied: values first, then shapes and dtypes.
+FAULTS = [
+    "id",
+    "mask value",
+    "sentence without words",
+    "left padding",
+    "long",
+    "empty",
+    "mask shape",
+    "rank",
+    "no mask",
+    "dtype",
+    "mask dtype",
+]
+WORD_VOCABULARY = 14  # tiny_checkpoints.taglm's
+
+
 @st.composite
 def hostile_inputs(draw, family: str):
-    """(input_ids, attention_mask or None): shapes of 0 to 4 dimensions, sizes 0 to 20, any dtype, ids out of
-    range; a mask of another shape or values."""
-    rank = draw(st.integers(0, 4)) if draw(st.booleans()) else (2 if family == "bert" else 3)
-    shape = tuple(draw(st.lists(st.integers(0, 20), min_size=rank, max_size=rank)))
-    if family == "elmo" and rank == 3 and draw(st.booleans()):
-        shape = (*shape[:2], 50)  # ELMo's characters per word: get past the shape check
-    low, high = draw(st.sampled_from([(0, 20), (-5, 0), (20, 300), (0, 262)]))
-    ids = torch.randint(low, high + 1, shape).to(draw(DTYPES))
-    mask = None
-    if draw(st.booleans()):
-        mask_shape = shape if draw(st.booleans()) else tuple(draw(st.lists(st.integers(0, 20), max_size=4)))
-        mask = torch.randint(-1, 3, mask_shape).to(draw(DTYPES))
-    return ids, mask
+    """The keyword arguments of a forward (input_ids, attention_mask, TagLM's input_word_ids): valid inputs (int64 ids in range, a right-padded 0/1 mask) with none,
+    one or two `FAULTS`: another dtype or number of dimensions, an empty batch, a sentence without words, an id out
+    of range, a mask of another shape, values or dtype, no mask, left padding, more tokens than the model takes."""
+    generator = torch.Generator().manual_seed(draw(st.integers(0, 2**32 - 1)))
+    words = family != "bert"
+    batch, length = draw(st.integers(1, 3)), draw(st.integers(1, 8))
+    high = 262 if words else 20
+    ids = torch.randint(
+        1 if words else 0, high, (batch, length, 50) if words else (batch, length), generator=generator
+    )
+    lengths = torch.randint(1, length + 1, (batch,), generator=generator)
+    mask = (torch.arange(length)[None, :] < lengths[:, None]).long()
+    if words:
+        ids = ids * mask[..., None]  # padding words hold no characters
+    chosen = draw(st.sets(st.sampled_from(FAULTS), max_size=2))
+    for fault in (fault for fault in FAULTS if fault in chosen):
+        if fault == "dtype":
+            ids = ids.to(draw(DTYPES))
+        elif fault == "rank":
+            ids = ids.reshape(-1) if draw(st.booleans()) else ids[None]
+        elif fault == "empty":
+            ids, mask = (ids[:0], mask[:0]) if draw(st.booleans()) else (ids[:, :0], mask[:, :0])
+        elif fault == "id" and ids.numel():
+            ids = ids.contiguous()
+            ids.view(-1)[0] = draw(st.sampled_from([-1, high, high + 1000]))
+        elif fault == "mask shape":
+            mask = mask[:, :-1] if draw(st.booleans()) else mask[None]
+        elif fault == "mask value" and mask.numel():
+            mask = mask.contiguous()
+            mask.view(-1)[0] = draw(st.sampled_from([-1, 2]))
+        elif fault == "mask dtype" and mask is not None:
+            mask = mask.to(draw(DTYPES))
+        elif fault == "sentence without words":
+            ids, mask = ids.clone(), mask.clone()
+            ids[0], mask[0] = 0, 0
+        elif fault == "no mask":
+            mask = None
+        elif fault == "left padding" and mask is not None and mask.dim() == 2:
+            mask = mask.flip(1)
+        elif fault == "long" and ids.dim() >= 2:
+            ids = ids.repeat_interleave(3, dim=1)
+            mask = mask.repeat_interleave(3, dim=1) if mask is not None and mask.dim() == 2 else mask
+    inputs = {"input_ids": ids, "attention_mask": mask}
+    if family == "taglm":
+        word_ids = torch.randint(0, WORD_VOCABULARY, tuple(ids.shape[:2]), generator=generator)
+        if draw(st.booleans()) and word_ids.numel():
+            word_ids.view(-1)[0] = draw(st.sampled_from([-1, WORD_VOCABULARY]))
+        inputs["input_word_ids"] = word_ids
+    return inputs
 
 
-@pytest.mark.parametrize("family", ["bert", "elmo"])
+@pytest.mark.parametrize("family", ["bert", "elmo", "taglm"])
 @FEW
 @given(data=st.data())
 def test_hostile_model_inputs_are_refused_by_name(models, family, data):
-    input_ids, attention_mask = data.draw(hostile_inputs(family), label="inputs")
+    inputs = data.draw(hostile_inputs(family), label="inputs")
     with torch.no_grad():
-        output, error = named_errors_only(models[family], input_ids=input_ids, attention_mask=attention_mask)
+        output, error = named_errors_only(models[family], **inputs)
     if error is not None:
-        assert any(word in str(error) for word in ("input_ids", "attention_mask", "batch", "sequence", "words")), str(
-            error
-        )
+        named = ("input_ids", "input_word_ids", "attention_mask", "batch", "sequence", "words", "word id")
+        assert any(word in str(error) for word in named), str(error)
     else:
-        assert torch.isfinite(output.last_hidden_state).all()
+        assert torch.isfinite(output.logits if family == "taglm" else output.last_hidden_state).all()
 
 
 # --- file readers ---------------------------------------------------------------------------------------------
