@@ -180,3 +180,13 @@ def test_a_tokenizer_whose_files_disagree_is_refused_naming_the_folder(bert_fold
     copy = copy_with(bert_folder, tmp_path, "tokenizer.json", edit_vocab(change))
     with pytest.raises(ValueError, match=rf"^the tokenizer loaded from {copy} {message}"):
         load_tokenizer(copy)
+
+
+def test_a_squad_answer_start_of_true_is_not_read_as_1(tmp_path):
+    from hf_ctx.data.squad import read_squad_file
+
+    path = tmp_path / "train.json"
+    qa = {"id": "q1", "question": "what?", "answers": [{"text": "he", "answer_start": True}]}
+    path.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [{"context": "the cat", "qas": [qa]}]}]}))
+    with pytest.raises(ValueError, match=rf"^{path}: question 'q1' .*answer_start is a bool, not a int"):
+        read_squad_file(path)

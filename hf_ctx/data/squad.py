@@ -36,7 +36,7 @@ def _layout_error(path, where: str, problem: str) -> ValueError:
 def _field(path, node, key: str, kind: type, where: str):
     if not isinstance(node, dict) or key not in node:
         raise _layout_error(path, where, f"has no {key!r}")
-    if not isinstance(node[key], kind):
+    if not isinstance(node[key], kind) or isinstance(node[key], bool):  # JSON's true is no number or id
         wanted = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
         raise _layout_error(path, f"{where}.{key}", f"is a {type(node[key]).__name__}, not a {wanted}")
     return node[key]
