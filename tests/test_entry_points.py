@@ -391,6 +391,7 @@ def test_a_swag_file_with_fields_of_other_types_is_refused_naming_the_file(data,
         for column in MultipleChoiceColumns().text_columns:
             assert all(isinstance(text, str) for text in dataset[column])
         assert all(type(label) is int and 0 <= label < 4 for label in dataset["label"])
+        assert not any(isinstance(row.get("label"), bool) for row in rows)  # true is no index
 
 
 # --- paths the scripts take, and what they write --------------------------------------------------------------

@@ -96,7 +96,7 @@ def read_multiple_choice_file(
 def _label(value, num_choices: int, where: str) -> int:
     """The ending index `value` (an int, or a float or string that holds one) as an int, or a ValueError."""
     try:
-        number = float(value)
+        number = math.nan if isinstance(value, bool) else float(value)  # JSON's true is no index
     except (TypeError, ValueError):
         number = math.nan
     if not (number.is_integer() and 0 <= number < num_choices):
