@@ -9,7 +9,7 @@ import os
 
 import pytest
 import torch
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from hf_ctx import (
@@ -444,3 +444,22 @@ def test_hf_ctx_embed_of_a_hostile_input_writes_nothing_or_a_whole_file(embedder
     else:
         with h5py.File(folder / "vectors.hdf5", "r") as f:
             assert len(json.loads(f["sentence_to_index"][0])) <= summary["sentences"] == len(f) - 1
+
+
+@settings(FEW, max_examples=min(FEW.max_examples, 10))  # each example starts a whole script
+@given(content=FILES_IN_FORMAT["conll"])
+def test_run_ner_on_a_hostile_training_file_names_it_and_writes_nothing(content, tmp_path_factory):
+    """A script's `--train_file`: the error names the file (and line), and the output folder gets no file."""
+    import run_ner
+
+    from hf_ctx.data.conll import read_conll
+
+    folder = tmp_path_factory.mktemp("run_ner")
+    (folder / "train.txt").write_bytes(content)
+    _, reader_error = named_errors_only(read_conll, folder / "train.txt")
+    assume(reader_error is not None)  # a readable file would train: the scripts' own tests cover that
+    arguments = ["--model_type", "bert", "--model_size", "tiny", "--train_file", str(folder / "train.txt")]
+    arguments += ["--do_train", "--output_dir", str(folder / "out"), "--report_to", "none"]
+    _, error = named_errors_only(run_ner.main, arguments)
+    assert error is not None and str(folder / "train.txt") in str(error), error
+    assert not [path for path in (folder / "out").rglob("*") if path.is_file()] if (folder / "out").exists() else True
