@@ -19,6 +19,7 @@ standard library.
 """
 
 import math
+import os
 from collections.abc import Callable, Iterable
 
 # A check takes the field's name and its value, and raises ValueError when the value is not allowed.
@@ -114,6 +115,24 @@ class CheckedConfig:
         for name, check in type(self).field_checks.items():
             check(name, getattr(self, name))
         self.check_fields_together()
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        """transformers' `from_pretrained`; a value of the wrong kind in a local folder's config.json (a string
+        where a size belongs, a list where a mapping belongs) is a `ValueError` naming the file."""
+        try:
+            return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        except (ValueError, TypeError, AttributeError, KeyError) as error:
+            source = (
+                os.fspath(pretrained_model_name_or_path)
+                if isinstance(pretrained_model_name_or_path, (str, os.PathLike))
+                else None
+            )
+            config_file = os.path.join(source, "config.json") if source and os.path.isdir(source) else source
+            if config_file is None or not os.path.isfile(config_file):
+                raise
+            reason = str(error) if isinstance(error, ValueError) else f"a value of the wrong kind ({error})"
+            raise ValueError(f"{config_file}: {reason}") from error
 
     @classmethod
     def from_dict(cls, config_dict, **kwargs):

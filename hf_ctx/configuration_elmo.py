@@ -58,6 +58,8 @@ ACTIVATIONS = ("relu", "tanh")
 def _merge(defaults: dict, given: dict | None, section: str) -> dict:
     """`given` over a copy of `defaults`, one level deep; unknown keys are an error naming them."""
     merged = copy.deepcopy(defaults)
+    if given is not None and not isinstance(given, dict):
+        raise ValueError(f"{section} must be a dict of options ({sorted(defaults)}), got {given!r}")
     for key, value in (given or {}).items():
         if key not in defaults:
             raise ValueError(f"unknown {section} option {key!r}; known options: {sorted(defaults)}")
@@ -98,8 +100,12 @@ def _check_char_cnn(name: str, char_cnn) -> None:
     if not _is_positive_int(max_chars) or max_chars < 3:
         raise ValueError(f"char_cnn max_characters_per_token must be an integer >= 3, got {max_chars!r}")
     filters = char_cnn["filters"]
-    if not filters or not all(
-        isinstance(f, (list, tuple)) and len(f) == 2 and all(_is_positive_int(v) for v in f) for f in filters
+    if (
+        not isinstance(filters, (list, tuple))
+        or not filters
+        or not all(
+            isinstance(f, (list, tuple)) and len(f) == 2 and all(_is_positive_int(v) for v in f) for f in filters
+        )
     ):
         raise ValueError(
             f"char_cnn filters must be a non-empty list of [width, count] positive pairs, got {filters!r}"

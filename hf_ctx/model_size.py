@@ -9,6 +9,7 @@ This module travels with the checkpoints of every model that imports it (remote 
 standard library and `torch`.
 """
 
+import copy
 import os
 
 import torch
@@ -48,11 +49,12 @@ def check_parameter_memory(model_class: type, config, *args, limit_bytes: int | 
     """A `ValueError` when `model_class(config)`'s parameters would need more than `limit_bytes` (default: the
     memory available now, see `available_memory_bytes`) in the default dtype, or cannot even be counted (sizes
     whose product overflows). Nothing is allocated: the model is built on the "meta" device. `args`, `kwargs`:
-    the model's other constructor arguments."""
+    the model's other constructor arguments. `config` itself is left as it is: the throwaway model is built from a
+    copy, since building consumes legacy fields (`gradient_checkpointing=True`) that the real model must see."""
     dtype_bytes = torch.empty((), dtype=torch.get_default_dtype()).element_size()
     try:
         with torch.device("meta"):
-            shadow = model_class(config, *args, **kwargs)
+            shadow = model_class(copy.deepcopy(config), *args, **kwargs)
         count = sum(parameter.numel() for parameter in shadow.parameters())
         count += sum(buffer.numel() for buffer in shadow.buffers())
     except (RuntimeError, OverflowError, MemoryError) as error:

@@ -57,8 +57,8 @@ def validate_bert_inputs(config, input_ids, attention_mask, token_type_ids, posi
     if input_ids is not None:
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must have shape (batch, tokens), got {tuple(input_ids.shape)}")
-        if input_ids.dtype.is_floating_point:
-            raise ValueError(f"input_ids must be integer token ids, got dtype {input_ids.dtype}")
+        if input_ids.dtype not in (torch.int64, torch.int32):  # what an embedding lookup takes
+            raise ValueError(f"input_ids must be integer token ids (int64 or int32), got dtype {input_ids.dtype}")
         shape = tuple(input_ids.shape)
     else:
         if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != config.hidden_size:

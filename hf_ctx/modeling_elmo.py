@@ -80,8 +80,10 @@ def check_character_ids(input_ids, attention_mask, max_characters: int, n_charac
             f"input_ids must be character ids of shape (batch, words, {max_characters}) as "
             f"ElmoTokenizer returns them, got {tuple(input_ids.shape)}"
         )
-    if input_ids.dtype.is_floating_point:
-        raise ValueError(f"input_ids must be integer character ids, got dtype {input_ids.dtype}")
+    if input_ids.dtype != torch.int64:
+        raise ValueError(
+            f"input_ids must be integer character ids (int64, as ElmoTokenizer returns them), got dtype {input_ids.dtype}"
+        )
     if input_ids.shape[0] == 0:
         raise ValueError("input_ids hold no sentences (batch size 0)")
     if attention_mask is None:

@@ -64,6 +64,55 @@ def register_remote_code(auto_configs, auto_models, auto_tokenizers) -> None:
             tokenizer_class.register_for_auto_class("AutoTokenizer")
 
 
+def nonfinite_tensors(named_tensors) -> list[tuple[str, int]]:
+    """(name, number of NaN or infinite values) of each floating-point tensor of `named_tensors` (name -> tensor,
+    e.g. a state dict) that holds any; tensors without storage (the meta device) are skipped. One pass over the
+    values; tensor methods only, so this module needs no torch import."""
+    found = []
+    for name, tensor in named_tensors.items():
+        if not tensor.is_floating_point() or tensor.device.type == "meta":
+            continue
+        finite = tensor.detach().isfinite()
+        if not finite.all():
+            found.append((name, int(finite.numel() - finite.sum())))
+    return found
+
+
+def check_finite_weights(
+    named_tensors, source, consequence: str = "the checkpoint is damaged or comes from a run that diverged"
+) -> None:
+    """A `ValueError` naming `source` (a file, folder or model) and the tensors of `named_tensors` (name -> tensor)
+    that hold NaN or infinite values, then `consequence`: weights that are damaged or come from a run that
+    diverged would only give NaN outputs."""
+    found = nonfinite_tensors(named_tensors)
+    if not found:
+        return
+    (name, count), more = found[0], [name for name, _ in found[1:]]
+    others = ""
+    if more:
+        shown = ", ".join(more[:5]) + (f" and {len(more) - 5} more" if len(more) > 5 else "")
+        others = f", and {len(more)} more of the {len(named_tensors)} tensors do too ({shown})"
+    raise ValueError(
+        f"{os.fspath(source) if isinstance(source, (str, os.PathLike)) else source}: the weights {name} hold "
+        f"{count} NaN or infinite value(s){others}; {consequence}"
+    )
+
+
+def _mismatched_shapes(error: BaseException) -> list[tuple]:
+    """(name, shape in the weights, shape in the model) of each tensor whose shapes differ, where `error` is
+    transformers' "You set `ignore_mismatched_sizes` to `False`" (which names none: they are in its load report,
+    whose `loading_info` the raising frame holds); else empty."""
+    if not isinstance(error, RuntimeError) or "ignore_mismatched_sizes" not in str(error):
+        return []
+    traceback = error.__traceback__
+    while traceback is not None:
+        info = traceback.tb_frame.f_locals.get("loading_info")
+        if info is not None and getattr(info, "mismatched_keys", None):
+            return sorted(info.mismatched_keys)
+        traceback = traceback.tb_next
+    return []
+
+
 class AutoMapMixin:
     """Mix into a model family's `PreTrainedModel` base class (before `PreTrainedModel`) so that
     `save_pretrained` writes an `auto_map` naming the family's model class for every Auto class it is registered
@@ -85,18 +134,31 @@ class AutoMapMixin:
     def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
         """transformers' `from_pretrained`; a local folder that fails to load because one of its files is truncated
         or damaged gets an `OSError` naming the file (transformers' own error, e.g. safetensors' "incomplete
-        metadata", names none)."""
+        metadata", names none), and weights holding NaN or infinite values a `ValueError` naming the tensors
+        (`check_finite_weights`: one pass over the loaded values)."""
         try:
-            return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+            loaded = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
         except Exception as error:
             folder = pretrained_model_name_or_path
             damaged = damaged_files(folder) if isinstance(folder, (str, os.PathLike)) and os.path.isdir(folder) else []
+            mismatched = _mismatched_shapes(error)
+            if mismatched:
+                (name, in_file, in_model), more = mismatched[0], len(mismatched) - 1
+                raise ValueError(
+                    f"cannot load {os.fspath(folder)}: its weights do not fit the model its config.json describes: "
+                    f"{name} is {list(in_file)} in the weights, {list(in_model)} in the model"
+                    f"{f' (and {more} more tensors differ)' if more else ''}; config.json and the weights come from "
+                    "different models?"
+                ) from error
             if not damaged:
                 raise
             raise OSError(
                 f"cannot load {os.fspath(folder)}: {', '.join(damaged)} is incomplete or corrupt (a save or copy "
                 "that was cut short?); save or copy it again"
             ) from error
+        model = loaded[0] if isinstance(loaded, tuple) else loaded  # a tuple with output_loading_info
+        check_finite_weights(model.state_dict(), pretrained_model_name_or_path)
+        return loaded
 
     def save_pretrained(self, save_directory, *args, **kwargs):
         """transformers' `save_pretrained`, written atomically (`write_into_folder`): a save that fails (a full

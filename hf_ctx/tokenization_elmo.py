@@ -27,8 +27,15 @@ UNK_TOKEN = "<UNK>"
 def read_vocabulary_file(path: str | os.PathLike) -> list[str]:
     """The words of a bilm-tf vocabulary file, in id order (bilm-tf's `!!!MAXTERMID` line is skipped)."""
     words = []
-    with open(path, encoding="utf-8") as f:
-        for line_number, line in enumerate(f, start=1):
+    with open(path, "rb") as f:  # read as bytes, so that a line that is not UTF-8 is named
+        for line_number, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if line_number == 1 else "utf-8")  # a byte-order mark is no word
+            except UnicodeDecodeError as error:
+                raise ValueError(
+                    f"{path}:{line_number}: not valid UTF-8 ({error.reason} at byte {error.start} of the line); "
+                    "save the vocabulary as UTF-8"
+                ) from None
             word = line.strip()
             if word == "!!!MAXTERMID":
                 continue

@@ -1,4 +1,4 @@
-"""hf_ctx.data.bilm_cache: a frozen biLM's states computed once, exact, keyed by weights, tokenizer and text."""
+"""hf_ctx.data.bilm_cache: a frozen biLM's states computed once, exact, keyed by weights, config, tokenizer and text."""
 
 import errno
 import pickle
@@ -17,6 +17,7 @@ from hf_ctx import (
     TagLMForTokenClassification,
     atomic_files,
 )
+from hf_ctx.data import bilm_cache
 from hf_ctx.data.bilm_cache import BiLMStateCache, BiLMStatesCollator, with_bilm_cache
 
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "dogs", "run", "fast", "."]
@@ -112,6 +113,37 @@ def test_the_disk_cache_is_reused_by_the_same_biLM_and_never_by_another(tokenize
     # Another tokenizer (one more word) is another cache too.
     bigger = ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", *WORDS, "new"])
     assert BiLMStateCache(model.bilm, bigger, "disk", tmp_path).folder != first.folder
+
+
+@pytest.mark.parametrize(
+    "section, key, value",
+    [("char_cnn", "activation", "tanh"), ("lstm", "cell_clip", 0.05), ("lstm", "proj_clip", 0.05)],
+)
+def test_a_biLM_with_equal_weights_but_another_config_gets_its_own_cache(
+    tokenizer, features, tmp_path, section, key, value
+):
+    torch.manual_seed(0)
+    first = ElmoForBiLM(ElmoConfig(**BILM_CONFIG, vocab_size=tokenizer.vocab_size)).elmo.eval()
+    changed_config = {**BILM_CONFIG, section: {**BILM_CONFIG[section], key: value}}
+    other = ElmoForBiLM(ElmoConfig(**changed_config, vocab_size=tokenizer.vocab_size)).elmo.eval()
+    other.load_state_dict(first.state_dict())  # equal weights, names, dtypes and shapes
+    cache = BiLMStateCache(first, tokenizer, "disk", tmp_path)
+    assert cache.compute(features, progress=False) == len(SENTENCES)
+    second = BiLMStateCache(other, tokenizer, "disk", tmp_path)
+    assert second.folder != cache.folder and len(second) == 0
+    assert second.compute(features, progress=False) == len(SENTENCES)  # recomputed, not the first biLM's states
+    sentence, words = bilm_cache.sentence_key(features[-1]["input_ids"])
+    assert not torch.equal(second.get(sentence, words), cache.get(sentence, words))  # the field does change the states
+
+
+def test_fields_only_a_task_head_reads_keep_the_cache(tokenizer, tmp_path):
+    """ELMo task models share their config with their biLM: another head size is the same biLM."""
+    torch.manual_seed(0)
+    small = ElmoForTokenClassification(ElmoConfig(**BILM_CONFIG, vocab_size=12, num_labels=3, task_hidden_size=8))
+    large = ElmoForTokenClassification(ElmoConfig(**BILM_CONFIG, vocab_size=12, num_labels=5, task_hidden_size=16))
+    large.elmo.load_state_dict(small.elmo.state_dict())
+    fingerprints = {bilm_cache.bilm_fingerprint(m.frozen_bilm(), tokenizer) for m in (small, large)}
+    assert len(fingerprints) == 1
 
 
 def test_a_corrupt_cache_file_is_an_error_naming_it_and_the_way_to_rebuild(tokenizer, features, tmp_path):

@@ -168,6 +168,21 @@ def test_embed_file_round_trip_matches_each_sentence_alone(elmo_dir, text_file, 
     assert sentence_to_index["the cat sat on the mat ."] == "3"
 
 
+@pytest.mark.parametrize("prefix", ["\ufeff", "\u200b", "\ufeff\u2060"], ids=["bom", "zero-width-space", "bom-joiner"])
+def test_an_invisible_prefix_changes_no_vector_and_no_key(elmo_dir, text_file, tmp_path, prefix):
+    """A byte-order mark (or a zero-width space) at the start of the input is not part of the first word."""
+    marked = tmp_path / "marked.txt"
+    # ... and a zero-width space at the start of the second line.
+    marked.write_bytes(prefix.encode() + text_file.read_bytes().replace(b"\n", "\n\u200b".encode(), 1))
+    embedder = ElmoEmbedder(elmo_dir, device="cpu")
+    embedder.embed_file(text_file, tmp_path / "plain.hdf5", progress=False)
+    embedder.embed_file(marked, tmp_path / "marked.hdf5", progress=False)
+    with h5py.File(tmp_path / "plain.hdf5", "r") as plain, h5py.File(tmp_path / "marked.hdf5", "r") as f:
+        assert json.loads(f["sentence_to_index"][0]) == json.loads(plain["sentence_to_index"][0])
+        for i in range(len(SENTENCES)):
+            np.testing.assert_array_equal(f[str(i)][...], plain[str(i)][...])
+
+
 @pytest.mark.parametrize("output, weights", [("top", None), ("average", None), (None, [0.2, -0.5, 1.5])])
 def test_embed_file_one_vector_per_word(elmo_dir, text_file, tmp_path, output, weights):
     path = tmp_path / "vectors.hdf5"
@@ -260,7 +275,7 @@ def test_bad_input_files_name_the_line(tmp_path):
         read_sentences(empty_lines)
     not_utf8 = tmp_path / "latin1.txt"
     not_utf8.write_bytes("fine\ncaf\u00e9 au lait\n".encode("latin-1"))
-    with pytest.raises(ValueError, match=r"latin1\.txt, line 2: not UTF-8 text \(byte 3"):
+    with pytest.raises(ValueError, match=r"latin1\.txt:2: not valid UTF-8 \(.* at byte 3 of the line\)"):
         read_sentences(not_utf8)
     with pytest.raises(FileNotFoundError, match="missing.txt does not exist"):
         read_sentences(tmp_path / "missing.txt")

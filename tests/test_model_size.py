@@ -48,3 +48,19 @@ def test_the_limit_is_the_memory_available(monkeypatch):
         CtxBertForPreTraining(config)
     monkeypatch.setattr(model_size, "available_memory_bytes", lambda: 4 * count)
     CtxBertForPreTraining(config)
+
+
+def test_the_check_leaves_the_config_as_it_was_so_legacy_flags_reach_the_model():
+    """The meta-device model is built from a copy: transformers' post_init consumes `gradient_checkpointing=True`
+    from the config it is given, which left the real model without it."""
+    from transformers import BertConfig, BertModel
+
+    from hf_ctx import CtxBertModel
+
+    sizes = dict(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8)
+    config = CtxBertConfig(**sizes, gradient_checkpointing=True)
+    before = config.to_dict()
+    model_size.check_parameter_memory(CtxBertModel, config)
+    assert config.to_dict() == before and config.gradient_checkpointing is True
+    assert CtxBertModel(config).is_gradient_checkpointing
+    assert BertModel(BertConfig(**sizes, gradient_checkpointing=True)).is_gradient_checkpointing  # the reference

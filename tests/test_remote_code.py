@@ -10,6 +10,7 @@ import ast
 import inspect
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -248,3 +249,21 @@ def test_transformers_own_tokenizers_are_not_saved_as_remote_code(checkpoints):
     assert "auto_map" not in tokenizer_config
     assert tokenizer_config["tokenizer_class"] == "BertTokenizer"
     assert not (path / "tokenization_bert.py").exists()
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_a_checkpoint_with_non_finite_weights_refuses_to_load_naming_the_tensor(tmp_path, name):
+    import transformers
+
+    from hf_ctx.remote_code import registered_auto_class
+
+    model, _ = CASES[name](tmp_path)
+    tensor_name, tensor = next((n, t) for n, t in model.state_dict().items() if t.is_floating_point())
+    with torch.no_grad():
+        tensor.view(-1)[0] = float("nan")
+    model.save_pretrained(tmp_path / "nan")
+    message = rf"^{tmp_path / 'nan'}: the weights {re.escape(tensor_name)} hold 1 NaN or infinite value\(s\)[,;]"
+    with pytest.raises(ValueError, match=message):
+        type(model).from_pretrained(tmp_path / "nan")
+    with pytest.raises(ValueError, match=r"hold 1 NaN or infinite value"):
+        getattr(transformers, registered_auto_class(type(model))).from_pretrained(tmp_path / "nan")  # the Auto way

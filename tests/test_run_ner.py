@@ -599,3 +599,30 @@ def test_use_crf_gives_a_crf_tagger_whose_predictions_keep_the_scheme(corpus, bi
     assert count_scheme_breaks(predicted, "IOB2") == 0 and metrics["predict_scheme_breaks"] == 0
     # The count counts: the gold tags in IOB1 break IOB2 (an entity starting with I-).
     assert count_scheme_breaks([s["ner_tags"] for s in read_conll(corpus["test"])], "IOB2") > 0
+
+
+def test_a_taglm_run_that_diverges_stops_with_one_line_and_keeps_only_finite_checkpoints(
+    corpus, bilm, tmp_path, capsys
+):
+    from hf_ctx import TagLMForTokenClassification
+    from hf_ctx.tools.errors import run_script
+
+    out = tmp_path / "diverged"
+    arguments = [
+        "--model_type", "taglm", "--bilm_name_or_path", str(bilm), "--bilm_cache", "none",
+        "--config_overrides", "word_embedding_dim=8,rnn_hidden_size=8,char_cnn_filters=8",
+        "--train_file", str(corpus["train"]), "--do_train", "--learning_rate", "1e30", "--max_steps", "6",
+        "--save_strategy", "steps", "--save_steps", "1", "--logging_steps", "1", "--output_dir", str(out),
+        "--report_to", "none", "--per_device_train_batch_size", "16", "--disable_tqdm", "true", "--seed", "0",
+    ]  # fmt: skip
+    with pytest.raises(SystemExit) as stopped:
+        run_script(run_ner.main, arguments)
+    assert stopped.value.code == 1
+    [line] = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert re.match(r"error: training diverged at step \d+ \(grad_norm nan; \d+ weight tensor", line), line
+    assert "Lower --learning_rate (now 1e+30)" in line
+    kept = sorted(path.name for path in out.glob("checkpoint-*"))
+    assert kept and f"the last checkpoint, {kept[-1]} in {out}, is kept" in line
+    for checkpoint in kept:  # each one loads: from_pretrained refuses NaN weights
+        TagLMForTokenClassification.from_pretrained(out / checkpoint)
+    assert not (out / "model.safetensors").exists()

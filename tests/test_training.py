@@ -94,6 +94,11 @@ def test_parse_args_and_set_up_parses_logs_and_seeds(tmp_path):
             logger,
             steps=("do_train", "do_eval"),
         )
+    # --fp16 on a CPU would train in float32 without a word; --bf16 takes effect there (bfloat16 autocast).
+    cpu = ["--output_dir", str(tmp_path), "--do_train", "--use_cpu", "--report_to", "none"]
+    with pytest.raises(ValueError, match=r"^--fp16 has no effect on a CPU .* train in float32"):
+        parse_args_and_set_up((ScriptArguments, TrainingArguments), [*cpu, "--fp16"], logger)
+    assert parse_args_and_set_up((ScriptArguments, TrainingArguments), [*cpu, "--bf16"], logger)[1].bf16
 
 
 @pytest.fixture
@@ -387,3 +392,76 @@ def test_max_train_minutes_stops_training_cleanly_at_the_end_of_a_step(tmp_path,
     assert trainer.state.global_step == 3
     with pytest.raises(ValueError, match="--max_train_minutes must be above 0, got 0"):
         training.CtxTrainingArguments(output_dir=str(tmp_path), max_train_minutes=0)
+
+
+def diverging_trainer(folder, logging_steps: int):
+    """A tiny BERT classifier at learning rate 1e30, saving every step: its weights are NaN after step 2."""
+    import numpy as np
+    from tiny_checkpoints import WORDS, bert_sequence_classifier
+
+    from hf_ctx.tools.trainer import CtxTrainer
+
+    model, tokenizer = bert_sequence_classifier(folder)
+    rng = np.random.default_rng(0)
+    sentences = [" ".join(rng.choice(WORDS, 4)) for _ in range(32)]
+    data = Dataset.from_dict({"text": sentences, "label": [int("cat" in s) for s in sentences]})
+    data = data.map(lambda b: tokenizer(b["text"], padding="max_length", max_length=8), batched=True)
+    args = TrainingArguments(
+        output_dir=str(folder / "run"),
+        max_steps=8,
+        per_device_train_batch_size=4,
+        learning_rate=1e30,
+        save_steps=1,
+        logging_steps=logging_steps,
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+    )
+    return CtxTrainer(model=model, args=args, train_dataset=data.remove_columns("text"), processing_class=tokenizer)
+
+
+def checkpoint_folders(trainer):
+    import os
+
+    return sorted(name for name in os.listdir(trainer.args.output_dir) if name.startswith("checkpoint-"))
+
+
+@pytest.mark.parametrize("logging_steps", [1, 100], ids=["logged-each-step", "caught-at-save"])
+def test_a_diverging_run_stops_by_name_keeping_only_finite_checkpoints(tmp_path, logging_steps):
+    """Seen in the log (a NaN gradient norm) or, where nothing is logged before the save, at the save: one named
+    error, and no checkpoint of NaN weights (they would load, and predict, as NaN)."""
+    from hf_ctx import CtxBertForSequenceClassification
+
+    trainer = diverging_trainer(tmp_path, logging_steps)
+    expected = (
+        r"^training diverged at step 2 \(grad_norm nan; 33 weight tensor\(s\) hold NaN .*checkpoint-1 .* is kept\. "
+        r"Lower --learning_rate \(now 1e\+30\)"
+        if logging_steps == 1
+        else r"^step 2: the weights bert\.\S+ hold \d+ NaN .*checkpoint-2 is not written"
+    )
+    with pytest.raises(ValueError, match=expected):
+        trainer.train()
+    assert checkpoint_folders(trainer) == ["checkpoint-1"]  # no checkpoint-2, not even an empty folder
+    loaded = CtxBertForSequenceClassification.from_pretrained(tmp_path / "run" / "checkpoint-1")
+    assert all(torch.isfinite(tensor).all() for tensor in loaded.state_dict().values())
+    with pytest.raises(ValueError, match=r"the weights .* NaN .*is not written"):
+        trainer.save_model(str(tmp_path / "final"))  # the end of a run saves through the same check
+    assert not (tmp_path / "final").exists()
+
+
+def test_a_few_non_finite_logs_with_finite_weights_are_tolerated_then_stop_the_run():
+    """Skipped fp16 overflow steps log an infinite gradient norm while the weights stay finite."""
+    from transformers import TrainerControl, TrainerState
+
+    from hf_ctx.tools.trainer import NONFINITE_LOGS_TOLERATED, NonFiniteTrainingCallback
+
+    callback, model = NonFiniteTrainingCallback(), torch.nn.Linear(2, 2)
+    args, state = TrainingArguments(output_dir="unused", report_to=[]), TrainerState(global_step=9)
+    for _ in range(2):
+        for _ in range(NONFINITE_LOGS_TOLERATED - 1):
+            callback.on_log(args, state, TrainerControl(), logs={"loss": 0.5, "grad_norm": float("inf")}, model=model)
+        callback.on_log(args, state, TrainerControl(), logs={"loss": 0.5, "grad_norm": 1.0}, model=model)  # resets
+    with pytest.raises(ValueError, match=rf"step 9 \(loss nan, grad_norm inf; {NONFINITE_LOGS_TOLERATED} logged"):
+        for _ in range(NONFINITE_LOGS_TOLERATED):
+            logs = {"loss": float("nan"), "grad_norm": float("inf")}
+            callback.on_log(args, state, TrainerControl(), logs=logs, model=model)

@@ -8,8 +8,10 @@ states of each distinct sentence once; `BiLMStatesCollator` adds them to each ba
     mode "memory"   states kept in RAM for this run (epochs after the first reuse them)
     mode "disk"     also written under `<directory>/<fingerprint>/`, read back (memory-mapped) by later runs
 
-The fingerprint hashes the biLM's weights (its state dict) and the tokenizer's saved files, so a run with the same
-biLM and tokenizer reuses the folder and any other biLM gets a folder of its own. Inside it, each sentence is keyed
+The fingerprint hashes everything that decides the states: the biLM's class, its weights (names, dtypes, shapes,
+values: the dtype it computes in), its config (every field, `char_cnn.activation`, `lstm.cell_clip` and the rest,
+except the few that only a task head or saving reads, `CONFIG_FIELDS_NOT_IN_STATES`) and the tokenizer's saved files,
+so a run with the same biLM and tokenizer reuses the folder and any other biLM gets a folder of its own. Inside it, each sentence is keyed
 by a hash of its character ids, exactly what the biLM reads, so a different text (or a differently truncated word)
 is never mistaken for another.
 
@@ -25,6 +27,7 @@ it and the way to rebuild.
 
 import errno
 import hashlib
+import json
 import logging
 import os
 import tempfile
@@ -65,9 +68,52 @@ class BiLMCacheArguments:
     )
 
 
+# Config fields that cannot change a biLM's states: what a task head on top of it reads (the task models share
+# their config with their biLM), what saving and labelling read, and `dropout` (the states are computed in eval
+# mode). Every other field, present or future, is part of the fingerprint.
+CONFIG_FIELDS_NOT_IN_STATES = frozenset(
+    {
+        "architectures",
+        "auto_map",
+        "classifier_dropout",
+        "dropout",
+        "dtype",  # the weights' own dtypes are hashed instead
+        "finetuning_task",
+        "freeze_bilm",
+        "id2label",
+        "label2id",
+        "num_sampled",
+        "output_attentions",
+        "output_hidden_states",
+        "problem_type",
+        "return_dict",
+        "scalar_mix_layer_norm",
+        "share_softmax",
+        "task_hidden_size",
+        "task_word_embedding_size",
+        "transformers_version",
+    }
+)
+
+
+def states_config(config) -> dict:
+    """The fields of the biLM's `config` that its states depend on (all but `CONFIG_FIELDS_NOT_IN_STATES` and the
+    private ones)."""
+    return {
+        key: value
+        for key, value in config.to_dict().items()
+        if key not in CONFIG_FIELDS_NOT_IN_STATES and not key.startswith("_")
+    }
+
+
 def bilm_fingerprint(bilm: torch.nn.Module, tokenizer) -> str:
-    """A hex digest of the biLM's state dict (names, dtypes, shapes, values) and the tokenizer's saved files."""
+    """A hex digest of what decides the biLM's states: its class, its state dict (names, dtypes, shapes, values),
+    its config (`states_config`) and the tokenizer's saved files."""
     digest = hashlib.sha256(FORMAT.encode())
+    digest.update(type(bilm).__name__.encode())
+    config = getattr(bilm, "config", None)
+    if config is not None:
+        digest.update(json.dumps(states_config(config), sort_keys=True, default=repr).encode())
     for name, tensor in sorted(bilm.state_dict().items()):
         digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
         digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
@@ -277,6 +323,7 @@ __all__ = [
     "BiLMStateCache",
     "BiLMStatesCollator",
     "CACHE_MODES",
+    "CONFIG_FIELDS_NOT_IN_STATES",
     "STORAGE_DTYPE",
     "bilm_fingerprint",
     "sentence_key",

@@ -1,18 +1,37 @@
-"""Reading a user's text files: their lines as UTF-8, and errors that name the file and the line; the record
-that marks generated data files as such."""
+"""Reading a user's text files: their lines as UTF-8 without invisible prefixes, and errors that name the file and
+the line; JSON files read the same way; the record that marks generated data files as such."""
 
 import json
 import os
+import re
 from pathlib import Path
 
 from ..atomic_files import write_text
 
+# Characters that show as nothing yet would become part of a line's first word: the byte-order mark that editors
+# put at the start of a UTF-8 file (U+FEFF, also read as the "zero-width no-break space"), and the zero-width space
+# (U+200B) and word joiner (U+2060) left in text pasted from web pages. Nothing a user wrote starts with them.
+INVISIBLE_PREFIXES = "\ufeff\u200b\u2060"
+
+
+def strip_invisible_prefix(line: str) -> str:
+    """`line` without the `INVISIBLE_PREFIXES` characters at its start."""
+    return line.lstrip(INVISIBLE_PREFIXES)
+
 
 def utf8_lines(f, path: str | os.PathLike):
-    """The lines of the open text file `f`; bytes that are not UTF-8 are a ValueError naming `path:line`."""
+    """The lines of the open file `f` (binary, or text opened as UTF-8), each without the invisible characters
+    at its start (`INVISIBLE_PREFIXES`: a byte-order mark, a zero-width space); line endings are kept. Bytes that
+    are not UTF-8 are a ValueError naming `path:line`."""
     try:
-        yield from f
-    except UnicodeDecodeError as error:
+        for line_number, line in enumerate(f, start=1):
+            if isinstance(line, bytes):
+                try:
+                    line = line.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    raise _line_error(path, line_number, error) from None
+            yield strip_invisible_prefix(line)
+    except UnicodeDecodeError as error:  # a text file's reader decodes ahead of the lines it gives
         raise invalid_utf8_error(path, error) from None
 
 
@@ -24,11 +43,63 @@ def invalid_utf8_error(path: str | os.PathLike, error: UnicodeDecodeError) -> Va
             try:
                 line.decode("utf-8")
             except UnicodeDecodeError as line_error:
-                return ValueError(
-                    f"{os.fspath(path)}:{line_number}: not valid UTF-8 ({line_error.reason} at byte "
-                    f"{line_error.start} of the line); save the file as UTF-8"
-                )
+                return _line_error(path, line_number, line_error)
     return ValueError(f"{os.fspath(path)}: not valid UTF-8 ({error}); save the file as UTF-8")
+
+
+def _line_error(path: str | os.PathLike, line_number: int, error: UnicodeDecodeError) -> ValueError:
+    return ValueError(
+        f"{os.fspath(path)}:{line_number}: not valid UTF-8 ({error.reason} at byte {error.start} of the line); "
+        "save the file as UTF-8"
+    )
+
+
+# Half of a UTF-16 surrogate pair: JSON can write one as an escape ("\ud800"), but it is no character, so no UTF-8
+# text (and no tokenizer) can hold it. (Raw UTF-8 cannot hold one at all: decoding refuses it.)
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate_text(value) -> str | None:
+    """The first string in the JSON `value` (strings, keys, lists, objects) holding half a surrogate pair."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if LONE_SURROGATE.search(item):
+                return item
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
+def read_json_file(path: str | os.PathLike, what: str = "a JSON file"):
+    """The value in the JSON file `path` (UTF-8, a byte-order mark allowed). A file that is not UTF-8 or not JSON
+    is a ValueError naming it, `what` it should be, and where it goes wrong; one that cannot be read an OSError
+    naming it."""
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            value = json.load(f)
+    except UnicodeDecodeError as error:
+        raise ValueError(
+            f"{os.fspath(path)}: not valid UTF-8 ({error.reason} at byte {error.start}); {what} is UTF-8 JSON"
+        ) from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{os.fspath(path)}: not JSON ({error}); expected {what}") from None
+    except IsADirectoryError:
+        raise IsADirectoryError(f"{os.fspath(path)} is a folder; expected {what}") from None
+    except OSError as error:
+        raise OSError(f"cannot read {os.fspath(path)}: {error.strerror or error}") from None
+    damaged = _lone_surrogate_text(value)
+    if damaged is not None:
+        raise ValueError(
+            f"{os.fspath(path)}: the text {damaged[:40]!r} holds half of a UTF-16 surrogate pair (an escape such as "
+            "\\ud800 without its other half), which is no character and no tokenizer can encode; the file was "
+            "written from damaged text"
+        )
+    return value
 
 
 # Beside generated data files: {file name: how it was generated}, so a model card can say the data is not real.

@@ -65,7 +65,9 @@ def read_multiple_choice_file(
         raise ValueError(f"{path}: expected a .csv, .json or .jsonl file")
     try:
         data = datasets.load_dataset(builder, data_files=str(path), split="train", cache_dir=cache_dir)
-    except datasets.exceptions.DatasetGenerationError as error:  # says only "An error occurred"; its cause says where
+    # DatasetGenerationError says only "An error occurred" (its cause says where); a ValueError (pyarrow's
+    # ArrowInvalid, a UnicodeEncodeError of half a surrogate pair) comes from the first rows, read to infer types.
+    except (datasets.exceptions.DatasetGenerationError, ValueError) as error:
         reason = " ".join(str(error.__cause__ or error).split())
         raise ValueError(f"{path}: not a readable {builder.upper()} file: {reason}") from None
     if labelled is None:
@@ -95,7 +97,7 @@ def read_multiple_choice_file(
 def _label(value, num_choices: int, where: str) -> int:
     """The ending index `value` (an int, or a float or string that holds one) as an int, or a ValueError."""
     try:
-        number = float(value)
+        number = math.nan if isinstance(value, bool) else float(value)  # JSON's true is no index
     except (TypeError, ValueError):
         number = math.nan
     if not (number.is_integer() and 0 <= number < num_choices):

@@ -15,6 +15,7 @@ from pathlib import Path
 from datasets import Dataset, DatasetDict
 
 from ..atomic_files import write_text
+from .files import read_json_file
 from .qa_windows import answer_token_span, encode_windows
 
 logger = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ def _layout_error(path, where: str, problem: str) -> ValueError:
 def _field(path, node, key: str, kind: type, where: str):
     if not isinstance(node, dict) or key not in node:
         raise _layout_error(path, where, f"has no {key!r}")
-    if not isinstance(node[key], kind):
+    if not isinstance(node[key], kind) or isinstance(node[key], bool):  # JSON's true is no number or id
         wanted = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
         raise _layout_error(path, f"{where}.{key}", f"is a {type(node[key]).__name__}, not a {wanted}")
     return node[key]
@@ -48,11 +49,7 @@ def read_squad_file(path: str | Path, answers_required: bool = True) -> dict[str
     (questions to answer), a question may lack "answers".
     """
     path = Path(path)
-    try:
-        with path.open(encoding="utf-8") as f:
-            content = json.load(f)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not JSON ({error}); a SQuAD file is one JSON object {SQUAD_LAYOUT}") from None
+    content = read_json_file(path, f"a SQuAD file, one JSON object {SQUAD_LAYOUT}")
     rows = {column: [] for column in COLUMNS}
     for a, article in enumerate(_field(path, content, "data", list, "the top level")):
         title = article.get("title", "") if isinstance(article, dict) else ""

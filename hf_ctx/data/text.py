@@ -33,6 +33,7 @@ from datasets.exceptions import DatasetGenerationError
 from datasets.fingerprint import Hasher
 
 from ..atomic_files import full_disk_errno
+from .files import strip_invisible_prefix, utf8_lines
 
 logger = logging.getLogger(__name__)
 
@@ -79,8 +80,8 @@ def _is_gzip(path: str) -> bool:
 
 
 def iter_text_file_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
-    """Yield (line number, line stripped of surrounding whitespace and a byte-order mark) for every line of a text
-    file, decompressing it when it is gzip-compressed (recognised by its first bytes, whatever its name).
+    """Yield (line number, line stripped of surrounding whitespace and invisible prefixes such as a byte-order mark,
+    `files.utf8_lines`) for every line of a text file, decompressing it when it is gzip-compressed (recognised by its first bytes, whatever its name).
 
     Raises:
         ValueError: the file is not valid UTF-8 (with file and line), or is a corrupt or truncated gzip file (with
@@ -93,15 +94,8 @@ def iter_text_file_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
     line_number = 0
     with gzip.open(path, "rb") if compressed else open(path, "rb") as f:
         try:
-            for line_number, raw in enumerate(f, start=1):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as err:
-                    raise ValueError(
-                        f"{path}:{line_number}: not valid UTF-8 ({err.reason} at byte {err.start} of the line); "
-                        "convert the file to UTF-8"
-                    ) from None
-                yield line_number, line.strip().lstrip("\ufeff")
+            for line_number, line in enumerate(utf8_lines(f, path), start=1):
+                yield line_number, strip_invisible_prefix(line.strip())
         except (EOFError, zlib.error, gzip.BadGzipFile) as err:
             raise ValueError(
                 f"{path}: corrupt or truncated gzip file after line {line_number} ({err}); download or compress it "

@@ -93,7 +93,7 @@ def _read_package(vectors_path: Path, index_path: Path, wanted: set[str]) -> Ite
 def _read_text(path: Path, wanted: set[str]) -> Iterator[tuple[str, np.ndarray]]:
     opener = gzip.open if path.suffix == ".gz" else open
     dim = None
-    with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+    with opener(path, "rt", encoding="utf-8-sig", errors="replace") as f:
         for line_number, line in enumerate(f, start=1):
             fields = line.rstrip("\n").rstrip().split(" ")
             if line_number == 1 and len(fields) == 2 and all(x.isdigit() for x in fields):

@@ -6,10 +6,11 @@ transformers 5 reads `from_pretrained("/a/missing/folder")` as a Hub id and says
 ...", where a user wants to hear that the folder does not exist.
 """
 
-import json
 import os
 
 from transformers import CONFIG_MAPPING
+
+from ..data.files import read_json_file
 
 
 def looks_like_local_path(name_or_path: str | os.PathLike) -> bool:
@@ -35,10 +36,12 @@ def check_model_type(name_or_path: str | os.PathLike, what: str = "checkpoint") 
     if not os.path.isfile(config_file):
         return
     try:
-        with open(config_file, encoding="utf-8") as f:
-            model_type = json.load(f).get("model_type")
-    except (UnicodeDecodeError, json.JSONDecodeError, AttributeError) as error:
-        raise ValueError(f"{what}: {config_file} is not a JSON config ({error})") from None
+        config = read_json_file(config_file, "a model's config, one JSON object")
+    except ValueError as error:
+        raise ValueError(f"{what}: {error}") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{what}: {config_file} holds a JSON {type(config).__name__}, not a config (one JSON object)")
+    model_type = config.get("model_type")
     if model_type is not None and model_type not in CONFIG_MAPPING:
         ours = sorted(name for name in CONFIG_MAPPING if name.startswith("hf_ctx_"))  # registered by `import hf_ctx`
         raise ValueError(
@@ -88,22 +91,6 @@ def check_no_checkpoint_in(out_dir: str | os.PathLike) -> None:
         )
 
 
-def check_finite_weights(state_dict, source: str | os.PathLike) -> None:
-    """A `ValueError` naming the first tensor of `state_dict` (name -> tensor) that holds NaN or an infinity: the
-    converters refuse weights that are damaged or come from a run that diverged, instead of a model that outputs
-    NaN. `source` is the file or folder they came from."""
-    import torch
-
-    for name, tensor in state_dict.items():
-        tensor = torch.as_tensor(tensor)
-        if tensor.is_floating_point() and not torch.isfinite(tensor).all():
-            bad = int((~torch.isfinite(tensor)).sum())
-            raise ValueError(
-                f"{os.fspath(source)}: the weights {name} hold {bad} NaN or infinite value(s); the checkpoint is "
-                "damaged or comes from a run that diverged"
-            )
-
-
 def check_positive_arguments(*argument_groups, names=("max_seq_length",)) -> None:
     """Refuse 0 or a negative value for the examples' size arguments `names` (0 would silently mean "the
     model's limit" or give empty examples)."""
@@ -127,3 +114,14 @@ def check_conflicting_arguments(pairs, *argument_groups) -> None:
                 f"--{first} and --{second} cannot be used together: with --{first} the run ignores "
                 f"--{second}; give one of them"
             )
+
+
+def check_mixed_precision(training_args) -> None:
+    """Refuse `--fp16` on a CPU, where it has no effect: accelerate's float16 autocast and loss scaling run on
+    GPUs and other accelerators only, so the run would train in float32, bitwise as without the option.
+    (`--bf16` does take effect on a CPU: bfloat16 autocast.)"""
+    if training_args.fp16 and training_args.device.type == "cpu":
+        raise ValueError(
+            "--fp16 has no effect on a CPU (float16 mixed precision needs a GPU): the run would train in float32 "
+            "all the same. Leave out --fp16, or pass --bf16 for bfloat16 mixed precision on the CPU"
+        )

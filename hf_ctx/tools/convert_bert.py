@@ -19,7 +19,8 @@ from transformers import BertConfig
 from .. import modeling_bert
 from ..atomic_files import write_into_folder
 from ..configuration_bert import CtxBertConfig
-from .checks import check_finite_weights, check_no_checkpoint_in, check_output_dir
+from ..remote_code import check_finite_weights
+from .checks import check_no_checkpoint_in, check_output_dir
 from .loading import load_tokenizer
 from .model_card import write_conversion_card
 

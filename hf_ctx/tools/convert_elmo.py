@@ -17,7 +17,6 @@ transposed; gates are reordered to PyTorch's (input, forget, cell, output) and t
 to the stored bias.
 """
 
-import json
 import logging
 from pathlib import Path
 
@@ -26,9 +25,11 @@ import torch
 
 from ..atomic_files import write_into_folder
 from ..configuration_elmo import N_CHARACTERS, ElmoConfig
+from ..data.files import read_json_file
 from ..modeling_elmo import ElmoModel
+from ..remote_code import check_finite_weights
 from ..tokenization_elmo import ElmoTokenizer
-from .checks import check_finite_weights, check_no_checkpoint_in, check_output_dir
+from .checks import check_no_checkpoint_in, check_output_dir
 from .model_card import write_conversion_card
 
 logger = logging.getLogger(__name__)
@@ -131,7 +132,13 @@ def bilm_tf_state_dict(config: ElmoConfig, weights_hdf5) -> dict[str, torch.Tens
     embedding_dim, projection_dim, cell_size = cnn["embedding"]["dim"], lstm["projection_dim"], lstm["dim"]
     n_filters = sum(count for _, count in cnn["filters"])
     state = {}
-    with h5py.File(weights_hdf5, "r") as h5file:
+    try:
+        h5file = h5py.File(weights_hdf5, "r")
+    except OSError as error:  # h5py's names no file: "truncated file: eof = 600, ... stored_eof = 49328"
+        raise ValueError(
+            f"{weights_hdf5}: not a complete HDF5 weights file ({error}); download or copy it again"
+        ) from None
+    with h5file:
         read = _WeightsFile(h5file, weights_hdf5)
         char_embed = read("char_embed", (N_CHARACTERS - 1, embedding_dim))
         state["char_cnn.char_embeddings.weight"] = np.concatenate(
@@ -211,11 +218,7 @@ def convert_elmo_checkpoint(options_json, weights_hdf5, output_dir, vocab_file=N
     """
     _check_argument_order(options_json, weights_hdf5)
     check_output_dir(output_dir)
-    with open(options_json, encoding="utf-8") as f:
-        try:
-            options = json.load(f)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{options_json} is not a JSON options file: {error}") from None
+    options = read_json_file(options_json, "bilm-tf's JSON options file")
     config = elmo_config_from_options(options, str(options_json))
     tokenizer = ElmoTokenizer(
         vocab_file=str(vocab_file) if vocab_file is not None else None,

@@ -35,6 +35,7 @@ import torch
 
 from ..atomic_files import CommittedFile
 from ..configuration_elmo import ElmoConfig
+from ..data.files import strip_invisible_prefix, utf8_lines
 from ..modeling_elmo import ElmoModel
 from ..tokenization_elmo import ElmoTokenizer, read_vocabulary_file
 from .checks import check_model_type
@@ -100,7 +101,8 @@ def parse_scalar_mix_weights(text: str) -> list[float]:
 
 
 def read_sentences(path: str | os.PathLike) -> list[str]:
-    """The lines of a text file of one whitespace-tokenised sentence per line, stripped.
+    """The lines of a text file of one whitespace-tokenised sentence per line, stripped of surrounding whitespace
+    and of invisible prefixes such as a byte-order mark (`data.files.utf8_lines`).
 
     Errors name the file and line: a file that cannot be opened (`FileNotFoundError`/`OSError`), a line that is
     not UTF-8, empty lines, no lines at all (`ValueError`).
@@ -108,24 +110,19 @@ def read_sentences(path: str | os.PathLike) -> list[str]:
     if os.path.isdir(path):
         raise IsADirectoryError(f"{path} is a folder; hf-ctx embed reads a text file, one sentence per line")
     try:
-        with open(path, "rb") as f:
-            raw_lines = f.read().split(b"\n")
+        with open(path, "rb") as f:  # lines end at b"\n" only: a sentence's index is its line number
+            lines = [line.strip() for line in utf8_lines(f, path)]
     except FileNotFoundError:
         raise FileNotFoundError(f"input file {path} does not exist") from None
     except OSError as error:
         raise OSError(f"cannot read the input file {path}: {error.strerror or error}") from None
-    if raw_lines and raw_lines[-1] == b"":
-        raw_lines.pop()  # the newline that ends the last line
     sentences, empty = [], []
-    for number, raw in enumerate(raw_lines, start=1):
-        try:
-            line = raw.decode("utf-8").strip()
-        except UnicodeDecodeError as error:
-            raise ValueError(
-                f"{path}, line {number}: not UTF-8 text (byte {error.start} of the line: {error.reason})"
-            ) from None
+    for number, line in enumerate(lines, start=1):
+        line = strip_invisible_prefix(line)
         if not line:
             empty.append(number)
+        if "\x00" in line:  # HDF5 strings (the sentence_to_index keys) cannot hold it
+            raise ValueError(f"{path}:{number}: a NUL byte in the text; is {path} a binary file?")
         sentences.append(line)
     if empty:
         shown = ", ".join(map(str, empty[:10])) + (f" and {len(empty) - 10} more" if len(empty) > 10 else "")

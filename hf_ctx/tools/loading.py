@@ -1,4 +1,5 @@
-"""Loading the tokenizer a user names, refusing one that would train on nothing.
+"""Loading the tokenizer a user names, refusing one that would train on nothing, one whose files are damaged or
+disagree with themselves, and one that asks to run code of its own.
 
 transformers 5 is lenient where a user wants an error: `AutoTokenizer.from_pretrained` on a folder without tokenizer
 files returns a tokenizer holding only its special tokens (BERT: 5), which maps every word to `[UNK]`: training on
@@ -8,7 +9,10 @@ it "works" and learns nothing.
 import os
 
 from transformers import AutoTokenizer
+from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
 
+from ..atomic_files import damaged_files
+from ..data.files import read_json_file
 from .checks import check_local_path
 
 
@@ -22,7 +26,9 @@ def check_tokenizer_vocabulary(tokenizer, source: str | os.PathLike):
     if getattr(tokenizer, "has_word_vocabulary", None) is not None:
         return tokenizer
     special = set(tokenizer.all_special_tokens)
-    if any(token not in special for token in tokenizer.get_vocab()):
+    vocab = tokenizer.get_vocab()
+    if any(token not in special for token in vocab):
+        check_tokenizer_consistency(tokenizer, vocab, source)
         return tokenizer
     source = os.fspath(source)
     names = sorted(set(getattr(tokenizer, "vocab_files_names", {}).values()) | {"tokenizer.json"})
@@ -38,8 +44,58 @@ def check_tokenizer_vocabulary(tokenizer, source: str | os.PathLike):
     )
 
 
+# The files a tokenizer folder may hold that are read as JSON.
+TOKENIZER_JSON_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json")
+
+
+def check_tokenizer_folder(folder: str | os.PathLike, trust_remote_code: bool = False) -> None:
+    """Refuse, naming the file, a local tokenizer folder whose JSON files are truncated or damaged (transformers
+    says "EOF while parsing" or "Expecting value" without a name), and one whose config asks for code of its own
+    (`auto_map`) naming a tokenizer class neither transformers nor hf_ctx has, unless `trust_remote_code`:
+    transformers would ask "[y/N]" on the terminal, or fail where there is none."""
+    folder = os.path.expanduser(os.fspath(folder))
+    if not os.path.isdir(folder):
+        return
+    damaged = damaged_files(folder, TOKENIZER_JSON_FILES)
+    if damaged:
+        raise ValueError(
+            f"tokenizer: in {folder}, {', '.join(damaged)} is incomplete or corrupt; save or copy it again"
+        )
+    for name in ("tokenizer_config.json", "config.json"):
+        path = os.path.join(folder, name)
+        config = read_json_file(path, "a JSON object") if os.path.isfile(path) else {}
+        auto_map = config.get("auto_map") if isinstance(config, dict) else None
+        wanted = config.get("tokenizer_class") if isinstance(config, dict) else None
+        if not isinstance(auto_map, dict) or "AutoTokenizer" not in auto_map or trust_remote_code:
+            continue
+        if isinstance(wanted, str) and tokenizer_class_from_name(wanted) is not None:
+            continue  # a class of transformers' or hf_ctx's own: it loads without the folder's code
+        raise ValueError(
+            f"tokenizer: {path} asks for code of its own (auto_map {auto_map['AutoTokenizer']!r}, tokenizer_class "
+            f"{wanted!r}), which neither transformers nor hf_ctx provides; hf_ctx does not run a folder's code"
+        )
+
+
+def check_tokenizer_consistency(tokenizer, vocab: dict, source: str | os.PathLike) -> None:
+    """Refuse a tokenizer whose files disagree with themselves, naming `source`: two tokens with one id (a
+    `tokenizer.json` whose `[UNK]` is missing gets it added over the last word's id; a hand-edited vocabulary).
+    The model's embeddings could not tell them apart, nor decoding."""
+    if len(set(vocab.values())) == len(vocab):
+        return
+    by_id = {}
+    for token, token_id in sorted(vocab.items(), key=lambda item: item[1]):
+        by_id.setdefault(token_id, []).append(token)
+    token_id, tokens = next((i, t) for i, t in by_id.items() if len(t) > 1)
+    raise ValueError(
+        f"the tokenizer loaded from {os.fspath(source)} gives id {token_id} to {len(tokens)} tokens "
+        f"({', '.join(map(repr, tokens[:3]))}): its vocabulary is damaged, or its files disagree"
+    )
+
+
 def load_tokenizer(name_or_path: str | os.PathLike, **kwargs):
-    """`AutoTokenizer.from_pretrained(name_or_path, **kwargs)`, refusing a missing local path and a tokenizer
-    without a real vocabulary (`check_tokenizer_vocabulary`)."""
+    """`AutoTokenizer.from_pretrained(name_or_path, **kwargs)`, refusing a missing local path, a local folder with
+    damaged files or code of its own (`check_tokenizer_folder`) and a tokenizer without a real vocabulary
+    (`check_tokenizer_vocabulary`)."""
     check_local_path(name_or_path, "tokenizer")
+    check_tokenizer_folder(name_or_path, kwargs.get("trust_remote_code", False))
     return check_tokenizer_vocabulary(AutoTokenizer.from_pretrained(name_or_path, **kwargs), name_or_path)

@@ -18,7 +18,12 @@ import transformers
 from transformers import HfArgumentParser, Trainer, TrainingArguments
 
 from ..atomic_files import lock_output
-from .checks import check_conflicting_arguments, check_path_arguments, check_positive_arguments
+from .checks import (
+    check_conflicting_arguments,
+    check_mixed_precision,
+    check_path_arguments,
+    check_positive_arguments,
+)
 from .families import MODEL_FAMILIES, families_with, preset_names
 
 logger = logging.getLogger(__name__)
@@ -90,6 +95,7 @@ def parse_args_and_set_up(
     check_path_arguments(*script_args)
     check_conflicting_arguments(ignored_together, *script_args)
     check_positive_arguments(*script_args, names=positive)
+    check_mixed_precision(training_args)
     # One process of a multi-process run saves (the main one, or each node's with --save_on_each_node), so that
     # one takes the lock: the others write only where it tells them to.
     if training_args.output_dir and training_args.should_save:

@@ -5,6 +5,7 @@ to the model it trains.
 
 import json
 import logging
+import math
 import os
 import re
 import tempfile
@@ -23,6 +24,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy
 from transformers.utils.hub import PushInProgress
 
 from ..atomic_files import damaged_file_reason, damaged_files, write_failed, write_into_folder, write_text
+from ..remote_code import check_finite_weights, nonfinite_tensors
 
 logger = logging.getLogger(__name__)
 
@@ -181,6 +183,59 @@ def _earlier_metrics(path: str) -> dict:
     return {}
 
 
+# --- divergence: training stops, and no checkpoint of non-finite weights is written -------------------------
+
+# Logged steps in a row whose loss or gradient norm may be NaN or infinite while the weights stay finite before
+# training stops. Under fp16 loss scaling, a step whose gradients overflow is skipped (the weights do not change)
+# and logs an infinite gradient norm; a few such steps in a row are normal while the scale settles, more mean the
+# loss itself is not finite and nothing is being learnt. Non-finite weights stop training at the first such log.
+NONFINITE_LOGS_TOLERATED = 5
+
+
+class NonFiniteTrainingCallback(TrainerCallback):
+    """Stops training with a `ValueError` when it diverges: at a logged non-finite `loss` or `grad_norm` whose
+    step left the weights non-finite (checked then, one pass over them), or after `NONFINITE_LOGS_TOLERATED`
+    such logs in a row. Raised from `on_log`, which the Trainer calls before it saves that step, so the last
+    checkpoint on disk is the last one saved with finite weights. Costs nothing while the logged values are
+    finite. (`--logging_nan_inf_filter`, on by default, keeps NaN losses out of the logged loss; the gradient
+    norm, logged wherever gradients are clipped, still shows them.)"""
+
+    def __init__(self):
+        self.nonfinite_logs = 0
+        self.last_saved_step = None
+
+    def on_save(self, args, state, control, **kwargs):
+        self.last_saved_step = state.global_step
+
+    def on_log(self, args, state, control, logs=None, model=None, **kwargs):
+        bad = {
+            key: value
+            for key, value in (logs or {}).items()
+            if key in ("loss", "grad_norm") and isinstance(value, (int, float)) and not math.isfinite(value)
+        }
+        if not bad:
+            self.nonfinite_logs = 0
+            return
+        self.nonfinite_logs += 1
+        weights = nonfinite_tensors(model.state_dict()) if model is not None else []
+        if not weights and self.nonfinite_logs < NONFINITE_LOGS_TOLERATED:
+            return
+        logged = ", ".join(f"{key} {value}" for key, value in bad.items())
+        if weights:
+            why = f"{len(weights)} weight tensor(s) hold NaN or infinite values (first: {weights[0][0]})"
+        else:
+            why = f"{self.nonfinite_logs} logged steps in a row were not finite"
+        kept = (
+            f"the last checkpoint, {PREFIX_CHECKPOINT_DIR}-{self.last_saved_step} in {args.output_dir}, is kept"
+            if self.last_saved_step is not None
+            else "no checkpoint was saved"
+        )
+        raise ValueError(
+            f"training diverged at step {state.global_step} ({logged}; {why}); stopped, and {kept}. Lower "
+            f"--learning_rate (now {args.learning_rate:g}), or check the data and --max_grad_norm"
+        )
+
+
 @dataclass
 class CtxTrainingArguments(TrainingArguments):
     """`TrainingArguments` and the one setting of the examples' training that it lacks: CPU threads."""
@@ -240,6 +295,8 @@ class CtxTrainer(Trainer):
     - `train(resume_from_checkpoint=...)` checks the checkpoint is complete (`resolve_resume_checkpoint`):
       "latest" or `True` skips an incomplete one with a warning; a named incomplete one is an error naming the
       missing files.
+    - A run that diverges stops with a `ValueError` (`NonFiniteTrainingCallback`), and weights holding NaN or
+      infinite values are never saved (`save_model`): the last checkpoint written is the last finite one.
     """
 
     def __init__(self, model=None, args: TrainingArguments | None = None, *rest, **kwargs):
@@ -255,6 +312,8 @@ class CtxTrainer(Trainer):
         super().__init__(model, args, *rest, **kwargs)
         if getattr(self.args, "max_train_minutes", None) is not None:
             self.add_callback(TrainingTimeLimit(self.args.max_train_minutes))
+
+        self.add_callback(NonFiniteTrainingCallback())
         if self.args.device.type == "cpu":
             set_num_threads(self.model, getattr(self.args, "num_threads", None))
         self._refuse_unsharded_fsdp()
@@ -302,6 +361,19 @@ class CtxTrainer(Trainer):
         if self.args.world_size > 1 or self.is_deepspeed_enabled or self.is_fsdp_enabled:
             return write(output_dir)
         return write_into_folder(output_dir, write)
+
+    def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
+        """`Trainer.save_model`, refusing weights that hold NaN or infinite values (`check_finite_weights`, one
+        pass over them) before anything is written. Sharded models (DeepSpeed, FSDP) are left to their engines:
+        no process holds all their weights."""
+        if not (self.is_deepspeed_enabled or self.is_fsdp_enabled):
+            check_finite_weights(
+                self.accelerator.unwrap_model(self.model).state_dict(),
+                f"step {self.state.global_step}",
+                f"training diverged, so {output_dir or self.args.output_dir} is not written (any checkpoint saved "
+                f"before is kept). Lower --learning_rate (now {self.args.learning_rate:g}), or check the data",
+            )
+        super().save_model(output_dir, _internal_call)
 
     def _save(self, output_dir: str | None = None, state_dict=None) -> None:
         # save_pretrained draws a "Writing model shards" bar even for one file: three lines of noise per checkpoint.
