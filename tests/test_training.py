@@ -403,3 +403,34 @@ def test_small_models_train_on_one_thread_unless_told_otherwise(tmp_path, monkey
     args.num_threads = None
     training.CtxTrainer(model=model, args=args)
     assert torch.get_num_threads() == 1
+
+
+def test_the_examples_keep_at_most_two_checkpoints_unless_told(tmp_path, capsys):
+    """CtxTrainingArguments' default bounds the disk: a run saving every step keeps the 2 latest checkpoints,
+    `--save_total_limit` sets another number (0: all), and `--help` says so."""
+    from pathlib import Path
+
+    from tiny_checkpoints import bert_sequence_classifier
+
+    from hf_ctx.tools.trainer import CtxTrainer, CtxTrainingArguments
+
+    parser = transformers.HfArgumentParser(CtxTrainingArguments)
+    model, tokenizer = bert_sequence_classifier(tmp_path)
+    data = Dataset.from_dict(tokenizer(["the cat sat"] * 8, padding="max_length", max_length=8).data)
+    data = data.add_column("label", [0, 1] * 4)
+
+    def checkpoints_left(*options):
+        output_dir = tmp_path / ("run" + "".join(options))
+        (args,) = parser.parse_args_into_dataclasses(
+            args=["--output_dir", str(output_dir), "--use_cpu", "--report_to", "none", "--disable_tqdm", "true"]
+            + ["--max_steps", "4", "--per_device_train_batch_size", "2", "--save_steps", "1", *options]
+        )
+        CtxTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer).train()
+        return sorted(p.name for p in Path(output_dir).glob("checkpoint-*"))
+
+    assert checkpoints_left() == ["checkpoint-3", "checkpoint-4"]
+    assert checkpoints_left("--save_total_limit", "3") == ["checkpoint-2", "checkpoint-3", "checkpoint-4"]
+    assert len(checkpoints_left("--save_total_limit", "0")) == 4
+    with pytest.raises(SystemExit):
+        parser.parse_args_into_dataclasses(args=["--help"])
+    assert "keep at most this many checkpoint-N folders" in " ".join(capsys.readouterr().out.split())

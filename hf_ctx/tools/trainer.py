@@ -165,7 +165,17 @@ def resolve_resume_checkpoint(
 
 @dataclass
 class CtxTrainingArguments(TrainingArguments):
-    """`TrainingArguments` and the one setting of the examples' training that it lacks: CPU threads."""
+    """`TrainingArguments` with the examples' defaults (at most 2 checkpoints kept) and the one setting of their
+    training that it lacks: CPU threads."""
+
+    save_total_limit: int | None = field(
+        default=2,
+        metadata={
+            "help": "keep at most this many checkpoint-N folders in --output_dir, deleting the oldest; the best one "
+            "of --load_best_model_at_end is always kept (default 2, where transformers keeps every one and a long "
+            "run fills the disk; 0 keeps every one)"
+        },
+    )
 
     num_threads: int | None = field(
         default=None,
