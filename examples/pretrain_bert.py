@@ -56,6 +56,7 @@ from hf_ctx.tools.model_card import evaluation_data, training_data_name
 from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
     TextCorpusArguments,
+    apply_learning_rate_default,
     parse_args_and_set_up,
     parse_config_overrides,
     train_and_evaluate,
@@ -266,6 +267,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         )
     tokenizer = load_or_train_tokenizer(model_args, training_args, train_documents, text_column)
     model = build_model(model_args, tokenizer)
+    apply_learning_rate_default(training_args, argv, model.config, "pretraining")
     tokenizer.model_max_length = model.config.max_position_embeddings
     if data_args.max_seq_length > model.config.max_position_embeddings:
         raise ValueError(

@@ -38,6 +38,7 @@ from hf_ctx.tools.families import check_tokenizer_fits, model_family
 from hf_ctx.tools.hub import finish_run
 from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
+    apply_learning_rate_default,
     apply_unpad_inputs,
     padding_multiple,
     parse_args_and_set_up,
@@ -141,6 +142,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         raise ValueError("give --tokenizer_name (or a --model_name_or_path that holds a tokenizer)")
     tokenizer = load_tokenizer(tokenizer_source, cache_dir=model_args.cache_dir)
     model = build_model(model_args)
+    apply_learning_rate_default(training_args, argv, model.config, "multiple_choice")
     apply_unpad_inputs(model, model_args.unpad_inputs)
     check_tokenizer_fits(model.config, tokenizer, data_args.max_seq_length, tokenizer_source)
     logger.info(f"{type(model).__name__} with {model.num_parameters():,} parameters, {len(columns.endings)} choices")

@@ -34,9 +34,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from datasets.utils.tqdm import tqdm  # off where `datasets` progress bars are (output to a file)
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
-from tqdm.auto import tqdm
 
 logger = logging.getLogger(__name__)
 

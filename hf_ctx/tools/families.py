@@ -73,6 +73,10 @@ class ModelFamily:
             `from_bilm`, or without), None (BERT: takes none).
         presets: size preset name -> config fields (`config_class.from_preset`).
         gpu_defaults: Trainer options a GPU run of the family's taggers gets unless given.
+        title: the family's name in text ("TagLM").
+        learning_rates: task (a key of `AUTO_CLASSES`) -> the learning rate the example scripts train the family's
+            model for that task with when `--learning_rate` is not given, chosen by a measured sweep
+            (docs/results.md#default-learning-rates); a task without one keeps transformers' 5e-5.
     """
 
     name: str
@@ -86,6 +90,8 @@ class ModelFamily:
     bilm: str | None = None
     presets: dict = field(default_factory=dict)
     gpu_defaults: dict = field(default_factory=dict)
+    title: str = ""
+    learning_rates: dict[str, float] = field(default_factory=dict)
 
     def takes(self, name: str) -> bool:
         """Whether the family's config has the field `name` (e.g. TagLM's "tag_scheme")."""
@@ -189,6 +195,8 @@ BERT = ModelFamily(
     new_tokenizer=_wordpiece_from_words,
     tokenizer_fields=lambda tokenizer: {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id},
     presets=configuration_bert.BERT_PRESETS,
+    title="BERT",
+    learning_rates={"pretraining": 1e-4},
 )
 ELMO = ModelFamily(
     name="elmo",
@@ -206,6 +214,8 @@ ELMO = ModelFamily(
     check_tokenizer=_check_reads_characters,
     bilm="checkpoint",
     presets=configuration_elmo.ELMO_PRESETS,
+    title="ELMo",
+    learning_rates={"pretraining": 1e-3, "token_classification": 1e-3, "sequence_classification": 1e-3},
 )
 TAGLM = ModelFamily(
     name="taglm",
@@ -219,6 +229,8 @@ TAGLM = ModelFamily(
     bilm="optional",
     # TagLM's steps are small: batches of 32 instead of 8 keep a GPU busy.
     gpu_defaults={"per_device_train_batch_size": 32, "per_device_eval_batch_size": 32},
+    title="TagLM",
+    learning_rates={"token_classification": 1e-2},
 )
 
 # Family name -> its record.

@@ -6,6 +6,7 @@ upload the whole output folder (training state, `training_args.bin`) and replace
 """
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -15,6 +16,10 @@ from transformers.modelcard import extract_hyperparameters_from_trainer, parse_l
 
 from ..atomic_files import write_text
 from .model_card import build_model_card
+from .plots import training_curves, write_training_curves
+
+# The picture of a run's loss and metrics that `finish_run` writes beside the checkpoint (and the card shows).
+TRAINING_CURVES_FILE = "training_curves.png"
 
 
 def push_checkpoint(
@@ -27,8 +32,10 @@ def push_checkpoint(
     private: bool | None = None,
     revision: str | None = None,
     commit_message: str = "Upload hf_ctx checkpoint",
+    extra_files=(),
 ):
-    """Upload `model` and `tokenizer` as `save_pretrained` writes them, with `card` as README.md, in one commit.
+    """Upload `model` and `tokenizer` as `save_pretrained` writes them, with `card` as README.md and the files
+    `extra_files` (paths; the card's pictures), in one commit.
 
     Creates the repository if needed. Returns the `CommitInfo` of the upload.
     """
@@ -38,6 +45,8 @@ def push_checkpoint(
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         card.save(Path(staging) / "README.md")
+        for extra in extra_files:
+            shutil.copyfile(extra, Path(staging) / Path(extra).name)
         # `delete_patterns`: a training_args.bin that an earlier push (transformers' own Trainer) left in the
         # repository holds a Hub token; it goes.
         return api.upload_folder(
@@ -58,7 +67,9 @@ def finish_run(trainer: Trainer, model_family: str, **card_facts) -> ModelCard |
     `hf_ctx.tools.model_card.build_model_card` (`dataset_name` is required; pass `eval_metrics={"validation": metrics}`
     with what `trainer.evaluate()` returned, and `hyperparameters` for settings outside `TrainingArguments`, which
     are added to the Trainer's). The Hub repository is `--hub_model_id` (default: the output folder's name),
-    with `--hub_token`, `--hub_private_repo` and `--hub_revision`.
+    with `--hub_token`, `--hub_private_repo` and `--hub_revision`. `training_curves.png` (the training loss and
+    each evaluation metric against steps, `hf_ctx.tools.plots`) is written beside the checkpoint, shown in the
+    card and pushed with it.
 
     Returns the card on the main process, `None` on the others.
     """
@@ -74,6 +85,14 @@ def finish_run(trainer: Trainer, model_family: str, **card_facts) -> ModelCard |
 
     model = trainer.accelerator.unwrap_model(trainer.model)
     _, training_log, _ = parse_log_history(trainer.state.log_history)
+    curves_file = os.path.join(args.output_dir, TRAINING_CURVES_FILE)
+    # Metrics a script measured without logging them (evaluated while predicting) end their curves.
+    evaluated = {
+        key: value for split in (card_facts.get("eval_metrics") or {}).values() for key, value in split.items()
+    }
+    drawn = write_training_curves(
+        curves_file, training_curves(trainer.state.log_history, evaluated, trainer.state.global_step)
+    )
     repo_id = trainer.hub_model_id or args.hub_model_id or Path(args.output_dir).absolute().name
     facts = {
         "training_log": training_log,
@@ -81,6 +100,7 @@ def finish_run(trainer: Trainer, model_family: str, **card_facts) -> ModelCard |
         "num_eval_examples": dataset_size(trainer.eval_dataset),
         "train_steps": trainer.state.global_step or None,
         "train_batch_size": args.train_batch_size * args.gradient_accumulation_steps * args.world_size,
+        "training_curves": TRAINING_CURVES_FILE if drawn else None,
         **card_facts,
         "hyperparameters": {**extract_hyperparameters_from_trainer(trainer), **card_facts.get("hyperparameters", {})},
     }
@@ -100,6 +120,7 @@ def finish_run(trainer: Trainer, model_family: str, **card_facts) -> ModelCard |
             private=args.hub_private_repo,
             revision=args.hub_revision,
             commit_message="End of training",
+            extra_files=[curves_file] if drawn else (),
         )
     return card
 

@@ -126,6 +126,7 @@ def build_model_card(
     eval_metrics: dict[str, dict[str, float]] | None = None,
     hyperparameters: dict | None = None,
     training_log: list[dict] | None = None,
+    training_curves: str | None = None,
     base_model: str | None = None,
     pipeline_tag: str | None = None,
     task_name: str | None = None,
@@ -159,6 +160,7 @@ def build_model_card(
         hyperparameters: name -> value table of the training settings.
         training_log: rows (dicts) of intermediate evaluation results, as `transformers.modelcard.parse_log_history`
             returns them.
+        training_curves: the file name of the run's `training_curves.png` beside the card, shown in it; None: none.
         base_model: the checkpoint training started from; listed in the metadata when it is a Hub id. A local path
             is shown as its folder's name only. `None`: the card says the model started from random weights (a
             TagLM tagger: all but its biLM, named by `config.bilm_name_or_path`).
@@ -235,6 +237,7 @@ def build_model_card(
         num_eval_examples=num_eval_examples,
         hyperparameters=hyperparameters or {},
         training_log=make_markdown_table(training_log) if training_log else "",
+        training_curves=training_curves,
         eval_results=eval_results,
         base_model=base_model,
         starting_point=starting_point,
