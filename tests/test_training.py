@@ -332,6 +332,7 @@ def test_saving_draws_no_progress_bar(checkpoints, tmp_path, capsys):
     """A checkpoint save is quick; transformers' "Writing model shards" bar was three lines of noise per save."""
     import transformers
 
+    transformers.utils.logging.enable_progress_bar()  # a script run by an earlier test (output to a file) turned it off
     checkpoints._save(str(tmp_path / "saved"))
     assert "Writing model shards" not in capsys.readouterr().err
     assert (tmp_path / "saved" / "model.safetensors").is_file()
