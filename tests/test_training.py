@@ -454,7 +454,7 @@ def test_a_family_trains_at_its_own_learning_rate_unless_one_is_given(tmp_path, 
     from hf_ctx.tools.scripts import apply_learning_rate_default
 
     def rate_and_lines(config, task, *options):
-        argv = ["--output_dir", str(tmp_path), "--report_to", "none", *options]
+        argv = ["--output_dir", str(tmp_path), "--report_to", "none", "--do_train", *options]
         (args,) = transformers.HfArgumentParser(TrainingArguments).parse_args_into_dataclasses(args=argv)
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="hf_ctx.tools.scripts"):
@@ -469,6 +469,7 @@ def test_a_family_trains_at_its_own_learning_rate_unless_one_is_given(tmp_path, 
     assert rest == " hf_ctx's default for TagLM token classification; --learning_rate sets another"
     assert rate_and_lines(TagLMConfig(), "token_classification", "--learning_rate", "3e-3") == (3e-3, [])
     assert rate_and_lines(TagLMConfig(), "token_classification", "--learning_rate=3e-3") == (3e-3, [])
+    assert rate_and_lines(TagLMConfig(), "token_classification", "--learning-rate", "3e-3") == (3e-3, [])
     assert rate_and_lines(ElmoConfig(), "pretraining")[0] == MODEL_FAMILIES["elmo"].learning_rates["pretraining"]
     assert "multiple_choice" not in MODEL_FAMILIES["bert"].learning_rates
     assert rate_and_lines(CtxBertConfig(), "multiple_choice") == (
@@ -480,6 +481,9 @@ def test_a_family_trains_at_its_own_learning_rate_unless_one_is_given(tmp_path, 
     )
     rate, lines = rate_and_lines(BertConfig(), "sequence_classification")  # a transformers BERT
     assert rate == 5e-5 and "hf_ctx has none for a bert model" in lines[0]
+    predicting = TrainingArguments(output_dir=str(tmp_path), report_to="none", do_predict=True)
+    apply_learning_rate_default(predicting, ["--do_predict"], TagLMConfig(), "token_classification")
+    assert predicting.learning_rate == 5e-5  # a run that does not train is left alone
 
 
 def test_progress_in_a_file_is_a_line_a_tenth_and_each_log_says_how_far(capsys):

@@ -157,7 +157,7 @@ def padding_multiple(pad_to_multiple_of: int | None, training_args: TrainingArgu
 def given_options(argv: list[str] | None) -> set[str]:
     """The names of the options on the command line `argv` (`None`: `sys.argv[1:]`): {"learning_rate", ...}."""
     return {
-        arg.removeprefix("--").split("=", 1)[0]
+        arg.removeprefix("--").split("=", 1)[0].replace("-", "_")  # the parser takes --learning-rate too
         for arg in (sys.argv[1:] if argv is None else argv)
         if arg.startswith("--")
     }
@@ -167,8 +167,8 @@ def apply_learning_rate_default(training_args: TrainingArguments, argv: list[str
     """Unless `--learning_rate` is on the command line `argv`, train with the learning rate that hf_ctx's family
     registry gives the model of `config` for `task` (a key of `AUTO_CLASSES`, e.g. "token_classification"), and
     say which one once. transformers' 5e-5 stays for a model of another library or a task without a measured
-    default."""
-    if "learning_rate" in given_options(argv):
+    default. A run that does not train says nothing."""
+    if not training_args.do_train or "learning_rate" in given_options(argv):
         return
     family, what = find_family(config), task.replace("_", " ")
     rate = family.learning_rates.get(task) if family is not None else None
