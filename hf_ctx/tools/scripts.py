@@ -114,10 +114,10 @@ def parse_args_and_set_up(
     training_args = parsed[-1]
     if not any(getattr(training_args, step) for step in steps):
         raise ValueError(f"nothing to do: give {' and/or '.join('--' + step for step in steps)}")
+    script_args = parsed[:-1]
+    check_path_arguments(*script_args)  # a missing model is the first and only line, before anything is loaded
     setup_logging(training_args, logger)
     transformers.set_seed(training_args.seed)
-    script_args = parsed[:-1]
-    check_path_arguments(*script_args)
     check_conflicting_arguments(ignored_together, *script_args)
     check_positive_arguments(*script_args, names=positive)
     return tuple(parsed)
