@@ -196,7 +196,7 @@ BERT = ModelFamily(
     tokenizer_fields=lambda tokenizer: {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id},
     presets=configuration_bert.BERT_PRESETS,
     title="BERT",
-    learning_rates={"pretraining": 1e-4},
+    learning_rates={},  # not swept yet: transformers' 5e-5
 )
 ELMO = ModelFamily(
     name="elmo",
@@ -215,7 +215,7 @@ ELMO = ModelFamily(
     bilm="checkpoint",
     presets=configuration_elmo.ELMO_PRESETS,
     title="ELMo",
-    learning_rates={"pretraining": 1e-3, "token_classification": 1e-3, "sequence_classification": 1e-3},
+    learning_rates={"pretraining": 1e-3, "token_classification": 3e-3},
 )
 TAGLM = ModelFamily(
     name="taglm",
@@ -230,7 +230,7 @@ TAGLM = ModelFamily(
     # TagLM's steps are small: batches of 32 instead of 8 keep a GPU busy.
     gpu_defaults={"per_device_train_batch_size": 32, "per_device_eval_batch_size": 32},
     title="TagLM",
-    learning_rates={"token_classification": 1e-2},
+    learning_rates={"token_classification": 3e-3},
 )
 
 # Family name -> its record.
