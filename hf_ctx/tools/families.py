@@ -196,7 +196,7 @@ BERT = ModelFamily(
     tokenizer_fields=lambda tokenizer: {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id},
     presets=configuration_bert.BERT_PRESETS,
     title="BERT",
-    learning_rates={},  # not swept yet: transformers' 5e-5
+    learning_rates={"pretraining": 3e-4},
 )
 ELMO = ModelFamily(
     name="elmo",
