@@ -180,12 +180,12 @@ def main(argv: list[str] | None = None) -> dict:
         for k, v in sorted(metrics.items())
         if k.endswith("_f1") and k.startswith("eval_") and k != "eval_f1"
     )
-    test_f1 = f"; test entity F1 {metrics['predict_f1']:.4f}" if "predict_f1" in metrics else ""
+    corpus = "the generated corpus" if how_generated(train) else "the given corpus"
+    test_f1 = f", test {metrics['predict_f1']:.4f}" if "predict_f1" in metrics else " (no test data)"
     print(
-        f"[3/4] TagLM validation entity F1 {metrics['eval_f1']:.4f} (precision {metrics['eval_precision']:.4f}, "
-        f"recall {metrics['eval_recall']:.4f}; {per_type}){test_f1}"
-        + (" on generated data" if how_generated(train) else "")
-        + f", saved in {tagger_dir} ({time.perf_counter() - started:.0f} s)"
+        f"[3/4] TagLM entity F1 on {corpus}: validation {metrics['eval_f1']:.4f} (precision "
+        f"{metrics['eval_precision']:.4f}, recall {metrics['eval_recall']:.4f}; {per_type}){test_f1}; saved in "
+        f"{tagger_dir} ({time.perf_counter() - started:.0f} s)"
     )
     started = starting("reload", "reloading the tagger through the Auto classes and tagging a sentence")
 

@@ -57,6 +57,7 @@ from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
     TextCorpusArguments,
+    apply_learning_rate_default,
     parse_args_and_set_up,
     parse_config_overrides,
     train_and_evaluate,
@@ -329,6 +330,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         model_args, data_args, training_args
     )
     model = build_model(model_args, tokenizer)
+    apply_learning_rate_default(training_args, argv, model.config, "pretraining")
     tokenizer.model_max_length = model.config.max_position_embeddings
     if data_args.max_seq_length > model.config.max_position_embeddings:
         raise ValueError(

@@ -50,6 +50,7 @@ from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
     TextCorpusArguments,
+    apply_learning_rate_default,
     parse_args_and_set_up,
     parse_config_overrides,
     train_and_evaluate,
@@ -178,6 +179,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             else (None, None)
         )
     model, tokenizer = build_model_and_tokenizer(model_args, train_sentences)
+    apply_learning_rate_default(training_args, argv, model.config, "pretraining")
     if data_args.streaming and training_args.do_train:
         train_sentences = shuffled_stream(train_sentences, training_args)
     lstm = model.config.lstm

@@ -68,6 +68,7 @@ from hf_ctx.tools.scripts import (
     MODEL_BUILDING_IGNORED_TOGETHER,
     ModelBuildingArguments,
     apply_gpu_defaults,
+    apply_learning_rate_default,
     apply_unpad_inputs,
     new_model_config,
     padding_multiple,
@@ -254,6 +255,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             raise ValueError("give --tokenizer_name (or a --model_name_or_path that holds a tokenizer)")
     model = build_model(model_args, task, tokenizer)
     family = MODEL_FAMILIES[model_family(model.config)]
+    apply_learning_rate_default(training_args, argv, model.config, "sequence_classification")
     apply_unpad_inputs(model, model_args.unpad_inputs)
     check_tokenizer_fits(model.config, tokenizer, data_args.max_seq_length, tokenizer_source)
     logger.info(f"{task.name}: {type(model).__name__} with {model.num_parameters():,} parameters")

@@ -65,6 +65,7 @@ from hf_ctx.tools.scripts import (
     MODEL_BUILDING_IGNORED_TOGETHER,
     ModelBuildingArguments,
     apply_gpu_defaults,
+    apply_learning_rate_default,
     apply_unpad_inputs,
     new_model_config,
     new_model_family,
@@ -404,6 +405,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             )
         callbacks.append(EarlyStoppingCallback(model_args.early_stopping_patience))
     model, tokenizer, family, checkpoint = build_tagger(model_args, data_args, labels, data, scheme)
+    apply_learning_rate_default(training_args, argv, model.config, "token_classification")
     # On a GPU: length-grouped batches, and the family's own defaults (TagLM's larger batches).
     applied = apply_gpu_defaults(training_args, argv, group_by_length=True, **family.gpu_defaults)
     if applied:
@@ -444,12 +446,16 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         callbacks=callbacks,
     )
 
-    metrics, eval_metrics = train_and_evaluate(trainer)
+    # Predicting on the validation split evaluates it too: evaluated once, its metrics are the "eval" ones.
+    evaluate_while_predicting = training_args.do_eval and training_args.do_predict and "validation" in encoded
+    metrics, eval_metrics = train_and_evaluate(trainer, evaluate=False if evaluate_while_predicting else None)
     for split in ("validation", "test") if training_args.do_predict else ():
         if split not in encoded:
             continue
-        prefix = "predict" if split == "test" else "predict_validation"
+        prefix = "predict" if split == "test" else "eval" if evaluate_while_predicting else "predict_validation"
         output = trainer.predict(encoded[split], metric_key_prefix=prefix)
+        if prefix == "eval":
+            eval_metrics = output.metrics
         predicted, _ = conll.predictions_to_tags(output.predictions, output.label_ids, model.config.id2label)
         path = Path(training_args.output_dir) / f"predictions_{split}.txt"
         if trainer.is_world_process_zero():

@@ -47,6 +47,7 @@ from hf_ctx.tools.scripts import (
     MODEL_BUILDING_IGNORED_TOGETHER,
     ModelBuildingArguments,
     apply_gpu_defaults,
+    apply_learning_rate_default,
     apply_unpad_inputs,
     new_model_config,
     padding_multiple,
@@ -232,6 +233,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         raise ValueError("give --tokenizer_name (or a --model_name_or_path that holds a tokenizer)")
     tokenizer = load_tokenizer(tokenizer_source, cache_dir=model_args.cache_dir)
     model = build_model(model_args, tokenizer)
+    apply_learning_rate_default(training_args, argv, model.config, "question_answering")
     # The card and the Hub upload describe hf_ctx models; a transformers BERT only evaluates here.
     family = model_family(model.config) if training_args.do_train else None
     apply_unpad_inputs(model, model_args.unpad_inputs)

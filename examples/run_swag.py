@@ -40,6 +40,7 @@ from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.scripts import (
     MODEL_BUILDING_IGNORED_TOGETHER,
     ModelBuildingArguments,
+    apply_learning_rate_default,
     apply_unpad_inputs,
     new_model_config,
     padding_multiple,
@@ -132,6 +133,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         raise ValueError("give --tokenizer_name (or a --model_name_or_path that holds a tokenizer)")
     tokenizer = load_tokenizer(tokenizer_source, cache_dir=model_args.cache_dir)
     model = build_model(model_args, tokenizer)
+    apply_learning_rate_default(training_args, argv, model.config, "multiple_choice")
     apply_unpad_inputs(model, model_args.unpad_inputs)
     check_tokenizer_fits(model.config, tokenizer, data_args.max_seq_length, tokenizer_source)
     logger.info(f"{type(model).__name__} with {model.num_parameters():,} parameters, {len(columns.endings)} choices")

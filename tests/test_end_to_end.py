@@ -44,6 +44,17 @@ def test_end_to_end_example_runs_every_step_with_tiny_sizes(tmp_path, capfd):
     output = capfd.readouterr()
     assert "LOAD REPORT" not in output.out + output.err and "Warning" not in output.err
     assert output.out.count("on 2 idle CPU cores with the default settings)") == 4
+    # Output to a file (capfd is no terminal) reads well there: no bar redrawn with carriage returns, no terminal
+    # codes, each block of metrics once (validation evaluated once, though also predicted), a short log.
+    printed = output.out + output.err
+    assert "\r" not in printed and "\x1b" not in printed
+    assert printed.count("***** eval metrics *****") == 2  # the biLM's and the tagger's
+    assert "predict_validation" not in printed and printed.count("***** predict metrics *****") == 1
+    assert len([line for line in printed.splitlines() if line.strip()]) <= 150
+    # The summary names validation and test F1, and says the corpus was generated.
+    [summary] = [line for line in output.out.splitlines() if line.startswith("[3/4]")]
+    assert summary.startswith("[3/4] TagLM entity F1 on the generated corpus: validation ")
+    assert f", test {results['tagger']['predict_f1']:.4f};" in summary
     perplexity = results["bilm"]["eval_perplexity"]
     assert math.isfinite(perplexity) and perplexity > 1
     tagger = AutoModelForTokenClassification.from_pretrained(tmp_path / "tagger")
@@ -69,5 +80,3 @@ def test_end_to_end_example_runs_every_step_with_tiny_sizes(tmp_path, capfd):
     assert f"| test | F1 | {round(results['tagger']['predict_f1'], 4)} |" in tagger_card
     bilm_card = (tmp_path / "bilm" / "README.md").read_text()
     assert "| Trained on | the local files raw.txt, bilm_training_text.txt, generated data |" in bilm_card
-    summary = next(line for line in output.out.splitlines() if line.startswith("[3/4]"))
-    assert f"test entity F1 {results['tagger']['predict_f1']:.4f} on generated data" in summary

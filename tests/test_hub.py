@@ -4,6 +4,7 @@ The Hub is replaced by mocks of `HfApi.create_repo` and `HfApi.upload_folder`; t
 file of the folder it is handed (the folder is temporary), so the test sees what would have been sent.
 """
 
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -64,6 +65,7 @@ def test_finish_run_saves_and_pushes_the_checkpoint_and_card(tmp_path, push_to_h
         max_steps=2,
         per_device_train_batch_size=8,
         learning_rate=1e-3,
+        logging_steps=1,
         report_to=[],
         save_strategy="no",
         push_to_hub=push_to_hub,
@@ -105,6 +107,16 @@ def test_finish_run_saves_and_pushes_the_checkpoint_and_card(tmp_path, push_to_h
     assert "Training examples: 16; 2 steps of 8 examples saw 16 examples (1 pass over them)." in loaded_card.text
     assert "Evaluation examples: 16." in loaded_card.text  # counted by finish_run from the Trainer's eval_dataset
     assert f"scores validation: accuracy {metrics['eval_accuracy']:.4f}" in caplog.text
+    # The picture beside the checkpoint, in the card: 3 panels of 400 x 300 pixels in a row (training loss,
+    # eval_loss, eval_accuracy); without matplotlib (an optional dependency) neither.
+    drawn = "![Training loss and evaluation metrics against steps](training_curves.png)" in loaded_card.text
+    assert (
+        drawn == (output_dir / "training_curves.png").is_file() == (importlib.util.find_spec("matplotlib") is not None)
+    )
+    if drawn:
+        from matplotlib.image import imread
+
+        assert imread(output_dir / "training_curves.png").shape[:2] == (300, 1200)
 
     if not push_to_hub:
         assert hub.created == [] and hub.uploads == []

@@ -363,7 +363,7 @@ def test_validation_file_and_split_percentage_are_refused_together(corpus, tmp_p
 @pytest.mark.parametrize(
     "options, error",
     [
-        (["--bilm_name_or_path", "runs/elmo"], "--model_type bert builds on no biLM; leave out --bilm_name_or_path"),
+        (["--bilm_name_or_path", "."], "--model_type bert builds on no biLM; leave out --bilm_name_or_path"),
         (["--word_vectors", "vectors.txt"], "--word_vectors: a bert tagger has no word embeddings to load them into"),
         (["--max_seq_length", "600"], r"--max_seq_length 600 exceeds the model's max_position_embeddings \(512\)"),
     ],

@@ -1,6 +1,7 @@
 """The helpers the example scripts share (hf_ctx.tools.scripts, hf_ctx.tools.trainer, hf_ctx.data.subsets; the
 scripts' own tests run them end to end)."""
 
+import io
 import logging
 import warnings
 
@@ -11,7 +12,7 @@ pytest.importorskip("datasets")
 import torch
 import transformers
 from datasets import Dataset
-from transformers import TrainingArguments
+from transformers import BertConfig, TrainingArguments
 
 from hf_ctx.data.subsets import first_examples, hold_out_validation
 from hf_ctx.tools.scripts import match_special_tokens, parse_config_overrides, setup_logging
@@ -104,10 +105,18 @@ def test_parse_args_and_set_up_parses_logs_and_seeds(tmp_path):
 @pytest.fixture
 def restore_logging():
     """setup_logging changes process-wide state: put transformers' verbosity and the warning filters back."""
+    import datasets
+
     verbosity = transformers.utils.logging.get_verbosity()
+    bars = transformers.utils.logging.is_progress_bar_enabled(), datasets.is_progress_bar_enabled()
     with warnings.catch_warnings():
         yield
     transformers.utils.logging.set_verbosity(verbosity)
+    # Output to a file (as under pytest) turns the progress bars off.
+    if bars[0]:
+        transformers.utils.logging.enable_progress_bar()
+    if bars[1]:
+        datasets.enable_progress_bars()
 
 
 def test_setup_logging_keeps_the_libraries_quiet_unless_asked(tmp_path, restore_logging):
@@ -288,6 +297,7 @@ def test_saving_draws_no_progress_bar(checkpoints, tmp_path, capsys):
     """A checkpoint save is quick; transformers' "Writing model shards" bar was three lines of noise per save."""
     import transformers
 
+    transformers.utils.logging.enable_progress_bar()  # a script run by an earlier test (output to a file) turned it off
     checkpoints._save(str(tmp_path / "saved"))
     assert "Writing model shards" not in capsys.readouterr().err
     assert (tmp_path / "saved" / "model.safetensors").is_file()
@@ -465,3 +475,124 @@ def test_a_few_non_finite_logs_with_finite_weights_are_tolerated_then_stop_the_r
         for _ in range(NONFINITE_LOGS_TOLERATED):
             logs = {"loss": float("nan"), "grad_norm": float("inf")}
             callback.on_log(args, state, TrainerControl(), logs=logs, model=model)
+
+
+def test_the_examples_keep_at_most_two_checkpoints_unless_told(tmp_path, capsys):
+    """CtxTrainingArguments' default bounds the disk: a run saving every step keeps the 2 latest checkpoints,
+    `--save_total_limit` sets another number (0: all), and `--help` says so."""
+    from pathlib import Path
+
+    from tiny_checkpoints import bert_sequence_classifier
+
+    from hf_ctx.tools.trainer import CtxTrainer, CtxTrainingArguments
+
+    parser = transformers.HfArgumentParser(CtxTrainingArguments)
+    model, tokenizer = bert_sequence_classifier(tmp_path)
+    data = Dataset.from_dict(tokenizer(["the cat sat"] * 8, padding="max_length", max_length=8).data)
+    data = data.add_column("label", [0, 1] * 4)
+
+    def checkpoints_left(*options):
+        output_dir = tmp_path / ("run" + "".join(options))
+        (args,) = parser.parse_args_into_dataclasses(
+            args=["--output_dir", str(output_dir), "--use_cpu", "--report_to", "none", "--disable_tqdm", "true"]
+            + ["--max_steps", "4", "--per_device_train_batch_size", "2", "--save_steps", "1", *options]
+        )
+        CtxTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer).train()
+        return sorted(p.name for p in Path(output_dir).glob("checkpoint-*"))
+
+    assert checkpoints_left() == ["checkpoint-3", "checkpoint-4"]
+    assert checkpoints_left("--save_total_limit", "3") == ["checkpoint-2", "checkpoint-3", "checkpoint-4"]
+    assert len(checkpoints_left("--save_total_limit", "0")) == 4
+    with pytest.raises(SystemExit):
+        parser.parse_args_into_dataclasses(args=["--help"])
+    assert "keep at most this many checkpoint-N folders" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_family_trains_at_its_own_learning_rate_unless_one_is_given(tmp_path, caplog):
+    """The registry's default for the model's family and task, said once; --learning_rate wins; a family or a
+    model without a default keeps transformers' 5e-5 and says so."""
+    from hf_ctx import CtxBertConfig, ElmoConfig, TagLMConfig
+    from hf_ctx.tools.families import MODEL_FAMILIES
+    from hf_ctx.tools.scripts import apply_learning_rate_default
+
+    def rate_and_lines(config, task, *options):
+        argv = ["--output_dir", str(tmp_path), "--report_to", "none", "--do_train", *options]
+        (args,) = transformers.HfArgumentParser(TrainingArguments).parse_args_into_dataclasses(args=argv)
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="hf_ctx.tools.scripts"):
+            apply_learning_rate_default(args, argv, config, task)
+        return args.learning_rate, [r.getMessage() for r in caplog.records]
+
+    taglm = MODEL_FAMILIES["taglm"].learning_rates["token_classification"]
+    rate, [line] = rate_and_lines(TagLMConfig(), "token_classification")
+    assert rate == taglm != 5e-5
+    said, _, rest = line.removeprefix("learning rate ").partition(":")
+    assert float(said) == taglm and "e-" in said  # spelled as on a command line: 1e-2
+    assert rest == " hf_ctx's default for TagLM token classification; --learning_rate sets another"
+    assert rate_and_lines(TagLMConfig(), "token_classification", "--learning_rate", "3e-3") == (3e-3, [])
+    assert rate_and_lines(TagLMConfig(), "token_classification", "--learning_rate=3e-3") == (3e-3, [])
+    assert rate_and_lines(TagLMConfig(), "token_classification", "--learning-rate", "3e-3") == (3e-3, [])
+    assert rate_and_lines(ElmoConfig(), "pretraining")[0] == MODEL_FAMILIES["elmo"].learning_rates["pretraining"]
+    assert "multiple_choice" not in MODEL_FAMILIES["bert"].learning_rates
+    assert rate_and_lines(CtxBertConfig(), "multiple_choice") == (
+        5e-5,
+        [
+            "learning rate 5e-5: transformers' default (hf_ctx has none for BERT multiple choice); "
+            "--learning_rate sets another"
+        ],
+    )
+    rate, lines = rate_and_lines(BertConfig(), "sequence_classification")  # a transformers BERT
+    assert rate == 5e-5 and "hf_ctx has none for a bert model" in lines[0]
+    predicting = TrainingArguments(output_dir=str(tmp_path), report_to="none", do_predict=True)
+    apply_learning_rate_default(predicting, ["--do_predict"], TagLMConfig(), "token_classification")
+    assert predicting.learning_rate == 5e-5  # a run that does not train is left alone
+
+
+def test_progress_in_a_file_is_a_line_a_tenth_and_each_log_says_how_far(capsys):
+    """No line per step: 100 steps logged every 25 give the 4 logged lines, each with its step, and a line for
+    each tenth that passed without one; the final summary and a later evaluation's log are the scripts' to print."""
+    from types import SimpleNamespace
+
+    from hf_ctx.tools.trainer import ProgressLinesCallback
+
+    callback, state = (
+        ProgressLinesCallback(),
+        SimpleNamespace(global_step=0, max_steps=100, is_world_process_zero=True),
+    )
+    callback.on_train_begin(None, state, None)
+    for step in range(1, 101):
+        state.global_step = step
+        callback.on_step_end(None, state, None)
+        if step % 25 == 0:
+            callback.on_log(None, state, None, logs={"loss": 1.0 / step, "epoch": step / 100})
+    callback.on_log(None, state, None, logs={"train_runtime": 1.0, "train_loss": 0.5})
+    callback.on_train_end(None, state, None)
+    callback.on_log(None, state, None, logs={"eval_loss": 0.5})
+    lines = capsys.readouterr().out.splitlines()
+    steps = [int(line.removeprefix("step ").split("/")[0]) for line in lines]
+    assert steps == [10, 20, 25, 35, 45, 50, 60, 70, 75, 85, 95, 100]
+    assert lines[2].startswith("step 25/100 (25%), ") and lines[2].endswith(": {'loss': '0.04', 'epoch': '0.25'}")
+    assert all(line.startswith("step ") for line in lines)
+
+
+def test_output_to_a_file_gets_progress_lines_and_no_terminal_codes(tmp_path, restore_logging):
+    """Under pytest stderr is no terminal, as in a log file: the Trainer reports with ProgressLinesCallback, and
+    transformers' colour codes (its LOAD REPORT) are taken out of what its logger writes."""
+    from transformers import ProgressCallback
+
+    from hf_ctx.tools.trainer import CtxTrainer, ProgressLinesCallback, progress_to_terminal
+
+    assert not progress_to_terminal()
+    args = TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none")
+    setup_logging(args, logging.getLogger("a_script"))
+    handler = transformers.utils.logging._default_handler  # where transformers' records go (stderr)
+    written = io.StringIO()
+    stream = handler.setStream(written)
+    try:
+        logging.getLogger("transformers.modeling_utils").warning("\x1b[1mBertModel LOAD REPORT\x1b[0m from: x")
+    finally:
+        handler.setStream(stream)
+    assert written.getvalue().endswith("BertModel LOAD REPORT from: x\n") and "\x1b" not in written.getvalue()
+    callbacks = CtxTrainer(model=torch.nn.Linear(2, 2), args=args).callback_handler.callbacks
+    assert any(isinstance(c, ProgressLinesCallback) for c in callbacks)
+    assert not any(isinstance(c, ProgressCallback) for c in callbacks)

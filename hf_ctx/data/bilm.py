@@ -23,7 +23,7 @@ from collections.abc import Iterable
 
 import torch
 from datasets import Dataset, Features, IterableDataset, List, Value
-from tqdm.auto import tqdm
+from datasets.utils.tqdm import tqdm  # off where `datasets` progress bars are (output to a file)
 from transformers import EvalPrediction
 
 from ..atomic_files import atomic_write

@@ -37,9 +37,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from datasets.utils.tqdm import tqdm  # off where `datasets` progress bars are (output to a file)
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save as serialize
-from tqdm.auto import tqdm
 
 from ..atomic_files import atomic_write, remove_stale_temporaries
 

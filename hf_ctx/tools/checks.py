@@ -2,30 +2,61 @@
 must exist, output folders, finite weights, the examples' arguments. (Loading a tokenizer with those checks is
 `hf_ctx.tools.loading.load_tokenizer`.)
 
-transformers 5 reads `from_pretrained("/a/missing/folder")` as a Hub id and says "Repo id must be in the form
-...", where a user wants to hear that the folder does not exist.
+transformers 5 reads a missing local folder as a Hub id: `from_pretrained("runs/missing")`, offline, blames the
+network ("We couldn't connect to 'https://huggingface.co'"), and `from_pretrained("/a/missing/folder")` says "Repo
+id must be in the form ...", where a user wants to hear that the folder does not exist.
 """
 
 import os
 
+from huggingface_hub import HfApi, constants
+from huggingface_hub.file_download import repo_folder_name
+from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers import CONFIG_MAPPING
 
 from ..data.files import read_json_file
 
 
 def looks_like_local_path(name_or_path: str | os.PathLike) -> bool:
-    """Whether `name_or_path` is meant as a local path rather than a Hub id ("name" or "owner/name")."""
+    """Whether `name_or_path` can only be a local path: absolute, relative to "." or "~", or not a valid Hub id
+    ("name" or "owner/name")."""
     text = os.fspath(name_or_path)
-    return os.path.isabs(text) or text.startswith((".", "~")) or text.count("/") > 1
+    if os.path.isabs(text) or text.startswith((".", "~")):
+        return True
+    try:
+        validate_repo_id(text)
+    except HFValidationError:
+        return True
+    return False
 
 
 def check_local_path(name_or_path: str | os.PathLike, what: str = "checkpoint") -> None:
-    """Raise `FileNotFoundError` when `name_or_path` is a local path (see `looks_like_local_path`) that does not
-    exist, instead of transformers' message about Hub repository ids; and refuse a local checkpoint whose config
-    names an unknown `model_type` (`check_model_type`)."""
-    if looks_like_local_path(name_or_path) and not os.path.exists(os.path.expanduser(os.fspath(name_or_path))):
-        raise FileNotFoundError(f"{what}: {os.fspath(name_or_path)} does not exist")
-    check_model_type(name_or_path, what)
+    """Refuse, with one line that says so first, a `name_or_path` that is no local file or folder and no model the
+    Hub has (or the Hub cache holds); refuse a local checkpoint whose config names an unknown `model_type`
+    (`check_model_type`).
+
+    transformers would read such a name as a Hub id and fail later, after the data are loaded, blaming the
+    network ("We couldn't connect to 'https://huggingface.co'") or the id's form. Offline
+    (`HF_HUB_OFFLINE=1`) the Hub is not asked; online a missing name costs one `repo_info` request.
+    """
+    text = os.fspath(name_or_path)
+    if os.path.exists(os.path.expanduser(text)):
+        check_model_type(name_or_path, what)
+        return
+    if looks_like_local_path(text):
+        raise FileNotFoundError(f"no folder {text!r}, given for {what}")
+    if os.path.isdir(os.path.join(constants.HF_HUB_CACHE, repo_folder_name(repo_id=text, repo_type="model"))):
+        return  # downloaded before: transformers loads it from the cache, online or not
+    if constants.HF_HUB_OFFLINE:
+        raise FileNotFoundError(f"no folder {text!r} (and the Hub is not tried offline), given for {what}")
+    try:
+        found = HfApi().repo_exists(text)
+    except Exception as error:  # the HTTP client's connection errors, which differ between huggingface_hub versions
+        raise FileNotFoundError(
+            f"no folder {text!r} (and the Hub could not be reached: {error}), given for {what}"
+        ) from None
+    if not found:
+        raise FileNotFoundError(f"{text!r} is neither a local folder nor a model on the Hub, given for {what}")
 
 
 def check_model_type(name_or_path: str | os.PathLike, what: str = "checkpoint") -> None:
@@ -55,11 +86,15 @@ PATH_ARGUMENTS = ("model_name_or_path", "config_name", "tokenizer_name", "bilm_n
 
 
 def check_path_arguments(*argument_groups) -> None:
-    """`check_local_path` on each of `PATH_ARGUMENTS` the examples' argument dataclasses set."""
+    """`check_local_path` on each of `PATH_ARGUMENTS` the examples' argument dataclasses set, except a
+    `--config_name` that names a size preset ("mini")."""
+    from .families import MODEL_FAMILIES
+
+    presets = {name for family in MODEL_FAMILIES.values() for name in family.presets}
     for group in argument_groups:
         for name in PATH_ARGUMENTS:
             value = getattr(group, name, None)
-            if value is not None:
+            if value is not None and not (name == "config_name" and value in presets):
                 check_local_path(value, f"--{name}")
 
 

@@ -79,6 +79,10 @@ class ModelFamily:
         bilm_use: what a pretrained biLM (`--bilm_name_or_path`) is to a new model (`BiLMUse`).
         presets: size preset name -> config fields (`config_class.from_preset`).
         gpu_defaults: Trainer options a GPU run of the family's taggers gets unless given.
+        title: the family's name in text ("TagLM").
+        learning_rates: task (a key of `AUTO_CLASSES`) -> the learning rate the example scripts train the family's
+            model for that task with when `--learning_rate` is not given, chosen by a measured sweep
+            (docs/results.md#default-learning-rates); a task without one keeps transformers' 5e-5.
     """
 
     name: str
@@ -92,6 +96,8 @@ class ModelFamily:
     bilm_use: BiLMUse = BiLMUse.NONE
     presets: dict = field(default_factory=dict)
     gpu_defaults: dict = field(default_factory=dict)
+    title: str = ""
+    learning_rates: dict[str, float] = field(default_factory=dict)
 
     def config_has_field(self, name: str) -> bool:
         """Whether the family's config has the field `name` (e.g. TagLM's "tag_scheme")."""
@@ -201,6 +207,8 @@ BERT = ModelFamily(
     new_tokenizer=_wordpiece_from_words,
     tokenizer_fields=lambda tokenizer: {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id},
     presets=configuration_bert.BERT_PRESETS,
+    title="BERT",
+    learning_rates={"pretraining": 3e-4},
 )
 ELMO = ModelFamily(
     name="elmo",
@@ -218,6 +226,8 @@ ELMO = ModelFamily(
     check_tokenizer=_check_reads_characters,
     bilm_use=BiLMUse.STARTS_FROM,
     presets=configuration_elmo.ELMO_PRESETS,
+    title="ELMo",
+    learning_rates={"pretraining": 1e-3, "token_classification": 3e-3},
 )
 TAGLM = ModelFamily(
     name="taglm",
@@ -231,6 +241,8 @@ TAGLM = ModelFamily(
     bilm_use=BiLMUse.MAY_BUILD_ON,
     # TagLM's steps are small: batches of 32 instead of 8 keep a GPU busy.
     gpu_defaults={"per_device_train_batch_size": 32, "per_device_eval_batch_size": 32},
+    title="TagLM",
+    learning_rates={"token_classification": 3e-3},
 )
 
 # Family name -> its record.

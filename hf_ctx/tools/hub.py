@@ -7,6 +7,7 @@ upload the whole output folder (training state, `training_args.bin`) and replace
 
 import logging
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -16,11 +17,14 @@ from transformers.modelcard import extract_hyperparameters_from_trainer, parse_l
 
 from ..atomic_files import write_text
 from .model_card import RunFacts, build_model_card
+from .plots import training_curves, write_training_curves
 
 logger = logging.getLogger(__name__)
 
 # The metrics a run's one-line summary shows, of each split's Trainer output.
 _SUMMARY_METRICS = ("f1", "accuracy", "exact_match", "matthews_correlation", "pearson", "perplexity", "mlm_accuracy")
+# The picture of a run's loss and metrics that `finish_run` writes beside the checkpoint (and the card shows).
+TRAINING_CURVES_FILE = "training_curves.png"
 
 
 def push_checkpoint(
@@ -33,8 +37,10 @@ def push_checkpoint(
     private: bool | None = None,
     revision: str | None = None,
     commit_message: str = "Upload hf_ctx checkpoint",
+    extra_files=(),
 ):
-    """Upload `model` and `tokenizer` as `save_pretrained` writes them, with `card` as README.md, in one commit.
+    """Upload `model` and `tokenizer` as `save_pretrained` writes them, with `card` as README.md and the files
+    `extra_files` (paths; the card's pictures), in one commit.
 
     Creates the repository if needed. Returns the `CommitInfo` of the upload.
     """
@@ -44,6 +50,8 @@ def push_checkpoint(
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         card.save(Path(staging) / "README.md")
+        for extra in extra_files:
+            shutil.copyfile(extra, Path(staging) / Path(extra).name)
         # `delete_patterns`: a training_args.bin that an earlier push (transformers' own Trainer) left in the
         # repository holds a Hub token; it goes.
         return api.upload_folder(
@@ -62,7 +70,8 @@ def finish_run(trainer: Trainer, facts: RunFacts) -> ModelCard | None:
     The tokenizer is the Trainer's `processing_class`. The card is built from `facts` (what the script gathered:
     data, counts, metrics, starting point, its own settings) and what the Trainer knows (`complete_from_trainer`).
     The Hub repository is `--hub_model_id` (default: the output folder's name), with `--hub_token`,
-    `--hub_private_repo` and `--hub_revision`.
+    `--hub_private_repo` and `--hub_revision`. `training_curves.png` (the training loss and each evaluation metric
+    against steps, `hf_ctx.tools.plots`) is written beside the checkpoint, shown in the card and pushed with it.
 
     Returns the card on the main process, `None` on the others.
     """
@@ -77,6 +86,13 @@ def finish_run(trainer: Trainer, facts: RunFacts) -> ModelCard | None:
         return None
 
     model = trainer.accelerator.unwrap_model(trainer.model)
+    curves_file = os.path.join(args.output_dir, TRAINING_CURVES_FILE)
+    # Metrics a script measured without logging them (evaluated while predicting) end their curves.
+    evaluated = dict(facts.parts["validation"].metrics) if "validation" in facts.parts else {}
+    drawn = write_training_curves(
+        curves_file, training_curves(trainer.state.log_history, evaluated, trainer.state.global_step)
+    )
+    facts.training_curves = TRAINING_CURVES_FILE if drawn else None
     repo_id = trainer.hub_model_id or args.hub_model_id or Path(args.output_dir).absolute().name
     card = build_model_card(model, complete_from_trainer(facts, trainer), model_id=repo_id)
     write_text(os.path.join(args.output_dir, "README.md"), str(card))
@@ -95,6 +111,7 @@ def finish_run(trainer: Trainer, facts: RunFacts) -> ModelCard | None:
             private=args.hub_private_repo,
             revision=args.hub_revision,
             commit_message="End of training",
+            extra_files=[curves_file] if drawn else (),
         )
     return card
 

@@ -142,6 +142,8 @@ class RunFacts:
         hyperparameters: settings outside `TrainingArguments` (the Trainer's are added by `finish_run`).
         pipeline_tag, task_name: by default derived from the model class.
         train_steps, train_batch_size, training_log: filled by `finish_run` from the Trainer.
+        training_curves: the file name of the run's `training_curves.png` beside the card, which the card shows
+            (`finish_run` draws it); None: none.
     """
 
     family: str
@@ -158,6 +160,7 @@ class RunFacts:
     train_steps: int | None = None
     train_batch_size: int | None = None
     training_log: list[dict] | None = None
+    training_curves: str | None = None
 
     def part(self, split: str) -> DataPart:
         """The `DataPart` of `split` ("train", "validation", "test"), created empty the first time."""
@@ -280,6 +283,7 @@ def build_model_card(
         measured_on=evaluation["measured_on"],
         hyperparameters=facts.hyperparameters,
         training_log=make_markdown_table(facts.training_log) if facts.training_log else "",
+        training_curves=facts.training_curves,
         base_model=origin["name"],
         base_model_origin=origin["phrase"],
         starting_point=_starting_point(origin, model.config),

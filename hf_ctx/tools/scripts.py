@@ -9,6 +9,7 @@ The run ends with `hf_ctx.tools.hub.finish_run` (checkpoint, model card, `--push
 import importlib.metadata
 import json
 import logging
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -24,7 +25,8 @@ from .checks import (
     check_path_arguments,
     check_positive_arguments,
 )
-from .families import MODEL_FAMILIES, families_with, preset_names
+from .families import MODEL_FAMILIES, families_with, find_family, preset_names
+from .trainer import progress_to_terminal
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +40,8 @@ def setup_logging(training_args: TrainingArguments, logger: logging.Logger) -> N
     (WARNING), so the Trainer prints its progress bar and metrics but not its INFO chatter (every config it
     loads, every file it saves), unless `--log_level info` asks for it. Without an accelerator,
     `dataloader_pin_memory` is turned off: pinned memory only serves copies to a GPU, and the DataLoader warns
-    about it on every run. Then `logger` says which hf_ctx version and process this is.
+    about it on every run. Where the output goes to a file, not a terminal, it is made to read well there
+    (`plain_output_for_files`). Then `logger` says which hf_ctx version and process this is.
     """
     logging.basicConfig(
         format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=[logging.StreamHandler(sys.stdout)]
@@ -53,10 +56,40 @@ def setup_logging(training_args: TrainingArguments, logger: logging.Logger) -> N
     transformers.utils.logging.set_verbosity(library_level)
     if training_args.device.type == "cpu":
         training_args.dataloader_pin_memory = False
+    if not progress_to_terminal():
+        plain_output_for_files()
     logger.info(
         f"hf_ctx {importlib.metadata.version('hf_ctx')}, process {training_args.process_index} of {training_args.world_size} "
         f"on {training_args.device}"
     )
+
+
+# A terminal's colour and style codes (transformers' LOAD REPORT writes them whatever the output is).
+_ANSI_CODES = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+class _WithoutTerminalCodes(logging.Filter):
+    """Removes terminal codes from each record a handler writes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "\x1b[" in message:
+            record.msg, record.args = _ANSI_CODES.sub("", message), None
+        return True
+
+
+_WITHOUT_TERMINAL_CODES = _WithoutTerminalCodes()
+
+
+def plain_output_for_files() -> None:
+    """What a script prints, made to read well in a file: no progress bars of `datasets` (data preparation, the
+    biLM cache) and transformers (loading weights), whose every redraw would be a line, and no terminal codes
+    in the records of transformers' and the root logger's handlers. The Trainer's progress becomes a line every
+    tenth of the steps (`hf_ctx.tools.trainer.ProgressLinesCallback`)."""
+    datasets.disable_progress_bars()
+    transformers.utils.logging.disable_progress_bar()
+    for handler in logging.getLogger("transformers").handlers + logging.getLogger().handlers:
+        handler.addFilter(_WITHOUT_TERMINAL_CODES)  # once: a filter already there is not added again
 
 
 def parse_args_and_set_up(
@@ -89,10 +122,10 @@ def parse_args_and_set_up(
     training_args = parsed[-1]
     if not any(getattr(training_args, step) for step in steps):
         raise ValueError(f"nothing to do: give {' and/or '.join('--' + step for step in steps)}")
+    script_args = parsed[:-1]
+    check_path_arguments(*script_args)  # a missing model is the first and only line, before anything is loaded
     setup_logging(training_args, logger)
     transformers.set_seed(training_args.seed)
-    script_args = parsed[:-1]
-    check_path_arguments(*script_args)
     check_conflicting_arguments(ignored_together, *script_args)
     check_positive_arguments(*script_args, names=positive)
     check_mixed_precision(training_args)
@@ -134,6 +167,43 @@ def padding_multiple(pad_to_multiple_of: int | None, training_args: TrainingArgu
     return pad_to_multiple_of
 
 
+def given_options(argv: list[str] | None) -> set[str]:
+    """The names of the options on the command line `argv` (`None`: `sys.argv[1:]`): {"learning_rate", ...}."""
+    return {
+        arg.removeprefix("--").split("=", 1)[0].replace("-", "_")  # the parser takes --learning-rate too
+        for arg in (sys.argv[1:] if argv is None else argv)
+        if arg.startswith("--")
+    }
+
+
+def apply_learning_rate_default(training_args: TrainingArguments, argv: list[str] | None, config, task: str) -> None:
+    """Unless `--learning_rate` is on the command line `argv`, train with the learning rate that hf_ctx's family
+    registry gives the model of `config` for `task` (a key of `AUTO_CLASSES`, e.g. "token_classification"), and
+    say which one once. transformers' 5e-5 stays for a model of another library or a task without a measured
+    default. A run that does not train says nothing."""
+    if not training_args.do_train or "learning_rate" in given_options(argv):
+        return
+    family, what = find_family(config), task.replace("_", " ")
+    rate = family.learning_rates.get(task) if family is not None else None
+    if rate is None:
+        whose = f"{family.title} {what}" if family is not None else f"a {config.model_type} model"
+        logger.info(
+            f"learning rate {_short(training_args.learning_rate)}: transformers' default (hf_ctx has none for "
+            f"{whose}); --learning_rate sets another"
+        )
+        return
+    training_args.learning_rate = rate
+    logger.info(
+        f"learning rate {_short(rate)}: hf_ctx's default for {family.title} {what}; --learning_rate sets another"
+    )
+
+
+def _short(number: float) -> str:
+    """A number as a command line spells it: 0.001 -> "1e-3", 2.5e-05 -> "2.5e-5"."""
+    mantissa, exponent = f"{number:e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
 def apply_gpu_defaults(training_args: TrainingArguments, argv: list[str] | None, **defaults) -> dict:
     """On a CUDA device, set `TrainingArguments` fields to the examples' GPU defaults where the command line did
     not set them; returns what was set. On a GPU small steps are bound by kernel launches, not arithmetic:
@@ -147,11 +217,7 @@ def apply_gpu_defaults(training_args: TrainingArguments, argv: list[str] | None,
     """
     if training_args.device.type != "cuda":
         return {}
-    given = {
-        arg.removeprefix("--").split("=", 1)[0]
-        for arg in (sys.argv[1:] if argv is None else argv)
-        if arg.startswith("--")
-    }
+    given = given_options(argv)
     applied = {}
     for name, value in defaults.items():
         if name == "group_by_length" and hasattr(training_args, "train_sampling_strategy"):
@@ -352,14 +418,16 @@ def record_metrics(trainer: Trainer, split: str, metrics: dict[str, float]) -> N
 
 
 def train_and_evaluate(
-    trainer: Trainer, eval_datasets: Mapping[str, datasets.Dataset] | None = None
+    trainer: Trainer, eval_datasets: Mapping[str, datasets.Dataset] | None = None, *, evaluate: bool | None = None
 ) -> tuple[dict[str, float], dict[str, float]]:
     """The `--do_train` and `--do_eval` steps of an example script, each as its arguments ask.
 
     Training resumes from `--resume_from_checkpoint` when that is given; its metrics are logged and saved
     ("train") with the Trainer state. Evaluation runs on the Trainer's `eval_dataset`, or on each of
     `eval_datasets` (metric-key prefix -> dataset, e.g. MNLI's matched and mismatched dev sets); the metrics are
-    logged and saved ("eval"). The model itself is saved by `hf_ctx.tools.hub.finish_run` at the end of the script.
+    logged and saved ("eval"). `evaluate=False` leaves evaluation to the script (which evaluates while predicting
+    on the same split, so that it evaluates once); None: `--do_eval`. The model itself is saved by
+    `hf_ctx.tools.hub.finish_run` at the end of the script.
 
     Returns (every metric, the evaluation metrics alone); the latter is empty without `--do_eval`.
     """
@@ -371,7 +439,7 @@ def train_and_evaluate(
         metrics.update(result.metrics)
         record_metrics(trainer, "train", result.metrics)
         trainer.save_state()
-    if args.do_eval:
+    if args.do_eval if evaluate is None else evaluate:
         if eval_datasets is None:
             eval_metrics = trainer.evaluate()
         else:

@@ -8,7 +8,9 @@ import logging
 import math
 import os
 import re
+import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from time import monotonic
 
@@ -19,7 +21,7 @@ from accelerate.data_loader import prepare_data_loader
 from datasets.distributed import split_dataset_by_node
 from huggingface_hub import HfApi
 from torch.utils.data import DataLoader
-from transformers import Trainer, TrainerCallback, TrainingArguments
+from transformers import ProgressCallback, Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy
 from transformers.utils.hub import PushInProgress
 
@@ -236,9 +238,66 @@ class NonFiniteTrainingCallback(TrainerCallback):
         )
 
 
+def progress_to_terminal() -> bool:
+    """Whether progress bars reach a person at a terminal (stderr, where tqdm draws them); else they go to a file
+    or a pipe, where each redraw would be one more line."""
+    return sys.stderr is not None and sys.stderr.isatty()
+
+
+class ProgressLinesCallback(TrainerCallback):
+    """The Trainer's progress for a log file: each line the Trainer logs while training (loss, learning rate,
+    evaluation metrics, as `ProgressCallback` prints them) starts with how far training is ("step 50/669 (7%),
+    18 s, about 160 s left"), and where a tenth of the steps, or `every_seconds`, pass without one, a line says
+    just that. No line per step and no evaluation bars; the end-of-training summary (`train_runtime`, ...) is
+    left to the scripts' "train metrics" block, and what an evaluation after training logs to their metrics."""
+
+    def __init__(self, every_seconds: float = 300.0):
+        self.every_seconds = every_seconds
+        self.training = False
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.training = True
+        self.started = self.last_time = time.perf_counter()
+        self.last_step = state.global_step
+
+    def _progress(self, state) -> str:
+        """Where training is, and when it should end at the pace so far."""
+        self.last_time, self.last_step = time.perf_counter(), state.global_step
+        elapsed = self.last_time - self.started
+        left = elapsed * (state.max_steps - state.global_step) / max(state.global_step, 1)
+        share = 100 * state.global_step / state.max_steps
+        return f"step {state.global_step}/{state.max_steps} ({share:.0f}%), {elapsed:.0f} s, about {left:.0f} s left"
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if not state.is_world_process_zero or not state.max_steps:
+            return
+        tenth_passed = (state.global_step - self.last_step) * 10 >= state.max_steps
+        if tenth_passed or time.perf_counter() - self.last_time >= self.every_seconds:
+            print(self._progress(state), flush=True)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not state.is_world_process_zero or not self.training or not logs or "train_runtime" in logs:
+            return
+        shown = {k: f"{v:.4g}" if isinstance(v, float) else v for k, v in logs.items() if k != "total_flos"}
+        print(f"{self._progress(state)}: {shown}" if state.max_steps else shown, flush=True)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.training = False
+
+
 @dataclass
 class CtxTrainingArguments(TrainingArguments):
-    """`TrainingArguments` and the one setting of the examples' training that it lacks: CPU threads."""
+    """`TrainingArguments` with the examples' defaults (at most 2 checkpoints kept) and the one setting of their
+    training that it lacks: CPU threads."""
+
+    save_total_limit: int | None = field(
+        default=2,
+        metadata={
+            "help": "keep at most this many checkpoint-N folders in --output_dir, deleting the oldest; the best one "
+            "of --load_best_model_at_end is always kept (default 2, where transformers keeps every one and a long "
+            "run fills the disk; 0 keeps every one)"
+        },
+    )
 
     num_threads: int | None = field(
         default=None,
@@ -290,6 +349,8 @@ class CtxTrainer(Trainer):
       names, tokenizer), so every revision of the repository loads with `trust_remote_code`. The Trainer's own
       state never goes: `Trainer` would upload `training_args.bin`, a pickle holding `--hub_token` and local
       paths. `--hub_strategy checkpoint` / `all_checkpoints` upload that state by design and are refused.
+    - Where stderr is no terminal (a log file), progress is `ProgressLinesCallback`'s line every tenth of the
+      steps instead of a tqdm bar redrawn at every step.
     - On the CPU, torch's intra-op threads are set for the model's size (`set_num_threads`; `--num_threads`
       of `CtxTrainingArguments` or `OMP_NUM_THREADS` overrides).
     - `train(resume_from_checkpoint=...)` checks the checkpoint is complete (`resolve_resume_checkpoint`):
@@ -314,6 +375,9 @@ class CtxTrainer(Trainer):
             self.add_callback(TrainingTimeLimit(self.args.max_train_minutes))
 
         self.add_callback(NonFiniteTrainingCallback())
+        if not progress_to_terminal() and not self.args.disable_tqdm:
+            self.callback_handler.remove_callback(ProgressCallback)
+            self.callback_handler.add_callback(ProgressLinesCallback())
         if self.args.device.type == "cpu":
             set_num_threads(self.model, getattr(self.args, "num_threads", None))
         self._refuse_unsharded_fsdp()

@@ -1,0 +1,78 @@
+"""`training_curves.png`: a training run's loss and evaluation metrics against steps, for a person to look at
+beside the checkpoint (and in its model card).
+
+matplotlib is optional (the `test` and `experiments` extras have it): without it the picture is skipped with one
+logged line.
+"""
+
+import io
+import logging
+import os
+
+from ..atomic_files import atomic_write
+
+logger = logging.getLogger(__name__)
+
+# Entries of the Trainer's evaluation logs that describe the run, not the model.
+_BOOKKEEPING = ("runtime", "samples_per_second", "steps_per_second", "epoch", "step", "total_flos")
+_PANEL_SIZE = (4.0, 3.0)  # inches, one metric each
+_COLUMNS = 3
+
+
+def training_curves(log_history: list[dict], final_metrics: dict[str, float] | None = None, final_step=None):
+    """The curves of a run, from `Trainer.state.log_history`: {"training loss": (steps, values), "eval_f1":
+    (steps, values), ...}: the training loss as logged every `--logging_steps`, and each evaluation metric
+    (`eval_*`, the loss included; not the timings). `final_metrics` (`{"eval_f1": ...}`), measured at step
+    `final_step` by a script that did not log them (evaluated while predicting), is added as the last point of
+    its curves. Curves with no point are left out."""
+    curves: dict[str, tuple[list, list]] = {}
+
+    def add(name, step, value):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            steps, values = curves.setdefault(name, ([], []))
+            if step not in steps:
+                steps.append(step)
+                values.append(float(value))
+
+    for entry in log_history:
+        step = entry.get("step")
+        if "loss" in entry:
+            add("training loss", step, entry["loss"])
+        for key, value in entry.items():
+            if key.startswith("eval_") and not key.endswith(_BOOKKEEPING):
+                add(key, step, value)
+    for key, value in (final_metrics or {}).items():
+        if key.startswith("eval_") and not key.endswith(_BOOKKEEPING):
+            add(key, final_step, value)
+    return curves
+
+
+def write_training_curves(path: str | os.PathLike, curves: dict[str, tuple[list, list]]) -> bool:
+    """Draw `curves` (`training_curves`), one panel each, `_COLUMNS` to a row, into the PNG file `path`
+    (written atomically). Returns whether it was written: not without curves, nor without matplotlib (said in
+    one line)."""
+    if not curves:
+        return False
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        logger.info(f"not drawing {os.path.basename(path)}: matplotlib is not installed (pip install matplotlib)")
+        return False
+    columns = min(len(curves), _COLUMNS)
+    rows = -(-len(curves) // columns)
+    # A Figure of its own, not pyplot's: no display, and no state shared with the user's plots.
+    figure = Figure(figsize=(_PANEL_SIZE[0] * columns, _PANEL_SIZE[1] * rows), layout="constrained")
+    FigureCanvasAgg(figure)
+    for axes, (name, (steps, values)) in zip(figure.subplots(rows, columns, squeeze=False).flat, curves.items()):
+        axes.plot(steps, values, marker="o" if len(steps) < 20 else None)
+        axes.set_title(name)
+        axes.set_xlabel("step")
+        axes.grid(alpha=0.3)
+    for axes in figure.axes[len(curves) :]:
+        axes.set_visible(False)
+    image = io.BytesIO()
+    figure.savefig(image, format="png", dpi=100)
+    with atomic_write(path, "wb") as f:
+        f.write(image.getvalue())
+    return True

@@ -1,0 +1,47 @@
+"""hf_ctx.tools.plots: the curves read from a Trainer's log history, and the picture skipped without matplotlib."""
+
+import logging
+import sys
+
+import pytest
+
+from hf_ctx.tools.plots import training_curves, write_training_curves
+
+LOG_HISTORY = [
+    {"loss": 2.0, "grad_norm": 1.0, "learning_rate": 1e-3, "epoch": 0.5, "step": 5},
+    {"loss": 1.0, "grad_norm": 1.0, "learning_rate": 5e-4, "epoch": 1.0, "step": 10},
+    {"eval_loss": 1.5, "eval_f1": 0.25, "eval_runtime": 0.1, "eval_samples_per_second": 9.0, "epoch": 1.0, "step": 10},
+    {"loss": 0.5, "epoch": 1.5, "step": 15},
+    {"train_runtime": 3.0, "train_loss": 1.2, "total_flos": 1.0, "epoch": 2.0, "step": 20},
+]
+
+
+def test_curves_are_the_training_loss_and_each_evaluation_metric_against_steps():
+    assert training_curves(LOG_HISTORY) == {
+        "training loss": ([5, 10, 15], [2.0, 1.0, 0.5]),
+        "eval_loss": ([10], [1.5]),
+        "eval_f1": ([10], [0.25]),
+    }
+    # An evaluation the script did not log ends its curves; one logged at that step already is not repeated.
+    final = {"eval_loss": 1.25, "eval_f1": 0.5, "eval_runtime": 0.2}
+    curves = training_curves(LOG_HISTORY, final, 20)
+    assert curves["eval_f1"] == ([10, 20], [0.25, 0.5]) and "eval_runtime" not in curves
+    assert training_curves(LOG_HISTORY, {"eval_f1": 0.9}, 10)["eval_f1"] == ([10], [0.25])
+    assert training_curves([{"train_runtime": 1.0, "train_loss": 1.0, "step": 2}]) == {}
+
+
+def test_the_picture_has_a_panel_per_curve_and_is_skipped_without_matplotlib(tmp_path, monkeypatch, caplog):
+    image = pytest.importorskip("matplotlib.image")
+    path = tmp_path / "training_curves.png"
+    curves = training_curves(LOG_HISTORY, {"eval_accuracy": 0.5}, 20)  # 4 curves: 3 to a row, 2 rows
+    assert write_training_curves(path, curves)
+    assert image.imread(path).shape[:2] == (600, 1200)
+    assert not write_training_curves(tmp_path / "none.png", {}) and not (tmp_path / "none.png").exists()
+
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # import fails as if not installed
+    with caplog.at_level(logging.INFO, logger="hf_ctx.tools.plots"):
+        assert not write_training_curves(tmp_path / "skipped.png", curves)
+    assert not (tmp_path / "skipped.png").exists()
+    assert [r.getMessage() for r in caplog.records] == [
+        "not drawing skipped.png: matplotlib is not installed (pip install matplotlib)"
+    ]
