@@ -782,7 +782,7 @@ def prepare_tagging_and_glue(data: Path, folder: Path, word_vectors: str) -> Non
     from hf_ctx.data.conll import read_conll
     from hf_ctx.data.word_vectors import save_word_vectors_subset
 
-    for task, (glue_folder, _) in TASKS.items():
+    for _task, (glue_folder, _) in TASKS.items():
         if glue_folder is not None:
             (folder / "glue" / glue_folder).mkdir(parents=True)
             for name in ("train.tsv", "dev.tsv"):

@@ -350,16 +350,16 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         pad_to_multiple_of=data_args.pad_to_multiple_of,
         seed=training_args.seed,
     )
-    build = dict(
-        tokenizer=tokenizer,
-        objective=data_args.objective,
-        max_seq_length=data_args.max_seq_length,
-        short_seq_prob=data_args.short_seq_probability,
-        seed=training_args.seed,
-        text_column=text_column,
-        num_proc=data_args.preprocessing_num_workers,
-        split_sentences=data_args.split_sentences,
-    )
+    build = {
+        "tokenizer": tokenizer,
+        "objective": data_args.objective,
+        "max_seq_length": data_args.max_seq_length,
+        "short_seq_prob": data_args.short_seq_probability,
+        "seed": training_args.seed,
+        "text_column": text_column,
+        "num_proc": data_args.preprocessing_num_workers,
+        "split_sentences": data_args.split_sentences,
+    }
     train_dataset = eval_dataset = train_available = eval_available = None
     with training_args.main_process_first(desc="building pretraining examples"):
         if training_args.do_train:

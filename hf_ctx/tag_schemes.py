@@ -222,9 +222,9 @@ def _is_transition_allowed(scheme: str, from_prefix: str, from_entity: str, to_p
         return False  # a sentence has a word
     # An entity that must be closed is open: only its continuation may follow.
     blocked = record.must_close and from_prefix in record.left_open
-    if to_prefix in record.continues or to_prefix in record.only_after_same_type:
-        if from_prefix in record.left_open and from_entity == to_entity:
-            return True
+    continues = to_prefix in record.continues or to_prefix in record.only_after_same_type
+    if continues and from_prefix in record.left_open and from_entity == to_entity:
+        return True
     # O, the sentence's end, or the start of an entity.
     return (to_prefix in ("O", "END") or to_prefix in record.opens) and not blocked
 

@@ -310,7 +310,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
         if isinstance(encoded_inputs, (list, tuple)):
             if not encoded_inputs:
                 raise ValueError("nothing to pad: got an empty list of examples")
-            encoded_inputs = {key: [example[key] for example in encoded_inputs] for key in encoded_inputs[0].keys()}
+            encoded_inputs = {key: [example[key] for example in encoded_inputs] for key in encoded_inputs[0]}
         if "input_ids" not in encoded_inputs:
             raise ValueError(f"pad needs input_ids (character ids); got the keys {sorted(encoded_inputs)}")
         batch = {key: _to_list(value) for key, value in encoded_inputs.items()}

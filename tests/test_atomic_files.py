@@ -27,10 +27,9 @@ def _leftovers(folder):
 def test_atomic_write_keeps_the_previous_file(tmp_path):
     path = tmp_path / "results.json"
     write_text(path, '{"f1": 0.5}')
-    with pytest.raises(OSError, match="No space"):
-        with atomic_write(path) as f:
-            f.write('{"f1": ')
-            disk_full()
+    with pytest.raises(OSError, match="No space"), atomic_write(path) as f:
+        f.write('{"f1": ')
+        disk_full()
     assert json.loads(path.read_text()) == {"f1": 0.5}
     assert _leftovers(str(tmp_path / "x")) == []
     assert oct(path.stat().st_mode & 0o777) == oct(0o666 & ~_umask())

@@ -22,10 +22,10 @@ from hf_ctx.data.bilm_cache import BiLMStateCache, BiLMStatesCollator, with_bilm
 
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "dogs", "run", "fast", "."]
 SENTENCES = [WORDS[:3], WORDS[2:9], WORDS[:1], WORDS[1:10], WORDS[4:6]]
-BILM_CONFIG = dict(
-    char_cnn={"filters": [[1, 4], [2, 8]], "embedding": {"dim": 4}, "n_highway": 1},
-    lstm={"dim": 16, "projection_dim": 8, "n_layers": 2, "cell_clip": 3.0, "proj_clip": 3.0},
-)
+BILM_CONFIG = {
+    "char_cnn": {"filters": [[1, 4], [2, 8]], "embedding": {"dim": 4}, "n_highway": 1},
+    "lstm": {"dim": 16, "projection_dim": 8, "n_layers": 2, "cell_clip": 3.0, "proj_clip": 3.0},
+}
 
 
 @pytest.fixture

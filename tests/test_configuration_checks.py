@@ -12,11 +12,11 @@ from hf_ctx import CtxBertConfig, CtxBertModel, ElmoConfig, ElmoModel, TagLMConf
 from hf_ctx.configuration_elmo import DEFAULT_LSTM
 from hf_ctx.tools.convert_elmo import elmo_config_from_options
 
-TINY_ELMO = dict(
-    char_cnn={"filters": [[1, 4], [2, 6]], "embedding": {"dim": 4}, "n_highway": 1},
-    lstm={"dim": 12, "projection_dim": 5, "n_layers": 1},
-    vocab_size=20,
-)
+TINY_ELMO = {
+    "char_cnn": {"filters": [[1, 4], [2, 6]], "embedding": {"dim": 4}, "n_highway": 1},
+    "lstm": {"dim": 12, "projection_dim": 5, "n_layers": 1},
+    "vocab_size": 20,
+}
 CONFIGS = {
     "bert": lambda: CtxBertConfig.from_preset("tiny", vocab_size=50),
     "elmo": lambda: ElmoConfig(**TINY_ELMO),

@@ -11,7 +11,13 @@ import hf_ctx.tools.cli
 from hf_ctx import CtxBertModel
 from hf_ctx.tools.convert_bert import checkpoint_name, convert_bert_checkpoint, convert_bert_config
 
-SMALL = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
+SMALL = {
+    "vocab_size": 99,
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 37,
+}
 
 
 def test_convert_rejects_what_it_cannot_represent(tmp_path):

@@ -105,7 +105,7 @@ def tf_token_embeddings(ids, w, options):
     table = np.concatenate([np.zeros((1, w["char_embed"].shape[1])), w["char_embed"]])  # padding row added
     chars = table[ids]  # (tokens, 50, dim)
     features = []
-    for i, (width, count) in enumerate(cnn["filters"]):
+    for i, (width, _count) in enumerate(cnn["filters"]):
         kernel, bias = w[f"CNN/W_cnn_{i}"][0], w[f"CNN/b_cnn_{i}"]  # (width, dim, count)
         conv = np.stack([np.einsum("twd,wdc->tc", chars[:, s : s + width], kernel) for s in range(50 - width + 1)], 1)
         features.append(np.maximum((conv + bias).max(axis=1), 0))  # max-pool, then relu

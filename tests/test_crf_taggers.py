@@ -37,29 +37,29 @@ ELMO_LABELS = torch.tensor([[1, 2, 0, 3], [0, 0, -100, -100], [3, 4, 0, -100]])
 
 
 def bert_crf(**overrides):
-    fields = dict(
-        vocab_size=60,
-        max_position_embeddings=32,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-        id2label=BIO_LABELS,
-        use_crf=True,
-        tag_scheme="BIO",
-    )
+    fields = {
+        "vocab_size": 60,
+        "max_position_embeddings": 32,
+        "hidden_dropout_prob": 0.0,
+        "attention_probs_dropout_prob": 0.0,
+        "id2label": BIO_LABELS,
+        "use_crf": True,
+        "tag_scheme": "BIO",
+    }
     torch.manual_seed(0)
     return CtxBertForTokenClassification(CtxBertConfig.from_preset("tiny", **{**fields, **overrides})).eval()
 
 
 def elmo_crf(**overrides):
-    fields = dict(
-        char_cnn={"filters": [[1, 4], [2, 8]], "embedding": {"dim": 4}, "n_highway": 1},
-        lstm={"dim": 16, "projection_dim": 8, "n_layers": 2},
-        task_hidden_size=4,
-        classifier_dropout=0.0,
-        id2label=BIO_LABELS,
-        use_crf=True,
-        tag_scheme="BIO",
-    )
+    fields = {
+        "char_cnn": {"filters": [[1, 4], [2, 8]], "embedding": {"dim": 4}, "n_highway": 1},
+        "lstm": {"dim": 16, "projection_dim": 8, "n_layers": 2},
+        "task_hidden_size": 4,
+        "classifier_dropout": 0.0,
+        "id2label": BIO_LABELS,
+        "use_crf": True,
+        "tag_scheme": "BIO",
+    }
     torch.manual_seed(0)
     return ElmoForTokenClassification(ElmoConfig(**{**fields, **overrides})).eval()
 

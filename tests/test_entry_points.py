@@ -43,10 +43,10 @@ HOSTILE_VALUES = st.one_of(
 CONFIGS = {
     "bert": (
         CtxBertConfig,
-        dict(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8),
+        {"vocab_size": 20, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 8},
     ),
-    "elmo": (ElmoConfig, dict(vocab_size=20)),
-    "taglm": (TagLMConfig, dict(vocab_size=20)),
+    "elmo": (ElmoConfig, {"vocab_size": 20}),
+    "taglm": (TagLMConfig, {"vocab_size": 20}),
 }
 
 

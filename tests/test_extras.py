@@ -1,29 +1,29 @@
 """Every third-party module the test suite imports (in tests/, in the examples and experiments it runs, and in
 hf_ctx itself) is installed by `pip install -e ".[test]"`: it belongs to a distribution that install_requires or
-the `test` extra of setup.cfg names, or to one of their dependencies. An import that only some tests need is
+the `test` extra of pyproject.toml names, or to one of their dependencies. An import that only some tests need is
 allowed where those tests skip without it (`pytest.importorskip`) or where the code catches its ImportError."""
 
 import ast
-import configparser
 import importlib.metadata
 import sys
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+
+tomllib = pytest.importorskip("tomllib", reason="reads pyproject.toml with Python 3.11's tomllib")
 
 REPO = Path(__file__).resolve().parents[1]
 # What the tests import or run: the package, the tests, and the example and experiment scripts.
 CHECKED_FOLDERS = ["hf_ctx", "tests", "examples"]
 
 
-def declared_distributions(setup_cfg: Path, extra: str = "test") -> set[str]:
-    """install_requires and the `extra` of setup.cfg, with everything they depend on (canonical names)."""
-    parser = configparser.ConfigParser()
-    parser.read(setup_cfg)
-    lines = parser["options"]["install_requires"].splitlines()
-    lines += parser["options.extras_require"][extra].splitlines()
-    pending = [Requirement(line).name for line in lines if line.strip() and not line.strip().startswith("#")]
+def declared_distributions(pyproject: Path, extra: str = "test") -> set[str]:
+    """The dependencies and the `extra` of pyproject.toml, with everything they depend on (canonical names)."""
+    project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+    lines = project["dependencies"] + project["optional-dependencies"][extra]
+    pending = [Requirement(line).name for line in lines]
     declared = set()
     while pending:
         name = canonicalize_name(pending.pop())
@@ -114,18 +114,18 @@ def local_modules() -> set[str]:
 def test_every_third_party_import_of_the_tests_is_installed_by_the_test_extra():
     files = [path for folder in CHECKED_FOLDERS for path in sorted((REPO / folder).rglob("*.py"))]
     assert len(files) > 50
-    problems = undeclared_imports(files, declared_distributions(REPO / "setup.cfg"), local_modules())
+    problems = undeclared_imports(files, declared_distributions(REPO / "pyproject.toml"), local_modules())
     assert not problems, "\n".join(problems)
 
 
 def test_the_check_finds_an_undeclared_import_and_accepts_a_skipped_one(tmp_path):
     """Experiment code imports matplotlib only where an extra the tests install provides it."""
-    setup_cfg = tmp_path / "setup.cfg"
-    setup_cfg.write_text(
-        "[options]\ninstall_requires =\n    transformers\n[options.extras_require]\ntest =\n    pytest\n"
-        "experiments =\n    matplotlib\n"
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(
+        '[project]\ndependencies = ["transformers"]\n'
+        '[project.optional-dependencies]\ntest = ["pytest"]\nexperiments = ["matplotlib"]\n'
     )
-    declared = declared_distributions(setup_cfg)
+    declared = declared_distributions(pyproject)
     assert {"transformers", "pytest", "numpy"} <= declared and "matplotlib" not in declared  # numpy: transitive
     report = tmp_path / "report.py"
     report.write_text("import json\nimport numpy\n\ndef plot():\n    import matplotlib.pyplot as plt\n")

@@ -205,4 +205,4 @@ def test_a_window_runs_the_first_item_then_each_later_one_that_still_fits(tmp_pa
     )
     assert ran == ["checks", "bert-control"]
     states = {i["name"]: i["state"] for i in json.loads((out / "gpu_ledger.json").read_text())["items"]}
-    assert states == {**{name: "pending" for name in gpu_window.ITEMS}, "checks": "done", "bert-control": "done"}
+    assert states == {**dict.fromkeys(gpu_window.ITEMS, "pending"), "checks": "done", "bert-control": "done"}

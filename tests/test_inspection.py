@@ -66,8 +66,8 @@ def test_attention_grid_has_a_panel_per_head_showing_its_probabilities(bert):
 @pytest.mark.parametrize(
     "arguments, message",
     [
-        (dict(layer=2), r"layer must be an integer in \[-2, 2\)"),
-        (dict(layer=0, head=3), r"head must be an integer in \[0, 3\) or None"),
+        ({"layer": 2}, r"layer must be an integer in \[-2, 2\)"),
+        ({"layer": 0, "head": 3}, r"head must be an integer in \[0, 3\) or None"),
     ],
 )
 def test_attention_outside_the_model_is_refused(bert, arguments, message):

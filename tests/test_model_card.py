@@ -1,7 +1,6 @@
 """Model cards: Hub metadata that huggingface_hub's own parsers accept, the run's facts in the text, and
 loading snippets that work."""
 
-import configparser
 import fnmatch
 import re
 from importlib import resources
@@ -248,10 +247,11 @@ def test_loading_snippets_of_the_card_run(family, build, tmp_path):
 
 
 def test_templates_ship_as_package_data():
-    """A non-editable install has the templates: each is under hf_ctx/ and matched by setup.cfg's package_data."""
-    setup = configparser.ConfigParser()
-    setup.read(REPO / "setup.cfg")
-    patterns = [p.strip() for p in setup["options.package_data"]["hf_ctx"].split(",")]
+    """A non-editable install has the templates: each is under hf_ctx/ and matched by pyproject.toml's package
+    data."""
+    tomllib = pytest.importorskip("tomllib", reason="reads pyproject.toml with Python 3.11's tomllib")
+    setup = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    patterns = setup["package-data"]["hf_ctx"]
     templates = resources.files("hf_ctx") / "model_cards"
     for name in [f"{family}.md" for family in MODEL_FAMILIES] + ["_base.md"]:
         assert (templates / name).is_file(), name

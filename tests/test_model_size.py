@@ -57,7 +57,13 @@ def test_the_check_leaves_the_config_as_it_was_so_legacy_flags_reach_the_model()
 
     from hf_ctx import CtxBertModel
 
-    sizes = dict(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8)
+    sizes = {
+        "vocab_size": 20,
+        "hidden_size": 8,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "intermediate_size": 8,
+    }
     config = CtxBertConfig(**sizes, gradient_checkpointing=True)
     before = config.to_dict()
     model_size.check_parameter_memory(CtxBertModel, config)

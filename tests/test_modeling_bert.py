@@ -33,14 +33,14 @@ from hf_ctx import (
 from hf_ctx.modeling_bert import sinusoidal_position_table
 from hf_ctx.tools.convert_bert import convert_bert_checkpoint, convert_bert_config, convert_bert_state_dict
 
-TINY = dict(
-    vocab_size=99,
-    hidden_size=32,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    intermediate_size=37,
-    max_position_embeddings=64,
-)
+TINY = {
+    "vocab_size": 99,
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 37,
+    "max_position_embeddings": 64,
+}
 
 
 def tiny_config(**overrides):
@@ -62,26 +62,26 @@ def padded_batch(vocab_size=99, batch=3, length=11, seed=0):
 # --- parity with transformers' BERT ------------------------------------------------------------------------
 
 PARITY_CONFIGS = [
-    dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37),
-    dict(
-        vocab_size=120,
-        hidden_size=48,
-        num_hidden_layers=3,
-        num_attention_heads=6,
-        intermediate_size=64,
-        hidden_act="gelu_new",
-        layer_norm_eps=1e-7,
-        type_vocab_size=3,
-    ),
-    dict(
-        vocab_size=77,
-        hidden_size=24,
-        num_hidden_layers=1,
-        num_attention_heads=1,
-        intermediate_size=96,
-        hidden_act="relu",
-        max_position_embeddings=40,
-    ),
+    {"vocab_size": 99, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 37},
+    {
+        "vocab_size": 120,
+        "hidden_size": 48,
+        "num_hidden_layers": 3,
+        "num_attention_heads": 6,
+        "intermediate_size": 64,
+        "hidden_act": "gelu_new",
+        "layer_norm_eps": 1e-7,
+        "type_vocab_size": 3,
+    },
+    {
+        "vocab_size": 77,
+        "hidden_size": 24,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 1,
+        "intermediate_size": 96,
+        "hidden_act": "relu",
+        "max_position_embeddings": 40,
+    },
 ]
 HEADS = [
     ("BertModel", ["last_hidden_state", "pooler_output"]),
@@ -133,9 +133,12 @@ def test_converted_model_matches_transformers(
         input_ids, attention_mask, token_type_ids = (
             t[:, None].expand(-1, 2, -1).contiguous() for t in (input_ids, attention_mask, token_type_ids)
         )
-    inputs = dict(
-        input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, output_hidden_states=True
-    )
+    inputs = {
+        "input_ids": input_ids,
+        "attention_mask": attention_mask,
+        "token_type_ids": token_type_ids,
+        "output_hidden_states": True,
+    }
     with torch.no_grad():
         expected, actual = source(**inputs), ours(**inputs)
     real = attention_mask.bool().reshape(-1, attention_mask.shape[-1])  # (sequences, T), also for multiple choice
@@ -227,13 +230,13 @@ def test_sinusoidal_positions_are_fixed_unsaved_and_restored(tmp_path):
 @pytest.mark.parametrize(
     "overrides,message",
     [
-        (dict(hidden_size=30, num_attention_heads=4), "divisible"),
-        (dict(num_hidden_layers=0), "num_hidden_layers"),
-        (dict(vocab_size=-1), "vocab_size"),
-        (dict(hidden_act="swishy"), "swishy"),
-        (dict(hidden_dropout_prob=1.5), "hidden_dropout_prob"),
-        (dict(position_embedding_type="rotary"), "rotary"),
-        (dict(pad_token_id=500), "pad_token_id"),
+        ({"hidden_size": 30, "num_attention_heads": 4}, "divisible"),
+        ({"num_hidden_layers": 0}, "num_hidden_layers"),
+        ({"vocab_size": -1}, "vocab_size"),
+        ({"hidden_act": "swishy"}, "swishy"),
+        ({"hidden_dropout_prob": 1.5}, "hidden_dropout_prob"),
+        ({"position_embedding_type": "rotary"}, "rotary"),
+        ({"pad_token_id": 500}, "pad_token_id"),
     ],
 )
 def test_config_rejects_bad_values(overrides, message):
@@ -252,20 +255,20 @@ def test_presets():
 @pytest.mark.parametrize(
     "inputs,message",
     [
-        (dict(input_ids=torch.tensor([[1, 2, 99]])), "input_ids contains 99"),
-        (dict(input_ids=torch.tensor([[1, -2, 3]])), "input_ids contains -2"),
-        (dict(input_ids=torch.ones(1, 65, dtype=torch.long)), "longer than the model allows"),
+        ({"input_ids": torch.tensor([[1, 2, 99]])}, "input_ids contains 99"),
+        ({"input_ids": torch.tensor([[1, -2, 3]])}, "input_ids contains -2"),
+        ({"input_ids": torch.ones(1, 65, dtype=torch.long)}, "longer than the model allows"),
         (
-            dict(input_ids=torch.ones(2, 4, dtype=torch.long), token_type_ids=torch.full((2, 4), 2)),
+            {"input_ids": torch.ones(2, 4, dtype=torch.long), "token_type_ids": torch.full((2, 4), 2)},
             "token_type_ids contains 2",
         ),
         (
-            dict(input_ids=torch.ones(2, 4, dtype=torch.long), attention_mask=torch.ones(2, 5)),
+            {"input_ids": torch.ones(2, 4, dtype=torch.long), "attention_mask": torch.ones(2, 5)},
             "attention_mask has shape",
         ),
-        (dict(input_ids=torch.ones(4, dtype=torch.long)), r"\(batch, tokens\)"),
-        (dict(input_ids=torch.ones(2, 4)), "integer"),
-        (dict(), "exactly one"),
+        ({"input_ids": torch.ones(4, dtype=torch.long)}, r"\(batch, tokens\)"),
+        ({"input_ids": torch.ones(2, 4)}, "integer"),
+        ({}, "exactly one"),
     ],
 )
 def test_bad_input_is_a_clear_value_error(inputs, message):
@@ -445,7 +448,7 @@ def test_no_graph_breaks_under_torch_compile(model_class, extra):
     import torch._dynamo as dynamo
 
     input_ids, attention_mask, token_type_ids = padded_batch()
-    inputs = dict(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+    inputs = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
     for key, value in extra.items():
         inputs[key] = torch.zeros_like(input_ids) if value is True else value
     dynamo.reset()

@@ -27,14 +27,14 @@ SENTENCES = ["the cat sat on the mat", "a dog", "", "the dog sat"]
 
 
 def tiny_config(**overrides):
-    fields = dict(
-        char_cnn={"filters": [[1, 4], [2, 6], [3, 6]], "embedding": {"dim": 4}, "n_highway": 1},
-        lstm={"dim": 12, "projection_dim": 5, "n_layers": 2, "cell_clip": 3.0, "proj_clip": 3.0},
-        vocab_size=len(VOCAB),
-        dropout=0.0,
-        task_hidden_size=4,
-        classifier_dropout=0.0,
-    )
+    fields = {
+        "char_cnn": {"filters": [[1, 4], [2, 6], [3, 6]], "embedding": {"dim": 4}, "n_highway": 1},
+        "lstm": {"dim": 12, "projection_dim": 5, "n_layers": 2, "cell_clip": 3.0, "proj_clip": 3.0},
+        "vocab_size": len(VOCAB),
+        "dropout": 0.0,
+        "task_hidden_size": 4,
+        "classifier_dropout": 0.0,
+    }
     for section in ("char_cnn", "lstm"):
         fields[section].update(overrides.pop(section, {}))
     fields.update(overrides)

@@ -34,17 +34,17 @@ def batch(sentences, vocab):
 
 
 def tiny_config(**overrides):
-    fields = dict(
-        vocab_size=30,
-        word_embedding_dim=8,
-        char_embedding_dim=6,
-        char_cnn_filters=7,
-        char_rnn_hidden_size=5,
-        rnn_hidden_size=9,
-        dropout=0.0,
-        id2label=dict(enumerate(LABELS)),
-        tag_scheme="BIO",
-    )
+    fields = {
+        "vocab_size": 30,
+        "word_embedding_dim": 8,
+        "char_embedding_dim": 6,
+        "char_cnn_filters": 7,
+        "char_rnn_hidden_size": 5,
+        "rnn_hidden_size": 9,
+        "dropout": 0.0,
+        "id2label": dict(enumerate(LABELS)),
+        "tag_scheme": "BIO",
+    }
     fields.update(overrides)
     return TagLMConfig(**fields)
 

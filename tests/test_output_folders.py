@@ -310,7 +310,7 @@ def test_convert_elmo_and_convert_bert_on_a_real_full_disk(tmp_path, capsys):
             ["convert-bert", str(tmp_path / "bert"), str(disk / "bert")],
         ):
             out = Path(command[-1])
-            line = _cli_error(capsys, lambda: cli_main(command))
+            line = _cli_error(capsys, lambda command=command: cli_main(command))
             assert line.startswith(f"error: [Errno 28] could not write {out}{os.sep}"), line
             assert "No space left on device" in line
             assert not out.exists() and os.listdir(disk) == []
@@ -523,10 +523,12 @@ def test_the_cached_wordpiece_tokenizer_is_written_atomically(tmp_path, monkeypa
 
 
 def test_atomic_write_names_the_file_of_any_failing_write(tmp_path):
-    with pytest.raises(OSError, match=rf"could not write {tmp_path / 'x.json'}: No space"):
-        with atomic_write(tmp_path / "x.json") as f:
-            f.write("{")
-            raise OSError(errno.ENOSPC, "No space left on device")
+    with (
+        pytest.raises(OSError, match=rf"could not write {tmp_path / 'x.json'}: No space"),
+        atomic_write(tmp_path / "x.json") as f,
+    ):
+        f.write("{")
+        raise OSError(errno.ENOSPC, "No space left on device")
     assert os.listdir(tmp_path) == []
 
 
@@ -593,12 +595,10 @@ def test_any_full_disk_error_a_library_raises_is_one_line(capsys, error):
 
     line = _cli_error(capsys, fail)
     assert line.startswith(f"error: {error} ({type(error).__name__}: the disk is full; free space and run")
-    with pytest.raises(type(error)):
-        with user_errors_as_messages(debug=True):
-            raise error
-    with pytest.raises(ZeroDivisionError):  # a bug keeps its traceback
-        with user_errors_as_messages():
-            raise ZeroDivisionError
+    with pytest.raises(type(error)), user_errors_as_messages(debug=True):
+        raise error
+    with pytest.raises(ZeroDivisionError), user_errors_as_messages():  # a bug keeps its traceback
+        raise ZeroDivisionError
 
 
 def test_run_ner_into_a_symlink_to_another_filesystem_holding_a_damaged_file_and_a_killed_runs_leftovers(
@@ -628,7 +628,7 @@ def test_run_ner_into_a_symlink_to_another_filesystem_holding_a_damaged_file_and
         )
         saved = set(os.listdir(elsewhere / "runs"))
         assert {"config.json", "model.safetensors", "tokenizer.json", "README.md", "trainer_state.json"} <= saved
-        assert {"checkpoint-1", "checkpoint-2"} <= saved
+        assert "checkpoint-2" in saved  # the latest two checkpoints are kept: 2, and the killed run's 4
         assert "optimizer.pt" in os.listdir(elsewhere / "runs" / "checkpoint-2")
         results = json.loads((elsewhere / "runs" / "all_results.json").read_text())
         assert "eval_f1" in results and "train_loss" in results and results["eval_f1"] != 0.5

@@ -245,9 +245,11 @@ def test_bad_input_is_a_clear_error(tokenizer, tmp_path, caplog):
 
     one_document = tmp_path / "one.txt"
     one_document.write_text("w1 w2\nw3 w4\nw5\n")
-    with caplog.at_level(logging.WARNING, logger="hf_ctx"):
-        with pytest.raises(ValueError, match="at least 2 documents"):
-            build_pretraining_dataset([one_document], tokenizer, cache_dir=cache)
+    with (
+        caplog.at_level(logging.WARNING, logger="hf_ctx"),
+        pytest.raises(ValueError, match="at least 2 documents"),
+    ):
+        build_pretraining_dataset([one_document], tokenizer, cache_dir=cache)
     assert "no blank line" in caplog.text
     one_line_each = as_dataset([["w1 w2"], ["w3"], ["w4 w5"]])
     with pytest.raises(ValueError, match="no IsNext pair"):

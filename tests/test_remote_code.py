@@ -136,13 +136,13 @@ def checkpoints(tmp_path_factory):
         tokenizer.save_pretrained(path)
         saved[name] = (model, tokenizer, path)
         jobs.append(
-            dict(
-                name=name,
-                path=str(path),
-                text=SENTENCES,
-                auto_classes=loaded_auto_classes(name, model),
-                extra_inputs=extra_inputs(model, tokenizer),
-            )
+            {
+                "name": name,
+                "path": str(path),
+                "text": SENTENCES,
+                "auto_classes": loaded_auto_classes(name, model),
+                "extra_inputs": extra_inputs(model, tokenizer),
+            }
         )
     script = root / "load_checkpoints.py"
     script.write_text(LOADER)

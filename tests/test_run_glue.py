@@ -28,10 +28,18 @@ from hf_ctx.metrics import load_metric
 
 RUN_GLUE = Path(__file__).resolve().parents[1] / "examples" / "run_glue.py"
 WORDS = "the a cat dog bird man woman park house river tree sat ran saw ate big small red old new".split()
-MNLI_HEADER = (
-    "index promptID pairID genre sentence1_binary_parse sentence2_binary_parse sentence1_parse "
-    "sentence2_parse sentence1 sentence2"
-).split()
+MNLI_HEADER = [
+    "index",
+    "promptID",
+    "pairID",
+    "genre",
+    "sentence1_binary_parse",
+    "sentence2_binary_parse",
+    "sentence1_parse",
+    "sentence2_parse",
+    "sentence1",
+    "sentence2",
+]
 
 
 def sentence(rng, extra=()):

@@ -403,7 +403,7 @@ def test_pos_column_is_learned_as_plain_tags_scored_per_token(corpus, tmp_path):
     assert [s["column_2"] for s in written] == [s["ner_tags"] for s in gold]
     assert [s["column_3"] for s in written] == [s["pos_tags"] for s in gold]
     pairs = [(g, p) for s in written for g, p in zip(s["column_3"], s["pos_tags"])]
-    assert metrics["predict_validation_accuracy"] == pytest.approx(sum(g == p for g, p in pairs) / len(pairs))
+    assert metrics["eval_accuracy"] == pytest.approx(sum(g == p for g, p in pairs) / len(pairs))
     config = AutoModelForTokenClassification.from_pretrained(out).config
     pos_tags = sorted({tag for s in read_conll(corpus["train"]) for tag in s["pos_tags"]})
     assert [config.id2label[i] for i in range(len(pos_tags))] == pos_tags and config.tag_scheme is None

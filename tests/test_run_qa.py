@@ -403,7 +403,7 @@ def test_real_squad_samples_and_the_first_sentence_baseline(shared_data, tmp_pat
     contexts.write_text("\n".join(sorted(set(train["context"]))), encoding="utf-8")
     tokenizer = train_wordpiece_tokenizer([contexts], vocab_size=2000, min_frequency=1)
     encoded = squad.encode_for_training(train, tokenizer, 384, 128, "train-v1.1.sample.json")
-    assert set(qid for qid, inside in zip(encoded["example_id"], encoded["answer_in_window"]) if inside) == set(
+    assert {qid for qid, inside in zip(encoded["example_id"], encoded["answer_in_window"]) if inside} == set(
         train["id"]
     )
     baseline = {qid: squad.first_sentence(context) for qid, context in zip(dev["id"], dev["context"])}

@@ -67,7 +67,7 @@ def setup(tmp_path_factory):
     )
     tokenizer = train_wordpiece_tokenizer([corpus], vocab_size=100, min_frequency=1)
     tokenizer.save_pretrained(root / "tokenizer")
-    size = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+    size = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
     CtxBertConfig(vocab_size=len(tokenizer), max_position_embeddings=64, **size).save_pretrained(root / "config")
     return root, run_swag
 
@@ -203,7 +203,7 @@ def test_same_predictions_and_accuracy_as_transformers_bert(setup, tmp_path):
     same script: the same choices, accuracy and loss."""
     root, _ = setup
     torch.manual_seed(0)
-    size = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+    size = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
     tokenizer = AutoTokenizer.from_pretrained(root / "tokenizer")
     reference = BertForMultipleChoice(BertConfig(vocab_size=len(tokenizer), max_position_embeddings=64, **size))
     reference.save_pretrained(tmp_path / "transformers")

@@ -130,7 +130,11 @@ def test_setup_logging_keeps_the_libraries_quiet_unless_asked(tmp_path, restore_
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         setup_logging(args, script_logger)
-        warnings.warn("LSTM with projections is not supported with oneDNN. Using default implementation.", UserWarning)
+        warnings.warn(
+            "LSTM with projections is not supported with oneDNN. Using default implementation.",
+            UserWarning,
+            stacklevel=2,
+        )
     assert len(caught) == 1  # no warning is hidden: the one above is avoided where it arose (hf_ctx.layers)
 
     args = TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none", log_level="error")

@@ -207,10 +207,7 @@ def write_glue_predictions(path: str | Path, task: str | GlueTask, indices, pred
     with atomic_write(path) as f:
         f.write("index\tprediction\n")
         for index, prediction in zip(indices, predictions):
-            if task.is_regression:
-                value = f"{float(prediction):.3f}"
-            else:
-                value = task.label_values[int(prediction)]
+            value = f"{float(prediction):.3f}" if task.is_regression else task.label_values[int(prediction)]
             f.write(f"{int(index)}\t{value}\n")
     return path
 

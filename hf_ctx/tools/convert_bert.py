@@ -17,12 +17,11 @@ import transformers
 from transformers import BertConfig
 
 from .. import modeling_bert
-from ..atomic_files import write_into_folder
 from ..configuration_bert import CtxBertConfig
 from ..remote_code import check_finite_weights
 from .checks import check_no_checkpoint_in, check_output_dir
 from .loading import load_tokenizer
-from .model_card import write_conversion_card
+from .model_card import save_converted_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -207,21 +206,13 @@ def convert_bert_checkpoint(
     target.load_state_dict(state_dict, strict=False)
     target.tie_weights()
 
-    def save(staging: str) -> None:
-        target.save_pretrained(staging)
-        if tokenizer is not None:
-            tokenizer.save_pretrained(staging)
-        write_conversion_card(
-            staging,
-            target,
-            model_id=Path(out_dir).absolute().name,
-            converter="hf-ctx convert-bert",
-            source=f"the transformers `{architecture}` checkpoint `{source_name or checkpoint_name(src_dir)}`",
-            how="The weights are the source's, renamed, with each layer's query, key and value projections fused "
-            "into one: the model computes the same function.",
-        )
-
-    # Model, tokenizer and card in one staged folder, moved in together: a full disk leaves none of them, and a
-    # rerun works.
-    write_into_folder(out_dir, save)
+    save_converted_checkpoint(
+        out_dir,
+        target,
+        tokenizer,
+        converter="hf-ctx convert-bert",
+        source=f"the transformers `{architecture}` checkpoint `{source_name or checkpoint_name(src_dir)}`",
+        how="The weights are the source's, renamed, with each layer's query, key and value projections fused "
+        "into one: the model computes the same function.",
+    )
     return target

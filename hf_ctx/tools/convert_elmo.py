@@ -23,14 +23,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..atomic_files import write_into_folder
 from ..configuration_elmo import N_CHARACTERS, ElmoConfig
 from ..data.files import read_json_file
 from ..modeling_elmo import ElmoModel
 from ..remote_code import check_finite_weights
 from ..tokenization_elmo import ElmoTokenizer
 from .checks import check_no_checkpoint_in, check_output_dir
-from .model_card import write_conversion_card
+from .model_card import save_converted_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -239,22 +238,15 @@ def convert_elmo_checkpoint(options_json, weights_hdf5, output_dir, vocab_file=N
     output_dir = Path(output_dir)
     files = [Path(options_json).name, Path(weights_hdf5).name] + ([Path(vocab_file).name] if vocab_file else [])
 
-    def save(staging: str) -> None:
-        model.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
-        write_conversion_card(
-            staging,
-            model,
-            model_id=Path(output_dir).absolute().name,
-            converter="hf-ctx convert-elmo",
-            source="the bilm-tf files " + ", ".join(f"`{name}`" for name in files),
-            how="The character CNN, highway and LSTM weights are the original's (TensorFlow's gate order put in "
-            "torch's); the language-model softmax is not in the published files.",
-        )
-
-    # Model, tokenizer and card in one staged folder, moved in together: a full disk leaves none of them, and a
-    # rerun works.
-    write_into_folder(output_dir, save)
+    save_converted_checkpoint(
+        output_dir,
+        model,
+        tokenizer,
+        converter="hf-ctx convert-elmo",
+        source="the bilm-tf files " + ", ".join(f"`{name}`" for name in files),
+        how="The character CNN, highway and LSTM weights are the original's (TensorFlow's gate order put in "
+        "torch's); the language-model softmax is not in the published files.",
+    )
     logger.info(
         "converted %s + %s to %s (%s parameters)",
         options_json,

@@ -97,7 +97,9 @@ def parse_scalar_mix_weights(text: str) -> list[float]:
     try:
         return [float(part) for part in text.split(",")]
     except ValueError:
-        raise ValueError(f"--scalar_mix_weights must be comma-separated numbers such as 0.2,0.3,0.5, got {text!r}")
+        raise ValueError(
+            f"--scalar_mix_weights must be comma-separated numbers such as 0.2,0.3,0.5, got {text!r}"
+        ) from None
 
 
 def read_sentences(path: str | os.PathLike) -> list[str]:

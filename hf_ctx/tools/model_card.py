@@ -21,7 +21,7 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers.modelcard import TASK_TAG_TO_NAME_MAPPING, make_markdown_table
 
-from ..atomic_files import write_text
+from ..atomic_files import write_into_folder, write_text
 from ..data.files import how_generated
 from ..remote_code import registered_auto_class, shareable_name
 from .families import MODEL_FAMILIES
@@ -300,6 +300,23 @@ def write_model_card(output_dir: str | os.PathLike, model, facts: RunFacts, **ca
     card = build_model_card(model, facts, **card_args)
     write_text(Path(output_dir) / "README.md", str(card))
     return card
+
+
+def save_converted_checkpoint(
+    output_dir: str | os.PathLike, model, tokenizer, *, converter: str, source: str, how: str
+) -> None:
+    """Save a converted `model`, its `tokenizer` (if any) and its card (`write_conversion_card`) into `output_dir`
+    together: staged in one folder and moved in at once, so a full disk leaves none of them and a rerun works."""
+
+    def save(staging: str) -> None:
+        model.save_pretrained(staging)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(staging)
+        write_conversion_card(
+            staging, model, converter=converter, source=source, how=how, model_id=Path(output_dir).absolute().name
+        )
+
+    write_into_folder(output_dir, save)
 
 
 def write_conversion_card(

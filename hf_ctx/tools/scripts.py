@@ -6,6 +6,7 @@ with their metric files.
 The run ends with `hf_ctx.tools.hub.finish_run` (checkpoint, model card, `--push_to_hub`).
 """
 
+import contextlib
 import importlib.metadata
 import json
 import logging
@@ -280,11 +281,9 @@ def parse_config_overrides(overrides: str | None) -> dict:
         if not sep or not key:
             raise ValueError(f"--config_overrides entries are key=value (or give a JSON object), got {item!r}")
         value = value.strip()
-        try:
-            # JSON spells booleans in lower case; "True" on a command line means the same.
+        # JSON spells booleans in lower case; "True" on a command line means the same. Not JSON: a string.
+        with contextlib.suppress(json.JSONDecodeError):
             value = json.loads(value.lower() if value.lower() in ("true", "false") else value)
-        except json.JSONDecodeError:
-            pass
         *parents, name = key.split(".")
         target = parsed
         for parent in parents:
