@@ -381,6 +381,8 @@ def encode_splits(
     return pieces, encoded
 
 
+# Over 80 lines: the run's steps in the order they happen, as in transformers' run_*.py scripts, each a call
+# of a helper above or of hf_ctx; splitting it would scatter one sequence across functions.
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
         (ModelArguments, DataArguments, CtxTrainingArguments),

@@ -9,7 +9,6 @@ import json
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 # Optional dependencies: where they are missing this module is skipped, not a collection error.
@@ -18,7 +17,7 @@ import torch
 from datasets import Dataset
 from fake_hub import FakeHub, folder_files
 from huggingface_hub import ModelCard
-from tiny_checkpoints import WORDS, bert_sequence_classifier, taglm
+from tiny_checkpoints import bert_sequence_classifier, cat_sentences, taglm
 from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
 
 from hf_ctx.tools.hub import finish_run, push_checkpoint
@@ -54,11 +53,7 @@ def test_push_checkpoint_uploads_what_save_pretrained_writes(tmp_path):
 @pytest.mark.parametrize("push_to_hub", [False, True])
 def test_finish_run_saves_and_pushes_the_checkpoint_and_card(tmp_path, push_to_hub, caplog):
     model, tokenizer = bert_sequence_classifier(tmp_path)
-    rng = np.random.default_rng(0)
-    sentences = [" ".join(rng.choice(WORDS, 5)) for _ in range(16)]
-    data = Dataset.from_dict({"text": sentences, "label": [int("cat" in s) for s in sentences]})
-    data = data.map(lambda b: tokenizer(b["text"], padding="max_length", max_length=12), batched=True)
-    data = data.remove_columns("text")
+    data = cat_sentences(tokenizer, 16, words=5, max_length=12)
     output_dir = tmp_path / "run"
     args = TrainingArguments(
         output_dir=str(output_dir),

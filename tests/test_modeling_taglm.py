@@ -286,7 +286,8 @@ def test_bilm_layer_out_of_range_is_an_error(bilm_dir):
         TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS), bilm_layers=[3]))
 
 
-def test_token_classification_pipeline_gives_the_crf_decoding(bilm_dir):
+def taglm_tagging_pipeline(bilm_dir):
+    """(model, tokenizer, pipeline) of a TagLM on the biLM of `bilm_dir`, every tag shown."""
     model = TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS))).eval()
     tokenizer = ElmoTokenizer.from_pretrained(bilm_dir)
     tagger = pipeline(
@@ -296,6 +297,11 @@ def test_token_classification_pipeline_gives_the_crf_decoding(bilm_dir):
         pipeline_class=WordTokenClassificationPipeline,
         ignore_labels=[],
     )
+    return model, tokenizer, tagger
+
+
+def test_token_classification_pipeline_gives_the_crf_decoding(bilm_dir):
+    model, tokenizer, tagger = taglm_tagging_pipeline(bilm_dir)
     sentence = "Anna  Smith lives in Zagreb"  # "Zagreb" is not in the vocabulary; two spaces after "Anna"
     words = sentence.split()
     entities = tagger(sentence)
@@ -318,15 +324,7 @@ def test_token_classification_pipeline_gives_the_crf_decoding(bilm_dir):
 def test_token_classification_pipeline_splits_raw_text_into_sentences_and_words(bilm_dir):
     """Punctuation comes off words as in CoNLL data, each sentence is tagged on its own (its tags are those of the
     sentence given alone), and every offset points into the original text."""
-    model = TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS))).eval()
-    tokenizer = ElmoTokenizer.from_pretrained(bilm_dir)
-    tagger = pipeline(
-        "token-classification",
-        model=model,
-        tokenizer=tokenizer,
-        pipeline_class=WordTokenClassificationPipeline,
-        ignore_labels=[],
-    )
+    model, tokenizer, tagger = taglm_tagging_pipeline(bilm_dir)
     text = "Anna Smith flew to Zagreb. Zagreb lives in Anna!"
     entities = tagger(text)
     assert [e["word"] for e in entities] == "Anna Smith flew to Zagreb . Zagreb lives in Anna !".split()

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from huggingface_hub import ModelCard
+from tiny_checkpoints import new_bert_arguments
 
 # Optional dependencies: where they are missing this module is skipped, not a collection error.
 pytest.importorskip("datasets")
@@ -208,14 +209,7 @@ def run(setup, task, folder, output_dir, *extra):
         *extra,
     ]
     if "--model_name_or_path" not in extra and "--model_type" not in extra:
-        args += [
-            "--model_type",
-            "bert",
-            "--config_name",
-            str(root / "config"),
-            "--tokenizer_name",
-            str(root / "tokenizer"),
-        ]
+        args += new_bert_arguments(root)
     return run_glue.main(args)
 
 
@@ -623,14 +617,7 @@ def run_files(setup, output_dir, files: dict[str, Path], *extra):
     args += ["--output_dir", str(output_dir), "--max_seq_length", "32", "--save_strategy", "no"]
     args += ["--report_to", "none", "--seed", "0", "--per_device_train_batch_size", "16", *extra]
     if "--model_name_or_path" not in extra:
-        args += [
-            "--model_type",
-            "bert",
-            "--config_name",
-            str(root / "config"),
-            "--tokenizer_name",
-            str(root / "tokenizer"),
-        ]
+        args += new_bert_arguments(root)
     return run_glue.main(args)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from huggingface_hub import ModelCard
+from tiny_checkpoints import new_bert_arguments
 
 # Optional dependencies: where they are missing this module is skipped, not a collection error.
 pytest.importorskip("datasets")
@@ -124,14 +125,7 @@ def run(setup, output_dir, *extra, model=None):
         *extra,
     ]
     if model is None:
-        args += [
-            "--model_type",
-            "bert",
-            "--config_name",
-            str(root / "config"),
-            "--tokenizer_name",
-            str(root / "tokenizer"),
-        ]
+        args += new_bert_arguments(root)
     else:
         args += ["--model_name_or_path", str(model)]
     return run_qa.main(args)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tiny_checkpoints import new_bert_arguments
 
 pytest.importorskip("datasets")
 import run_swag
@@ -80,14 +81,7 @@ def run(setup, output_dir, *extra):
         *extra,
     ]  # fmt: skip
     if "--model_name_or_path" not in extra:
-        args += [
-            "--model_type",
-            "bert",
-            "--config_name",
-            str(root / "config"),
-            "--tokenizer_name",
-            str(root / "tokenizer"),
-        ]
+        args += new_bert_arguments(root)
     return run_swag.main(args)
 
 

@@ -167,18 +167,14 @@ def test_match_special_tokens_leaves_the_trainer_nothing_to_align(tmp_path):
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
     """A tiny run with checkpoints at steps 1 and 2 (model, tokenizer, optimizer, scheduler, RNG, state)."""
-    import numpy as np
-    from tiny_checkpoints import WORDS, bert_sequence_classifier
+    from tiny_checkpoints import bert_sequence_classifier, cat_sentences
     from transformers import TrainingArguments
 
     from hf_ctx.tools.trainer import CtxTrainer
 
     root = tmp_path_factory.mktemp("checkpoints")
     model, tokenizer = bert_sequence_classifier(root)
-    rng = np.random.default_rng(0)
-    sentences = [" ".join(rng.choice(WORDS, 4)) for _ in range(8)]
-    data = Dataset.from_dict({"text": sentences, "label": [int("cat" in s) for s in sentences]})
-    data = data.map(lambda b: tokenizer(b["text"], padding="max_length", max_length=8), batched=True)
+    data = cat_sentences(tokenizer, 8)
     args = TrainingArguments(
         output_dir=str(root / "run"),
         max_steps=2,
@@ -188,7 +184,7 @@ def checkpoints(tmp_path_factory):
         use_cpu=True,
         disable_tqdm=True,
     )
-    trainer = CtxTrainer(model=model, args=args, train_dataset=data.remove_columns("text"), processing_class=tokenizer)
+    trainer = CtxTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
     trainer.train()
     return trainer
 
@@ -410,16 +406,12 @@ def test_max_train_minutes_stops_training_cleanly_at_the_end_of_a_step(tmp_path,
 
 def diverging_trainer(folder, logging_steps: int):
     """A tiny BERT classifier at learning rate 1e30, saving every step: its weights are NaN after step 2."""
-    import numpy as np
-    from tiny_checkpoints import WORDS, bert_sequence_classifier
+    from tiny_checkpoints import bert_sequence_classifier, cat_sentences
 
     from hf_ctx.tools.trainer import CtxTrainer
 
     model, tokenizer = bert_sequence_classifier(folder)
-    rng = np.random.default_rng(0)
-    sentences = [" ".join(rng.choice(WORDS, 4)) for _ in range(32)]
-    data = Dataset.from_dict({"text": sentences, "label": [int("cat" in s) for s in sentences]})
-    data = data.map(lambda b: tokenizer(b["text"], padding="max_length", max_length=8), batched=True)
+    data = cat_sentences(tokenizer, 32)
     args = TrainingArguments(
         output_dir=str(folder / "run"),
         max_steps=8,
@@ -431,7 +423,7 @@ def diverging_trainer(folder, logging_steps: int):
         use_cpu=True,
         disable_tqdm=True,
     )
-    return CtxTrainer(model=model, args=args, train_dataset=data.remove_columns("text"), processing_class=tokenizer)
+    return CtxTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
 
 
 def checkpoint_folders(trainer):

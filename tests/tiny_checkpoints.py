@@ -58,6 +58,24 @@ def bert_sequence_classifier(folder):
     return CtxBertForSequenceClassification(_bert_config(tokenizer, id2label={0: "NEG", 1: "POS"})), tokenizer
 
 
+def cat_sentences(tokenizer, count: int, words: int = 4, max_length: int = 8):
+    """`count` random sentences of `words` WORDS, labelled 1 where they hold "cat", tokenized to `max_length`
+    (without the text column): a task a tiny classifier learns in a few steps."""
+    from datasets import Dataset
+
+    rng = np.random.default_rng(0)
+    sentences = [" ".join(rng.choice(WORDS, words)) for _ in range(count)]
+    data = Dataset.from_dict({"text": sentences, "label": [int("cat" in s) for s in sentences]})
+    data = data.map(lambda b: tokenizer(b["text"], padding="max_length", max_length=max_length), batched=True)
+    return data.remove_columns("text")
+
+
+def new_bert_arguments(root) -> list[str]:
+    """A task script's arguments for a new BERT from the config and tokenizer saved in `root` ("config",
+    "tokenizer")."""
+    return ["--model_type", "bert", "--config_name", str(root / "config"), "--tokenizer_name", str(root / "tokenizer")]
+
+
 def elmo_tokenizer():
     return ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", *WORDS])
 
