@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from huggingface_hub import ModelCard
-from tiny_checkpoints import new_bert_arguments
+from tiny_checkpoints import QUICK_RUN, new_bert_arguments
 
 # Optional dependencies: where they are missing this module is skipped, not a collection error.
 pytest.importorskip("datasets")
@@ -183,6 +183,22 @@ def setup(tmp_path_factory):
     return root, run_glue
 
 
+def elmo_on_cola(pretrained) -> list[str]:
+    """run_glue's arguments for 10 epochs of CoLA from the ELMo checkpoint `pretrained` at learning rate 1e-2."""
+    return ["--model_name_or_path", str(pretrained), "--do_train", "--do_eval", "--num_train_epochs", "10"] + [
+        "--learning_rate",
+        "1e-2",
+        "--max_seq_length",
+        "12",
+    ]
+
+
+def fine_tune_on_mrpc(setup, output_dir, pretrained, steps: int, learning_rate: float) -> dict:
+    """`steps` steps of MRPC from the checkpoint `pretrained`, then its evaluation."""
+    arguments = ["--model_name_or_path", str(pretrained), "--do_train", "--do_eval", "--max_steps", str(steps)]
+    return run(setup, "mrpc", "MRPC", output_dir, *arguments, "--learning_rate", str(learning_rate))
+
+
 def run(setup, task, folder, output_dir, *extra):
     root, run_glue = setup
     args = [
@@ -194,14 +210,7 @@ def run(setup, task, folder, output_dir, *extra):
         str(output_dir),
         "--max_seq_length",
         "32",
-        "--per_device_train_batch_size",
-        "16",
-        "--per_device_eval_batch_size",
-        "16",
-        "--save_strategy",
-        "no",
-        "--report_to",
-        "none",
+        *QUICK_RUN,
         "--dataloader_pin_memory",
         "false",
         "--seed",
@@ -349,20 +358,7 @@ def test_mrpc_from_a_pretrained_checkpoint_keeps_its_encoder(setup, tmp_path):
     pretrained.save_pretrained(tmp_path / "pretrained")
     AutoTokenizer.from_pretrained(root / "tokenizer").save_pretrained(tmp_path / "pretrained")
     out = tmp_path / "out"
-    metrics = run(
-        setup,
-        "mrpc",
-        "MRPC",
-        out,
-        "--model_name_or_path",
-        str(tmp_path / "pretrained"),
-        "--do_train",
-        "--do_eval",
-        "--max_steps",
-        "2",
-        "--learning_rate",
-        "0",
-    )
+    metrics = fine_tune_on_mrpc(setup, out, tmp_path / "pretrained", steps=2, learning_rate=0)
     assert AutoConfig.from_pretrained(out).unpad_inputs is True  # the fast path, off in the pretrained config
     assert metrics["eval_combined_score"] == pytest.approx((metrics["eval_accuracy"] + metrics["eval_f1"]) / 2)
     before, after = load_file(tmp_path / "pretrained" / "model.safetensors"), load_file(out / "model.safetensors")
@@ -403,22 +399,7 @@ def test_elmo_learns_cola_and_reports_the_saved_models_metric(setup, tmp_path):
     # A random biLM hardly tells "good" from "bad"; fine-tuned (freeze_bilm=False), it learns the task.
     pretrained = elmo_checkpoint(tmp_path / "elmo", freeze_bilm=False)
     out = tmp_path / "out"
-    metrics = run(
-        setup,
-        "cola",
-        "CoLA",
-        out,
-        "--model_name_or_path",
-        str(pretrained),
-        "--do_train",
-        "--do_eval",
-        "--num_train_epochs",
-        "10",
-        "--learning_rate",
-        "1e-2",
-        "--max_seq_length",
-        "12",
-    )
+    metrics = run(setup, "cola", "CoLA", out, *elmo_on_cola(pretrained))
     assert metrics["eval_matthews_correlation"] > 0.8
     # The reported metric is the saved model's, sentence by sentence and without padding.
     tokenizer = AutoTokenizer.from_pretrained(out)
@@ -440,20 +421,7 @@ def test_elmo_learns_cola_and_reports_the_saved_models_metric(setup, tmp_path):
 def test_elmo_reads_sentence_pairs_with_its_biLM_frozen(setup, tmp_path):
     pretrained = elmo_checkpoint(tmp_path / "elmo")
     out = tmp_path / "out"
-    metrics = run(
-        setup,
-        "mrpc",
-        "MRPC",
-        out,
-        "--model_name_or_path",
-        str(pretrained),
-        "--do_train",
-        "--do_eval",
-        "--max_steps",
-        "3",
-        "--learning_rate",
-        "1e-2",
-    )
+    metrics = fine_tune_on_mrpc(setup, out, pretrained, steps=3, learning_rate=1e-2)
     assert metrics["eval_combined_score"] == pytest.approx((metrics["eval_accuracy"] + metrics["eval_f1"]) / 2)
     assert list((tmp_path / "bilm_cache").glob("*/states-*.safetensors"))  # the frozen biLM's states, by default
     before, after = load_file(pretrained / "model.safetensors"), load_file(out / "model.safetensors")
@@ -516,22 +484,7 @@ def test_elmo_with_task_word_vectors_learns_with_its_biLM_frozen(setup, tmp_path
     tokenizer.save_pretrained(pretrained)
     out = tmp_path / "out"
     metrics = run(
-        setup,
-        "cola",
-        "CoLA",
-        out,
-        "--model_name_or_path",
-        str(pretrained),
-        "--do_train",
-        "--do_eval",
-        "--num_train_epochs",
-        "10",
-        "--learning_rate",
-        "1e-2",
-        "--max_seq_length",
-        "12",
-        "--config_overrides",
-        "task_word_embedding_size=8",
+        setup, "cola", "CoLA", out, *elmo_on_cola(pretrained), "--config_overrides", "task_word_embedding_size=8"
     )
     assert metrics["eval_matthews_correlation"] > 0.8
     before, after = load_file(pretrained / "model.safetensors"), load_file(out / "model.safetensors")

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from huggingface_hub import ModelCard
-from tiny_checkpoints import new_bert_arguments
+from tiny_checkpoints import QUICK_RUN, new_bert_arguments
 
 # Optional dependencies: where they are missing this module is skipped, not a collection error.
 pytest.importorskip("datasets")
@@ -112,14 +112,7 @@ def run(setup, output_dir, *extra, model=None):
         "24",
         "--doc_stride",
         "8",
-        "--per_device_train_batch_size",
-        "16",
-        "--per_device_eval_batch_size",
-        "16",
-        "--save_strategy",
-        "no",
-        "--report_to",
-        "none",
+        *QUICK_RUN,
         "--seed",
         "0",
         *extra,

@@ -25,6 +25,28 @@ from hf_ctx.data.text import (
 
 WORDS = "the a cat dog bird fish red green blue small big old runs sleeps eats sees near under house tree".split()
 
+# pretrain_bert.py's smallest model: BERT tiny on a 100-word vocabulary, sequences of 32 tokens.
+TINY_BERT = ["--model_size", "tiny", "--vocab_size", "100", "--max_seq_length", "32"]
+
+
+def tiny_elmo(output_dir) -> list[str]:
+    """pretrain_elmo.py's arguments for a tiny biLM (2 filters, 1 highway, an LSTM of 8 projected to 4) saved in
+    `output_dir`."""
+    overrides = {"char_cnn": {"filters": [[1, 4], [2, 4]], "n_highway": 1}, "lstm": {"dim": 8, "projection_dim": 4}}
+    return ["--config_overrides", json.dumps(overrides), "--vocab_min_count", "1", "--output_dir", str(output_dir)]
+
+
+# A short training run on the CPU that prints no progress bar and reports nowhere.
+QUIET_CPU_TRAINING = [
+    "--per_device_train_batch_size",
+    "4",
+    "--use_cpu",
+    "--disable_tqdm",
+    "true",
+    "--report_to",
+    "none",
+]
+
 
 def corpus_text(num_documents, seed):
     """Documents of 2-5 lines of words, a blank line between documents."""
@@ -163,13 +185,7 @@ def test_a_second_run_reads_the_cache_instead_of_preparing_again(tmp_path, shard
         "--do_train",
         "--max_steps",
         "1",
-        "--per_device_train_batch_size",
-        "4",
-        "--use_cpu",
-        "--disable_tqdm",
-        "true",
-        "--report_to",
-        "none",
+        *QUIET_CPU_TRAINING,
         "--validation_split_percentage",
         "10",
         "--do_eval",
@@ -177,26 +193,13 @@ def test_a_second_run_reads_the_cache_instead_of_preparing_again(tmp_path, shard
         "8",
     ]
     bert = common + [
-        "--model_size",
-        "tiny",
-        "--vocab_size",
-        "100",
-        "--max_seq_length",
-        "32",
+        *TINY_BERT,
         "--tokenizer_train_samples",
         "60",
         "--output_dir",
         str(tmp_path / "bert"),
     ]
-    overrides = {"char_cnn": {"filters": [[1, 4], [2, 4]], "n_highway": 1}, "lstm": {"dim": 8, "projection_dim": 4}}
-    elmo = common + [
-        "--config_overrides",
-        json.dumps(overrides),
-        "--vocab_min_count",
-        "1",
-        "--output_dir",
-        str(tmp_path / "elmo"),
-    ]
+    elmo = common + tiny_elmo(tmp_path / "elmo")
     for name, args in (("pretrain_bert", bert), ("pretrain_elmo", elmo)):
         importlib.import_module(name).main(args)
         first = arrow_files()
@@ -227,13 +230,7 @@ def test_streaming_runs_train_for_max_steps(tmp_path, shards):
         "--do_train",
         "--max_steps",
         "2",
-        "--per_device_train_batch_size",
-        "4",
-        "--use_cpu",
-        "--disable_tqdm",
-        "true",
-        "--report_to",
-        "none",
+        *QUIET_CPU_TRAINING,
         "--logging_steps",
         "1",
     ]
@@ -242,35 +239,18 @@ def test_streaming_runs_train_for_max_steps(tmp_path, shards):
         + [
             "--objective",
             "mlm",
-            "--model_size",
-            "tiny",
-            "--vocab_size",
-            "100",
-            "--max_seq_length",
-            "32",
+            *TINY_BERT,
             "--tokenizer_train_samples",
             "50",
             "--output_dir",
             str(tmp_path / "bert"),
         ]
     )
-    overrides = {"char_cnn": {"filters": [[1, 4], [2, 4]], "n_highway": 1}, "lstm": {"dim": 8, "projection_dim": 4}}
-    importlib.import_module("pretrain_elmo").main(
-        common
-        + [
-            "--config_overrides",
-            json.dumps(overrides),
-            "--vocab_min_count",
-            "1",
-            "--output_dir",
-            str(tmp_path / "elmo"),
-        ]
-    )
+    importlib.import_module("pretrain_elmo").main(common + tiny_elmo(tmp_path / "elmo"))
     for name in ("bert", "elmo"):
         history = json.loads((tmp_path / name / "trainer_state.json").read_text())["log_history"]
         assert [entry["step"] for entry in history if "loss" in entry] == [1, 2]
     with pytest.raises(ValueError, match="--streaming needs --max_steps"):
         importlib.import_module("pretrain_elmo").main(
-            [a for a in common if a not in ("--max_steps", "2")]
-            + ["--config_overrides", json.dumps(overrides), "--output_dir", str(tmp_path / "elmo2")]
+            [a for a in common if a not in ("--max_steps", "2")] + tiny_elmo(tmp_path / "elmo2")
         )

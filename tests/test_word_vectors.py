@@ -101,15 +101,7 @@ def test_run_ner_taglm_with_packaged_vectors(tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="hf_ctx"):
         run_ner.main(
             [
-                "--model_type",
-                "taglm",
-                "--train_file",
-                str(corpus["train"]),
-                "--do_train",
-                "--max_steps",
-                "1",
-                "--word_vectors",
-                str(root),
+                *taglm_with_vectors(corpus, root),
                 "--config_overrides",
                 "word_embedding_dim=6",
                 "--output_dir",
@@ -126,21 +118,21 @@ def test_run_ner_taglm_with_packaged_vectors(tmp_path, caplog):
     with pytest.raises(ValueError, match="has 6-dimensional word vectors, but the model's word embeddings have 50"):
         run_ner.main(
             [
-                "--model_type",
-                "taglm",
-                "--train_file",
-                str(corpus["train"]),
-                "--do_train",
-                "--max_steps",
-                "1",
-                "--word_vectors",
-                str(root),
+                *taglm_with_vectors(corpus, root),
                 "--output_dir",
                 str(tmp_path / "out2"),
                 "--report_to",
                 "none",
             ]
         )
+
+
+def taglm_with_vectors(corpus, vectors) -> list[str]:
+    """run_ner's arguments for one training step of a new TagLM on `corpus` with the word vectors `vectors`."""
+    return ["--model_type", "taglm", "--train_file", str(corpus["train"]), "--do_train", "--max_steps", "1"] + [
+        "--word_vectors",
+        str(vectors),
+    ]
 
 
 def test_a_subset_for_a_vocabulary_loads_exactly_the_vectors_of_the_whole(tmp_path):
