@@ -121,6 +121,32 @@ def test_elmo_taglm_smoke(data_dir, tmp_path):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_bilm_sweep_trains_each_size_on_the_cpu_clock_and_picks_the_lowest_perplexity(data_dir, tmp_path):
+    """The sweep of biLM sizes: a run per size with its LSTM width, `train_cpu_minutes` in its log, a table row
+    per size whose perplexity is the run's own, the lowest-perplexity run returned, and the plot written."""
+    preset = {
+        **elmo_taglm.PRESETS["smoke"],
+        "bilm_sweep": {"char_cnn": elmo_taglm.TINY_BILM["char_cnn"], "projection_dim": 16, "cells": [16, 32]},
+    }
+    preset["pretrain"] = [a for a in preset["pretrain"] if a != "--config_overrides" and not a.startswith("{")]
+    preset["pretrain"] += ["--max_train_cpu_minutes", "30"]
+    args = type("Args", (), {"data_dir": str(data_dir), "device": ["--use_cpu"]})
+    best, table = elmo_taglm.bilm_sweep(args, preset, tmp_path)
+    perplexities = {}
+    for cells in (16, 32):
+        run = tmp_path / "bilm_sweep" / f"lstm_{cells}"
+        assert json.loads((run / "config.json").read_text())["lstm"]["dim"] == cells
+        state = json.loads((run / "trainer_state.json").read_text())
+        assert state["global_step"] == 4 and any("train_cpu_minutes" in e for e in state["log_history"])
+        perplexities[cells] = json.loads((run / "eval_results.json").read_text())["eval_perplexity"]
+        row = next(line for line in table.splitlines() if line.startswith(f"| {cells} |"))
+        assert row.split("|")[3].strip() == "4" and float(row.split("|")[6]) == pytest.approx(
+            perplexities[cells], abs=0.06
+        )
+    assert best == tmp_path / "bilm_sweep" / f"lstm_{min(perplexities, key=perplexities.get)}"
+    assert (tmp_path / "bilm_sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 @pytest.mark.slow
 def test_elmo_taglm_few_label_arm_smoke(data_dir, tmp_path, capsys):
     """The few-label arm alone, on a biLM given with --bilm: a table per fraction whose values are the eng.testa

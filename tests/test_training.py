@@ -404,6 +404,42 @@ def test_max_train_minutes_stops_training_cleanly_at_the_end_of_a_step(tmp_path,
         training.CtxTrainingArguments(output_dir=str(tmp_path), max_train_minutes=0)
 
 
+def test_max_train_cpu_minutes_counts_training_cpu_time_not_validation(tmp_path, monkeypatch):
+    """--max_train_cpu_minutes: the clock is this process's CPU time less the spans spent validating (between a
+    step's end and `on_evaluate`); training stops at the first step past the limit, and every log line carries
+    `train_cpu_minutes`. A limit of 0 is refused; CtxTrainer installs the callback when the flag is given."""
+    from transformers import TrainerControl, TrainerState
+
+    import hf_ctx.tools.trainer as training
+
+    now = [0.0]
+    monkeypatch.setattr(training, "process_time", lambda: now[0])
+    limit = training.TrainingCPUTimeLimit(minutes=2)
+    state, control = TrainerState(), TrainerControl()
+    limit.on_train_begin(None, state, control)
+    now[0] = 60.0  # a minute of training
+    assert not limit.on_step_end(None, state, control).should_training_stop
+    now[0] = 600.0  # nine minutes validating: not counted
+    limit.on_evaluate(None, state, control)
+    logs = {"loss": 1.0}
+    state.log_history.append({**logs, "step": 1})
+    limit.on_log(None, state, control, logs=logs)
+    assert logs["train_cpu_minutes"] == state.log_history[-1]["train_cpu_minutes"] == 1.0
+    now[0] = 630.0  # half a minute more: 1.5 minutes of training
+    assert not limit.on_step_end(None, state, control).should_training_stop
+    now[0] = 661.0  # 2.02 minutes of training
+    assert limit.on_step_end(None, state, control).should_training_stop
+    with pytest.raises(ValueError, match="--max_train_cpu_minutes must be above 0, got 0"):
+        training.CtxTrainingArguments(output_dir=str(tmp_path), max_train_cpu_minutes=0)
+
+    from tiny_checkpoints import bert_sequence_classifier
+
+    model, _ = bert_sequence_classifier(tmp_path)
+    args = training.CtxTrainingArguments(output_dir=str(tmp_path / "run"), use_cpu=True, max_train_cpu_minutes=5)
+    trainer = training.CtxTrainer(model=model, args=args)
+    assert any(isinstance(c, training.TrainingCPUTimeLimit) for c in trainer.callback_handler.callbacks)
+
+
 def diverging_trainer(folder, logging_steps: int):
     """A tiny BERT classifier at learning rate 1e30, saving every step: its weights are NaN after step 2."""
     from tiny_checkpoints import bert_sequence_classifier, cat_sentences

@@ -33,12 +33,14 @@ from experiment_lib import (
     final_metric,
     markdown_table,
     ner_majority_f1,
+    plot_curves,
     plot_learning_curves,
     plot_pretraining_curves,
     plot_scalar_mix,
     pretrain_on_wiki,
     run_example,
 )
+from safetensors.torch import load_file
 from transformers import AutoConfig, AutoTokenizer
 
 from hf_ctx import ElmoForBiLM
@@ -49,10 +51,7 @@ TINY_BILM = {
     "char_cnn": {"filters": [[1, 8], [2, 8], [3, 16]], "n_highway": 1},
     "lstm": {"dim": 32, "projection_dim": 16},
 }
-CPU_BILM = {
-    "char_cnn": {"filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]], "n_highway": 1},
-    "lstm": {"dim": 1024, "projection_dim": 128},
-}
+CPU_CHAR_CNN = {"filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]], "n_highway": 1}
 
 # Per preset: the shards pretrained on, pretrain_elmo.py arguments, and run_ner.py arguments for every tagger.
 PRESETS = {
@@ -97,27 +96,27 @@ PRESETS = {
     # biLM took 63 min on one thread beside the BERT experiment (1.3 s a step, five validations of 1.7 min)
     "cpu": {
         "shards": ["wiki.train.0.txt.gz"],
+        # biLMs of these LSTM sizes (cells; projection, character CNN and softmax the same), each trained for the
+        # same CPU minutes at a constant learning rate; the one with the lowest validation perplexity is the
+        # experiment's biLM. Measured CPU time, not steps or wall time: the machine is shared.
+        "bilm_sweep": {"char_cnn": CPU_CHAR_CNN, "projection_dim": 128, "cells": [256, 512, 1024]},
         "pretrain": [
-            "--config_overrides",
-            json.dumps(CPU_BILM),
             "--vocab_min_count",
             "5",
             "--num_sampled",
             "4096",
             "--max_words",
             "40",
-            "--max_steps",
-            "2500",
+            *("--max_train_cpu_minutes", "20", "--max_steps", "100000"),
             "--per_device_train_batch_size",
             "32",
             "--learning_rate",
             "1e-3",
-            "--warmup_steps",
-            "100",
+            *("--lr_scheduler_type", "constant_with_warmup", "--warmup_steps", "100"),
             "--eval_strategy",
             "steps",
             "--eval_steps",
-            "500",
+            "250",
             "--logging_steps",
             "100",
             "--max_eval_samples",
@@ -240,6 +239,56 @@ COMMON = ["--use_cpu"]  # replaced on GPU presets
 def pretrain_bilm(args, preset, out: Path) -> tuple[Path, dict]:
     run_dir = out / "bilm"
     return run_dir, pretrain_on_wiki("pretrain_elmo", args.data_dir, preset, args.device, run_dir)
+
+
+def sweep_run(args, preset, out: Path, cells: int) -> tuple[Path, dict]:
+    """One biLM of the preset's sweep: LSTM `cells` wide, trained for the sweep's CPU minutes."""
+    sweep = preset["bilm_sweep"]
+    config = {"char_cnn": sweep["char_cnn"], "lstm": {"dim": cells, "projection_dim": sweep["projection_dim"]}}
+    run_dir = out / "bilm_sweep" / f"lstm_{cells}"
+    size = ["--config_overrides", json.dumps(config)]
+    return run_dir, pretrain_on_wiki("pretrain_elmo", args.data_dir, preset, args.device, run_dir, extra=size)
+
+
+def bilm_sweep(args, preset, out: Path) -> tuple[Path, str]:
+    """Every size of the preset's sweep (`sweep_run`), the table of their perplexities and what each saw, and
+    `bilm_sweep.png` (validation perplexity against training CPU minutes); the best biLM's folder."""
+    runs = {cells: sweep_run(args, preset, out, cells) for cells in preset["bilm_sweep"]["cells"]}
+    lines = [
+        "### biLM sizes at equal CPU time",
+        "",
+        "| LSTM cells | parameters | steps | sentences seen | training CPU minutes | validation perplexity |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    curves = {}
+    for cells, (run_dir, metrics) in runs.items():
+        state = json.loads((run_dir / "trainer_state.json").read_text())
+        minutes = [e["train_cpu_minutes"] for e in state["log_history"] if "train_cpu_minutes" in e]
+        curves[f"LSTM {cells}"] = [
+            *cpu_minutes_curve(state["log_history"]),
+            (max(minutes, default=0), metrics["eval_perplexity"]),
+        ]
+        batch = state["train_batch_size"]
+        parameters = sum(t.numel() for t in load_file(str(run_dir / "model.safetensors")).values())
+        lines.append(
+            f"| {cells:,} | {parameters / 1e6:.1f}M | {state['global_step']:,} | {state['global_step'] * batch:,} "
+            f"| {max(minutes, default=float('nan')):.1f} | {metrics['eval_perplexity']:.1f} |"
+        )
+    best = min(runs, key=lambda cells: runs[cells][1]["eval_perplexity"])
+    plot_curves(curves, out / "bilm_sweep.png", "ELMo biLM sizes at equal CPU time (wiki)", "training CPU minutes")
+    lines += ["", f"The biLM of the taggers: LSTM {best:,} (lowest perplexity). Curves: `bilm_sweep.png`.", ""]
+    return runs[best][0], "\n".join(lines)
+
+
+def cpu_minutes_curve(log_history: list[dict]) -> list[tuple[float, float]]:
+    """(training CPU minutes, validation perplexity) of each validation in a Trainer's log: the CPU minutes of
+    the log line logged nearest before it (each step's training log line precedes its validation)."""
+    points, minutes = [], 0.0
+    for entry in log_history:
+        minutes = entry.get("train_cpu_minutes", minutes)
+        if "eval_perplexity" in entry:
+            points.append((minutes, entry["eval_perplexity"]))
+    return points
 
 
 def random_bilm(pretrained: Path, out: Path, seed: int) -> Path:
@@ -391,7 +440,10 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
 
     sections = []
-    if args.bilm is None:
+    if args.bilm is None and "bilm_sweep" in preset:
+        bilm, table = bilm_sweep(args, preset, out)
+        sections.append(table)
+    elif args.bilm is None:
         bilm, metrics = pretrain_bilm(args, preset, out)
         plot_pretraining_curves(bilm, out / "bilm_pretraining.png", "ELMo biLM pretraining (wiki)")
         sections.append(

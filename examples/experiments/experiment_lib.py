@@ -263,6 +263,18 @@ def plot_learning_curves(curves: dict[str, dict[int, list[float]]], png: str | P
     return save_plot(figure, axis, png, title, metric)
 
 
+def plot_curves(curves: dict[str, list[tuple[float, float]]], png: str | Path, title: str, xlabel: str) -> Path:
+    """One line per run (label -> (x, validation perplexity) points), perplexity on a log axis."""
+    plt = pyplot()
+    figure, axis = plt.subplots(figsize=(6, 4))
+    for label, points in curves.items():
+        if points:
+            axis.plot(*zip(*points), marker="o", label=label)
+    axis.set_yscale("log")
+    axis.set_xlabel(xlabel)
+    return save_plot(figure, axis, png, title, "validation perplexity")
+
+
 def scalar_mix_weights(model_dir: str | Path) -> list[float]:
     """softmax of the scalar-mix parameters of an ELMo task model's checkpoint: the weight of each biLM layer."""
     weights = load_file(str(Path(model_dir) / "model.safetensors"))

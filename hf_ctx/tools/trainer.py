@@ -12,7 +12,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from time import monotonic
+from time import monotonic, process_time
 
 import datasets
 import torch
@@ -315,30 +315,82 @@ class CtxTrainingArguments(TrainingArguments):
         },
     )
 
+    max_train_cpu_minutes: float | None = field(
+        default=None,
+        metadata={
+            "help": "stop training after this many minutes of this process's CPU time spent training (validation "
+            "excluded), at the end of a step: runs compared at equal compute stay comparable on a shared machine, "
+            "where wall time depends on the other jobs"
+        },
+    )
+
     def __post_init__(self):
         super().__post_init__()
         if self.num_threads is not None and self.num_threads < 1:
             raise ValueError(f"--num_threads must be at least 1, got {self.num_threads}")
-        if self.max_train_minutes is not None and not self.max_train_minutes > 0:
-            raise ValueError(f"--max_train_minutes must be above 0, got {self.max_train_minutes}")
+        for name in ("max_train_minutes", "max_train_cpu_minutes"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"--{name} must be above 0, got {value}")
 
 
 class TrainingTimeLimit(TrainerCallback):
     """Ends training at the first step that finishes after `minutes` of wall time from the start of training;
     the Trainer then stops as at `max_steps` (the state it logs says how many steps were done)."""
 
+    flag = "--max_train_minutes"
+
     def __init__(self, minutes: float):
         self.seconds = minutes * 60
         self.started = None
+
+    def elapsed(self) -> float:
+        return monotonic() - self.started
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.started = monotonic()
 
     def on_step_end(self, args, state, control, **kwargs):
-        if monotonic() - self.started >= self.seconds:
-            logger.warning(f"--max_train_minutes {self.seconds / 60:g} reached at step {state.global_step}: stopping")
+        if self.elapsed() >= self.seconds:
+            logger.warning(f"{self.flag} {self.seconds / 60:g} reached at step {state.global_step}: stopping")
             control.should_training_stop = True
         return control
+
+
+class TrainingCPUTimeLimit(TrainingTimeLimit):
+    """`TrainingTimeLimit` on this process's CPU time (all its threads), less the time spent validating: the
+    clock of runs compared at equal compute. Every log line gets `train_cpu_minutes`, the x axis of such a
+    comparison."""
+
+    flag = "--max_train_cpu_minutes"
+
+    def __init__(self, minutes: float):
+        super().__init__(minutes)
+        self.validating = 0.0
+        self.last_step_end = None
+
+    def elapsed(self) -> float:
+        return process_time() - self.started - self.validating
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        # a resumed run goes on from the training CPU time of its checkpoint's last log line
+        spent = next((e["train_cpu_minutes"] for e in reversed(state.log_history) if "train_cpu_minutes" in e), 0)
+        self.started = self.last_step_end = process_time() - spent * 60
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.last_step_end = process_time()
+        return super().on_step_end(args, state, control, **kwargs)
+
+    def on_evaluate(self, args, state, control, **kwargs):
+        # the Trainer validates between a step's end and the next step: that span is not training
+        self.validating += process_time() - self.last_step_end
+        self.last_step_end = process_time()
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        # the Trainer has put this line into `state.log_history` (the line kept) before calling back
+        for line in (logs, state.log_history[-1] if state.log_history else None):
+            if line is not None and self.started is not None:
+                line["train_cpu_minutes"] = round(self.elapsed() / 60, 3)
 
 
 class CtxTrainer(Trainer):
@@ -373,6 +425,8 @@ class CtxTrainer(Trainer):
         super().__init__(model, args, *rest, **kwargs)
         if getattr(self.args, "max_train_minutes", None) is not None:
             self.add_callback(TrainingTimeLimit(self.args.max_train_minutes))
+        if getattr(self.args, "max_train_cpu_minutes", None) is not None:
+            self.add_callback(TrainingCPUTimeLimit(self.args.max_train_cpu_minutes))
 
         self.add_callback(NonFiniteTrainingCallback())
         if not progress_to_terminal() and not self.args.disable_tqdm:
