@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import render_results
 import torch
 
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
@@ -131,7 +132,8 @@ def test_bilm_sweep_trains_each_size_on_the_cpu_clock_and_picks_the_lowest_perpl
     preset["pretrain"] = [a for a in preset["pretrain"] if a != "--config_overrides" and not a.startswith("{")]
     preset["pretrain"] += ["--max_train_cpu_minutes", "30"]
     args = type("Args", (), {"data_dir": str(data_dir), "device": ["--use_cpu"]})
-    best, table = elmo_taglm.bilm_sweep(args, preset, tmp_path)
+    best, records = elmo_taglm.bilm_sweep(args, preset, tmp_path)
+    table = elmo_taglm.sweep_markdown(records)
     perplexities = {}
     for cells in (16, 32):
         run = tmp_path / "bilm_sweep" / f"lstm_{cells}"
@@ -341,3 +343,43 @@ def test_verdicts_say_better_or_worse_than_the_control():
     assert verdict([0.61, 0.62], [0.3, 0.35]).startswith("better than the control (every seed above")
     assert verdict([0.1, 0.2], [0.3, 0.35]).startswith("worse than the control (every seed below")
     assert verdict([0.3, 0.4], [0.35, 0.36]) == "no clear difference (the seeds overlap)"
+
+
+def test_the_docs_results_tables_are_the_committed_json_drawn_again():
+    """Every generated block of README.md and docs/results.md equals what render_results.py draws from the JSON
+    in docs/results/ (edit the JSON, or run an experiment and copy its results.json, then run the script), and
+    every table there holds one value per seed for every model."""
+    assert render_results.main(["--check"]) == 0
+    found = sorted((render_results.ROOT / "docs" / "results").glob("*.json"))
+    assert found
+    for path in found:
+        for table in json.loads(path.read_text(encoding="utf-8"))["tables"]:
+            assert all(len(values) == len(table["seeds"]) for values in table["rows"].values()), table["title"]
+
+
+def test_render_draws_a_block_from_its_json_with_the_verdict_against_the_control(tmp_path, capsys):
+    """A stale block is redrawn from the JSON: per-seed rows, the mean (min–max) and the verdict; the summary
+    says "better" only where every seed beats every control seed (here: yes for one model, overlap for the
+    other); a title the JSON lacks is an error naming it."""
+    table = experiment_lib.seed_table(
+        "Task, F1",
+        "F1",
+        {"pretrained": [0.7, 0.8], "other": [0.55, 0.65], "control": [0.5, 0.6]},
+        [0, 1],
+        ("every word O", 0.0),
+        comparisons=[("pretrained", "control"), ("other", "control")],
+    )
+    experiment_lib.write_results_json(tmp_path, "toy", ["--preset", "cpu"], [table])
+    (tmp_path / "docs").mkdir()
+    doc = (
+        'intro\n<!-- table results.json "Task, F1" -->\nstale\n<!-- end -->\n'
+        '<!-- summary results.json "Task, F1" -->\nstale\n<!-- end -->\n'
+    )
+    drawn = render_results.render(doc, root=tmp_path)
+    assert "stale" not in drawn and drawn.startswith("intro\n")
+    assert "| pretrained | 0.7500 (0.7000–0.8000) | 0.7000 | 0.8000 |" in drawn
+    assert "- pretrained vs control: better than the control" in drawn
+    assert "| Task, F1 | 0.7500 (0.7000–0.8000): **better** | 0.6000 (0.5500–0.6500): no clear difference |" in drawn
+    assert render_results.render(drawn, root=tmp_path) == drawn
+    with pytest.raises(ValueError, match="no table titled 'Missing'"):
+        render_results.render('<!-- table results.json "Missing" -->\n<!-- end -->', root=tmp_path)

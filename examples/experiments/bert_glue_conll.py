@@ -14,6 +14,7 @@ test of this script), not as an experiment.
 """
 
 import argparse
+import sys
 from pathlib import Path
 
 from experiment_lib import (
@@ -26,6 +27,8 @@ from experiment_lib import (
     plot_pretraining_curves,
     pretrain_on_wiki,
     run_example,
+    seed_table,
+    write_results_json,
 )
 
 from hf_ctx.atomic_files import write_text
@@ -242,7 +245,7 @@ def main(argv=None):
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
 
-    sections = []
+    sections, tables = [], []
     if args.bert is None:
         bert = pretrain_bert(args, preset, out)
         plot_pretraining_curves(bert, out / "bert_pretraining.png", "BERT pretraining (wiki)")
@@ -273,8 +276,8 @@ def main(argv=None):
                     out / "finetune" / f"{task}_{'pretrained' if init_name == pretrained_name else 'random'}_{seed}"
                 )
                 scores.setdefault(init_name, []).append(finetune(args, preset, task, init, run_dir, seed))
-        sections.append(
-            markdown_table(
+        tables.append(
+            seed_table(
                 f"{name} (dev), {metric}",
                 metric,
                 scores,
@@ -283,9 +286,11 @@ def main(argv=None):
                 comparisons=[(pretrained_name, control_name)],
             )
         )
+        sections.append(markdown_table(tables[-1]))
 
     report = f"## BERT -> GLUE and CoNLL (preset {args.preset})\n\n" + "\n".join(sections)
     write_text(out / "results.md", report)
+    write_results_json(out, "bert_glue_conll", argv if argv is not None else sys.argv[1:], tables)
     print(report)
 
 

@@ -24,6 +24,7 @@ as an experiment.
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import torch
@@ -39,6 +40,8 @@ from experiment_lib import (
     plot_scalar_mix,
     pretrain_on_wiki,
     run_example,
+    seed_table,
+    write_results_json,
 )
 from safetensors.torch import load_file
 from transformers import AutoConfig, AutoTokenizer
@@ -107,7 +110,7 @@ PRESETS = {
             "4096",
             "--max_words",
             "40",
-            *("--max_train_cpu_minutes", "20", "--max_steps", "100000"),
+            *("--max_train_cpu_minutes", "15", "--max_steps", "100000"),
             "--per_device_train_batch_size",
             "32",
             "--learning_rate",
@@ -250,34 +253,49 @@ def sweep_run(args, preset, out: Path, cells: int) -> tuple[Path, dict]:
     return run_dir, pretrain_on_wiki("pretrain_elmo", args.data_dir, preset, args.device, run_dir, extra=size)
 
 
-def bilm_sweep(args, preset, out: Path) -> tuple[Path, str]:
-    """Every size of the preset's sweep (`sweep_run`), the table of their perplexities and what each saw, and
-    `bilm_sweep.png` (validation perplexity against training CPU minutes); the best biLM's folder."""
-    runs = {cells: sweep_run(args, preset, out, cells) for cells in preset["bilm_sweep"]["cells"]}
+def bilm_sweep(args, preset, out: Path) -> tuple[Path, list[dict]]:
+    """Every size of the preset's sweep (`sweep_run`) and `bilm_sweep.png` (validation perplexity against
+    training CPU minutes); the best biLM's folder and a record per size (what `sweep_markdown` tabulates)."""
+    records = []
+    for cells in preset["bilm_sweep"]["cells"]:
+        run_dir, metrics = sweep_run(args, preset, out, cells)
+        state = json.loads((run_dir / "trainer_state.json").read_text())
+        minutes = max((e["train_cpu_minutes"] for e in state["log_history"] if "train_cpu_minutes" in e), default=0)
+        weights = load_file(str(run_dir / "model.safetensors"))
+        records.append(
+            {
+                "lstm_cells": cells,
+                "parameters": sum(t.numel() for t in weights.values()),
+                "steps": state["global_step"],
+                "sentences_seen": state["global_step"] * state["train_batch_size"],
+                "train_cpu_minutes": minutes,
+                "perplexity": metrics["eval_perplexity"],
+                "curve": [*cpu_minutes_curve(state["log_history"]), (minutes, metrics["eval_perplexity"])],
+                "run_dir": str(run_dir),
+            }
+        )
+    curves = {f"LSTM {r['lstm_cells']}": r["curve"] for r in records}
+    plot_curves(curves, out / "bilm_sweep.png", "ELMo biLM sizes at equal CPU time (wiki)", "training CPU minutes")
+    best = min(records, key=lambda r: r["perplexity"])
+    return Path(best["run_dir"]), records
+
+
+def sweep_markdown(records: list[dict]) -> str:
+    """The sweep's table: per size, what it saw in its CPU minutes and its validation perplexity."""
     lines = [
         "### biLM sizes at equal CPU time",
         "",
         "| LSTM cells | parameters | steps | sentences seen | training CPU minutes | validation perplexity |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
-    curves = {}
-    for cells, (run_dir, metrics) in runs.items():
-        state = json.loads((run_dir / "trainer_state.json").read_text())
-        minutes = [e["train_cpu_minutes"] for e in state["log_history"] if "train_cpu_minutes" in e]
-        curves[f"LSTM {cells}"] = [
-            *cpu_minutes_curve(state["log_history"]),
-            (max(minutes, default=0), metrics["eval_perplexity"]),
-        ]
-        batch = state["train_batch_size"]
-        parameters = sum(t.numel() for t in load_file(str(run_dir / "model.safetensors")).values())
+    for r in records:
         lines.append(
-            f"| {cells:,} | {parameters / 1e6:.1f}M | {state['global_step']:,} | {state['global_step'] * batch:,} "
-            f"| {max(minutes, default=float('nan')):.1f} | {metrics['eval_perplexity']:.1f} |"
+            f"| {r['lstm_cells']:,} | {r['parameters'] / 1e6:.1f}M | {r['steps']:,} | {r['sentences_seen']:,} "
+            f"| {r['train_cpu_minutes']:.1f} | {r['perplexity']:.1f} |"
         )
-    best = min(runs, key=lambda cells: runs[cells][1]["eval_perplexity"])
-    plot_curves(curves, out / "bilm_sweep.png", "ELMo biLM sizes at equal CPU time (wiki)", "training CPU minutes")
-    lines += ["", f"The biLM of the taggers: LSTM {best:,} (lowest perplexity). Curves: `bilm_sweep.png`.", ""]
-    return runs[best][0], "\n".join(lines)
+    best = min(records, key=lambda r: r["perplexity"])
+    lines += ["", f"The taggers' biLM: LSTM {best['lstm_cells']:,} (lowest perplexity). Curves: `bilm_sweep.png`.", ""]
+    return "\n".join(lines)
 
 
 def cpu_minutes_curve(log_history: list[dict]) -> list[tuple[float, float]]:
@@ -326,7 +344,7 @@ def tag(args, run_dir: Path, seed: int, extra: list, data: list, metric: str) ->
     return final_metric(metrics, metric, run_dir)
 
 
-def few_label(args, preset, variants: dict, out: Path) -> tuple[list[str], dict]:
+def few_label(args, preset, variants: dict, out: Path) -> tuple[list[str], dict, list[dict]]:
     """The few-label arm: each TagLM variant trained on a seeded sample of eng.train per fraction, stopped early on
     a slice held out of the rest of eng.train, then scored on eng.testa. Tables per fraction and the learning
     curve (`learning_curve.png`)."""
@@ -334,7 +352,7 @@ def few_label(args, preset, variants: dict, out: Path) -> tuple[list[str], dict]
     conll = Path(args.data_dir) / "conll2003"
     total = len(read_conll(conll / "eng.train"))
     names = list(variants)
-    curves, sections, by_fraction = {name: {} for name in names}, [], {}
+    curves, sections, tables, by_fraction = {name: {} for name in names}, [], [], {}
     for fraction, (epochs, patience) in spec["fractions"].items():
         size = round(fraction * total)
         data = [
@@ -351,8 +369,8 @@ def few_label(args, preset, variants: dict, out: Path) -> tuple[list[str], dict]
                 sample = ["--train_sample_seed", seed]
                 scores.setdefault(name, []).append(tag(args, run_dir, seed, extra(seed) + sample, data, "predict_f1"))
             curves[name][size] = scores[name]
-        sections.append(
-            markdown_table(
+        tables.append(
+            seed_table(
                 f"Few labels: {fraction:.0%} of eng.train ({size:,} sentences), eng.testa entity F1",
                 "F1",
                 scores,
@@ -361,6 +379,7 @@ def few_label(args, preset, variants: dict, out: Path) -> tuple[list[str], dict]
                 comparisons=[(names[1], names[2]), (names[1], names[0])],
             )
         )
+        sections.append(markdown_table(tables[-1]))
     plot_learning_curves(curves, out / "learning_curve.png", "TagLM + GloVe, CoNLL-2003 eng.testa", "entity F1")
     intro = (
         f"### Few labels\n\nEach tagger trains on a sample of eng.train drawn with its seed (a smaller sample is part "
@@ -368,10 +387,10 @@ def few_label(args, preset, variants: dict, out: Path) -> tuple[list[str], dict]
         "outside the sample) has not improved for the preset's patience, and is then scored on eng.testa, which "
         "model selection never sees. Learning curve: `learning_curve.png`.\n"
     )
-    return [intro, *sections], by_fraction
+    return [intro, *sections], by_fraction, tables
 
 
-def full_arm(args, preset, taglm: dict, bilm: Path, random_for, out: Path) -> tuple[list[str], dict]:
+def full_arm(args, preset, taglm: dict, bilm: Path, random_for, out: Path) -> tuple[list[str], dict, list[dict]]:
     """The taggers on (the preset's share of) eng.train, scored on eng.testa: the TagLM variants and the ELMo
     taggers, whose scalar-mix weights are plotted (`scalar_mix.png`)."""
     variants = {
@@ -393,7 +412,7 @@ def full_arm(args, preset, taglm: dict, bilm: Path, random_for, out: Path) -> tu
             scores.setdefault(name, []).append(tag(args, run_dir, seed, extra(seed), data, "eval_f1"))
             run_dirs.setdefault(name, []).append(run_dir)
     names = list(variants)
-    table = markdown_table(
+    table = seed_table(
         "CoNLL-2003 eng.testa, entity F1",
         "F1",
         scores,
@@ -407,7 +426,7 @@ def full_arm(args, preset, taglm: dict, bilm: Path, random_for, out: Path) -> tu
         for seed, run_dir in zip(args.seeds, run_dirs[name])
     }
     plot_scalar_mix(mixes, out / "scalar_mix.png", "ELMo tagger: weight of each biLM layer (CoNLL-2003)")
-    return [table, "Scalar-mix weights of the ELMo taggers: `scalar_mix.png`.\n"], scores
+    return [markdown_table(table), "Scalar-mix weights of the ELMo taggers: `scalar_mix.png`.\n"], scores, [table]
 
 
 def main(argv=None):
@@ -439,10 +458,10 @@ def main(argv=None):
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
 
-    sections = []
+    sections, sweep = [], None
     if args.bilm is None and "bilm_sweep" in preset:
-        bilm, table = bilm_sweep(args, preset, out)
-        sections.append(table)
+        bilm, sweep = bilm_sweep(args, preset, out)
+        sections.append(sweep_markdown(sweep))
     elif args.bilm is None:
         bilm, metrics = pretrain_bilm(args, preset, out)
         plot_pretraining_curves(bilm, out / "bilm_pretraining.png", "ELMo biLM pretraining (wiki)")
@@ -467,17 +486,19 @@ def main(argv=None):
             lambda seed: [*glove, "--bilm_name_or_path", random_for(seed)],
         ),
     }
-    scores = {}
+    scores, tables = {}, []
     for arm in args.arms:
-        arm_sections, scores[arm] = (
+        arm_sections, scores[arm], arm_tables = (
             full_arm(args, preset, taglm, bilm, random_for, out)
             if arm == "full"
             else few_label(args, preset, taglm, out)
         )
         sections += arm_sections
+        tables += arm_tables
 
     report = f"## ELMo -> TagLM (preset {args.preset})\n\n" + "\n".join(sections)
     write_text(out / "results.md", report)
+    write_results_json(out, "elmo_taglm", argv if argv is not None else sys.argv[1:], tables, bilm_sweep=sweep)
     print(report)
     return scores
 

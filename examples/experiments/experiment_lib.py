@@ -147,18 +147,49 @@ def verdict(pretrained: Sequence[float], control: Sequence[float]) -> str:
     return "no clear difference (the seeds overlap)"
 
 
-def markdown_table(
+def seed_table(
     title: str,
     metric: str,
     rows: dict[str, list[float]],
     seeds: Sequence[int],
     baseline: tuple[str, float],
     comparisons: Sequence[tuple[str, str]] = (),
-) -> str:
-    """A markdown table: one row per model (mean (min–max), then each seed), the majority-class baseline row,
-    then a line per (pretrained, control) comparison."""
+) -> dict:
+    """One table of an experiment's results as data: each model's value per seed (`rows`, in `seeds` order), the
+    majority-class baseline (label, value), and the (pretrained, control) pairs it compares. The experiments
+    write these to `results.json`; `markdown_table` and `render_results.py` draw them."""
+    return {
+        "title": title,
+        "metric": metric,
+        "seeds": list(seeds),
+        "rows": {name: [float(v) for v in values] for name, values in rows.items()},
+        "baseline": [baseline[0], float(baseline[1])],
+        "comparisons": [list(pair) for pair in comparisons],
+    }
+
+
+def write_results_json(out: str | Path, experiment: str, argv: Sequence[str], tables: Sequence[dict], **more) -> Path:
+    """`out/results.json`: the experiment, its command line, every table's per-seed values (`seed_table`) and
+    `more` (other measurements, e.g. the biLM sweep), from which the tables of docs/results.md and the README are
+    generated (copy it to docs/results/)."""
+    record = {
+        "experiment": experiment,
+        "command": f"python examples/experiments/{experiment}.py " + " ".join(map(str, argv)),
+        "tables": list(tables),
+        **more,
+    }
+    path = Path(out) / "results.json"
+    write_text(path, json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    return path
+
+
+def markdown_table(table: dict, heading: str = "###") -> str:
+    """A `seed_table` in markdown under `heading` + its title: one row per model (mean (min–max), then each
+    seed), the majority-class baseline row, then a line per (pretrained, control) comparison."""
+    title, metric, rows, seeds = table["title"], table["metric"], table["rows"], table["seeds"]
+    baseline, comparisons = table["baseline"], table["comparisons"]
     header = f"| model | {metric}: mean (min–max) | " + " | ".join(f"seed {s}" for s in seeds) + " |"
-    lines = [f"### {title}", "", header, "|" + " --- |" * (len(seeds) + 2)]
+    lines = [f"{heading} {title}", "", header, "|" + " --- |" * (len(seeds) + 2)]
     for name, values in rows.items():
         lines.append(f"| {name} | {mean_min_max(values)} | " + " | ".join(f"{v:.4f}" for v in values) + " |")
     label, value = baseline
