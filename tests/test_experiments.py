@@ -104,7 +104,7 @@ def test_elmo_taglm_smoke(data_dir, tmp_path):
     results = (out / "results.md").read_text()
     assert len(list((out / "taggers").iterdir())) == 5 * len(SEEDS)  # a folder per variant and seed
     assert "Perplexity on wiki.valid.txt.gz" in results
-    rows = table_rows(results, "CoNLL-2003 eng.testa, entity F1")
+    rows = table_rows(results, "All of eng.train, stopped early: CoNLL-2003 eng.testa, entity F1")
     assert "| seed 0 | seed 1 |" in results
     assert rows["majority-class baseline (every word O)"][0] == "0.0000"
     for name in (
@@ -115,8 +115,13 @@ def test_elmo_taglm_smoke(data_dir, tmp_path):
     ):
         check_row(rows[name], scores[name])
     for seed, value in zip(SEEDS, scores["TagLM + GloVe + pretrained biLM"]):
-        reported = json.loads((out / "taggers" / f"taglm_glove_bilm_{seed}" / "eval_results.json").read_text())
-        assert reported["eval_f1"] == pytest.approx(value)
+        run = out / "taggers" / f"taglm_glove_bilm_{seed}"
+        assert json.loads((run / "predict_results.json").read_text())["predict_f1"] == pytest.approx(value)
+        state = json.loads((run / "trainer_state.json").read_text())  # kept its best held-out epoch
+        assert state["best_metric"] == json.loads((run / "eval_results.json").read_text())["eval_f1"]
+    recorded = json.loads((out / "results.json").read_text())["tables"][0]
+    assert recorded["rows"] == {name: [float(v) for v in values] for name, values in scores.items()}
+    assert all(1 <= best <= run <= 2 for runs in recorded["epochs"].values() for run, best in runs)
     assert "TagLM + GloVe + pretrained biLM vs TagLM + GloVe + random frozen biLM (control):" in results
     for png in ("bilm_pretraining.png", "scalar_mix.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
