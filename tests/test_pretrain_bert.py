@@ -413,7 +413,7 @@ def test_config_name_takes_a_size_preset_as_every_script_does():
         def __len__(self):
             return 100
 
-    config = pretrain_bert.build_model(args, Tokenizer()).config
+    config = pretrain_bert.build_model(args, Tokenizer())[0].config
     assert config.hidden_size == BERT_PRESETS["tiny"]["hidden_size"] and config.num_hidden_layers == 1
     assert config.vocab_size == 100
 
@@ -460,3 +460,78 @@ def test_pretokenized_examples_train_exactly_as_the_text_they_came_from(single_r
         pretrain_bert.main(
             common_args(corpus, tmp_path / "refused") + ["--objective", "mlm", "--pretokenized_dir", "x"]
         )
+
+
+# --- continued pretraining on a task's own text --------------------------------------------------------------
+
+
+def continued_args(checkpoint, train_file, output_dir, cache_dir, steps=3):
+    """pretrain_bert.py continuing `checkpoint` for `steps` steps on `train_file`, keeping its tokenizer."""
+    return (
+        ["--model_name_or_path", str(checkpoint), "--train_file", train_file, "--cache_dir", cache_dir]
+        + ["--max_seq_length", "32", "--do_train", "--max_steps", str(steps), "--per_device_train_batch_size", "8"]
+        + ["--learning_rate", "1e-3", "--seed", "0", "--use_cpu", "--disable_tqdm", "true", "--report_to", "none"]
+        + ["--save_strategy", "no", "--output_dir", str(output_dir)]
+    )
+
+
+def test_continued_pretraining_changes_the_weights_and_keeps_the_vocabulary(single_run, corpus, tmp_path):
+    checkpoint, _ = single_run
+    task_text = write_corpus(tmp_path / "task_text.txt", 40, np.random.default_rng(7))
+    pretrain_bert.main(continued_args(checkpoint, task_text, tmp_path / "continued", corpus["cache"]))
+    output = tmp_path / "continued"
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        assert (output / name).read_bytes() == (checkpoint / name).read_bytes(), name
+    config, start = (AutoModelForPreTraining.from_pretrained(folder).config for folder in (output, checkpoint))
+    assert config.vocab_size == start.vocab_size == len(AutoTokenizer.from_pretrained(output))
+    before, after = load_file(checkpoint / "model.safetensors"), load_file(output / "model.safetensors")
+    assert before.keys() == after.keys()
+    layers = [name for name in before if ".encoder.layer." in name]
+    assert layers and all(not torch.equal(before[name], after[name]) for name in layers)
+    assert not torch.equal(
+        before["bert.embeddings.word_embeddings.weight"], after["bert.embeddings.word_embeddings.weight"]
+    )
+    card = (output / "README.md").read_text()
+    assert f"Pretraining continued from `{checkpoint.name}` on the local file task_text.txt" in card
+    assert f"| Starting point | `{checkpoint.name}`, trained by hf_ctx from random initialisation" in card
+    assert "Created here" not in card
+
+
+def test_a_task_model_continues_with_new_pretraining_heads(tmp_path, caplog):
+    """A fine-tuned tagger's folder: its encoder is loaded as it is, the pretraining heads it lacks are created,
+    and the log and card say which."""
+    from types import SimpleNamespace
+
+    from tiny_checkpoints import WORDS as TAGGER_WORDS
+    from tiny_checkpoints import bert_token_classifier
+
+    tagger, tokenizer = bert_token_classifier(tmp_path)
+    tagger.save_pretrained(tmp_path / "tagger")
+    tokenizer.save_pretrained(tmp_path / "tagger")
+    config = pretrain_bert.load_pretraining_config(tmp_path / "tagger", "bert")
+    model_args = SimpleNamespace(model_name_or_path=str(tmp_path / "tagger"), tokenizer_name=None)
+    model, created = pretrain_bert.build_model(model_args, tokenizer, config)
+    heads = ["cls.predictions.LayerNorm", "cls.predictions.decoder", "cls.predictions.dense", "cls.seq_relationship"]
+    expected = ["bert.pooler.dense", *heads]  # a tagger has no [CLS] pooler
+    assert created == [f"`{name}`: random initialisation" for name in expected]
+    encoder = tagger.bert.state_dict()
+    assert encoder and all(torch.equal(value, model.bert.state_dict()[name]) for name, value in encoder.items())
+
+    rng = np.random.default_rng(0)
+    text = tmp_path / "task_text.txt"
+    text.write_text("\n\n".join("\n".join(" ".join(rng.choice(TAGGER_WORDS, 6)) for _ in range(3)) for _ in range(30)))
+    pretrain_bert.main(continued_args(tmp_path / "tagger", str(text), tmp_path / "out", str(tmp_path / "cache"), 2))
+    assert f"{tmp_path / 'tagger'} has no weights for bert.pooler.dense, cls.predictions.LayerNorm, " in caplog.text
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "| Created here, not in the starting point | `bert.pooler.dense`: random initialisation; " in card
+    assert (tmp_path / "out" / "tokenizer.json").read_bytes() == (tmp_path / "tagger" / "tokenizer.json").read_bytes()
+
+
+def test_a_checkpoint_of_another_family_is_refused_before_any_text_is_read(tmp_path):
+    from tiny_checkpoints import elmo_bilm
+
+    model, _ = elmo_bilm(tmp_path)
+    model.save_pretrained(tmp_path / "elmo")
+    arguments = ["--model_name_or_path", str(tmp_path / "elmo"), "--train_file", str(tmp_path / "missing.txt")]
+    with pytest.raises(ValueError, match="is a 'hf_ctx_elmo' checkpoint; this script continues the pretraining of hf"):
+        pretrain_bert.main([*arguments, "--do_train", "--output_dir", str(tmp_path / "out")])
