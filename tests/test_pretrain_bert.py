@@ -25,9 +25,11 @@ from fake_hub import FakeHub, folder_files
 from huggingface_hub import ModelCard, metadata_load
 from huggingface_hub.repocard_data import model_index_to_eval_results
 from safetensors.torch import load_file
+from tiny_checkpoints import WORDS as TINY_WORDS
+from tiny_checkpoints import _bert_config, bert_token_classifier, bert_tokenizer
 from transformers import AutoModelForPreTraining, AutoTokenizer
 
-from hf_ctx import CtxBertConfig, CtxBertForPreTraining, modeling_bert
+from hf_ctx import CtxBertConfig, CtxBertForMaskedLM, CtxBertForPreTraining, modeling_bert
 from hf_ctx.data.masking import DataCollatorForPretraining, add_fixed_masks
 from hf_ctx.data.pretraining import build_pretraining_dataset
 from hf_ctx.data.text import load_text_documents
@@ -497,34 +499,49 @@ def test_continued_pretraining_changes_the_weights_and_keeps_the_vocabulary(sing
     assert "Created here" not in card
 
 
-def test_a_task_model_continues_with_new_pretraining_heads(tmp_path, caplog):
-    """A fine-tuned tagger's folder: its encoder is loaded as it is, the pretraining heads it lacks are created,
-    and the log and card say which."""
+def masked_lm(folder):
+    tokenizer = bert_tokenizer(folder)
+    return CtxBertForMaskedLM(_bert_config(tokenizer)), tokenizer
+
+
+MLM_HEAD = ["cls.predictions.LayerNorm", "cls.predictions.decoder", "cls.predictions.dense"]
+
+
+@pytest.mark.parametrize(
+    "build, created_modules",
+    [
+        (bert_token_classifier, ["bert.pooler.dense", *MLM_HEAD, "cls.seq_relationship"]),  # no [CLS] pooler
+        (masked_lm, ["bert.pooler.dense", "cls.seq_relationship"]),  # its MLM head is kept
+    ],
+    ids=["tagger", "masked_lm"],
+)
+def test_a_model_without_pretraining_heads_continues_with_new_ones(tmp_path, caplog, build, created_modules):
+    """A fine-tuned tagger's folder, a masked LM's: what they hold is loaded as it is, the pretraining heads they
+    lack are created, and the log and card say which."""
     from types import SimpleNamespace
 
-    from tiny_checkpoints import WORDS as TAGGER_WORDS
-    from tiny_checkpoints import bert_token_classifier
-
-    tagger, tokenizer = bert_token_classifier(tmp_path)
-    tagger.save_pretrained(tmp_path / "tagger")
-    tokenizer.save_pretrained(tmp_path / "tagger")
-    config = pretrain_bert.load_pretraining_config(tmp_path / "tagger", "bert")
-    model_args = SimpleNamespace(model_name_or_path=str(tmp_path / "tagger"), tokenizer_name=None)
+    start, tokenizer = build(tmp_path)
+    start.save_pretrained(tmp_path / "start")
+    tokenizer.save_pretrained(tmp_path / "start")
+    config = pretrain_bert.load_pretraining_config(tmp_path / "start", "bert")
+    model_args = SimpleNamespace(model_name_or_path=str(tmp_path / "start"), tokenizer_name=None)
     model, created = pretrain_bert.build_model(model_args, tokenizer, config)
-    heads = ["cls.predictions.LayerNorm", "cls.predictions.decoder", "cls.predictions.dense", "cls.seq_relationship"]
-    expected = ["bert.pooler.dense", *heads]  # a tagger has no [CLS] pooler
-    assert created == [f"`{name}`: random initialisation" for name in expected]
-    encoder = tagger.bert.state_dict()
-    assert encoder and all(torch.equal(value, model.bert.state_dict()[name]) for name, value in encoder.items())
+    assert created == [f"`{name}`: random initialisation" for name in created_modules]
+    held, loaded = start.state_dict(), model.state_dict()
+    kept = [name for name in held if name in loaded]
+    assert any(name.startswith("bert.encoder.") for name in kept)
+    assert any(name.startswith("cls.predictions.dense") for name in kept) == (build is masked_lm)
+    assert all(torch.equal(held[name], loaded[name]) for name in kept)
 
     rng = np.random.default_rng(0)
     text = tmp_path / "task_text.txt"
-    text.write_text("\n\n".join("\n".join(" ".join(rng.choice(TAGGER_WORDS, 6)) for _ in range(3)) for _ in range(30)))
-    pretrain_bert.main(continued_args(tmp_path / "tagger", str(text), tmp_path / "out", str(tmp_path / "cache"), 2))
-    assert f"{tmp_path / 'tagger'} has no weights for bert.pooler.dense, cls.predictions.LayerNorm, " in caplog.text
+    sentences = (" ".join(rng.choice(TINY_WORDS, 6)) for _ in range(90))
+    text.write_text("\n\n".join("\n".join(next(sentences) for _ in range(3)) for _ in range(30)))
+    pretrain_bert.main(continued_args(tmp_path / "start", str(text), tmp_path / "out", str(tmp_path / "cache"), 2))
+    assert f"{tmp_path / 'start'} has no weights for {', '.join(created_modules)}: created" in caplog.text
     card = (tmp_path / "out" / "README.md").read_text()
-    assert "| Created here, not in the starting point | `bert.pooler.dense`: random initialisation; " in card
-    assert (tmp_path / "out" / "tokenizer.json").read_bytes() == (tmp_path / "tagger" / "tokenizer.json").read_bytes()
+    assert f"| Created here, not in the starting point | `{created_modules[0]}`: random initialisation; " in card
+    assert (tmp_path / "out" / "tokenizer.json").read_bytes() == (tmp_path / "start" / "tokenizer.json").read_bytes()
 
 
 def test_a_checkpoint_of_another_family_is_refused_before_any_text_is_read(tmp_path):
