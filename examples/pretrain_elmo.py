@@ -143,19 +143,20 @@ def continued_checkpoint(model_args: ModelArguments, config, train_sentences):
     (a converted published ELMo, a task model) gets --tokenizer_name's, or one built from the training text; a
     checkpoint without a softmax (bilm-tf's files hold none) gets a new one over that vocabulary."""
     source, created = model_args.model_name_or_path, []
-    tokenizer = load_tokenizer(model_args.tokenizer_name or source)
+    tokenizer_source = model_args.tokenizer_name or source
+    tokenizer = load_tokenizer(tokenizer_source)
     if not tokenizer.has_word_vocabulary:
         tokenizer = vocabulary_of(train_sentences, model_args, tokenizer.max_characters_per_token)
         created.append(f"the word vocabulary ({tokenizer.vocab_size:,} words, from the training text)")
         logger.warning(
-            f"{model_args.tokenizer_name or source} has no word vocabulary for the softmax: built one of "
+            f"{tokenizer_source} has no word vocabulary for the softmax: built one of "
             f"{tokenizer.vocab_size:,} words from the training text (--vocab_min_count {model_args.vocab_min_count}); "
             "--tokenizer_name names an ElmoTokenizer folder with another"
         )
     if tokenizer.max_characters_per_token != config.max_characters_per_token:
         raise ValueError(
-            f"the tokenizer gives {tokenizer.max_characters_per_token} characters a word, but the biLM of {source} "
-            f"reads {config.max_characters_per_token}"
+            f"the tokenizer of {tokenizer_source} gives {tokenizer.max_characters_per_token} characters a word, but "
+            f"the biLM of {source} reads {config.max_characters_per_token}"
         )
     if config.vocab_size is None:  # no softmax to keep: it is created over the tokenizer's vocabulary
         config.vocab_size = tokenizer.vocab_size
@@ -163,8 +164,9 @@ def continued_checkpoint(model_args: ModelArguments, config, train_sentences):
         config.unk_token_id = tokenizer.unk_token_id
     elif config.vocab_size != tokenizer.vocab_size:
         raise ValueError(
-            f"the tokenizer has {tokenizer.vocab_size:,} words, but {source} predicts {config.vocab_size:,}: "
-            "continue with the checkpoint's own vocabulary (drop --tokenizer_name)"
+            f"the tokenizer of {tokenizer_source} has {tokenizer.vocab_size:,} words, but the softmax of {source} "
+            f"predicts {config.vocab_size:,}"
+            + (": drop --tokenizer_name to keep the checkpoint's vocabulary" if model_args.tokenizer_name else "")
         )
     model, new_modules = load_pretraining_model(source, config)
     created += [f"`{name}`: random initialisation over the {tokenizer.vocab_size:,} words" for name in new_modules]

@@ -297,11 +297,17 @@ def test_a_converted_elmo_without_vocabulary_gets_one_from_the_training_text(tmp
     assert f"the word vocabulary ({words} words, from the training text); `softmax`" in card
 
 
-def test_a_vocabulary_that_does_not_fit_the_softmax_is_one_line(elmo_run, tmp_path):
+def test_a_tokenizer_that_does_not_fit_the_checkpoint_is_one_line(elmo_run, tmp_path):
     other = tmp_path / "other_tokenizer"
     ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", "cat"]).save_pretrained(other)
-    with pytest.raises(ValueError, match=r"the tokenizer has 4 words, but .* predicts 24: continue with the"):
+    with pytest.raises(ValueError, match=r"other_tokenizer has 4 words, but the softmax of .* predicts 24: drop --"):
         continued_run(elmo_run, tmp_path, "--tokenizer_name", str(other))
+    narrow = tmp_path / "narrow_tokenizer"
+    ElmoTokenizer(vocab=AutoTokenizer.from_pretrained(elmo_run).words, max_characters_per_token=20).save_pretrained(
+        narrow
+    )
+    with pytest.raises(ValueError, match=r"narrow_tokenizer gives 20 characters a word, but the biLM of .* reads 50"):
+        continued_run(elmo_run, tmp_path, "--tokenizer_name", str(narrow))
 
 
 def test_a_bert_checkpoint_is_refused_before_any_text_is_read(tmp_path):

@@ -115,14 +115,13 @@ def load_tokenizer(name_or_path: str | os.PathLike, **kwargs):
     return tokenizer
 
 
-def load_pretraining_config(name_or_path: str | os.PathLike, family_name: str, **fields):
-    """The config of the checkpoint `name_or_path` whose pretraining continues, with `fields` over it; a
-    `ValueError` naming its type when it is not a checkpoint of hf_ctx's family `family_name` ("bert", "elmo"),
+def load_pretraining_config(name_or_path: str | os.PathLike, family_name: str):
+    """The config of the checkpoint `name_or_path` whose pretraining continues; a `ValueError` naming its type when it is not a checkpoint of hf_ctx's family `family_name` ("bert", "elmo"),
     the only models a pretraining script can train. Any model of the family continues: a pretraining checkpoint,
     one with a masked-LM head only, a task model or a converted encoder (`load_pretraining_model` creates the
     heads it lacks)."""
     check_model_type(name_or_path, "--model_name_or_path")
-    config = AutoConfig.from_pretrained(name_or_path, **fields)
+    config = AutoConfig.from_pretrained(name_or_path)
     family, wanted = find_family(config), MODEL_FAMILIES[family_name]
     if family is not wanted:
         hint = "; a transformers BERT converts with `hf-ctx convert-bert`" if family is None else ""
