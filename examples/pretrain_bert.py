@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from datasets import load_dataset
-from transformers import AutoModelForPreTraining
 
 from hf_ctx import BERT_PRESETS, CtxBertConfig, CtxBertForPreTraining
 from hf_ctx.atomic_files import save_pretrained_atomically
@@ -51,8 +50,9 @@ from hf_ctx.data.pretraining import (
 from hf_ctx.data.subsets import first_examples, hold_out_validation, shuffled_stream
 from hf_ctx.data.text import DOCUMENT_BOUNDARIES, load_text_documents
 from hf_ctx.tools.errors import run_script
+from hf_ctx.tools.families import check_tokenizer_fits
 from hf_ctx.tools.hub import dataset_size, finish_run
-from hf_ctx.tools.loading import load_tokenizer
+from hf_ctx.tools.loading import load_pretraining_config, load_pretraining_model, load_tokenizer
 from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
@@ -191,9 +191,14 @@ def load_or_train_tokenizer(model_args, training_args, train_documents, text_col
         return tokenizer
 
 
-def build_model(model_args, tokenizer):
+def build_model(model_args, tokenizer, continued_config=None):
+    """(the model, what the run created that a continued checkpoint lacked: modules that start from random
+    weights, see `load_pretraining_model`). `continued_config`: the config of --model_name_or_path."""
     if model_args.model_name_or_path is not None:
-        return AutoModelForPreTraining.from_pretrained(model_args.model_name_or_path)
+        source = model_args.model_name_or_path
+        model, created = load_pretraining_model(source, continued_config)
+        check_tokenizer_fits(model.config, tokenizer, None, model_args.tokenizer_name or source)
+        return model, [f"`{name}`: random initialisation" for name in created]
     fields = {
         "vocab_size": len(tokenizer),
         "pad_token_id": tokenizer.pad_token_id,
@@ -207,7 +212,7 @@ def build_model(model_args, tokenizer):
         config = CtxBertConfig.from_dict({**CtxBertConfig.from_pretrained(model_args.config_name).to_dict(), **fields})
     else:
         config = CtxBertConfig.from_preset(model_args.model_size, **fields)
-    return CtxBertForPreTraining(config)
+    return CtxBertForPreTraining(config), []
 
 
 def card_hyperparameters(model_args: ModelArguments, data_args: DataArguments, tokenizer) -> dict:
@@ -326,10 +331,14 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         training_args.resume_from_checkpoint, training_args.output_dir
     )
 
+    # A checkpoint to continue is checked before any text is read.
+    continued_config = (
+        load_pretraining_config(model_args.model_name_or_path, "bert") if model_args.model_name_or_path else None
+    )
     train_documents, validation_documents, text_column, tokenizer = documents_and_tokenizer(
         model_args, data_args, training_args
     )
-    model = build_model(model_args, tokenizer)
+    model, created = build_model(model_args, tokenizer, continued_config)
     apply_learning_rate_default(training_args, argv, model.config, "pretraining")
     tokenizer.model_max_length = model.config.max_position_embeddings
     if data_args.max_seq_length > model.config.max_position_embeddings:
@@ -397,6 +406,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         facts = RunFacts(
             "bert", dataset_config=data_args.dataset_config_name, base_model=model_args.model_name_or_path
         )
+        facts.created = created
         facts.hyperparameters = card_hyperparameters(model_args, data_args, tokenizer)
         train_files = corpus_files(data_args, "train")
         facts.name_training_data(data_args.dataset_name, train_files)

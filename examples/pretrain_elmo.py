@@ -30,7 +30,6 @@ import logging
 from dataclasses import dataclass, field
 
 from datasets import load_dataset
-from transformers import AutoModelForPreTraining
 
 from hf_ctx import ELMO_PRESETS, ElmoConfig, ElmoForBiLM, ElmoTokenizer
 from hf_ctx.data.bilm import (
@@ -45,7 +44,7 @@ from hf_ctx.data.bilm import (
 from hf_ctx.data.subsets import first_examples, hold_out_validation, shuffled_stream
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.hub import dataset_size, finish_run
-from hf_ctx.tools.loading import load_tokenizer
+from hf_ctx.tools.loading import load_pretraining_config, load_pretraining_model, load_tokenizer
 from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
@@ -131,17 +130,58 @@ def sentences(lines, data_args: DataArguments, limit: int | None):
     return first_examples(dataset, limit), dataset_size(dataset)
 
 
-def build_model_and_tokenizer(model_args: ModelArguments, train_sentences):
+def vocabulary_of(train_sentences, model_args: ModelArguments, max_characters_per_token: int = 50):
+    """An ElmoTokenizer whose word vocabulary is built from the training sentences (--vocab_min_count,
+    --vocab_max_size)."""
+    vocabulary = build_vocabulary(count_words(train_sentences), model_args.vocab_min_count, model_args.vocab_max_size)
+    return ElmoTokenizer(vocab=vocabulary, max_characters_per_token=max_characters_per_token)
+
+
+def continued_checkpoint(model_args: ModelArguments, config, train_sentences):
+    """(the biLM of --model_name_or_path with its softmax, its tokenizer, what the run created that the checkpoint
+    lacked): the checkpoint's word vocabulary and character ids are kept. A checkpoint without a word vocabulary
+    (a converted published ELMo, a task model) gets --tokenizer_name's, or one built from the training text; a
+    checkpoint without a softmax (bilm-tf's files hold none) gets a new one over that vocabulary."""
+    source, created = model_args.model_name_or_path, []
+    tokenizer_source = model_args.tokenizer_name or source
+    tokenizer = load_tokenizer(tokenizer_source)
+    if not tokenizer.has_word_vocabulary:
+        tokenizer = vocabulary_of(train_sentences, model_args, tokenizer.max_characters_per_token)
+        created.append(f"the word vocabulary ({tokenizer.vocab_size:,} words, from the training text)")
+        logger.warning(
+            f"{tokenizer_source} has no word vocabulary for the softmax: built one of "
+            f"{tokenizer.vocab_size:,} words from the training text (--vocab_min_count {model_args.vocab_min_count}); "
+            "--tokenizer_name names an ElmoTokenizer folder with another"
+        )
+    if tokenizer.max_characters_per_token != config.max_characters_per_token:
+        raise ValueError(
+            f"the tokenizer of {tokenizer_source} gives {tokenizer.max_characters_per_token} characters a word, but "
+            f"the biLM of {source} reads {config.max_characters_per_token}"
+        )
+    if config.vocab_size is None:  # no softmax to keep: it is created over the tokenizer's vocabulary
+        config.vocab_size = tokenizer.vocab_size
+        config.bos_token_id, config.eos_token_id = tokenizer.bos_token_id, tokenizer.eos_token_id
+        config.unk_token_id = tokenizer.unk_token_id
+    elif config.vocab_size != tokenizer.vocab_size:
+        raise ValueError(
+            f"the tokenizer of {tokenizer_source} has {tokenizer.vocab_size:,} words, but the softmax of {source} "
+            f"predicts {config.vocab_size:,}"
+            + (": drop --tokenizer_name to keep the checkpoint's vocabulary" if model_args.tokenizer_name else "")
+        )
+    model, new_modules = load_pretraining_model(source, config)
+    created += [f"`{name}`: random initialisation over the {tokenizer.vocab_size:,} words" for name in new_modules]
+    return model, tokenizer, created
+
+
+def build_model_and_tokenizer(model_args: ModelArguments, train_sentences, continued_config=None):
+    """(model, tokenizer, what the run created that a continued checkpoint lacked). `continued_config`: the
+    config of --model_name_or_path."""
     if model_args.model_name_or_path is not None:
-        tokenizer = load_tokenizer(model_args.tokenizer_name or model_args.model_name_or_path)
-        return AutoModelForPreTraining.from_pretrained(model_args.model_name_or_path), tokenizer
+        return continued_checkpoint(model_args, continued_config, train_sentences)
     if model_args.tokenizer_name is not None:
         tokenizer = load_tokenizer(model_args.tokenizer_name)
     else:
-        vocabulary = build_vocabulary(
-            count_words(train_sentences), model_args.vocab_min_count, model_args.vocab_max_size
-        )
-        tokenizer = ElmoTokenizer(vocab=vocabulary)
+        tokenizer = vocabulary_of(train_sentences, model_args)
     overrides = parse_config_overrides(model_args.config_overrides)
     overrides.setdefault("char_cnn", {}).setdefault("max_characters_per_token", tokenizer.max_characters_per_token)
     config = ElmoConfig.from_preset(
@@ -153,7 +193,7 @@ def build_model_and_tokenizer(model_args: ModelArguments, train_sentences):
         num_sampled=model_args.num_sampled,
         **overrides,
     )
-    return ElmoForBiLM(config), tokenizer
+    return ElmoForBiLM(config), tokenizer, []
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
@@ -166,6 +206,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         steps=("do_train", "do_eval"),
     )
 
+    # A checkpoint to continue is checked before any text is read.
+    continued_config = (
+        load_pretraining_config(model_args.model_name_or_path, "elmo") if model_args.model_name_or_path else None
+    )
     train_lines, validation_lines = load_lines(data_args, training_args.seed)
     if training_args.do_eval and validation_lines is None:
         raise ValueError(
@@ -178,7 +222,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             if training_args.do_eval
             else (None, None)
         )
-    model, tokenizer = build_model_and_tokenizer(model_args, train_sentences)
+    model, tokenizer, created = build_model_and_tokenizer(model_args, train_sentences, continued_config)
     apply_learning_rate_default(training_args, argv, model.config, "pretraining")
     if data_args.streaming and training_args.do_train:
         train_sentences = shuffled_stream(train_sentences, training_args)
@@ -205,7 +249,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     metrics, eval_metrics = train_and_evaluate(trainer)
     if training_args.do_train:
-        facts = RunFacts("elmo", base_model=model_args.model_name_or_path)
+        facts = RunFacts("elmo", base_model=model_args.model_name_or_path, created=created)
         facts.hyperparameters = {
             "vocab_min_count": model_args.vocab_min_count,
             "max_words": data_args.max_words,

@@ -25,9 +25,11 @@ from fake_hub import FakeHub, folder_files
 from huggingface_hub import ModelCard, metadata_load
 from huggingface_hub.repocard_data import model_index_to_eval_results
 from safetensors.torch import load_file
+from tiny_checkpoints import WORDS as TINY_WORDS
+from tiny_checkpoints import _bert_config, bert_token_classifier, bert_tokenizer
 from transformers import AutoModelForPreTraining, AutoTokenizer
 
-from hf_ctx import CtxBertConfig, CtxBertForPreTraining, modeling_bert
+from hf_ctx import CtxBertConfig, CtxBertForMaskedLM, CtxBertForPreTraining, modeling_bert
 from hf_ctx.data.masking import DataCollatorForPretraining, add_fixed_masks
 from hf_ctx.data.pretraining import build_pretraining_dataset
 from hf_ctx.data.text import load_text_documents
@@ -413,7 +415,7 @@ def test_config_name_takes_a_size_preset_as_every_script_does():
         def __len__(self):
             return 100
 
-    config = pretrain_bert.build_model(args, Tokenizer()).config
+    config = pretrain_bert.build_model(args, Tokenizer())[0].config
     assert config.hidden_size == BERT_PRESETS["tiny"]["hidden_size"] and config.num_hidden_layers == 1
     assert config.vocab_size == 100
 
@@ -460,3 +462,93 @@ def test_pretokenized_examples_train_exactly_as_the_text_they_came_from(single_r
         pretrain_bert.main(
             common_args(corpus, tmp_path / "refused") + ["--objective", "mlm", "--pretokenized_dir", "x"]
         )
+
+
+# --- continued pretraining on a task's own text --------------------------------------------------------------
+
+
+def continued_args(checkpoint, train_file, output_dir, cache_dir, steps=3):
+    """pretrain_bert.py continuing `checkpoint` for `steps` steps on `train_file`, keeping its tokenizer."""
+    return (
+        ["--model_name_or_path", str(checkpoint), "--train_file", train_file, "--cache_dir", cache_dir]
+        + ["--max_seq_length", "32", "--do_train", "--max_steps", str(steps), "--per_device_train_batch_size", "8"]
+        + ["--learning_rate", "1e-3", "--seed", "0", "--use_cpu", "--disable_tqdm", "true", "--report_to", "none"]
+        + ["--save_strategy", "no", "--output_dir", str(output_dir)]
+    )
+
+
+def test_continued_pretraining_changes_the_weights_and_keeps_the_vocabulary(single_run, corpus, tmp_path):
+    checkpoint, _ = single_run
+    task_text = write_corpus(tmp_path / "task_text.txt", 40, np.random.default_rng(7))
+    pretrain_bert.main(continued_args(checkpoint, task_text, tmp_path / "continued", corpus["cache"]))
+    output = tmp_path / "continued"
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        assert (output / name).read_bytes() == (checkpoint / name).read_bytes(), name
+    config, start = (AutoModelForPreTraining.from_pretrained(folder).config for folder in (output, checkpoint))
+    assert config.vocab_size == start.vocab_size == len(AutoTokenizer.from_pretrained(output))
+    before, after = load_file(checkpoint / "model.safetensors"), load_file(output / "model.safetensors")
+    assert before.keys() == after.keys()
+    layers = [name for name in before if ".encoder.layer." in name]
+    assert layers and all(not torch.equal(before[name], after[name]) for name in layers)
+    assert not torch.equal(
+        before["bert.embeddings.word_embeddings.weight"], after["bert.embeddings.word_embeddings.weight"]
+    )
+    card = (output / "README.md").read_text()
+    assert f"Pretraining continued from `{checkpoint.name}` on the local file task_text.txt" in card
+    assert f"| Starting point | `{checkpoint.name}`, trained by hf_ctx from random initialisation" in card
+    assert "Created here" not in card
+
+
+def masked_lm(folder):
+    tokenizer = bert_tokenizer(folder)
+    return CtxBertForMaskedLM(_bert_config(tokenizer)), tokenizer
+
+
+MLM_HEAD = ["cls.predictions.LayerNorm", "cls.predictions.decoder", "cls.predictions.dense"]
+
+
+@pytest.mark.parametrize(
+    "build, created_modules",
+    [
+        (bert_token_classifier, ["bert.pooler.dense", *MLM_HEAD, "cls.seq_relationship"]),  # no [CLS] pooler
+        (masked_lm, ["bert.pooler.dense", "cls.seq_relationship"]),  # its MLM head is kept
+    ],
+    ids=["tagger", "masked_lm"],
+)
+def test_a_model_without_pretraining_heads_continues_with_new_ones(tmp_path, caplog, build, created_modules):
+    """A fine-tuned tagger's folder, a masked LM's: what they hold is loaded as it is, the pretraining heads they
+    lack are created, and the log and card say which."""
+    from types import SimpleNamespace
+
+    start, tokenizer = build(tmp_path)
+    start.save_pretrained(tmp_path / "start")
+    tokenizer.save_pretrained(tmp_path / "start")
+    config = pretrain_bert.load_pretraining_config(tmp_path / "start", "bert")
+    model_args = SimpleNamespace(model_name_or_path=str(tmp_path / "start"), tokenizer_name=None)
+    model, created = pretrain_bert.build_model(model_args, tokenizer, config)
+    assert created == [f"`{name}`: random initialisation" for name in created_modules]
+    held, loaded = start.state_dict(), model.state_dict()
+    kept = [name for name in held if name in loaded]
+    assert any(name.startswith("bert.encoder.") for name in kept)
+    assert any(name.startswith("cls.predictions.dense") for name in kept) == (build is masked_lm)
+    assert all(torch.equal(held[name], loaded[name]) for name in kept)
+
+    rng = np.random.default_rng(0)
+    text = tmp_path / "task_text.txt"
+    sentences = (" ".join(rng.choice(TINY_WORDS, 6)) for _ in range(90))
+    text.write_text("\n\n".join("\n".join(next(sentences) for _ in range(3)) for _ in range(30)))
+    pretrain_bert.main(continued_args(tmp_path / "start", str(text), tmp_path / "out", str(tmp_path / "cache"), 2))
+    assert f"{tmp_path / 'start'} has no weights for {', '.join(created_modules)}: created" in caplog.text
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert f"| Created here, not in the starting point | `{created_modules[0]}`: random initialisation; " in card
+    assert (tmp_path / "out" / "tokenizer.json").read_bytes() == (tmp_path / "start" / "tokenizer.json").read_bytes()
+
+
+def test_a_checkpoint_of_another_family_is_refused_before_any_text_is_read(tmp_path):
+    from tiny_checkpoints import elmo_bilm
+
+    model, _ = elmo_bilm(tmp_path)
+    model.save_pretrained(tmp_path / "elmo")
+    arguments = ["--model_name_or_path", str(tmp_path / "elmo"), "--train_file", str(tmp_path / "missing.txt")]
+    with pytest.raises(ValueError, match="is a 'hf_ctx_elmo' checkpoint; this script continues the pretraining of hf"):
+        pretrain_bert.main([*arguments, "--do_train", "--output_dir", str(tmp_path / "out")])

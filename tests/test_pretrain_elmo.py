@@ -163,3 +163,160 @@ def test_real_corpus_lines_split_without_losing_words(shared_data):
     sentences = split_into_sentences(lines, max_words=30)
     assert max(len(w) for w in sentences["words"]) <= 30
     assert sum(len(w) for w in sentences["words"]) == sum(len(t.split()) for t in lines["text"])
+
+
+# --- continued pretraining: a pretrain_elmo.py folder, a converted published ELMo -------------------------------
+
+
+def continued_run(checkpoint, tmp_path, *extra):
+    """pretrain_elmo.py continued from `checkpoint` for 3 steps on new text of WORDS; returns the output folder."""
+    train = write_corpus(tmp_path / "task_text.txt", 60, np.random.default_rng(1))
+    output = tmp_path / "continued"
+    pretrain_elmo.main(
+        ["--model_name_or_path", str(checkpoint), "--train_file", train, "--cache_dir", str(tmp_path / "cache")]
+        + ["--do_train", "--max_steps", "3", "--per_device_train_batch_size", "16", "--learning_rate", "1e-2"]
+        + ["--seed", "0", "--use_cpu", "--disable_tqdm", "true", "--report_to", "none", "--save_strategy", "no"]
+        + ["--output_dir", str(output), *extra]
+    )
+    return output
+
+
+def biLM_weights(folder) -> dict[str, torch.Tensor]:
+    """The character CNN and LSTM weights of the biLM saved in `folder`, by their `ElmoModel` names."""
+    return {name: value.detach().clone() for name, value in AutoModel.from_pretrained(folder).state_dict().items()}
+
+
+def assert_loaded_unchanged_then_trained(checkpoint, output, model):
+    """`model` (as the script built it, before training) holds the checkpoint's CNN and LSTM weights, and the
+    trained model in `output` holds other ones."""
+    before, loaded = biLM_weights(checkpoint), model.elmo.state_dict()
+    assert before.keys() == loaded.keys() and all(torch.equal(before[n], loaded[n]) for n in before)
+    after = biLM_weights(output)
+    changed = [name for name in before if not torch.equal(before[name], after[name])]
+    assert any("convolutions" in n for n in changed) and any("forward_layers" in n for n in changed)
+    assert any("backward_layers" in n for n in changed)
+
+
+def build_as_the_script_does(checkpoint, tmp_path, *extra):
+    """The model, tokenizer and created parts pretrain_elmo.py starts training with."""
+    model_args = pretrain_elmo.ModelArguments(model_name_or_path=str(checkpoint), vocab_min_count=1)
+    for name, value in zip(extra[::2], extra[1::2]):
+        setattr(model_args, name.removeprefix("--"), value)
+    sentences = Dataset.from_dict(
+        {"words": [s.split() for s in (tmp_path / "task_text.txt").read_text().splitlines()]}
+    )
+    config = pretrain_elmo.load_pretraining_config(str(checkpoint), "elmo")
+    return pretrain_elmo.build_model_and_tokenizer(model_args, sentences, config)
+
+
+@pytest.fixture(scope="module")
+def elmo_run(tmp_path_factory):
+    """A pretrain_elmo.py output folder: a tiny biLM trained 2 steps on WORDS."""
+    root = tmp_path_factory.mktemp("elmo_run")
+    train = write_corpus(root / "train.txt", 60, np.random.default_rng(0))
+    overrides = {"char_cnn": {"filters": [[1, 8], [2, 8]], "n_highway": 1}, "lstm": {"dim": 16, "projection_dim": 8}}
+    pretrain_elmo.main(
+        ["--train_file", train, "--cache_dir", str(root / "cache"), "--config_overrides", json.dumps(overrides)]
+        + ["--vocab_min_count", "1", "--do_train", "--max_steps", "2", "--per_device_train_batch_size", "16"]
+        + ["--use_cpu", "--disable_tqdm", "true", "--report_to", "none", "--save_strategy", "no"]
+        + ["--output_dir", str(root / "run")]
+    )
+    return root / "run"
+
+
+def test_continuing_a_pretrain_elmo_folder_keeps_its_vocabulary_and_softmax(elmo_run, tmp_path, one_thread, caplog):
+    output = continued_run(elmo_run, tmp_path)
+    model, tokenizer, created = build_as_the_script_does(elmo_run, tmp_path)
+    assert created == [] and "created with random weights" not in caplog.text
+    assert_loaded_unchanged_then_trained(elmo_run, output, model)
+    saved = AutoModelForPreTraining.from_pretrained(elmo_run)
+    assert torch.equal(model.softmax.weight, saved.softmax.weight)  # the checkpoint's softmax, not a new one
+    assert (output / "vocab.txt").read_bytes() == (elmo_run / "vocab.txt").read_bytes()
+    assert AutoTokenizer.from_pretrained(output).words == AutoTokenizer.from_pretrained(elmo_run).words
+    card = (output / "README.md").read_text()
+    assert f"its pretraining continued with hf_ctx\nfrom `{elmo_run.name}` on the local file task_text.txt." in card
+    assert f"| Starting point | `{elmo_run.name}`, trained by hf_ctx" in card and "Created here" not in card
+
+
+def converted_elmo(tmp_path, with_vocabulary: bool, max_characters_per_token: int = 50):
+    """A tiny published-style ELMo (bilm-tf options + weights, as tests/test_convert_elmo.py writes them) converted
+    with `hf-ctx convert-elmo`, with or without bilm-tf's vocab.txt."""
+    from test_convert_elmo import options_for, write_weights
+
+    from hf_ctx.tools.convert_elmo import convert_elmo_checkpoint
+
+    options = options_for(projected=True)
+    options["char_cnn"]["max_characters_per_token"] = max_characters_per_token
+    (tmp_path / "options.json").write_text(json.dumps(options))
+    write_weights(tmp_path / "weights.hdf5", options, np.random.default_rng(0))
+    vocabulary = None
+    if with_vocabulary:
+        vocabulary = tmp_path / "vocab.txt"
+        vocabulary.write_text("\n".join(["</S>", "<S>", "<UNK>", *WORDS[:12]]) + "\n")
+    convert_elmo_checkpoint(tmp_path / "options.json", tmp_path / "weights.hdf5", tmp_path / "converted", vocabulary)
+    return tmp_path / "converted"
+
+
+def test_a_converted_elmo_gets_a_new_softmax_over_its_vocabulary_and_says_so(tmp_path, one_thread, caplog):
+    checkpoint = converted_elmo(tmp_path, with_vocabulary=True)
+    output = continued_run(checkpoint, tmp_path)
+    model, tokenizer, created = build_as_the_script_does(checkpoint, tmp_path)
+    assert_loaded_unchanged_then_trained(checkpoint, output, model)
+    assert created == ["`softmax`: random initialisation over the 15 words"]  # one softmax shared by both directions
+    assert f"{checkpoint} has no weights for softmax: created with random weights" in caplog.text
+    assert model.softmax.weight.shape == (15, 6)
+    assert (output / "vocab.txt").read_bytes() == (checkpoint / "vocab.txt").read_bytes()  # bilm-tf's word order
+    assert AutoTokenizer.from_pretrained(output).words[:3] == ["</S>", "<S>", "<UNK>"]
+    card = (output / "README.md").read_text()
+    assert "| Created here, not in the starting point | `softmax`: random initialisation over the 15 words |" in card
+    assert "hf-ctx convert-elmo" in card  # the starting point's own origin, from the converted folder's card
+    assert AutoModelForPreTraining.from_pretrained(output).softmax.weight.shape == (15, 6)
+
+
+def test_a_converted_elmo_without_vocabulary_gets_one_from_the_training_text(tmp_path, one_thread, caplog):
+    """The converted model reads 20 characters a word: the vocabulary is new, the character ids are the
+    checkpoint's."""
+    checkpoint = converted_elmo(tmp_path, with_vocabulary=False, max_characters_per_token=20)
+    output = continued_run(checkpoint, tmp_path, "--vocab_min_count", "1")
+    model, tokenizer, created = build_as_the_script_does(checkpoint, tmp_path)
+    assert_loaded_unchanged_then_trained(checkpoint, output, model)
+    words = 3 + len(set(WORDS) | {"."})
+    assert created == [
+        f"the word vocabulary ({words} words, from the training text)",
+        f"`softmax`: random initialisation over the {words} words",
+    ]
+    assert "has no word vocabulary for the softmax: built one of" in caplog.text
+    continued, original = AutoTokenizer.from_pretrained(output), AutoTokenizer.from_pretrained(checkpoint)
+    assert continued.vocab_size == words and continued.max_characters_per_token == 20
+    sentence = ["the", "extraordinarily", "cat"]
+    assert torch.equal(
+        continued(sentence, is_split_into_words=True, return_tensors="pt")["input_ids"],
+        original(sentence, is_split_into_words=True, return_tensors="pt")["input_ids"],
+    )
+    card = (output / "README.md").read_text()
+    assert f"the word vocabulary ({words} words, from the training text); `softmax`" in card
+
+
+def test_a_tokenizer_that_does_not_fit_the_checkpoint_is_one_line(elmo_run, tmp_path):
+    other = tmp_path / "other_tokenizer"
+    ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", "cat"]).save_pretrained(other)
+    with pytest.raises(ValueError, match=r"other_tokenizer has 4 words, but the softmax of .* predicts 24: drop --"):
+        continued_run(elmo_run, tmp_path, "--tokenizer_name", str(other))
+    narrow = tmp_path / "narrow_tokenizer"
+    ElmoTokenizer(vocab=AutoTokenizer.from_pretrained(elmo_run).words, max_characters_per_token=20).save_pretrained(
+        narrow
+    )
+    with pytest.raises(ValueError, match=r"narrow_tokenizer gives 20 characters a word, but the biLM of .* reads 50"):
+        continued_run(elmo_run, tmp_path, "--tokenizer_name", str(narrow))
+
+
+def test_a_bert_checkpoint_is_refused_before_any_text_is_read(tmp_path):
+    from tiny_checkpoints import bert_pretraining
+
+    model, tokenizer = bert_pretraining(tmp_path)
+    model.save_pretrained(tmp_path / "bert")
+    with pytest.raises(ValueError, match="is a 'hf_ctx_bert' checkpoint; this script continues the pretraining of hf"):
+        pretrain_elmo.main(
+            ["--model_name_or_path", str(tmp_path / "bert"), "--train_file", str(tmp_path / "missing.txt")]
+            + ["--do_train", "--output_dir", str(tmp_path / "out")]
+        )

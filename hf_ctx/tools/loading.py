@@ -1,19 +1,24 @@
 """Loading the tokenizer a user names, refusing one that would train on nothing, one whose files are damaged or
-disagree with themselves, and one that asks to run code of its own.
+disagree with themselves, and one that asks to run code of its own; and loading a checkpoint whose pretraining
+continues, naming the heads it lacks.
 
 transformers 5 is lenient where a user wants an error: `AutoTokenizer.from_pretrained` on a folder without tokenizer
 files returns a tokenizer holding only its special tokens (BERT: 5), which maps every word to `[UNK]`: training on
 it "works" and learns nothing.
 """
 
+import logging
 import os
 
-from transformers import AutoTokenizer
+from transformers import AutoConfig, AutoTokenizer
 from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
 
 from ..atomic_files import damaged_files
 from ..data.files import read_json_file
-from .checks import check_local_path
+from .checks import check_local_path, check_model_type
+from .families import MODEL_FAMILIES, find_family
+
+logger = logging.getLogger(__name__)
 
 
 def check_tokenizer_vocabulary(tokenizer, source: str | os.PathLike):
@@ -92,10 +97,52 @@ def check_tokenizer_consistency(tokenizer, vocab: dict, source: str | os.PathLik
     )
 
 
+# Options of transformers' loading that it keeps in a tokenizer's `init_kwargs` and so writes into every
+# tokenizer_config.json saved from it: they say how this machine loaded the files, not what the tokenizer is.
+LOADING_OPTIONS = ("is_local", "local_files_only")
+
+
 def load_tokenizer(name_or_path: str | os.PathLike, **kwargs):
     """`AutoTokenizer.from_pretrained(name_or_path, **kwargs)`, refusing a missing local path, a local folder with
     damaged files or code of its own (`check_tokenizer_folder`) and a tokenizer without a real vocabulary
-    (`check_tokenizer_vocabulary`)."""
+    (`check_tokenizer_vocabulary`). Saved again, it writes the files it was loaded from (`LOADING_OPTIONS` left
+    out), so a run that keeps a checkpoint's tokenizer keeps its files."""
     check_local_path(name_or_path, "tokenizer")
     check_tokenizer_folder(name_or_path, kwargs.get("trust_remote_code", False))
-    return check_tokenizer_vocabulary(AutoTokenizer.from_pretrained(name_or_path, **kwargs), name_or_path)
+    tokenizer = check_tokenizer_vocabulary(AutoTokenizer.from_pretrained(name_or_path, **kwargs), name_or_path)
+    for option in LOADING_OPTIONS:
+        tokenizer.init_kwargs.pop(option, None)
+    return tokenizer
+
+
+def load_pretraining_config(name_or_path: str | os.PathLike, family_name: str):
+    """The config of the checkpoint `name_or_path` whose pretraining continues; a `ValueError` naming its type when it is not a checkpoint of hf_ctx's family `family_name` ("bert", "elmo"),
+    the only models a pretraining script can train. Any model of the family continues: a pretraining checkpoint,
+    one with a masked-LM head only, a task model or a converted encoder (`load_pretraining_model` creates the
+    heads it lacks)."""
+    check_model_type(name_or_path, "--model_name_or_path")
+    config = AutoConfig.from_pretrained(name_or_path)
+    family, wanted = find_family(config), MODEL_FAMILIES[family_name]
+    if family is not wanted:
+        hint = "; a transformers BERT converts with `hf-ctx convert-bert`" if family is None else ""
+        raise ValueError(
+            f"--model_name_or_path {os.fspath(name_or_path)} is a {config.model_type!r} checkpoint; this script "
+            f"continues the pretraining of hf_ctx {wanted.title} checkpoints ({wanted.config_class.model_type!r})"
+            + hint
+        )
+    return config
+
+
+def load_pretraining_model(name_or_path: str | os.PathLike, config) -> tuple:
+    """(the pretraining model of `config`'s family with the weights of `name_or_path`, the modules whose weights
+    the checkpoint did not hold). Those modules (BERT's `cls.predictions` of a task model, ELMo's `softmax` of a
+    converted biLM) start from random weights: this says so in the log, and the caller's model card repeats it."""
+    model_class = find_family(config).models["pretraining"]
+    model, loading_info = model_class.from_pretrained(name_or_path, config=config, output_loading_info=True)
+    created = sorted({name.rsplit(".", 1)[0] for name in loading_info["missing_keys"]})
+    if created:
+        logger.warning(
+            f"{os.fspath(name_or_path)} has no weights for {', '.join(created)}: created with random weights "
+            "(the rest of the model is the checkpoint's)"
+        )
+    return model, created

@@ -139,6 +139,8 @@ class RunFacts:
         parts: `"train"`, `"validation"`, `"test"` -> `DataPart`: names, counts and metrics of each split.
         base_model: the checkpoint training started from (Hub id or local folder); `None`: random weights. A
             folder's own card (`README.md`) gives its origin, e.g. `hf-ctx convert-bert` from a Hub model.
+        created: what the run made that `base_model` did not hold, one phrase each (a head with random weights, a
+            vocabulary built from the training text); the card lists them beside the starting point.
         hyperparameters: settings outside `TrainingArguments` (the Trainer's are added by `finish_run`).
         pipeline_tag, task_name: by default derived from the model class.
         train_steps, train_batch_size, training_log: filled by `finish_run` from the Trainer.
@@ -154,6 +156,7 @@ class RunFacts:
     generated: str | None = None
     parts: dict[str, DataPart] = field(default_factory=dict)
     base_model: str | None = None
+    created: list[str] = field(default_factory=list)
     hyperparameters: dict = field(default_factory=dict)
     pipeline_tag: str | None = None
     task_name: str | None = None
@@ -287,6 +290,7 @@ def build_model_card(
         base_model=origin["name"],
         base_model_origin=origin["phrase"],
         starting_point=_starting_point(origin, model.config),
+        created=facts.created,
         amounts_used=_amounts_used(facts),
         versions=_versions(),
         **_model_facts(model, pipeline_tag),
