@@ -425,9 +425,14 @@ def test_max_train_cpu_minutes_counts_training_cpu_time_not_validation(tmp_path,
     state.log_history.append({**logs, "step": 1})
     limit.on_log(None, state, control, logs=logs)
     assert logs["train_cpu_minutes"] == state.log_history[-1]["train_cpu_minutes"] == 1.0
-    now[0] = 630.0  # half a minute more: 1.5 minutes of training
+    now[0] = 700.0  # a validation's line is logged before on_evaluate: it gets the minutes of its step
+    validation = {"eval_loss": 1.0}
+    limit.on_log(None, state, control, logs=validation)
+    assert validation["train_cpu_minutes"] == 1.0
+    limit.on_evaluate(None, state, control)
+    now[0] = 730.0  # half a minute more: 1.5 minutes of training
     assert not limit.on_step_end(None, state, control).should_training_stop
-    now[0] = 661.0  # 2.02 minutes of training
+    now[0] = 761.0  # 2.02 minutes of training
     assert limit.on_step_end(None, state, control).should_training_stop
     with pytest.raises(ValueError, match="--max_train_cpu_minutes must be above 0, got 0"):
         training.CtxTrainingArguments(output_dir=str(tmp_path), max_train_cpu_minutes=0)

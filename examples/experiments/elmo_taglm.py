@@ -27,6 +27,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import torch
 from experiment_lib import (
     RUN,
@@ -293,14 +294,17 @@ def sweep_markdown(records: list[dict]) -> str:
 
 
 def cpu_minutes_curve(log_history: list[dict]) -> list[tuple[float, float]]:
-    """(training CPU minutes, validation perplexity) of each validation in a Trainer's log: the CPU minutes of
-    the log line logged nearest before it (each step's training log line precedes its validation)."""
-    points, minutes = [], 0.0
-    for entry in log_history:
-        minutes = entry.get("train_cpu_minutes", minutes)
-        if "eval_perplexity" in entry:
-            points.append((minutes, entry["eval_perplexity"]))
-    return points
+    """(training CPU minutes, validation perplexity) of each validation in a Trainer's log, the minutes read off
+    the training log lines around its step (linear in steps between them)."""
+    clock = [(0, 0.0)] + [
+        (e["step"], e["train_cpu_minutes"]) for e in log_history if "train_cpu_minutes" in e and "eval_loss" not in e
+    ]
+    steps, minutes = zip(*clock)
+    return [
+        (float(np.interp(e["step"], steps, minutes)), e["eval_perplexity"])
+        for e in log_history
+        if "eval_perplexity" in e
+    ]
 
 
 def random_bilm(pretrained: Path, out: Path, seed: int) -> Path:

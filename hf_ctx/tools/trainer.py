@@ -387,10 +387,15 @@ class TrainingCPUTimeLimit(TrainingTimeLimit):
         self.last_step_end = process_time()
 
     def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs is None or self.started is None:
+            return
+        # a validation's line is logged before `on_evaluate`: its minutes are those of the step it validated
+        validation = any(key.startswith("eval_") for key in logs)
+        seconds = self.last_step_end - self.started - self.validating if validation else self.elapsed()
         # the Trainer has put this line into `state.log_history` (the line kept) before calling back
         for line in (logs, state.log_history[-1] if state.log_history else None):
-            if line is not None and self.started is not None:
-                line["train_cpu_minutes"] = round(self.elapsed() / 60, 3)
+            if line is not None:
+                line["train_cpu_minutes"] = round(seconds / 60, 3)
 
 
 class CtxTrainer(Trainer):
