@@ -31,7 +31,6 @@ import torch
 from experiment_lib import markdown_table, pyplot, save_plot, verdict
 from transformers import AutoConfig
 
-import hf_ctx  # noqa: F401  (registers ElmoConfig with AutoConfig)
 from hf_ctx.atomic_files import write_text
 from hf_ctx.data.conll import read_conll
 from hf_ctx.modeling_elmo import ElmoModel
