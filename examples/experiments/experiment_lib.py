@@ -131,9 +131,17 @@ def pretrain_on_wiki(script: str, data_dir: str | Path, preset: dict, device: li
     )
 
 
-def mean_min_max(values: Sequence[float]) -> str:
-    """ "0.812 (0.801–0.820)": the mean over seeds and its range."""
+def mean_min_max(values: Sequence[float], counts: bool = False) -> str:
+    """ "0.812 (0.801–0.820)": the mean over seeds and its range ("1,194.0 (1,172–1,233)" for `counts`)."""
+    if counts:
+        return f"{statistics.mean(values):,.1f} ({min(values):,.0f}–{max(values):,.0f})"
     return f"{statistics.mean(values):.4f} ({min(values):.4f}–{max(values):.4f})"
+
+
+def are_counts(rows: dict[str, Sequence[float]]) -> bool:
+    """Whether a table's values are counts (whole numbers, some above 1), shown without decimals."""
+    values = [v for seeds in rows.values() for v in seeds]
+    return all(float(v).is_integer() for v in values) and any(v > 1 for v in values)
 
 
 def verdict(pretrained: Sequence[float], control: Sequence[float]) -> str:
@@ -190,10 +198,15 @@ def markdown_table(table: dict, heading: str = "###") -> str:
     baseline, comparisons = table["baseline"], table["comparisons"]
     header = f"| model | {metric}: mean (min–max) | " + " | ".join(f"seed {s}" for s in seeds) + " |"
     lines = [f"{heading} {title}", "", header, "|" + " --- |" * (len(seeds) + 2)]
+    counts = are_counts(rows)
+    shown = "{:,.0f}" if counts else "{:.4f}"
     for name, values in rows.items():
-        lines.append(f"| {name} | {mean_min_max(values)} | " + " | ".join(f"{v:.4f}" for v in values) + " |")
+        cells = " | ".join(shown.format(v) for v in values)
+        lines.append(f"| {name} | {mean_min_max(values, counts)} | {cells} |")
     label, value = baseline
-    lines.append(f"| majority-class baseline ({label}) | {value:.4f} | " + " | ".join("–" for _ in seeds) + " |")
+    lines.append(
+        f"| majority-class baseline ({label}) | {shown.format(value)} | " + " | ".join("–" for _ in seeds) + " |"
+    )
     lines.append("")
     for pretrained, control in comparisons:
         lines.append(f"- {pretrained} vs {control}: {verdict(rows[pretrained], rows[control])}")

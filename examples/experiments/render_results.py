@@ -24,7 +24,7 @@ import re
 import sys
 from pathlib import Path
 
-from experiment_lib import markdown_table, mean_min_max, verdict
+from experiment_lib import are_counts, markdown_table, mean_min_max, verdict
 
 from hf_ctx.atomic_files import write_text
 
@@ -54,12 +54,13 @@ def summary_table(tables: list[dict]) -> str:
         cells = []
         for model in models:
             values = table["rows"][model]
-            cell = mean_min_max(values)
+            cell = mean_min_max(values, are_counts(table["rows"]))
             if model in controls:
                 said = verdict(values, table["rows"][controls[model]]).split(" (")[0].split(" than")[0]
                 cell += f": {SHORT_VERDICT[said]}"
             cells.append(cell)
-        lines.append(f"| {table['title']} | " + " | ".join(cells) + f" | {table['baseline'][1]:.4f} |")
+        baseline = ("{:,.0f}" if are_counts(table["rows"]) else "{:.4f}").format(table["baseline"][1])
+        lines.append(f"| {table['title']} | " + " | ".join(cells) + f" | {baseline} |")
     return "\n".join(lines) + "\n"
 
 
