@@ -6,8 +6,9 @@ Shapes below use B = batch, T = tokens, H = hidden size, V = vocabulary size, C 
 What differs from transformers' `BertModel` (and why):
 - one fused query/key/value projection per layer (one matmul instead of three);
 - optional fixed sinusoidal positions and pre-LayerNorm layers;
-- with `config.unpad_inputs`, padding is dropped before the layers: linear layers see only real tokens and, on a
-  GPU in half precision, attention runs as variable-length flash attention (`torch.nn.attention.varlen`);
+- with `config.unpad_inputs` (the default), padding is dropped before the layers: linear layers see only real
+  tokens and, on a GPU in half precision, attention runs as variable-length flash attention
+  (`torch.nn.attention.varlen`); elsewhere the attention product alone runs padded, through the kernel asked for;
 - inputs are validated before any kernel runs, so a bad id is a `ValueError`, not a device-side assert.
 `hf_ctx.tools.convert_bert` maps transformers' BERT weights onto this model; the outputs match to 1e-5.
 """
