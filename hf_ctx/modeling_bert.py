@@ -229,9 +229,11 @@ def can_use_varlen_attention(query: torch.Tensor, dropout: float) -> bool:
 class CtxBertSelfAttention(nn.Module):
     """Multi-head scaled dot-product self-attention with one fused QKV projection. (B, T, H) -> (B, T, H).
 
-    The attention kernel comes from `config._attn_implementation` (eager, sdpa, flash_attention_2, ...) through
-    transformers' attention-function registry; asking for the attention probabilities uses the eager kernel,
-    the only one that computes them.
+    The attention kernel comes from `config._attn_implementation` (eager, sdpa, flex_attention, flash_attention_2,
+    ...) through transformers' attention-function registry, with the mask in the form transformers' mask registry
+    makes for it (a `BlockMask` for flex_attention); asking for the attention probabilities uses the eager kernel,
+    the only one that computes them. On the unpadded path the variable-length flash kernel, where it can run,
+    replaces whichever kernel was asked for (see [`CtxBertConfig`]'s `unpad_inputs`).
     """
 
     is_causal = False  # read by transformers' sdpa/flash kernels
@@ -438,6 +440,7 @@ class CtxBertPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, BatchMeanLossMi
     supports_gradient_checkpointing = True
     _supports_sdpa = True
     _supports_flash_attn = True
+    _supports_flex_attn = True
     _supports_attention_backend = True
     # FSDP's shard units and what `device_map` keeps on one device. Not `CtxBertEmbeddings` (transformers' BERT
     # lists its embeddings): the MLM decoder shares the word embeddings' weight, so FSDP2 must hold the two in one

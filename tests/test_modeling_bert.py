@@ -603,6 +603,75 @@ def test_set_attn_implementation_switches_the_kernel(monkeypatch):
     assert ALL_ATTENTION_FUNCTIONS["sdpa"] is sdpa
 
 
+def _spy_on_flex_attention(monkeypatch):
+    """A list that counts the calls of transformers' registered flex_attention kernel, and the masks it gets."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    kernel, calls = ALL_ATTENTION_FUNCTIONS["flex_attention"], []
+
+    def counted(module, query, key, value, attention_mask, **kwargs):
+        calls.append(type(attention_mask).__name__)
+        return kernel(module, query, key, value, attention_mask, **kwargs)
+
+    monkeypatch.setitem(ALL_ATTENTION_FUNCTIONS, "flex_attention", counted)
+    return calls
+
+
+@pytest.mark.slow  # torch compiles flex_attention and its block mask on first use: about 50 s on 2 CPU cores
+def test_flex_attention_matches_sdpa_padded_and_unpadded(monkeypatch):
+    """`attn_implementation="flex_attention"` runs transformers' flex kernel with a `BlockMask` of the padding:
+    padded, every position equals sdpa's; unpadded (the default), the real tokens do and the padding is zeros."""
+    calls = _spy_on_flex_attention(monkeypatch)
+    input_ids, attention_mask, token_type_ids = padded_batch()
+    real = attention_mask.bool()
+    for unpad_inputs in (False, True):
+        model = CtxBertModel(tiny_config(unpad_inputs=unpad_inputs)).eval()
+        outputs = {}
+        for implementation in ("sdpa", "flex_attention"):
+            model.set_attn_implementation(implementation)
+            calls.clear()
+            with torch.no_grad():
+                outputs[implementation] = model(input_ids, attention_mask, token_type_ids).last_hidden_state
+        assert calls == ["BlockMask"] * model.config.num_hidden_layers
+        compared = slice(None) if not unpad_inputs else real
+        torch.testing.assert_close(
+            outputs["flex_attention"][compared], outputs["sdpa"][compared], atol=1e-5, rtol=1e-5
+        )
+        assert not unpad_inputs or not outputs["flex_attention"][~real].any()
+
+
+def test_flex_attention_is_accepted_and_refuses_attention_dropout_in_training(tmp_path):
+    """Accepted at construction and load time (transformers refused it before `_supports_flex_attn`); training
+    with attention dropout is refused in one line by transformers' flex kernel, which has no dropout."""
+    config = tiny_config()
+    CtxBertModel(config).save_pretrained(tmp_path)
+    model = AutoModel.from_pretrained(tmp_path, attn_implementation="flex_attention")
+    assert model.config._attn_implementation == "flex_attention"
+    input_ids, attention_mask, _ = padded_batch()
+    with pytest.raises(ValueError, match="`flex_attention` does not support `dropout`"):
+        model.train()(input_ids, attention_mask)
+
+
+@pytest.mark.gpu
+def test_flex_attention_trains_like_sdpa_on_gpu():
+    """On CUDA flex_attention also has a backward pass (not on CPU): same loss and gradients as sdpa, unpadded."""
+    model = CtxBertForSequenceClassification(
+        tiny_config(num_labels=3, attention_probs_dropout_prob=0.0, hidden_dropout_prob=0.0)
+    ).cuda()
+    input_ids, attention_mask, token_type_ids = (t.cuda() for t in padded_batch())
+    labels = torch.tensor([0, 1, 2], device="cuda")
+    results = {}
+    for implementation in ("sdpa", "flex_attention"):
+        model.set_attn_implementation(implementation)
+        model.zero_grad()
+        loss = model(input_ids, attention_mask, token_type_ids, labels=labels).loss
+        loss.backward()
+        results[implementation] = loss, {n: p.grad.clone() for n, p in model.named_parameters()}
+    torch.testing.assert_close(results["flex_attention"][0], results["sdpa"][0], atol=1e-5, rtol=1e-5)
+    for name, gradient in results["sdpa"][1].items():
+        torch.testing.assert_close(results["flex_attention"][1][name], gradient, atol=1e-5, rtol=1e-4, msg=name)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_varlen_flash_attention_matches_padded_sdpa_on_gpu(dtype):
