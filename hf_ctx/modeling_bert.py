@@ -35,7 +35,8 @@ from transformers.modeling_outputs import (
     TokenClassifierOutput,
 )
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-from transformers.utils import ModelOutput
+from transformers.processing_utils import Unpack
+from transformers.utils import ModelOutput, TransformersKwargs
 from transformers.utils.generic import can_return_tuple
 
 from .configuration_bert import CtxBertConfig
@@ -598,7 +599,9 @@ def _classifier_dropout(config):
 
 
 # The heads below take the inputs of `CtxBertModel.forward` by keyword and pass `output_attentions`,
-# `output_hidden_states` on through `**kwargs`; `can_return_tuple` turns their output into a tuple when
+# `output_hidden_states` on through `**kwargs`, annotated as transformers' models annotate theirs, so that code
+# reading the signature finds those two options (`CtxBertModel.forward` refuses the other keys of
+# `TransformersKwargs`, which it has no use for); `can_return_tuple` turns their output into a tuple when
 # `return_dict=False` (or `config.return_dict` is False).
 
 
@@ -634,7 +637,7 @@ class CtxBertForPreTraining(CtxBertPreTrainedModel):
         inputs_embeds=None,
         labels: torch.LongTensor | None = None,
         next_sentence_label: torch.LongTensor | None = None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> CtxBertForPreTrainingOutput | tuple:
         r"""
         Args:
@@ -694,7 +697,7 @@ class CtxBertForMaskedLM(CtxBertPreTrainedModel):
         position_ids=None,
         inputs_embeds=None,
         labels=None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> MaskedLMOutput | tuple:
         r"""`labels` (B, T): original ids at masked positions, -100 elsewhere. Returns `logits` (B, T, V), or (N, V)
         for the N labelled tokens with `config.sparse_prediction`."""
@@ -732,7 +735,7 @@ class CtxBertForNextSentencePrediction(CtxBertPreTrainedModel):
         position_ids=None,
         inputs_embeds=None,
         labels=None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> NextSentencePredictorOutput | tuple:
         outputs = self.bert(
             input_ids,
@@ -770,7 +773,7 @@ class CtxBertForSequenceClassification(CtxBertPreTrainedModel):
         position_ids=None,
         inputs_embeds=None,
         labels=None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> SequenceClassifierOutput | tuple:
         r"""`labels`: (B,) class ids (-100: no loss), (B,) floats for regression or (B, num_labels) floats for
         multi-output regression, (B, num_labels) multi-hot for multi-label; see `sequence_classification_loss`."""
@@ -825,7 +828,7 @@ class CtxBertForTokenClassification(CtxBertPreTrainedModel):
         inputs_embeds=None,
         labels=None,
         word_mask=None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> TokenClassifierOutput | tuple:
         r"""`word_mask` (`torch.Tensor` of shape `(B, T)`, *optional*): with `config.use_crf`, 1 (or True) at the
         first sub-token of each word, the positions the CRF decodes; defaults to `labels != -100`."""
@@ -921,7 +924,7 @@ class CtxBertForQuestionAnswering(CtxBertPreTrainedModel):
         inputs_embeds=None,
         start_positions=None,
         end_positions=None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> QuestionAnsweringModelOutput | tuple:
         r"""`start_positions`/`end_positions` (B,): answer span token indices; positions past the end are ignored.
         Returns `start_logits` and `end_logits`, each (B, T)."""
@@ -977,7 +980,7 @@ class CtxBertForMultipleChoice(CtxBertPreTrainedModel):
         position_ids=None,
         inputs_embeds=None,
         labels=None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> MultipleChoiceModelOutput | tuple:
         reference = input_ids if input_ids is not None else inputs_embeds
         if reference is None or reference.dim() < 3:

@@ -722,6 +722,46 @@ def test_the_pooler_reads_the_first_real_token_on_both_paths_with_left_padding()
     torch.testing.assert_close(outputs[False].pooler_output, torch.tanh(model.pooler.dense(hidden)))
 
 
+@pytest.mark.parametrize(
+    "head",
+    [
+        CtxBertForPreTraining,
+        CtxBertForMaskedLM,
+        CtxBertForNextSentencePrediction,
+        CtxBertForSequenceClassification,
+        CtxBertForTokenClassification,
+        CtxBertForQuestionAnswering,
+        CtxBertForMultipleChoice,
+    ],
+)
+def test_heads_annotate_their_kwargs_as_transformers_models_do(head):
+    """`**kwargs: Unpack[TransformersKwargs]`, as in transformers' `BertFor*`: code reading the signature (type
+    hints included) finds `output_attentions` and `output_hidden_states`, and both reach the encoder; a key the
+    encoder has no use for is refused by name."""
+    import inspect
+    import typing
+
+    from transformers.utils import TransformersKwargs
+
+    kwargs = inspect.signature(head.forward).parameters["kwargs"]
+    assert kwargs.kind is inspect.Parameter.VAR_KEYWORD
+    hinted = typing.get_type_hints(head.forward)["kwargs"]
+    assert typing.get_args(kwargs.annotation) == typing.get_args(hinted) == (TransformersKwargs,)
+    assert {"output_attentions", "output_hidden_states"} <= TransformersKwargs.__optional_keys__
+    signature = inspect.signature(transformers.BertForSequenceClassification.forward).parameters["kwargs"]
+    assert str(kwargs.annotation) == str(signature.annotation)  # the annotation transformers' BERT heads carry
+
+    model = head(tiny_config(num_labels=3)).eval()
+    input_ids, attention_mask, _ = padded_batch()
+    if head is CtxBertForMultipleChoice:
+        input_ids, attention_mask = input_ids[:, None], attention_mask[:, None]
+    with torch.no_grad():
+        outputs = model(input_ids, attention_mask, output_attentions=True, output_hidden_states=True)
+    assert len(outputs.attentions) == len(outputs.hidden_states) - 1 == 2
+    with pytest.raises(TypeError, match="unexpected keyword argument 'cu_seq_lens_q'"):
+        model(input_ids, attention_mask, cu_seq_lens_q=torch.tensor([0, 11]))
+
+
 def test_a_pretraining_checkpoint_loads_into_smaller_heads_without_a_load_report(tmp_path):
     """As the README's snippet does (save CtxBertForPreTraining, load it for fill-mask): the pretraining heads a
     smaller model leaves out are expected, not reported; any other stray weight still is."""
