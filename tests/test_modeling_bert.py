@@ -620,7 +620,8 @@ def _spy_on_flex_attention(monkeypatch):
 @pytest.mark.slow  # torch compiles flex_attention and its block mask on first use: about 50 s on 2 CPU cores
 def test_flex_attention_matches_sdpa_padded_and_unpadded(monkeypatch):
     """`attn_implementation="flex_attention"` runs transformers' flex kernel with a `BlockMask` of the padding:
-    padded, every position equals sdpa's; unpadded (the default), the real tokens do and the padding is zeros."""
+    padded, every position equals sdpa's; unpadded (the default), the real tokens do and the padding is zeros.
+    Training with attention dropout is refused (the kernel has none)."""
     calls = _spy_on_flex_attention(monkeypatch)
     input_ids, attention_mask, token_type_ids = padded_batch()
     real = attention_mask.bool()
@@ -638,18 +639,16 @@ def test_flex_attention_matches_sdpa_padded_and_unpadded(monkeypatch):
             outputs["flex_attention"][compared], outputs["sdpa"][compared], atol=1e-5, rtol=1e-5
         )
         assert not unpad_inputs or not outputs["flex_attention"][~real].any()
-
-
-def test_flex_attention_is_accepted_and_refuses_attention_dropout_in_training(tmp_path):
-    """Accepted at construction and load time (transformers refused it before `_supports_flex_attn`); training
-    with attention dropout is refused in one line by transformers' flex kernel, which has no dropout."""
-    config = tiny_config()
-    CtxBertModel(config).save_pretrained(tmp_path)
-    model = AutoModel.from_pretrained(tmp_path, attn_implementation="flex_attention")
-    assert model.config._attn_implementation == "flex_attention"
-    input_ids, attention_mask, _ = padded_batch()
+    # transformers' flex kernel has no dropout: training with attention dropout is refused in one line.
     with pytest.raises(ValueError, match="`flex_attention` does not support `dropout`"):
-        model.train()(input_ids, attention_mask)
+        model.train()(input_ids, attention_mask, token_type_ids)
+
+
+def test_flex_attention_is_accepted_at_load_time(tmp_path):
+    """transformers refuses flex_attention for a model without `_supports_flex_attn`; CtxBert models have it."""
+    CtxBertModel(tiny_config()).save_pretrained(tmp_path)
+    model = AutoModelForSequenceClassification.from_pretrained(tmp_path, attn_implementation="flex_attention")
+    assert model.config._attn_implementation == "flex_attention"
 
 
 @pytest.mark.gpu
