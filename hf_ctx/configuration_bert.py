@@ -51,8 +51,9 @@ class CtxBertConfig(CheckedConfig, PreTrainedConfig):
         unpad_inputs (`bool`, defaults to `True`): when the batch has padding, run the layers on the real tokens
             only (the padding costs no compute) and, on a GPU in fp16/bf16 without attention dropout, attention as
             variable-length flash attention. Outputs at real tokens are unchanged (to float rounding); outputs at
-            padded positions are zeros instead of the meaningless values a padded run computes there. Off under
-            `torch.compile` (data-dependent shapes) and with `output_attentions`; `False` always runs padded.
+            padded positions are zeros instead of the meaningless values a padded run computes there. Off with
+            `output_attentions`, and under `torch.compile` unless torch may trace value-dependent shapes
+            (`TORCHDYNAMO_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS=1`); `False` always runs padded.
         use_crf (`bool`, defaults to `False`): [`CtxBertForTokenClassification`] decodes with a linear-chain CRF
             over the words (each word's first sub-token) instead of tagging each token on its own; see that class.
         tag_scheme (`str`, *optional*): with `use_crf`, `"BIO"` (= `"IOB2"`), `"IOB1"`, `"BIOES"` or `"BIOUL"`

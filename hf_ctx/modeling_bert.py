@@ -44,7 +44,7 @@ from .crf import ConditionalRandomField, check_gold_tags, crf_logits_and_loss, i
 from .losses import BatchMeanLossMixin, classification_loss, sequence_classification_loss
 from .model_size import ParameterMemoryMixin
 from .remote_code import AutoMapMixin
-from .tensor_checks import IGNORE_INDEX, host_syncs_allowed
+from .tensor_checks import IGNORE_INDEX, host_syncs_allowed, traces_dynamic_output_shapes
 
 
 def validate_bert_inputs(config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds):
@@ -203,7 +203,10 @@ class UnpaddedLayout:
         # (B + 1,): 0, then running totals, so sequence b is tokens cu_seqlens[b] .. cu_seqlens[b + 1] - 1.
         cu_seqlens = F.pad(torch.cumsum(lengths, dim=0, dtype=torch.int32), (1, 0))
         indices = torch.nonzero(keep.flatten(), as_tuple=False).flatten()  # (N,) positions in the flat (B * T)
-        return cls(indices, cu_seqlens, int(lengths.max()), keep.shape[0], keep.shape[1], padded_mask)
+        # Under torch.compile the longest length is not read back (a host read): only the varlen kernel, which does
+        # not run there, needs it, and T bounds it.
+        max_seqlen = keep.shape[1] if torch.compiler.is_compiling() else int(lengths.max())
+        return cls(indices, cu_seqlens, max_seqlen, keep.shape[0], keep.shape[1], padded_mask)
 
     def unpad(self, padded: torch.Tensor) -> torch.Tensor:
         """(B, T, ...) -> (N, ...)"""
@@ -550,14 +553,14 @@ class CtxBertModel(CtxBertPreTrainedModel):
                 allow_is_bidirectional_skip=host_syncs_allowed(embeddings),
             )
         layout = None
-        if (
-            self.config.unpad_inputs
-            and attention_mask is not None
-            and not output_attentions
-            and host_syncs_allowed(attention_mask)
-            and not attention_mask.bool().all()
-        ):
-            layout = UnpaddedLayout.from_attention_mask(attention_mask, mask)
+        if self.config.unpad_inputs and attention_mask is not None and not output_attentions:
+            if host_syncs_allowed(attention_mask):
+                if not attention_mask.bool().all():
+                    layout = UnpaddedLayout.from_attention_mask(attention_mask, mask)
+            elif traces_dynamic_output_shapes():
+                # Traced with a symbolic number of real tokens; every batch unpads, as testing for padding would
+                # branch on values.
+                layout = UnpaddedLayout.from_attention_mask(attention_mask, mask)
         # The encoder collects the hidden states itself: on the unpadded path it pads each one back to (B, T, H).
         encoded = self.encoder(
             embeddings,

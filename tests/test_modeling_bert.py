@@ -1,5 +1,6 @@
 """hf_ctx BERT: parity with transformers' BERT, the Auto classes, bad input, save/load, training."""
 
+import copy
 import math
 
 import pytest
@@ -459,8 +460,9 @@ def test_no_graph_breaks_under_torch_compile(model_class, extra):
 
 
 def test_unpadding_is_the_default_and_torch_compile_runs_the_padded_path():
-    """New configs, presets and converted configs unpad; under `torch.compile` (no data-dependent shapes) the same
-    model runs padded, equal at the real tokens."""
+    """New configs, presets and converted configs unpad; under `torch.compile` without torch's
+    `capture_dynamic_output_shape_ops` (value-dependent shapes break the graph) the same model runs padded, equal at
+    the real tokens."""
     assert CtxBertConfig().unpad_inputs and CtxBertConfig.from_preset("tiny").unpad_inputs
     assert convert_bert_config(BertConfig(**TINY)).unpad_inputs
     model = CtxBertModel(tiny_config()).eval()
@@ -471,6 +473,35 @@ def test_unpadding_is_the_default_and_torch_compile_runs_the_padded_path():
     real = attention_mask.bool()
     torch.testing.assert_close(compiled.last_hidden_state[real], eager[real], atol=1e-6, rtol=1e-6)
     assert not eager[~real].any() and compiled.last_hidden_state[~real].abs().amax(-1).min() > 0  # zeros only unpadded
+
+
+@pytest.mark.parametrize("backend", ["eager", pytest.param("aot_eager", marks=pytest.mark.slow)])
+def test_torch_compile_unpads_when_it_may_trace_dynamic_output_shapes(backend):
+    """With torch's `capture_dynamic_output_shape_ops` (TORCHDYNAMO_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS=1) the
+    compiled model unpads inside one graph (`nonzero` traced with a symbolic size): zeros at the padding, and the
+    eager model's loss, real-token outputs and gradients (autograd through the traced graph with aot_eager)."""
+    torch.manual_seed(0)
+    eager = CtxBertForPreTraining(tiny_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)).train()
+    traced = copy.deepcopy(eager)
+    input_ids, attention_mask, token_type_ids = padded_batch()
+    labels = input_ids.masked_fill(attention_mask == 0, -100)
+    batch = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
+    batch["next_sentence_label"] = torch.tensor([0, 1, 1])
+    expected = eager(**batch, labels=labels, output_hidden_states=True)
+    expected.loss.backward()
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        actual = torch.compile(traced, backend=backend, fullgraph=True)(
+            **batch, labels=labels, output_hidden_states=True
+        )
+    actual.loss.backward()
+    torch._dynamo.reset()
+    real = attention_mask.bool()
+    torch.testing.assert_close(actual.loss, expected.loss, atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(actual.hidden_states[-1][real], expected.hidden_states[-1][real], atol=1e-6, rtol=1e-6)
+    assert not actual.hidden_states[-1][~real].any()  # unpadded, not the padded path
+    for (name, mine), (_, reference) in zip(traced.named_parameters(), eager.named_parameters()):
+        torch.testing.assert_close(mine.grad, reference.grad, atol=1e-6, rtol=1e-5, msg=name)
 
 
 # --- unpadded (variable-length) path ---------------------------------------------------------------------------
