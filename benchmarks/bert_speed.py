@@ -164,6 +164,15 @@ def measure(model, batches, mode, device, dtype, compile_model, warmup):
     return sum(times), peak
 
 
+def real_token_difference(reference, ours, batch, compiled):
+    """Inference: the largest difference between the two models' last hidden states at the real tokens."""
+    real = batch["attention_mask"].bool()
+    with torch.inference_mode():
+        expected = reference(**batch).last_hidden_state
+        actual = (torch.compile(ours) if compiled else ours)(**batch).last_hidden_state
+    return (actual[real].float() - expected[real].float()).abs().max().item()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mode", choices=["inference", "pretrain", "finetune"], default="inference")
@@ -259,6 +268,9 @@ def main():
         for name in ("transformers", "hf_ctx"):
             print(f"  {label:8s} {name:12s} {speed[name]:12,.0f} tokens/s   peak {peaks[name]:.2f} GiB")
         print(f"  {label:8s} ratio hf_ctx/transformers = {speed['hf_ctx'] / speed['transformers']:.3f}")
+        if args.mode == "inference":
+            difference = real_token_difference(reference, ours, batches[-1], compiled)
+            print(f"  {label:8s} largest difference at real tokens = {difference:.2e}")
 
 
 if __name__ == "__main__":
