@@ -48,11 +48,12 @@ class CtxBertConfig(CheckedConfig, PreTrainedConfig):
             built, and `prediction_logits`/`logits` are returned as (number of labelled tokens, V), in row-major
             order of the labelled positions. Without labels the full logits are returned. (Same name and
             meaning as in transformers' ModernBERT.)
-        unpad_inputs (`bool`, defaults to `False`): when the batch has padding, run the layers on the real tokens
+        unpad_inputs (`bool`, defaults to `True`): when the batch has padding, run the layers on the real tokens
             only (the padding costs no compute) and, on a GPU in fp16/bf16 without attention dropout, attention as
             variable-length flash attention. Outputs at real tokens are unchanged (to float rounding); outputs at
-            padded positions are zeros instead of the meaningless values a padded run computes there. Off under
-            `torch.compile` (data-dependent shapes) and with `output_attentions`.
+            padded positions are zeros instead of the meaningless values a padded run computes there. Off with
+            `output_attentions`, and under `torch.compile` unless torch may trace value-dependent shapes
+            (`TORCHDYNAMO_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS=1`); `False` always runs padded.
         use_crf (`bool`, defaults to `False`): [`CtxBertForTokenClassification`] decodes with a linear-chain CRF
             over the words (each word's first sub-token) instead of tagging each token on its own; see that class.
         tag_scheme (`str`, *optional*): with `use_crf`, `"BIO"` (= `"IOB2"`), `"IOB1"`, `"BIOES"` or `"BIOUL"`
@@ -88,7 +89,7 @@ class CtxBertConfig(CheckedConfig, PreTrainedConfig):
         position_embedding_type="absolute",
         pre_layer_norm=False,
         sparse_prediction=False,
-        unpad_inputs=False,
+        unpad_inputs=True,
         use_crf=False,
         tag_scheme=None,
         tie_word_embeddings=True,

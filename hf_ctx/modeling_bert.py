@@ -6,8 +6,9 @@ Shapes below use B = batch, T = tokens, H = hidden size, V = vocabulary size, C 
 What differs from transformers' `BertModel` (and why):
 - one fused query/key/value projection per layer (one matmul instead of three);
 - optional fixed sinusoidal positions and pre-LayerNorm layers;
-- with `config.unpad_inputs`, padding is dropped before the layers: linear layers see only real tokens and, on a
-  GPU in half precision, attention runs as variable-length flash attention (`torch.nn.attention.varlen`);
+- with `config.unpad_inputs` (the default), padding is dropped before the layers: linear layers see only real
+  tokens and, on a GPU in half precision, attention runs as variable-length flash attention
+  (`torch.nn.attention.varlen`); elsewhere the attention product alone runs padded, through the kernel asked for;
 - inputs are validated before any kernel runs, so a bad id is a `ValueError`, not a device-side assert.
 `hf_ctx.tools.convert_bert` maps transformers' BERT weights onto this model; the outputs match to 1e-5.
 """
@@ -34,7 +35,8 @@ from transformers.modeling_outputs import (
     TokenClassifierOutput,
 )
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-from transformers.utils import ModelOutput
+from transformers.processing_utils import Unpack
+from transformers.utils import ModelOutput, TransformersKwargs
 from transformers.utils.generic import can_return_tuple
 
 from .configuration_bert import CtxBertConfig
@@ -42,7 +44,7 @@ from .crf import ConditionalRandomField, check_gold_tags, crf_logits_and_loss, i
 from .losses import BatchMeanLossMixin, classification_loss, sequence_classification_loss
 from .model_size import ParameterMemoryMixin
 from .remote_code import AutoMapMixin
-from .tensor_checks import IGNORE_INDEX, host_syncs_allowed
+from .tensor_checks import IGNORE_INDEX, host_syncs_allowed, traces_dynamic_output_shapes
 
 
 def validate_bert_inputs(config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds):
@@ -201,7 +203,10 @@ class UnpaddedLayout:
         # (B + 1,): 0, then running totals, so sequence b is tokens cu_seqlens[b] .. cu_seqlens[b + 1] - 1.
         cu_seqlens = F.pad(torch.cumsum(lengths, dim=0, dtype=torch.int32), (1, 0))
         indices = torch.nonzero(keep.flatten(), as_tuple=False).flatten()  # (N,) positions in the flat (B * T)
-        return cls(indices, cu_seqlens, int(lengths.max()), keep.shape[0], keep.shape[1], padded_mask)
+        # Under torch.compile the longest length is not read back (a host read): only the varlen kernel, which does
+        # not run there, needs it, and T bounds it.
+        max_seqlen = keep.shape[1] if torch.compiler.is_compiling() else int(lengths.max())
+        return cls(indices, cu_seqlens, max_seqlen, keep.shape[0], keep.shape[1], padded_mask)
 
     def unpad(self, padded: torch.Tensor) -> torch.Tensor:
         """(B, T, ...) -> (N, ...)"""
@@ -228,9 +233,11 @@ def can_use_varlen_attention(query: torch.Tensor, dropout: float) -> bool:
 class CtxBertSelfAttention(nn.Module):
     """Multi-head scaled dot-product self-attention with one fused QKV projection. (B, T, H) -> (B, T, H).
 
-    The attention kernel comes from `config._attn_implementation` (eager, sdpa, flash_attention_2, ...) through
-    transformers' attention-function registry; asking for the attention probabilities uses the eager kernel,
-    the only one that computes them.
+    The attention kernel comes from `config._attn_implementation` (eager, sdpa, flex_attention, flash_attention_2,
+    ...) through transformers' attention-function registry, with the mask in the form transformers' mask registry
+    makes for it (a `BlockMask` for flex_attention); asking for the attention probabilities uses the eager kernel,
+    the only one that computes them. On the unpadded path the variable-length flash kernel, where it can run,
+    replaces whichever kernel was asked for (see [`CtxBertConfig`]'s `unpad_inputs`).
     """
 
     is_causal = False  # read by transformers' sdpa/flash kernels
@@ -437,6 +444,7 @@ class CtxBertPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, BatchMeanLossMi
     supports_gradient_checkpointing = True
     _supports_sdpa = True
     _supports_flash_attn = True
+    _supports_flex_attn = True
     _supports_attention_backend = True
     # FSDP's shard units and what `device_map` keeps on one device. Not `CtxBertEmbeddings` (transformers' BERT
     # lists its embeddings): the MLM decoder shares the word embeddings' weight, so FSDP2 must hold the two in one
@@ -545,14 +553,14 @@ class CtxBertModel(CtxBertPreTrainedModel):
                 allow_is_bidirectional_skip=host_syncs_allowed(embeddings),
             )
         layout = None
-        if (
-            self.config.unpad_inputs
-            and attention_mask is not None
-            and not output_attentions
-            and host_syncs_allowed(attention_mask)
-            and not attention_mask.bool().all()
-        ):
-            layout = UnpaddedLayout.from_attention_mask(attention_mask, mask)
+        if self.config.unpad_inputs and attention_mask is not None and not output_attentions:
+            if host_syncs_allowed(attention_mask):
+                if not attention_mask.bool().all():
+                    layout = UnpaddedLayout.from_attention_mask(attention_mask, mask)
+            elif traces_dynamic_output_shapes():
+                # Traced with a symbolic number of real tokens; every batch unpads, as testing for padding would
+                # branch on values.
+                layout = UnpaddedLayout.from_attention_mask(attention_mask, mask)
         # The encoder collects the hidden states itself: on the unpadded path it pads each one back to (B, T, H).
         encoded = self.encoder(
             embeddings,
@@ -594,7 +602,9 @@ def _classifier_dropout(config):
 
 
 # The heads below take the inputs of `CtxBertModel.forward` by keyword and pass `output_attentions`,
-# `output_hidden_states` on through `**kwargs`; `can_return_tuple` turns their output into a tuple when
+# `output_hidden_states` on through `**kwargs`, annotated as transformers' models annotate theirs, so that code
+# reading the signature finds those two options (`CtxBertModel.forward` refuses the other keys of
+# `TransformersKwargs`, which it has no use for); `can_return_tuple` turns their output into a tuple when
 # `return_dict=False` (or `config.return_dict` is False).
 
 
@@ -630,7 +640,7 @@ class CtxBertForPreTraining(CtxBertPreTrainedModel):
         inputs_embeds=None,
         labels: torch.LongTensor | None = None,
         next_sentence_label: torch.LongTensor | None = None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> CtxBertForPreTrainingOutput | tuple:
         r"""
         Args:
@@ -690,7 +700,7 @@ class CtxBertForMaskedLM(CtxBertPreTrainedModel):
         position_ids=None,
         inputs_embeds=None,
         labels=None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> MaskedLMOutput | tuple:
         r"""`labels` (B, T): original ids at masked positions, -100 elsewhere. Returns `logits` (B, T, V), or (N, V)
         for the N labelled tokens with `config.sparse_prediction`."""
@@ -728,7 +738,7 @@ class CtxBertForNextSentencePrediction(CtxBertPreTrainedModel):
         position_ids=None,
         inputs_embeds=None,
         labels=None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> NextSentencePredictorOutput | tuple:
         outputs = self.bert(
             input_ids,
@@ -766,7 +776,7 @@ class CtxBertForSequenceClassification(CtxBertPreTrainedModel):
         position_ids=None,
         inputs_embeds=None,
         labels=None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> SequenceClassifierOutput | tuple:
         r"""`labels`: (B,) class ids (-100: no loss), (B,) floats for regression or (B, num_labels) floats for
         multi-output regression, (B, num_labels) multi-hot for multi-label; see `sequence_classification_loss`."""
@@ -821,7 +831,7 @@ class CtxBertForTokenClassification(CtxBertPreTrainedModel):
         inputs_embeds=None,
         labels=None,
         word_mask=None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> TokenClassifierOutput | tuple:
         r"""`word_mask` (`torch.Tensor` of shape `(B, T)`, *optional*): with `config.use_crf`, 1 (or True) at the
         first sub-token of each word, the positions the CRF decodes; defaults to `labels != -100`."""
@@ -917,7 +927,7 @@ class CtxBertForQuestionAnswering(CtxBertPreTrainedModel):
         inputs_embeds=None,
         start_positions=None,
         end_positions=None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> QuestionAnsweringModelOutput | tuple:
         r"""`start_positions`/`end_positions` (B,): answer span token indices; positions past the end are ignored.
         Returns `start_logits` and `end_logits`, each (B, T)."""
@@ -973,7 +983,7 @@ class CtxBertForMultipleChoice(CtxBertPreTrainedModel):
         position_ids=None,
         inputs_embeds=None,
         labels=None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> MultipleChoiceModelOutput | tuple:
         reference = input_ids if input_ids is not None else inputs_embeds
         if reference is None or reference.dim() < 3:

@@ -1,5 +1,6 @@
 """What every layer-0 module checks its tensors against: the label index that gets no loss, whether a forward
-pass may read tensor values back to the host for its input checks, and the check of label ids.
+pass may read tensor values back to the host for its input checks (or trace value-dependent shapes), and the
+check of label ids.
 
 Configs, models, layers, the CRF and ELMo's tokenizer import them from here (single-dot relative imports, so
 this file travels with a checkpoint's remote code).
@@ -18,6 +19,14 @@ def host_syncs_allowed(tensor: torch.Tensor) -> bool:
     not on an XLA device (TPU): there each read runs the lazily built graph and waits for it, every step, and a
     data-dependent shape compiles a new graph."""
     return not torch.compiler.is_compiling() and tensor.device.type != "xla"
+
+
+def traces_dynamic_output_shapes() -> bool:
+    """Whether `torch.compile` is tracing with torch's `capture_dynamic_output_shape_ops` (set by the environment
+    variable `TORCHDYNAMO_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS=1` or `torch._dynamo.config`): an op whose output shape
+    depends on tensor values (`nonzero`) is then traced with a symbolic size instead of breaking the graph, so
+    BERT's unpadding can run inside one compiled graph."""
+    return torch.compiler.is_compiling() and bool(torch._dynamo.config.capture_dynamic_output_shape_ops)
 
 
 def check_label_range(labels: torch.Tensor, num_classes: int) -> None:

@@ -1,5 +1,6 @@
 """hf_ctx BERT: parity with transformers' BERT, the Auto classes, bad input, save/load, training."""
 
+import copy
 import math
 
 import pytest
@@ -95,15 +96,16 @@ HEADS = [
 ]
 
 
-@pytest.mark.parametrize("unpad_inputs", [False, True])
+@pytest.mark.parametrize("unpad_inputs", [None, False])
 @pytest.mark.parametrize("attn_implementation", ["eager", "sdpa"])
 @pytest.mark.parametrize("config_index", range(len(PARITY_CONFIGS)))
 @pytest.mark.parametrize("architecture,keys", HEADS)
 def test_converted_model_matches_transformers(
     tmp_path, architecture, keys, config_index, attn_implementation, unpad_inputs
 ):
-    """Every head, every output. With `unpad_inputs` only the real tokens are compared: padded positions are
-    zeros there, and transformers computes meaningless values for them."""
+    """Every head, every output, on a padded batch: as converted (`unpad_inputs` on by default) and with
+    `unpad_inputs=False`. Unpadded, only the real tokens are compared: padded positions are zeros there, and
+    transformers computes meaningless values for them."""
     kwargs = PARITY_CONFIGS[config_index]
     torch.manual_seed(config_index)
     source = getattr(transformers, architecture)(
@@ -122,10 +124,10 @@ def test_converted_model_matches_transformers(
         "BertForQuestionAnswering": AutoModelForQuestionAnswering,
         "BertForMultipleChoice": AutoModelForMultipleChoice,
     }[architecture]
-    ours = auto_class.from_pretrained(
-        tmp_path / "out", attn_implementation=attn_implementation, unpad_inputs=unpad_inputs
-    ).eval()
+    overrides = {} if unpad_inputs is None else {"unpad_inputs": unpad_inputs}
+    ours = auto_class.from_pretrained(tmp_path / "out", attn_implementation=attn_implementation, **overrides).eval()
     assert type(ours).__name__ == "Ctx" + architecture
+    assert ours.config.unpad_inputs is (unpad_inputs is None)
     source.set_attn_implementation(attn_implementation)
 
     input_ids, attention_mask, token_type_ids = padded_batch(kwargs["vocab_size"])
@@ -142,7 +144,7 @@ def test_converted_model_matches_transformers(
     with torch.no_grad():
         expected, actual = source(**inputs), ours(**inputs)
     real = attention_mask.bool().reshape(-1, attention_mask.shape[-1])  # (sequences, T), also for multiple choice
-    if not unpad_inputs:
+    if not ours.config.unpad_inputs:
         real = torch.ones_like(real)
 
     def compared(tensor):  # token-level outputs at the compared positions; sentence-level ones whole
@@ -457,13 +459,59 @@ def test_no_graph_breaks_under_torch_compile(model_class, extra):
     assert explanation.graph_break_count == 0, explanation.break_reasons
 
 
+def test_unpadding_is_the_default_and_torch_compile_runs_the_padded_path():
+    """New configs, presets and converted configs unpad; under `torch.compile` without torch's
+    `capture_dynamic_output_shape_ops` (value-dependent shapes break the graph) the same model runs padded, equal at
+    the real tokens."""
+    assert CtxBertConfig().unpad_inputs and CtxBertConfig.from_preset("tiny").unpad_inputs
+    assert convert_bert_config(BertConfig(**TINY)).unpad_inputs
+    model = CtxBertModel(tiny_config()).eval()
+    input_ids, attention_mask, token_type_ids = padded_batch()
+    with torch.no_grad():
+        eager = model(input_ids, attention_mask, token_type_ids).last_hidden_state
+        compiled = torch.compile(model, backend="eager", fullgraph=True)(input_ids, attention_mask, token_type_ids)
+    real = attention_mask.bool()
+    torch.testing.assert_close(compiled.last_hidden_state[real], eager[real], atol=1e-6, rtol=1e-6)
+    assert not eager[~real].any() and compiled.last_hidden_state[~real].abs().amax(-1).min() > 0  # zeros only unpadded
+
+
+@pytest.mark.parametrize("backend", ["eager", pytest.param("aot_eager", marks=pytest.mark.slow)])
+def test_torch_compile_unpads_when_it_may_trace_dynamic_output_shapes(backend):
+    """With torch's `capture_dynamic_output_shape_ops` (TORCHDYNAMO_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS=1) the
+    compiled model unpads inside one graph (`nonzero` traced with a symbolic size): zeros at the padding, and the
+    eager model's loss, real-token outputs and gradients (autograd through the traced graph with aot_eager)."""
+    torch.manual_seed(0)
+    eager = CtxBertForPreTraining(tiny_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)).train()
+    traced = copy.deepcopy(eager)
+    input_ids, attention_mask, token_type_ids = padded_batch()
+    labels = input_ids.masked_fill(attention_mask == 0, -100)
+    batch = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
+    batch["next_sentence_label"] = torch.tensor([0, 1, 1])
+    expected = eager(**batch, labels=labels, output_hidden_states=True)
+    expected.loss.backward()
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        actual = torch.compile(traced, backend=backend, fullgraph=True)(
+            **batch, labels=labels, output_hidden_states=True
+        )
+    actual.loss.backward()
+    torch._dynamo.reset()
+    real = attention_mask.bool()
+    torch.testing.assert_close(actual.loss, expected.loss, atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(actual.hidden_states[-1][real], expected.hidden_states[-1][real], atol=1e-6, rtol=1e-6)
+    assert not actual.hidden_states[-1][~real].any()  # unpadded, not the padded path
+    for (name, mine), (_, reference) in zip(traced.named_parameters(), eager.named_parameters()):
+        torch.testing.assert_close(mine.grad, reference.grad, atol=1e-6, rtol=1e-5, msg=name)
+
+
 # --- unpadded (variable-length) path ---------------------------------------------------------------------------
 
 
 def _same_weights(model_class, **overrides):
     torch.manual_seed(0)
-    padded = model_class(tiny_config(num_labels=3, **overrides))
-    unpadded = model_class(tiny_config(num_labels=3, unpad_inputs=True, **overrides))
+    padded = model_class(tiny_config(num_labels=3, unpad_inputs=False, **overrides))
+    unpadded = model_class(tiny_config(num_labels=3, **overrides))  # unpadded by default
+    assert unpadded.config.unpad_inputs
     unpadded.load_state_dict(padded.state_dict())
     return padded, unpadded
 
@@ -502,6 +550,31 @@ def test_unpadded_path_gives_the_same_loss_and_gradients(attn_implementation, pr
         assert layer == 0 or not mine[~real].any()
     for (name, mine), (_, reference) in zip(unpadded.named_parameters(), padded.named_parameters()):
         torch.testing.assert_close(mine.grad, reference.grad, atol=1e-6, rtol=1e-5, msg=name)
+
+
+def test_unpadded_gradients_equal_the_padded_ones_and_split_batches_in_float64():
+    """In float64 the unpadded path's gradients are the padded path's, and the mean of two half batches' gradients
+    is the whole batch's, to 1e-12: no padded position reaches a real one, and the float32 differences (1e-4 on
+    the MLM head's largest gradients when padding is labelled, as tests/fsdp2_worker.py does) are rounding."""
+    padded, unpadded = (m.double().eval() for m in _same_weights(CtxBertForPreTraining))
+    input_ids, attention_mask, token_type_ids = padded_batch(batch=4)
+    attention_mask[3, 5:] = 0
+    batch = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
+
+    def gradients(model, labels, rows=slice(None)):
+        model.zero_grad()
+        model(**{k: v[rows] for k, v in batch.items()}, labels=labels[rows]).loss.backward()
+        return {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+
+    real_only = input_ids.masked_fill(attention_mask == 0, -100)
+    expected, actual = gradients(padded, real_only), gradients(unpadded, real_only)
+    for name in expected:
+        torch.testing.assert_close(actual[name], expected[name], atol=1e-12, rtol=1e-12, msg=name)
+    # Every position labelled, padding too (as many in each half): the halves average to the whole batch.
+    whole = gradients(unpadded, input_ids)
+    halves = [gradients(unpadded, input_ids, slice(start, start + 2)) for start in (0, 2)]
+    for name in whole:
+        torch.testing.assert_close((halves[0][name] + halves[1][name]) / 2, whole[name], atol=1e-12, rtol=1e-12)
 
 
 def test_unpadded_path_handles_full_and_empty_rows():
@@ -561,6 +634,74 @@ def test_set_attn_implementation_switches_the_kernel(monkeypatch):
     assert ALL_ATTENTION_FUNCTIONS["sdpa"] is sdpa
 
 
+def _spy_on_flex_attention(monkeypatch):
+    """A list that counts the calls of transformers' registered flex_attention kernel, and the masks it gets."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    kernel, calls = ALL_ATTENTION_FUNCTIONS["flex_attention"], []
+
+    def counted(module, query, key, value, attention_mask, **kwargs):
+        calls.append(type(attention_mask).__name__)
+        return kernel(module, query, key, value, attention_mask, **kwargs)
+
+    monkeypatch.setitem(ALL_ATTENTION_FUNCTIONS, "flex_attention", counted)
+    return calls
+
+
+@pytest.mark.slow  # torch compiles flex_attention and its block mask on first use: about 50 s on 2 CPU cores
+def test_flex_attention_matches_sdpa_padded_and_unpadded(monkeypatch):
+    """`attn_implementation="flex_attention"` runs transformers' flex kernel with a `BlockMask` of the padding:
+    padded, every position equals sdpa's; unpadded (the default), the real tokens do and the padding is zeros.
+    Training with attention dropout is refused (the kernel has none)."""
+    calls = _spy_on_flex_attention(monkeypatch)
+    input_ids, attention_mask, token_type_ids = padded_batch()
+    real = attention_mask.bool()
+    for unpad_inputs in (False, True):
+        model = CtxBertModel(tiny_config(unpad_inputs=unpad_inputs)).eval()
+        outputs = {}
+        for implementation in ("sdpa", "flex_attention"):
+            model.set_attn_implementation(implementation)
+            calls.clear()
+            with torch.no_grad():
+                outputs[implementation] = model(input_ids, attention_mask, token_type_ids).last_hidden_state
+        assert calls == ["BlockMask"] * model.config.num_hidden_layers
+        compared = slice(None) if not unpad_inputs else real
+        torch.testing.assert_close(
+            outputs["flex_attention"][compared], outputs["sdpa"][compared], atol=1e-5, rtol=1e-5
+        )
+        assert not unpad_inputs or not outputs["flex_attention"][~real].any()
+    # transformers' flex kernel has no dropout: training with attention dropout is refused in one line.
+    with pytest.raises(ValueError, match="`flex_attention` does not support `dropout`"):
+        model.train()(input_ids, attention_mask, token_type_ids)
+
+
+def test_flex_attention_is_accepted_at_load_time(tmp_path):
+    """transformers refuses flex_attention for a model without `_supports_flex_attn`; CtxBert models have it."""
+    CtxBertModel(tiny_config()).save_pretrained(tmp_path)
+    model = AutoModelForSequenceClassification.from_pretrained(tmp_path, attn_implementation="flex_attention")
+    assert model.config._attn_implementation == "flex_attention"
+
+
+@pytest.mark.gpu
+def test_flex_attention_trains_like_sdpa_on_gpu():
+    """On CUDA flex_attention also has a backward pass (not on CPU): same loss and gradients as sdpa, unpadded."""
+    model = CtxBertForSequenceClassification(
+        tiny_config(num_labels=3, attention_probs_dropout_prob=0.0, hidden_dropout_prob=0.0)
+    ).cuda()
+    input_ids, attention_mask, token_type_ids = (t.cuda() for t in padded_batch())
+    labels = torch.tensor([0, 1, 2], device="cuda")
+    results = {}
+    for implementation in ("sdpa", "flex_attention"):
+        model.set_attn_implementation(implementation)
+        model.zero_grad()
+        loss = model(input_ids, attention_mask, token_type_ids, labels=labels).loss
+        loss.backward()
+        results[implementation] = loss, {n: p.grad.clone() for n, p in model.named_parameters()}
+    torch.testing.assert_close(results["flex_attention"][0], results["sdpa"][0], atol=1e-5, rtol=1e-5)
+    for name, gradient in results["sdpa"][1].items():
+        torch.testing.assert_close(results["flex_attention"][1][name], gradient, atol=1e-5, rtol=1e-4, msg=name)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_varlen_flash_attention_matches_padded_sdpa_on_gpu(dtype):
@@ -609,6 +750,46 @@ def test_the_pooler_reads_the_first_real_token_on_both_paths_with_left_padding()
     first_real = torch.tensor([0, 4, 8])  # rows with 11, 7 and 3 real tokens, right-aligned
     hidden = outputs[False].last_hidden_state[torch.arange(3), first_real]
     torch.testing.assert_close(outputs[False].pooler_output, torch.tanh(model.pooler.dense(hidden)))
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        CtxBertForPreTraining,
+        CtxBertForMaskedLM,
+        CtxBertForNextSentencePrediction,
+        CtxBertForSequenceClassification,
+        CtxBertForTokenClassification,
+        CtxBertForQuestionAnswering,
+        CtxBertForMultipleChoice,
+    ],
+)
+def test_heads_annotate_their_kwargs_as_transformers_models_do(head):
+    """`**kwargs: Unpack[TransformersKwargs]`, as in transformers' `BertFor*`: code reading the signature (type
+    hints included) finds `output_attentions` and `output_hidden_states`, and both reach the encoder; a key the
+    encoder has no use for is refused by name."""
+    import inspect
+    import typing
+
+    from transformers.utils import TransformersKwargs
+
+    kwargs = inspect.signature(head.forward).parameters["kwargs"]
+    assert kwargs.kind is inspect.Parameter.VAR_KEYWORD
+    hinted = typing.get_type_hints(head.forward)["kwargs"]
+    assert typing.get_args(kwargs.annotation) == typing.get_args(hinted) == (TransformersKwargs,)
+    assert {"output_attentions", "output_hidden_states"} <= TransformersKwargs.__optional_keys__
+    signature = inspect.signature(transformers.BertForSequenceClassification.forward).parameters["kwargs"]
+    assert str(kwargs.annotation) == str(signature.annotation)  # the annotation transformers' BERT heads carry
+
+    model = head(tiny_config(num_labels=3)).eval()
+    input_ids, attention_mask, _ = padded_batch()
+    if head is CtxBertForMultipleChoice:
+        input_ids, attention_mask = input_ids[:, None], attention_mask[:, None]
+    with torch.no_grad():
+        outputs = model(input_ids, attention_mask, output_attentions=True, output_hidden_states=True)
+    assert len(outputs.attentions) == len(outputs.hidden_states) - 1 == 2
+    with pytest.raises(TypeError, match="unexpected keyword argument 'cu_seq_lens_q'"):
+        model(input_ids, attention_mask, cu_seq_lens_q=torch.tensor([0, 11]))
 
 
 def test_a_pretraining_checkpoint_loads_into_smaller_heads_without_a_load_report(tmp_path):

@@ -354,12 +354,12 @@ def test_qqp_and_qnli_report_the_saved_models_metrics_and_submit_by_index(setup,
 
 def test_mrpc_from_a_pretrained_checkpoint_keeps_its_encoder(setup, tmp_path):
     root, _ = setup
-    pretrained = CtxBertForPreTraining(CtxBertConfig.from_pretrained(root / "config"))
+    pretrained = CtxBertForPreTraining(CtxBertConfig.from_pretrained(root / "config", unpad_inputs=False))
     pretrained.save_pretrained(tmp_path / "pretrained")
     AutoTokenizer.from_pretrained(root / "tokenizer").save_pretrained(tmp_path / "pretrained")
     out = tmp_path / "out"
     metrics = fine_tune_on_mrpc(setup, out, tmp_path / "pretrained", steps=2, learning_rate=0)
-    assert AutoConfig.from_pretrained(out).unpad_inputs is True  # the fast path, off in the pretrained config
+    assert AutoConfig.from_pretrained(out).unpad_inputs is True  # --unpad_inputs (default true) over the checkpoint's
     assert metrics["eval_combined_score"] == pytest.approx((metrics["eval_accuracy"] + metrics["eval_f1"]) / 2)
     before, after = load_file(tmp_path / "pretrained" / "model.safetensors"), load_file(out / "model.safetensors")
     encoder = [name for name in before if name.startswith("bert.")]
