@@ -266,13 +266,13 @@ def bilm_sweep(args, preset, out: Path) -> tuple[Path, list[dict]]:
                 "train_cpu_minutes": minutes,
                 "perplexity": metrics["eval_perplexity"],
                 "curve": [*cpu_minutes_curve(state["log_history"]), (minutes, metrics["eval_perplexity"])],
-                "run_dir": str(run_dir),
+                "run": str(run_dir.relative_to(out)),  # relative: results.json names no machine's paths
             }
         )
     curves = {f"LSTM {r['lstm_cells']}": r["curve"] for r in records}
     plot_curves(curves, out / "bilm_sweep.png", "ELMo biLM sizes at equal CPU time (wiki)", "training CPU minutes")
     best = min(records, key=lambda r: r["perplexity"])
-    return Path(best["run_dir"]), records
+    return out / best["run"], records
 
 
 def sweep_markdown(records: list[dict]) -> str:
