@@ -28,7 +28,15 @@ from .configuration_elmo import ELMO_PRESETS, ElmoConfig
 from .configuration_taglm import TagLMConfig
 from .crf import ConditionalRandomField
 from .data.wordpiece import train_wordpiece_tokenizer
-from .layers import CharacterCNN, Highway, LstmCellWithProjection, ProjectedLstm, ScalarMix, WordSoftmax
+from .layers import (
+    CharacterCNN,
+    Highway,
+    LstmCellWithProjection,
+    MaskedBatchNorm,
+    ProjectedLstm,
+    ScalarMix,
+    WordSoftmax,
+)
 from .modeling_bert import (
     CtxBertForMaskedLM,
     CtxBertForMultipleChoice,

@@ -17,6 +17,9 @@ from .configuration_checks import (
 from .elmo_characters import MAX_SENTENCE_WORDS, N_CHARACTERS
 from .tag_schemes import SCHEME_NAMES
 
+# How the task models normalise each frozen biLM layer's features (`ElmoConfig.bilm_state_norm`).
+BILM_STATE_NORMS = ("none", "center", "standardize")
+
 # The `char_cnn` and `lstm` sections of bilm-tf's options.json, with the values of the original model.
 DEFAULT_CHAR_CNN = {
     "activation": "relu",
@@ -177,6 +180,12 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
             train only the scalar mix and the task layers, as in the paper.
         scalar_mix_layer_norm (`bool`, defaults to `False`): layer-normalise each biLM layer (over the words of the
             batch) before the task's scalar mix.
+        bilm_state_norm (`str`, defaults to `"center"`): what the task models do to each biLM layer's features
+            before the scalar mix, with batch statistics in training and running averages in evaluation:
+            `"center"` subtracts each feature's mean over the words, `"standardize"` also divides by its standard
+            deviation, `"none"` leaves them. A biLM's layers share a large component across all words (its ReLU
+            character features are all positive); uncentred, a task LSTM on them barely learns. Running
+            statistics start as the identity, so a task checkpoint saved without the field predicts as before.
         task_hidden_size (`int`, defaults to 256): units per direction of the task models' bidirectional LSTM over
             the mixed ELMo vectors; 0 puts the classifier directly on them.
         task_word_embedding_size (`int`, defaults to 0): task models also look up each word of the word vocabulary
@@ -220,6 +229,7 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
         unk_token_id=2,
         freeze_bilm=True,
         scalar_mix_layer_norm=False,
+        bilm_state_norm="center",
         task_hidden_size=256,
         task_word_embedding_size=0,
         classifier_dropout=0.5,
@@ -243,6 +253,7 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
         self.unk_token_id = unk_token_id
         self.freeze_bilm = freeze_bilm
         self.scalar_mix_layer_norm = scalar_mix_layer_norm
+        self.bilm_state_norm = bilm_state_norm
         self.task_hidden_size = task_hidden_size
         self.task_word_embedding_size = task_word_embedding_size
         self.classifier_dropout = classifier_dropout
@@ -265,6 +276,7 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
         "num_sampled": non_negative_int("full softmax"),
         "freeze_bilm": boolean,
         "scalar_mix_layer_norm": boolean,
+        "bilm_state_norm": one_of(BILM_STATE_NORMS),
         "task_hidden_size": non_negative_int("no task LSTM"),
         "task_word_embedding_size": non_negative_int("ELMo vectors only"),
         "max_sentence_words": positive_int,

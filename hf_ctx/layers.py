@@ -405,6 +405,44 @@ class ScalarMix(nn.Module):
         return mixed if keep is None else mixed * keep
 
 
+class MaskedBatchNorm(nn.Module):
+    """Per-feature batch normalisation of several layers of word vectors, without the affine part: each layer's
+    features minus their mean over the words the mask keeps (and, with `scale`, divided by their standard
+    deviation), from the batch while training and from running averages (`momentum`) in evaluation.
+
+    It removes what every word shares: a frozen biLM's layers carry a large component common to all words (a ReLU
+    character CNN's outputs are all positive), which leaves a task layer's inputs badly conditioned, so that a
+    task model on them hardly learns. The running statistics start at mean 0 and variance 1, the identity.
+
+    Input: `num_layers` tensors (B, T, D), mask (B, T) booleans. Output: the same, zero where the mask is 0.
+    """
+
+    def __init__(self, num_layers: int, dim: int, scale: bool = True, momentum: float = 0.1, eps: float = 1e-5):
+        super().__init__()
+        self.scale, self.momentum, self.eps = scale, momentum, eps
+        self.register_buffer("running_mean", torch.zeros(num_layers, dim))
+        self.register_buffer("running_var", torch.ones(num_layers, dim))
+
+    def forward(self, tensors: Sequence[torch.Tensor], mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        keep = mask.unsqueeze(-1).to(tensors[0].dtype)
+        if self.training and mask.sum() > 1:
+            words = [tensor[mask] for tensor in tensors]  # (N, D) each
+            mean = torch.stack([w.mean(0) for w in words])
+            var = torch.stack([w.var(0, unbiased=False) for w in words])
+            with torch.no_grad():
+                self.running_mean.lerp_(mean.detach(), self.momentum)
+                self.running_var.lerp_(var.detach(), self.momentum)
+        else:
+            mean, var = self.running_mean, self.running_var
+        out = []
+        for k, tensor in enumerate(tensors):
+            normalised = tensor - mean[k]
+            if self.scale:
+                normalised = normalised / torch.sqrt(var[k] + self.eps)
+            out.append(normalised * keep)
+        return tuple(out)
+
+
 class WordSoftmax(nn.Module):
     """A softmax over a word vocabulary: `logits = h W^T + b`, with a sampled softmax for training on large
     vocabularies (Jean et al., 2015), as bilm-tf trains ELMo.
@@ -487,6 +525,7 @@ __all__ = [
     "CharacterCNN",
     "Highway",
     "LstmCellWithProjection",
+    "MaskedBatchNorm",
     "ProjectedLstm",
     "ScalarMix",
     "WordSoftmax",

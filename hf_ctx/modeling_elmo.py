@@ -31,6 +31,7 @@ from .layers import (
     CharacterCNN,
     Highway,
     LstmCellWithProjection,
+    MaskedBatchNorm,
     ProjectedLstm,
     ScalarMix,
     WordSoftmax,
@@ -239,6 +240,9 @@ class ElmoPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, BatchMeanLossMixin
             if not getattr(module.bias, "_is_hf_initialized", False):
                 init.zeros_(module.bias)
                 module.bias[module.cell_size : 2 * module.cell_size] = 1.0
+        elif isinstance(module, MaskedBatchNorm):
+            init.zeros_(module.running_mean)
+            init.ones_(module.running_var)
         elif isinstance(module, ScalarMix):
             init.zeros_(module.scalar_parameters)
             init.ones_(module.gamma)
@@ -584,6 +588,11 @@ class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
     def __init__(self, config: ElmoConfig):
         super().__init__(config)
         self.elmo = ElmoModel(config)
+        self.bilm_norm = None
+        if config.bilm_state_norm != "none":
+            self.bilm_norm = MaskedBatchNorm(
+                config.num_output_layers, config.hidden_size, scale=config.bilm_state_norm == "standardize"
+            )
         self.scalar_mix = ScalarMix(config.num_output_layers, do_layer_norm=config.scalar_mix_layer_norm)
         self.dropout = nn.Dropout(config.classifier_dropout)
         self.word_embeddings = None
@@ -631,6 +640,8 @@ class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
         else:
             with torch.set_grad_enabled(torch.is_grad_enabled() and not self.config.freeze_bilm):
                 layers = self.elmo.word_hidden_states(input_ids, mask)  # the inputs were checked above
+        if self.bilm_norm is not None:
+            layers = self.bilm_norm(layers, mask)
         features = self.scalar_mix(layers, mask)
         if self.word_embeddings is not None:
             if input_word_ids is None:

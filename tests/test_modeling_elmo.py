@@ -4,6 +4,7 @@ input."""
 
 import json
 import math
+import random
 
 import pytest
 import torch
@@ -349,6 +350,85 @@ def test_sequence_classification_pools_words_and_handles_empty_sentences(batch):
     torch.testing.assert_close(out.loss, F.mse_loss(out.logits.squeeze(-1), torch.tensor([0.5, 1.0, 0.0, 2.0])))
     unfrozen = ElmoForSequenceClassification(tiny_config(num_labels=2, freeze_bilm=False))
     assert all(p.requires_grad for p in unfrozen.elmo.parameters())
+
+
+def sentiment_sentences(count: int, rng: random.Random) -> tuple[list[list[str]], list[int]]:
+    """Sentences of neutral words with one word that decides the label: "good"/"great" 1, "bad"/"awful" 0."""
+    filler = "the a film movie was is it this plot actor story and of very quite rather scene ending music".split()
+    sentences, labels = [], []
+    for _ in range(count):
+        label = rng.randint(0, 1)
+        words = rng.sample(filler, rng.randint(3, 8))
+        words.insert(rng.randint(0, len(words)), rng.choice(["good", "great"] if label else ["bad", "awful"]))
+        sentences.append(words)
+        labels.append(label)
+    return sentences, labels
+
+
+def train_on_sentiment_words(tokenizer, config: ElmoConfig, steps: int = 300) -> float:
+    """Test accuracy of a sequence classifier on a frozen random biLM after `steps` Adam steps on
+    `sentiment_sentences`."""
+    rng = random.Random(0)
+    torch.manual_seed(0)
+    encoded = []
+    for count in (256, 128):
+        sentences, labels = sentiment_sentences(count, rng)
+        batch = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt")
+        encoded.append((batch, torch.tensor(labels)))
+    (train, labels), (test, test_labels) = encoded
+    model = ElmoForSequenceClassification(config).train()
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+    for _ in range(steps):
+        rows = torch.randint(0, len(labels), (16,))
+        loss = model(
+            input_ids=train["input_ids"][rows], attention_mask=train["attention_mask"][rows], labels=labels[rows]
+        ).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    with torch.no_grad():
+        predictions = model.eval()(**test).logits.argmax(-1)
+    return (predictions == test_labels).float().mean().item()
+
+
+@pytest.mark.slow
+def test_a_frozen_random_biLM_is_enough_to_learn_a_word_identity_task(tokenizer):
+    """The biLM's layers share a large component across words (positive ReLU features); centred per feature
+    (`bilm_state_norm`, by default), they let the task LSTM learn which word decides the label. Uncentred, the
+    same model stays near chance (0.77 test accuracy in this setting, 0.5 on a trained biLM's states)."""
+    config = tiny_config(num_labels=2, task_hidden_size=16)
+    assert config.bilm_state_norm == "center"
+    assert train_on_sentiment_words(tokenizer, config) > 0.9
+
+
+def test_bilm_state_norm_centres_each_layer_with_running_statistics(batch):
+    model = ElmoForSequenceClassification(tiny_config(num_labels=2, bilm_state_norm="standardize"))
+    mask = batch["attention_mask"].bool()
+    layers = model.elmo.word_hidden_states(batch["input_ids"], mask)
+    model.bilm_norm.momentum = 1.0  # the running statistics become this batch's
+    trained = model.bilm_norm.train()(layers, mask)
+    for layer, normalised in zip(layers, trained):
+        words = layer[mask]
+        expected = (words - words.mean(0)) / torch.sqrt(words.var(0, unbiased=False) + 1e-5)
+        torch.testing.assert_close(normalised[mask], expected)
+        assert (normalised[~mask] == 0).all()
+    for normalised, evaluated in zip(trained, model.bilm_norm.eval()(layers, mask)):
+        torch.testing.assert_close(evaluated, normalised)
+    with pytest.raises(ValueError, match=r"bilm_state_norm must be one of \['none', 'center', 'standardize'\]"):
+        tiny_config(bilm_state_norm="layer")
+
+
+def test_a_task_checkpoint_without_bilm_state_norm_gives_its_old_outputs(batch, tmp_path):
+    """A checkpoint saved before the field existed loads with `bilm_state_norm` "center" and running statistics
+    of mean 0 and variance 1: the identity, so its predictions are unchanged."""
+    model = ElmoForSequenceClassification(tiny_config(num_labels=2, bilm_state_norm="none")).eval()
+    model.save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    del config["bilm_state_norm"]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    loaded = ElmoForSequenceClassification.from_pretrained(tmp_path).eval()
+    assert loaded.config.bilm_state_norm == "center"
+    torch.testing.assert_close(loaded(**batch).logits, model(**batch).logits, rtol=0, atol=0)
 
 
 def test_task_word_vectors_are_trained_beside_the_frozen_biLM():

@@ -396,7 +396,7 @@ def elmo_checkpoint(folder: Path, **config) -> Path:
 def test_elmo_learns_cola_and_reports_the_saved_models_metric(setup, tmp_path):
     from hf_ctx.data.words import split_words
 
-    # A random biLM hardly tells "good" from "bad"; fine-tuned (freeze_bilm=False), it learns the task.
+    # Fine-tuned (freeze_bilm=False), the random biLM learns the task with it.
     pretrained = elmo_checkpoint(tmp_path / "elmo", freeze_bilm=False)
     out = tmp_path / "out"
     metrics = run(setup, "cola", "CoLA", out, *elmo_on_cola(pretrained))
@@ -471,8 +471,8 @@ def test_elmo_from_random_weights_and_its_tokenizer_check(setup, tmp_path):
 
 @pytest.mark.slow
 def test_elmo_with_task_word_vectors_learns_with_its_biLM_frozen(setup, tmp_path):
-    """The paper's recipe: ELMo beside the task's own (trainable) word vectors. Where a frozen random biLM alone
-    hardly tells "good" from "bad", the word vectors learn it; the biLM stays as it was."""
+    """The paper's recipe: ELMo beside the task's own (trainable) word vectors, which learn the task; the biLM stays
+    as it was."""
     from tiny_checkpoints import _elmo_config
 
     from hf_ctx import ElmoForBiLM, ElmoTokenizer

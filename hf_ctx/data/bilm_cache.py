@@ -75,6 +75,7 @@ CONFIG_FIELDS_NOT_IN_STATES = frozenset(
     {
         "architectures",
         "auto_map",
+        "bilm_state_norm",
         "classifier_dropout",
         "dropout",
         "dtype",  # the weights' own dtypes are hashed instead
