@@ -84,7 +84,9 @@ class CharacterCNN(nn.Module):
     def encode_words(self, char_ids: torch.Tensor) -> torch.Tensor:
         """The layer on each row: (N, C) character ids -> (N, output_dim)."""
         embedded = self.char_embeddings(char_ids).transpose(1, 2)  # (N, E, C)
-        features = torch.cat([self.activation(conv(embedded).amax(dim=-1)) for conv in self.convolutions], dim=-1)
+        features = torch.cat(
+            [self.activation(conv(embedded).max(dim=-1).values) for conv in self.convolutions], dim=-1
+        )
         features = self.highway(features)
         if self.projection is not None:
             features = self.projection(features)

@@ -123,6 +123,36 @@ def test_character_cnn_runs_each_distinct_word_once_with_outputs_and_gradients_o
     torch.testing.assert_close(cnn(ids), cnn.encode_words(ids.view(-1, 7)).view(3, 9, 6), atol=1e-6, rtol=0)
 
 
+def test_character_cnn_gradients_equal_the_amax_pooling_reference_on_tied_windows():
+    """Max-pooling over positions sends each gradient to one maximal window; `amax` splits it among tied windows.
+    Ties come from identical windows (repeated letters, the padding characters after a word, padding words), which
+    contribute identically to every parameter's gradient, so both give the same gradients."""
+    torch.manual_seed(0)
+    cnn = randomize(CharacterCNN(262, 3, [[1, 4], [2, 5], [3, 8]], n_highway=1, output_dim=6)).double()
+    ids = torch.full((4, 10), 261)  # padding characters after each word
+    ids[0, :5] = torch.tensor([259, 5, 5, 5, 260])  # a repeated letter
+    ids[1, :4] = torch.tensor([259, 7, 8, 260])
+    ids[2] = 0  # a padding word
+    ids[3, :6] = torch.tensor([259, 5, 9, 5, 9, 260])
+    upstream = torch.randn(4, 6, dtype=torch.float64)
+
+    def reference(ids):
+        embedded = cnn.char_embeddings(ids).transpose(1, 2)
+        pooled = [torch.relu(conv(embedded).amax(dim=-1)) for conv in cnn.convolutions]
+        return cnn.projection(cnn.highway(torch.cat(pooled, dim=-1)))
+
+    results = []
+    for run in (cnn.encode_words, reference):
+        cnn.zero_grad(set_to_none=True)
+        out = run(ids)
+        (out * upstream).sum().backward()
+        results.append((out.detach(), [p.grad.clone() for p in cnn.parameters()]))
+    (got, got_grads), (expected, expected_grads) = results
+    torch.testing.assert_close(got, expected, atol=1e-6, rtol=0)
+    for got_grad, expected_grad in zip(got_grads, expected_grads):
+        torch.testing.assert_close(got_grad, expected_grad, atol=1e-6, rtol=0)
+
+
 def test_character_padding_id_embeds_to_zero():
     cnn = CharacterCNN(262, 3, [[1, 2]], n_highway=0, output_dim=2)
     assert torch.equal(cnn.char_embeddings.weight[0], torch.zeros(3))
