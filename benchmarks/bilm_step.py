@@ -122,6 +122,19 @@ def part_times(model: ElmoForBiLM, batch: dict, repeats: int, warmup: int) -> li
     return [(name, median_seconds(run, repeats, warmup)) for name, run in parts]
 
 
+def optimizer_times(model: ElmoForBiLM, batch: dict, repeats: int, warmup: int) -> list[tuple[str, float]]:
+    """`optimizer.step()` alone over all parameters, with the gradients of one step: torch's default AdamW (one
+    parameter at a time on CPU, as the benchmark's step and `Trainer`'s "adamw_torch" run it) and its fused
+    kernel ("adamw_torch_fused")."""
+    model.zero_grad(set_to_none=True)
+    model(**batch).loss.backward()
+    times = []
+    for name, fused in (("AdamW step (default)", None), ("AdamW step (fused=True)", True)):
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=fused)
+        times.append((name, median_seconds(optimizer.step, repeats, warmup)))
+    return times
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model_size", default="small", choices=list(ELMO_PRESETS))
@@ -134,6 +147,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--no_parts", action="store_true", help="skip the per-part breakdown")
+    parser.add_argument("--fused_adamw", action="store_true", help="AdamW(fused=True) in both steps")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -154,22 +168,25 @@ def main():
         f"{args.num_sampled}; batch {args.batch_size} x {args.words} words ({distinct} distinct)"
     )
 
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    fused = True if args.fused_adamw else None
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=fused)
     bilm = median_seconds(training_step(model, optimizer, lambda: model(**batch).loss), args.repeats, args.warmup)
     stacks, inputs = lstm_lower_bound(config, args.batch_size, args.words + 2)
-    lstm_optimizer = torch.optim.AdamW(stacks.parameters(), lr=1e-3)
+    lstm_optimizer = torch.optim.AdamW(stacks.parameters(), lr=1e-3, fused=fused)
     bound = median_seconds(
         training_step(stacks, lstm_optimizer, lambda: sum(stack(inputs)[0].sum() for stack in stacks)),
         args.repeats,
         args.warmup,
     )
-    print(f"{'training step (forward, backward, AdamW)':60s} {'seconds':>9s}")
+    print(f"{'training step (forward, backward, AdamW' + (' fused)' if fused else ')'):60s} {'seconds':>9s}")
     print(f"{'ElmoForBiLM':60s} {bilm:9.3f}")
     print(f"{'lower bound: 2 nn.LSTM(proj_size) stacks':60s} {bound:9.3f}")
     print(f"ratio biLM / lower bound: {bilm / bound:.2f}")
     if not args.no_parts:
         print(f"\n{'part, forward + backward alone':60s} {'seconds':>9s} {'share':>6s}")
         for name, seconds in part_times(model, batch, args.repeats, args.warmup):
+            print(f"{name:60s} {seconds:9.3f} {seconds / bilm:6.0%}")
+        for name, seconds in optimizer_times(model, batch, args.repeats, args.warmup):
             print(f"{name:60s} {seconds:9.3f} {seconds / bilm:6.0%}")
 
 
