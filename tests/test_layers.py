@@ -135,6 +135,9 @@ def test_character_cnn_gradients_equal_the_amax_pooling_reference_on_tied_window
     ids[2] = 0  # a padding word
     ids[3, :6] = torch.tensor([259, 5, 9, 5, 9, 260])
     upstream = torch.randn(4, 6, dtype=torch.float64)
+    embedded = cnn.char_embeddings(ids).transpose(1, 2)
+    scores = [conv(embedded) for conv in cnn.convolutions]
+    assert sum(((s == s.amax(-1, keepdim=True)).sum(-1) > 1).sum() for s in scores) > 0  # tied maxima exist
 
     def reference(ids):
         embedded = cnn.char_embeddings(ids).transpose(1, 2)
