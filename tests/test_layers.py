@@ -126,10 +126,11 @@ def test_character_cnn_runs_each_distinct_word_once_with_outputs_and_gradients_o
 def test_character_cnn_gradients_equal_the_amax_pooling_reference_on_tied_windows():
     """Max-pooling over positions sends each gradient to one maximal window; `amax` splits it among tied windows.
     Ties come from identical windows (repeated letters, the padding characters after a word, padding words), which
-    contribute identically to every parameter's gradient, so both give the same gradients."""
+    contribute identically to every parameter's gradient, so both give the same gradients, on the full rows and
+    with the repeated tails dropped (the layer's forward)."""
     torch.manual_seed(0)
     cnn = randomize(CharacterCNN(262, 3, [[1, 4], [2, 5], [3, 8]], n_highway=1, output_dim=6)).double()
-    ids = torch.full((4, 10), 261)  # padding characters after each word
+    ids = torch.full((4, 16), 261)  # padding characters after each word
     ids[0, :5] = torch.tensor([259, 5, 5, 5, 260])  # a repeated letter
     ids[1, :4] = torch.tensor([259, 7, 8, 260])
     ids[2] = 0  # a padding word
@@ -144,16 +145,18 @@ def test_character_cnn_gradients_equal_the_amax_pooling_reference_on_tied_window
         pooled = [torch.relu(conv(embedded).amax(dim=-1)) for conv in cnn.convolutions]
         return cnn.projection(cnn.highway(torch.cat(pooled, dim=-1)))
 
+    assert cnn.drop_repeated_tails(ids).shape == (4, 9)  # the longest word's 6 characters and one 3-wide window
     results = []
-    for run in (cnn.encode_words, reference):
+    for run in (cnn, cnn.encode_words, reference):
         cnn.zero_grad(set_to_none=True)
         out = run(ids)
         (out * upstream).sum().backward()
         results.append((out.detach(), [p.grad.clone() for p in cnn.parameters()]))
-    (got, got_grads), (expected, expected_grads) = results
-    torch.testing.assert_close(got, expected, atol=1e-6, rtol=0)
-    for got_grad, expected_grad in zip(got_grads, expected_grads):
-        torch.testing.assert_close(got_grad, expected_grad, atol=1e-6, rtol=0)
+    expected, expected_grads = results[-1]
+    for got, got_grads in results[:-1]:
+        torch.testing.assert_close(got, expected, atol=1e-6, rtol=0)
+        for got_grad, expected_grad in zip(got_grads, expected_grads):
+            torch.testing.assert_close(got_grad, expected_grad, atol=1e-6, rtol=0)
 
 
 def test_character_padding_id_embeds_to_zero():
