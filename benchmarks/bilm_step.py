@@ -11,15 +11,17 @@ The batch looks like text: `--batch_size` sentences of `--words` words drawn fro
 random lowercase words with Zipf frequencies (p(k) ~ 1 / (k + 1), ids sorted by frequency as bilm-tf's are), so
 frequent words repeat within a batch as they do in real sentences; `ElmoTokenizer` gives the character and word
 ids. The model trains with dropout and the sampled softmax (`--num_sampled`). Times are medians of `--repeats`
-steps after `--warmup` steps. The ratio printed is biLM step / lower bound (the issue's goal: <= 2).
+steps after `--warmup` steps. `--text FILE` takes the first sentences (lines) of a text file instead. The ratio printed is biLM step / lower bound (the issue's goal: <= 2).
 """
 
 import argparse
+import gzip
 import json
 import random
 import statistics
 import string
 import time
+from collections import Counter
 
 import torch
 from torch import nn
@@ -44,6 +46,19 @@ def text_batch(tokenizer: ElmoTokenizer, vocabulary: list[str], sentences: int, 
     batch = [rng.choices(vocabulary[3:], weights=weights, k=words) for _ in range(sentences)]
     encoded = tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="pt")
     return {key: encoded[key] for key in ("input_ids", "attention_mask", "input_word_ids")}
+
+
+def text_file_batch(path: str, vocabulary_size: int, sentences: int, words: int) -> tuple[list[str], dict]:
+    """The first `sentences` non-empty lines of a text file (words split at spaces, cut at `words`), tokenized
+    with a vocabulary of their words by frequency filled up to `vocabulary_size` with random words."""
+    with (gzip.open if path.endswith(".gz") else open)(path, "rt", encoding="utf-8") as text:
+        batch = [line.split()[:words] for line in text if line.split()][:sentences]
+    counts = Counter(word for sentence in batch for word in sentence)
+    known = [word for word, _ in counts.most_common()]
+    filler = [word for word in random_vocabulary(vocabulary_size)[3:] if word not in counts]
+    vocabulary = ["<S>", "</S>", "<UNK>", *known, *filler][:vocabulary_size]
+    encoded = ElmoTokenizer(vocab=vocabulary)(batch, is_split_into_words=True, padding=True, return_tensors="pt")
+    return vocabulary, {key: encoded[key] for key in ("input_ids", "attention_mask", "input_word_ids")}
 
 
 def median_seconds(step, repeats: int, warmup: int) -> float:
@@ -143,6 +158,7 @@ def main():
     parser.add_argument("--num_sampled", type=int, default=4096, help="sampled softmax size (0: full softmax)")
     parser.add_argument("--batch_size", type=int, default=32, help="sentences per batch")
     parser.add_argument("--words", type=int, default=40, help="words per sentence")
+    parser.add_argument("--text", default=None, help="a text file: its first sentences (lines) instead of Zipf words")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=2)
@@ -153,25 +169,28 @@ def main():
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     overrides = json.loads(args.config_overrides) if args.config_overrides else {}
-    vocabulary = random_vocabulary(args.vocab_size)
+    if args.text:
+        vocabulary, batch = text_file_batch(args.text, args.vocab_size, args.batch_size, args.words)
+    else:
+        vocabulary = random_vocabulary(args.vocab_size)
+        batch = text_batch(ElmoTokenizer(vocab=vocabulary), vocabulary, args.batch_size, args.words)
     config = ElmoConfig.from_preset(
         args.model_size, vocab_size=len(vocabulary), num_sampled=args.num_sampled, **overrides
     )
     model = ElmoForBiLM(config).train()
-    tokenizer = ElmoTokenizer(vocab=vocabulary)
-    batch = text_batch(tokenizer, vocabulary, args.batch_size, args.words)
-    distinct = len(set(batch["input_word_ids"].flatten().tolist()))
+    distinct = len(set(batch["input_word_ids"][batch["attention_mask"].bool()].tolist()))
     print(
         f"CPU, {torch.get_num_threads()} thread(s); ELMo {args.model_size}{' + overrides' if overrides else ''}: "
         f"LSTM {config.lstm['n_layers']} x {config.lstm['dim']} cells, projection {config.projection_dim}, "
         f"{sum(c for _, c in config.char_cnn['filters'])} filters; vocabulary {len(vocabulary):,}, sampled "
-        f"{args.num_sampled}; batch {args.batch_size} x {args.words} words ({distinct} distinct)"
+        f"{args.num_sampled}; batch {args.batch_size} x {args.words} words{' of ' + args.text if args.text else ''}: "
+        f"{int(batch['attention_mask'].sum())} words, {distinct} distinct"
     )
 
     fused = True if args.fused_adamw else None
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=fused)
     bilm = median_seconds(training_step(model, optimizer, lambda: model(**batch).loss), args.repeats, args.warmup)
-    stacks, inputs = lstm_lower_bound(config, args.batch_size, args.words + 2)
+    stacks, inputs = lstm_lower_bound(config, len(batch["attention_mask"]), batch["attention_mask"].shape[1] + 2)
     lstm_optimizer = torch.optim.AdamW(stacks.parameters(), lr=1e-3, fused=fused)
     bound = median_seconds(
         training_step(stacks, lstm_optimizer, lambda: sum(stack(inputs)[0].sum() for stack in stacks)),
