@@ -13,7 +13,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from .tensor_checks import IGNORE_INDEX
+from .tensor_checks import IGNORE_INDEX, host_syncs_allowed
 
 ACTIVATIONS = {"relu": F.relu, "tanh": torch.tanh}
 
@@ -45,6 +45,12 @@ class CharacterCNN(nn.Module):
     concatenated -> highway layers -> a linear projection to `output_dim` (none when the filters already give
     `output_dim` features, as in bilm-tf). Character id 0 means "no word": its embedding is fixed at zero.
 
+    A word's vector depends on its characters alone, so the layer runs once per distinct word of the input and
+    copies the result to each occurrence (text repeats its frequent words, and padding rows are one word); the
+    gradients sum over the occurrences, as they would through one run per occurrence. It convolves only as many
+    characters as the batch's longest word needs (`drop_repeated_tails`). Where tensor values may not be read
+    during the pass (under `torch.compile`, on XLA) every occurrence runs over all C characters.
+
     Input: (..., C) character ids. Output: (..., output_dim).
     """
 
@@ -68,12 +74,37 @@ class CharacterCNN(nn.Module):
 
     def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
         leading = char_ids.shape[:-1]
-        embedded = self.char_embeddings(char_ids.reshape(-1, char_ids.shape[-1])).transpose(1, 2)  # (N, E, C)
-        features = torch.cat([self.activation(conv(embedded).amax(dim=-1)) for conv in self.convolutions], dim=-1)
+        flat = char_ids.reshape(-1, char_ids.shape[-1])
+        if flat.shape[0] > 0 and host_syncs_allowed(flat):
+            distinct, occurrences = torch.unique(flat, dim=0, return_inverse=True)
+            features = self.encode_words(self.drop_repeated_tails(distinct))[occurrences]
+        else:
+            features = self.encode_words(flat)
+        return features.view(*leading, self.output_dim)
+
+    def drop_repeated_tails(self, char_ids: torch.Tensor) -> torch.Tensor:
+        """The leading columns of (N, C) character ids that every max-pooled score needs: (N, C) -> (N, C').
+
+        The windows lying wholly in a row's trailing run of one character (ELMo's padding characters after the
+        word, a padding word's zeros) all score alike, so one such window per filter width keeps every maximum;
+        the columns after it are dropped. Its gradients equal those of the full row: a tied maximum's gradient
+        goes to one window, and tied windows are identical."""
+        width = char_ids.shape[-1]
+        differs = char_ids != char_ids[:, -1:]
+        run_starts = (differs * torch.arange(1, width + 1, device=char_ids.device)).amax(dim=-1)
+        longest_filter = max(conv.kernel_size[0] for conv in self.convolutions)
+        return char_ids[:, : min(width, int(run_starts.max()) + longest_filter)]
+
+    def encode_words(self, char_ids: torch.Tensor) -> torch.Tensor:
+        """The layer on each row: (N, C) character ids -> (N, output_dim)."""
+        embedded = self.char_embeddings(char_ids).transpose(1, 2)  # (N, E, C)
+        features = torch.cat(
+            [self.activation(conv(embedded).max(dim=-1).values) for conv in self.convolutions], dim=-1
+        )
         features = self.highway(features)
         if self.projection is not None:
             features = self.projection(features)
-        return features.view(*leading, self.output_dim)
+        return features
 
 
 def sigmoid_gates_first(weight: torch.Tensor, dim: int = 0) -> torch.Tensor:

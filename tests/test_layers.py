@@ -94,6 +94,71 @@ def test_character_cnn_matches_explicit_convolutions(output_dim):
     torch.testing.assert_close(out, expected.view(2, 4, output_dim), atol=1e-5, rtol=1e-5)
 
 
+def test_character_cnn_runs_each_distinct_word_once_with_outputs_and_gradients_of_every_occurrence():
+    """Repeated words (and all-zero padding rows) are encoded once and copied: outputs and every parameter's
+    gradient equal those of `encode_words` run on each occurrence."""
+    torch.manual_seed(0)
+    cnn = randomize(CharacterCNN(262, 3, [[1, 4], [3, 8]], n_highway=2, output_dim=6)).double()
+    words = torch.randint(1, 262, (5, 7))
+    ids = words[torch.randint(0, 5, (3, 9))]  # (3, 9, 7): 27 occurrences of at most 5 words
+    ids[2, 6:] = 0  # padding rows
+    upstream = torch.randn(3, 9, 6, dtype=torch.float64)
+
+    def outputs_and_gradients(run):
+        cnn.zero_grad(set_to_none=True)
+        out = run(ids)
+        (out * upstream).sum().backward()
+        return out.detach(), [p.grad.clone() for p in cnn.parameters()]
+
+    calls = []
+    cnn.encode_words = lambda rows, encode=cnn.encode_words: calls.append(len(rows)) or encode(rows)
+    got, got_grads = outputs_and_gradients(cnn)
+    expected, expected_grads = outputs_and_gradients(lambda x: cnn.encode_words(x.view(-1, 7)).view(3, 9, 6))
+    assert calls[0] == len(torch.unique(ids.view(-1, 7), dim=0)) <= 6  # once per distinct row
+    torch.testing.assert_close(got, expected, atol=1e-6, rtol=0)
+    for got_grad, expected_grad in zip(got_grads, expected_grads):
+        torch.testing.assert_close(got_grad, expected_grad, atol=1e-6, rtol=0)
+    # float32, the training dtype: the same outputs up to float rounding
+    cnn.float()
+    torch.testing.assert_close(cnn(ids), cnn.encode_words(ids.view(-1, 7)).view(3, 9, 6), atol=1e-6, rtol=0)
+
+
+def test_character_cnn_gradients_equal_the_amax_pooling_reference_on_tied_windows():
+    """Max-pooling over positions sends each gradient to one maximal window; `amax` splits it among tied windows.
+    Ties come from identical windows (repeated letters, the padding characters after a word, padding words), which
+    contribute identically to every parameter's gradient, so both give the same gradients, on the full rows and
+    with the repeated tails dropped (the layer's forward)."""
+    torch.manual_seed(0)
+    cnn = randomize(CharacterCNN(262, 3, [[1, 4], [2, 5], [3, 8]], n_highway=1, output_dim=6)).double()
+    ids = torch.full((4, 16), 261)  # padding characters after each word
+    ids[0, :5] = torch.tensor([259, 5, 5, 5, 260])  # a repeated letter
+    ids[1, :4] = torch.tensor([259, 7, 8, 260])
+    ids[2] = 0  # a padding word
+    ids[3, :6] = torch.tensor([259, 5, 9, 5, 9, 260])
+    upstream = torch.randn(4, 6, dtype=torch.float64)
+    embedded = cnn.char_embeddings(ids).transpose(1, 2)
+    scores = [conv(embedded) for conv in cnn.convolutions]
+    assert sum(((s == s.amax(-1, keepdim=True)).sum(-1) > 1).sum() for s in scores) > 0  # tied maxima exist
+
+    def reference(ids):
+        embedded = cnn.char_embeddings(ids).transpose(1, 2)
+        pooled = [torch.relu(conv(embedded).amax(dim=-1)) for conv in cnn.convolutions]
+        return cnn.projection(cnn.highway(torch.cat(pooled, dim=-1)))
+
+    assert cnn.drop_repeated_tails(ids).shape == (4, 9)  # the longest word's 6 characters and one 3-wide window
+    results = []
+    for run in (cnn, cnn.encode_words, reference):
+        cnn.zero_grad(set_to_none=True)
+        out = run(ids)
+        (out * upstream).sum().backward()
+        results.append((out.detach(), [p.grad.clone() for p in cnn.parameters()]))
+    expected, expected_grads = results[-1]
+    for got, got_grads in results[:-1]:
+        torch.testing.assert_close(got, expected, atol=1e-6, rtol=0)
+        for got_grad, expected_grad in zip(got_grads, expected_grads):
+            torch.testing.assert_close(got_grad, expected_grad, atol=1e-6, rtol=0)
+
+
 def test_character_padding_id_embeds_to_zero():
     cnn = CharacterCNN(262, 3, [[1, 2]], n_highway=0, output_dim=2)
     assert torch.equal(cnn.char_embeddings.weight[0], torch.zeros(3))

@@ -1,0 +1,213 @@
+#!/usr/bin/env python
+"""One training step of the ELMo biLM (`ElmoForBiLM`: forward, backward, AdamW step) against its lower bound, the
+same step of two `nn.LSTM(proj_size=...)` stacks alone (forward and backward direction, the biLM's sizes, the same
+batch), in one process; then each part's forward + backward in isolation.
+
+    python benchmarks/bilm_step.py                                   # small preset, 1 thread, 32 x 40 words
+    python benchmarks/bilm_step.py --config_overrides '{"char_cnn": {"filters": [[1, 32], [2, 64], [3, 128],
+        [4, 128], [5, 160]]}, "lstm": {"dim": 256}}'
+
+The batch looks like text: `--batch_size` sentences of `--words` words drawn from a vocabulary of `--vocab_size`
+random lowercase words with Zipf frequencies (p(k) ~ 1 / (k + 1), ids sorted by frequency as bilm-tf's are), so
+frequent words repeat within a batch as they do in real sentences; `ElmoTokenizer` gives the character and word
+ids. The model trains with dropout and the sampled softmax (`--num_sampled`). Times are medians of `--repeats`
+steps after `--warmup` steps. `--text FILE` takes the first sentences (lines) of a text file instead. The ratio printed is biLM step / lower bound (the issue's goal: <= 2).
+"""
+
+import argparse
+import gzip
+import json
+import random
+import statistics
+import string
+import time
+from collections import Counter
+
+import torch
+from torch import nn
+
+from hf_ctx import ELMO_PRESETS, ElmoConfig, ElmoForBiLM, ElmoTokenizer
+
+
+def random_vocabulary(size: int, seed: int = 0) -> list[str]:
+    """`size` distinct random lowercase words of 2 to 12 letters, after `<S>`, `</S>`, `<UNK>`."""
+    rng = random.Random(seed)
+    words = {}
+    while len(words) < size - 3:
+        words["".join(rng.choices(string.ascii_lowercase, k=rng.randint(2, 12)))] = None
+    return ["<S>", "</S>", "<UNK>", *words]
+
+
+def text_batch(tokenizer: ElmoTokenizer, vocabulary: list[str], sentences: int, words: int, seed: int = 0) -> dict:
+    """`sentences` sentences of `words` Zipf-distributed words, tokenized: input_ids, attention_mask,
+    input_word_ids."""
+    rng = random.Random(seed)
+    weights = [1.0 / (k + 1) for k in range(len(vocabulary) - 3)]
+    batch = [rng.choices(vocabulary[3:], weights=weights, k=words) for _ in range(sentences)]
+    encoded = tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="pt")
+    return {key: encoded[key] for key in ("input_ids", "attention_mask", "input_word_ids")}
+
+
+def text_file_batch(path: str, vocabulary_size: int, sentences: int, words: int) -> tuple[list[str], dict]:
+    """The first `sentences` non-empty lines of a text file (words split at spaces, cut at `words`), tokenized
+    with a vocabulary of their words by frequency filled up to `vocabulary_size` with random words."""
+    with (gzip.open if path.endswith(".gz") else open)(path, "rt", encoding="utf-8") as text:
+        batch = [line.split()[:words] for line in text if line.split()][:sentences]
+    counts = Counter(word for sentence in batch for word in sentence)
+    known = [word for word, _ in counts.most_common()]
+    filler = [word for word in random_vocabulary(vocabulary_size)[3:] if word not in counts]
+    vocabulary = ["<S>", "</S>", "<UNK>", *known, *filler][:vocabulary_size]
+    encoded = ElmoTokenizer(vocab=vocabulary)(batch, is_split_into_words=True, padding=True, return_tensors="pt")
+    return vocabulary, {key: encoded[key] for key in ("input_ids", "attention_mask", "input_word_ids")}
+
+
+def median_seconds(step, repeats: int, warmup: int) -> float:
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def training_step(model: nn.Module, optimizer, loss_of):
+    """A closure running forward, backward and the optimizer step; `loss_of()` returns the scalar loss."""
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss_of().backward()
+        optimizer.step()
+
+    return step
+
+
+def lstm_lower_bound(config: ElmoConfig, batch: int, steps: int):
+    """The two LSTM stacks of the biLM alone: `nn.LSTM`s with projection, one per direction, and their input."""
+    lstm = config.lstm
+    stacks = nn.ModuleList(
+        nn.LSTM(
+            lstm["projection_dim"],
+            lstm["dim"],
+            num_layers=lstm["n_layers"],
+            proj_size=lstm["projection_dim"],
+            batch_first=True,
+        )
+        for _ in range(2)
+    )
+    inputs = torch.randn(batch, steps, lstm["projection_dim"])
+    return stacks, inputs
+
+
+def part_times(model: ElmoForBiLM, batch: dict, repeats: int, warmup: int) -> list[tuple[str, float]]:
+    """Forward + backward of each part alone, on the inputs it sees in the step: (name, seconds)."""
+    elmo = model.elmo
+    mask = batch["attention_mask"].bool()
+    with torch.no_grad():
+        layers, mask_with_boundaries = elmo.bilm_layers(batch["input_ids"], mask)
+    words = batch["input_ids"].shape[1]
+    chars = batch["input_ids"].new_zeros(mask.shape[0], words + 2, batch["input_ids"].shape[-1])
+    chars[:, 1 : words + 1] = batch["input_ids"]
+    chars[:, 0] = elmo.boundary_char_ids[0]
+    chars[torch.arange(mask.shape[0]), mask.sum(1) + 1] = elmo.boundary_char_ids[1]
+    tokens = layers[0][..., : model.config.projection_dim].detach().requires_grad_(True)
+    size = model.config.projection_dim
+    states = layers[-1][:, :-1, :size].reshape(-1, size).detach().requires_grad_(True)
+    targets = model._targets(batch["input_word_ids"], mask)[:, 1:].masked_fill(~mask_with_boundaries[:, 1:], -100)
+
+    def backward(value):
+        def run():
+            model.zero_grad(set_to_none=True)
+            value().sum().backward()
+
+        return run
+
+    parts = [
+        (
+            "character layer (CNN, highway, projection)",
+            backward(lambda: elmo.token_embeddings(chars, mask_with_boundaries)),
+        ),
+        (
+            "biLSTM stack (ProjectedLstm, clipped)",
+            backward(lambda: sum(o.sum() for o in elmo.encoder(tokens, mask_with_boundaries))),
+        ),
+        ("sampled softmax loss x 2 directions", backward(lambda: 2 * model.softmax.loss(states, targets.reshape(-1)))),
+    ]
+    return [(name, median_seconds(run, repeats, warmup)) for name, run in parts]
+
+
+def optimizer_times(model: ElmoForBiLM, batch: dict, repeats: int, warmup: int) -> list[tuple[str, float]]:
+    """`optimizer.step()` alone over all parameters, with the gradients of one step: torch's default AdamW (one
+    parameter at a time on CPU, as the benchmark's step and `Trainer`'s "adamw_torch" run it) and its fused
+    kernel ("adamw_torch_fused")."""
+    model.zero_grad(set_to_none=True)
+    model(**batch).loss.backward()
+    times = []
+    for name, fused in (("AdamW step (default)", None), ("AdamW step (fused=True)", True)):
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=fused)
+        times.append((name, median_seconds(optimizer.step, repeats, warmup)))
+    return times
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model_size", default="small", choices=list(ELMO_PRESETS))
+    parser.add_argument("--config_overrides", default=None, help="JSON of ElmoConfig fields over the preset")
+    parser.add_argument("--vocab_size", type=int, default=81_000, help="word vocabulary (softmax) size")
+    parser.add_argument("--num_sampled", type=int, default=4096, help="sampled softmax size (0: full softmax)")
+    parser.add_argument("--batch_size", type=int, default=32, help="sentences per batch")
+    parser.add_argument("--words", type=int, default=40, help="words per sentence")
+    parser.add_argument("--text", default=None, help="a text file: its first sentences (lines) instead of Zipf words")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--no_parts", action="store_true", help="skip the per-part breakdown")
+    parser.add_argument("--fused_adamw", action="store_true", help="AdamW(fused=True) in both steps")
+    args = parser.parse_args()
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    overrides = json.loads(args.config_overrides) if args.config_overrides else {}
+    if args.text:
+        vocabulary, batch = text_file_batch(args.text, args.vocab_size, args.batch_size, args.words)
+    else:
+        vocabulary = random_vocabulary(args.vocab_size)
+        batch = text_batch(ElmoTokenizer(vocab=vocabulary), vocabulary, args.batch_size, args.words)
+    config = ElmoConfig.from_preset(
+        args.model_size, vocab_size=len(vocabulary), num_sampled=args.num_sampled, **overrides
+    )
+    model = ElmoForBiLM(config).train()
+    distinct = len(set(batch["input_word_ids"][batch["attention_mask"].bool()].tolist()))
+    print(
+        f"CPU, {torch.get_num_threads()} thread(s); ELMo {args.model_size}{' + overrides' if overrides else ''}: "
+        f"LSTM {config.lstm['n_layers']} x {config.lstm['dim']} cells, projection {config.projection_dim}, "
+        f"{sum(c for _, c in config.char_cnn['filters'])} filters; vocabulary {len(vocabulary):,}, sampled "
+        f"{args.num_sampled}; batch {args.batch_size} x {args.words} words{' of ' + args.text if args.text else ''}: "
+        f"{int(batch['attention_mask'].sum())} words, {distinct} distinct"
+    )
+
+    fused = True if args.fused_adamw else None
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=fused)
+    bilm = median_seconds(training_step(model, optimizer, lambda: model(**batch).loss), args.repeats, args.warmup)
+    stacks, inputs = lstm_lower_bound(config, len(batch["attention_mask"]), batch["attention_mask"].shape[1] + 2)
+    lstm_optimizer = torch.optim.AdamW(stacks.parameters(), lr=1e-3, fused=fused)
+    bound = median_seconds(
+        training_step(stacks, lstm_optimizer, lambda: sum(stack(inputs)[0].sum() for stack in stacks)),
+        args.repeats,
+        args.warmup,
+    )
+    print(f"{'training step (forward, backward, AdamW' + (' fused)' if fused else ')'):60s} {'seconds':>9s}")
+    print(f"{'ElmoForBiLM':60s} {bilm:9.3f}")
+    print(f"{'lower bound: 2 nn.LSTM(proj_size) stacks':60s} {bound:9.3f}")
+    print(f"ratio biLM / lower bound: {bilm / bound:.2f}")
+    if not args.no_parts:
+        print(f"\n{'part, forward + backward alone':60s} {'seconds':>9s} {'share':>6s}")
+        for name, seconds in part_times(model, batch, args.repeats, args.warmup):
+            print(f"{name:60s} {seconds:9.3f} {seconds / bilm:6.0%}")
+        for name, seconds in optimizer_times(model, batch, args.repeats, args.warmup):
+            print(f"{name:60s} {seconds:9.3f} {seconds / bilm:6.0%}")
+
+
+if __name__ == "__main__":
+    main()
