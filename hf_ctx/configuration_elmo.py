@@ -186,6 +186,8 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
             deviation, `"none"` leaves them. A biLM's layers share a large component across all words (its ReLU
             character features are all positive); uncentred, a task LSTM on them barely learns. Running
             statistics start as the identity, so a task checkpoint saved without the field predicts as before.
+            As with batch normalisation, training depends on the batch: micro-batches of gradient accumulation
+            are centred each on its own words, and a batch should hold more than a sentence or two.
         task_hidden_size (`int`, defaults to 256): units per direction of the task models' bidirectional LSTM over
             the mixed ELMo vectors; 0 puts the classifier directly on them.
         task_word_embedding_size (`int`, defaults to 0): task models also look up each word of the word vocabulary
