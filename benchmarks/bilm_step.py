@@ -18,12 +18,11 @@ import argparse
 import gzip
 import json
 import random
-import statistics
 import string
-import time
 from collections import Counter
 
 import torch
+from op_counts import step_seconds  # benchmarks/ is on the path of a script run from it
 from torch import nn
 
 from hf_ctx import ELMO_PRESETS, ElmoConfig, ElmoForBiLM, ElmoTokenizer
@@ -62,14 +61,10 @@ def text_file_batch(path: str, vocabulary_size: int, sentences: int, words: int)
 
 
 def median_seconds(step, repeats: int, warmup: int) -> float:
+    """`op_counts.step_seconds` after `warmup` untimed calls."""
     for _ in range(warmup):
         step()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return step_seconds(step, repeats)
 
 
 def training_step(model: nn.Module, optimizer, loss_of):
