@@ -144,15 +144,28 @@ def are_counts(rows: dict[str, Sequence[float]]) -> bool:
     return all(float(v).is_integer() for v in values) and any(v > 1 for v in values)
 
 
-def verdict(pretrained: Sequence[float], control: Sequence[float]) -> str:
-    """Whether every seed of the pretrained model beats every seed of the control: the only improvement claimed.
-    Said as "better" / "worse" than the control, not "gain" / "loss", which a reader of training logs would take
-    for the training loss."""
+def verdict_word(pretrained: Sequence[float], control: Sequence[float]) -> str:
+    """ "better" where every seed of the pretrained model beats every seed of the control (the only improvement
+    claimed), "worse" where every seed trails every control seed, else "no clear difference". Said as better /
+    worse, not "gain" / "loss", which a reader of training logs would take for the training loss."""
     if min(pretrained) > max(control):
-        return "better than the control (every seed above every control seed)"
+        return "better"
     if max(pretrained) < min(control):
-        return "worse than the control (every seed below every control seed)"
-    return "no clear difference (the seeds overlap)"
+        return "worse"
+    return "no clear difference"
+
+
+VERDICT_REASONS = {
+    "better": " than the control (every seed above every control seed)",
+    "worse": " than the control (every seed below every control seed)",
+    "no clear difference": " (the seeds overlap)",
+}
+
+
+def verdict(pretrained: Sequence[float], control: Sequence[float]) -> str:
+    """`verdict_word` with its reason, as the tables' comparison lines say it."""
+    word = verdict_word(pretrained, control)
+    return word + VERDICT_REASONS[word]
 
 
 def seed_table(

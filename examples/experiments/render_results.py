@@ -24,14 +24,18 @@ import re
 import sys
 from pathlib import Path
 
-from experiment_lib import are_counts, markdown_table, mean_min_max, verdict
+from experiment_lib import are_counts, markdown_table, mean_min_max, verdict_word
 
 from hf_ctx.atomic_files import write_text
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = ("README.md", "docs/results.md")
 BLOCK = re.compile(r'(<!-- (table|summary) (\S+\.json)((?: "[^"]+")+) -->\n)(.*?)(<!-- end -->)', re.DOTALL)
-SHORT_VERDICT = {"better": "**better**", "worse": "**worse**", "no clear difference": "no clear difference"}
+SHORT_VERDICT = {
+    "better": "**better**",
+    "worse": "**worse**",
+    "no clear difference": "no clear difference",
+}  # bold: a claim
 
 
 def find_tables(json_path: Path, titles: list[str]) -> list[dict]:
@@ -56,8 +60,7 @@ def summary_table(tables: list[dict]) -> str:
             values = table["rows"][model]
             cell = mean_min_max(values, are_counts(table["rows"]))
             if model in controls:
-                said = verdict(values, table["rows"][controls[model]]).split(" (")[0].split(" than")[0]
-                cell += f": {SHORT_VERDICT[said]}"
+                cell += f": {SHORT_VERDICT[verdict_word(values, table['rows'][controls[model]])]}"
             cells.append(cell)
         baseline = ("{:,.0f}" if are_counts(table["rows"]) else "{:.4f}").format(table["baseline"][1])
         lines.append(f"| {table['title']} | " + " | ".join(cells) + f" | {baseline} |")
