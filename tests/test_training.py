@@ -340,46 +340,6 @@ def test_gpu_defaults_apply_on_cuda_only_and_never_over_a_given_option():
     assert apply_gpu_defaults(chosen, ["--train_sampling_strategy", "random"], group_by_length=True) == {}
 
 
-@pytest.fixture
-def restore_threads():
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
-
-
-def test_small_models_train_on_one_thread_unless_told_otherwise(tmp_path, monkeypatch, restore_threads):
-    """Torch's one thread per core made two small jobs side by side 14x slower; hf_ctx picks one thread
-    per 20M parameters (at most one per core), and --num_threads or OMP_NUM_THREADS wins."""
-    import hf_ctx.tools.trainer as training
-
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    monkeypatch.setattr(training, "available_cores", lambda: 2)
-    assert training.choose_num_threads(460_000) == 1  # the main job's biLM
-    assert training.choose_num_threads(45_000_000) == 2
-    assert training.choose_num_threads(10**9) == 2  # never more than the cores
-    assert training.choose_num_threads(460_000, num_threads=3) == 3  # --num_threads wins
-    monkeypatch.setenv("OMP_NUM_THREADS", "2")
-    assert training.choose_num_threads(460_000) is None  # torch already follows the environment
-    assert training.choose_num_threads(460_000, num_threads=1) == 1
-    monkeypatch.delenv("OMP_NUM_THREADS")
-
-    model = torch.nn.Linear(10, 10)
-    torch.set_num_threads(2)
-    training.set_num_threads(model)
-    assert torch.get_num_threads() == 1
-    # Through the examples' arguments and trainer: --num_threads 2 is parsed and applied.
-    (args,) = transformers.HfArgumentParser(training.CtxTrainingArguments).parse_args_into_dataclasses(
-        args=["--output_dir", str(tmp_path), "--use_cpu", "--report_to", "none", "--num_threads", "2"]
-    )
-    training.CtxTrainer(model=model, args=args)
-    assert torch.get_num_threads() == 2
-    with pytest.raises(ValueError, match="--num_threads must be at least 1, got 0"):
-        training.CtxTrainingArguments(output_dir=str(tmp_path), num_threads=0)
-    args.num_threads = None
-    training.CtxTrainer(model=model, args=args)
-    assert torch.get_num_threads() == 1
-
-
 def test_max_train_minutes_stops_training_cleanly_at_the_end_of_a_step(tmp_path, monkeypatch):
     """--max_train_minutes: a run given more steps than fit stops at the first step that ends past the limit, and
     the Trainer finishes as at --max_steps (state saved, the step count in it); a limit of 0 is refused."""
@@ -666,3 +626,22 @@ def test_unpad_inputs_false_keeps_the_padded_path():
     )
     apply_unpad_inputs(plain, False)
     assert not hasattr(plain.config, "unpad_inputs")
+
+
+def test_torch_compile_lets_a_compiled_bert_keep_unpadding(tmp_path, monkeypatch):
+    """--torch_compile on a model with unpad_inputs turns on torch's tracing of value-dependent shapes (without
+    it the compiled model runs padded); a model without unpadding leaves torch's setting alone."""
+    from hf_ctx import CtxBertConfig, CtxBertForSequenceClassification
+    from hf_ctx.tools.trainer import CtxTrainer, CtxTrainingArguments
+
+    monkeypatch.setattr(torch._dynamo.config, "capture_dynamic_output_shape_ops", False)
+    config = CtxBertConfig(
+        vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
+    )
+    args = CtxTrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none", torch_compile=True)
+    config.unpad_inputs = False
+    CtxTrainer(model=CtxBertForSequenceClassification(config), args=args)
+    assert torch._dynamo.config.capture_dynamic_output_shape_ops is False
+    config.unpad_inputs = True
+    CtxTrainer(model=CtxBertForSequenceClassification(config), args=args)
+    assert torch._dynamo.config.capture_dynamic_output_shape_ops is True

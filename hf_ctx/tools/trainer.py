@@ -27,6 +27,7 @@ from transformers.utils.hub import PushInProgress
 
 from ..atomic_files import damaged_file_reason, damaged_files, write_failed, write_into_folder, write_text
 from ..remote_code import check_finite_weights, nonfinite_tensors
+from .cpu_threads import CpuThreadsCallback
 
 logger = logging.getLogger(__name__)
 
@@ -39,41 +40,6 @@ TRAINING_STATE_PATTERNS = ["training_args.bin", "trainer_state.json", "*.bin", "
 
 # Words that `--resume_from_checkpoint` accepts for "the latest complete checkpoint in --output_dir".
 LATEST_CHECKPOINT = ("latest", "last", "true")
-
-
-# --- CPU threads -------------------------------------------------------------------------------------------
-
-# Parameters per intra-op thread. Below this, an op's work is too small for a second thread to pay for its
-# start-up and barrier, and on a shared machine the threads of OpenMP's team spin at their barriers against each
-# other and against other jobs: two copies of the main job side by side ran 14 times slower than one alone with
-# torch's default of one thread per core (docs/performance.md#threads-for-small-models).
-PARAMETERS_PER_THREAD = 20_000_000
-
-
-def available_cores() -> int:
-    """The CPU cores this process may run on (its affinity mask, as `taskset` or a container limits it)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def choose_num_threads(num_parameters: int, num_threads: int | None = None) -> int | None:
-    """How many intra-op threads to train a model of `num_parameters` with, or `None` to leave torch's setting.
-
-    `num_threads` (`--num_threads`) wins; then `OMP_NUM_THREADS`, which torch already read at start-up; else one
-    thread per `PARAMETERS_PER_THREAD` parameters, at least one and at most one per available core.
-    """
-    if num_threads is not None:
-        return num_threads
-    if os.environ.get("OMP_NUM_THREADS"):
-        return None
-    return max(1, min(available_cores(), num_parameters // PARAMETERS_PER_THREAD))
-
-
-def set_num_threads(model, num_threads: int | None = None) -> None:
-    """Set torch's intra-op threads for training `model` on the CPU (see `choose_num_threads`)."""
-    chosen = choose_num_threads(sum(p.numel() for p in model.parameters()), num_threads)
-    if chosen is not None and chosen != torch.get_num_threads():
-        logger.info(f"training with {chosen} CPU thread(s) (--num_threads or OMP_NUM_THREADS sets another number)")
-        torch.set_num_threads(chosen)
 
 
 # --- resuming: which checkpoint, and is it complete ---------------------------------------------------------
@@ -302,8 +268,9 @@ class CtxTrainingArguments(TrainingArguments):
     num_threads: int | None = field(
         default=None,
         metadata={
-            "help": "CPU threads for training (default: OMP_NUM_THREADS when set, else one per 20M parameters, "
-            "at most one per core: small models train fastest on one thread, and alone beside other jobs)"
+            "help": "CPU threads for training (default: OMP_NUM_THREADS when set, else one per core that other "
+            "processes leave free, measured again every 10 s: alone, a job uses every core; beside other jobs, "
+            "threads that share a core wait for each other)"
         },
     )
 
@@ -408,8 +375,11 @@ class CtxTrainer(Trainer):
       paths. `--hub_strategy checkpoint` / `all_checkpoints` upload that state by design and are refused.
     - Where stderr is no terminal (a log file), progress is `ProgressLinesCallback`'s line every tenth of the
       steps instead of a tqdm bar redrawn at every step.
-    - On the CPU, torch's intra-op threads are set for the model's size (`set_num_threads`; `--num_threads`
-      of `CtxTrainingArguments` or `OMP_NUM_THREADS` overrides).
+    - On the CPU, torch's intra-op threads follow the cores other processes leave free, measured when training or
+      an evaluation starts and every 10 s of training (`CpuThreadsCallback`; `--num_threads` of
+      `CtxTrainingArguments` or `OMP_NUM_THREADS` fixes the number).
+    - `--torch_compile` on a model with `unpad_inputs` lets torch trace value-dependent shapes
+      (`torch._dynamo.config.capture_dynamic_output_shape_ops`), so the compiled model keeps unpadding.
     - `train(resume_from_checkpoint=...)` checks the checkpoint is complete (`resolve_resume_checkpoint`):
       "latest" or `True` skips an incomplete one with a warning; a named incomplete one is an error naming the
       missing files.
@@ -437,8 +407,14 @@ class CtxTrainer(Trainer):
         if not progress_to_terminal() and not self.args.disable_tqdm:
             self.callback_handler.remove_callback(ProgressCallback)
             self.callback_handler.add_callback(ProgressLinesCallback())
+        if self.args.torch_compile and getattr(getattr(self.model, "config", None), "unpad_inputs", False):
+            # The number of real tokens is a value-dependent shape: traced, the unpadding stays in the compiled
+            # graph (2.1-2.5x compiled transformers, docs/performance.md); untraced, a compiled BERT runs padded.
+            torch._dynamo.config.capture_dynamic_output_shape_ops = True
+        self.cpu_threads = None
         if self.args.device.type == "cpu":
-            set_num_threads(self.model, getattr(self.args, "num_threads", None))
+            self.cpu_threads = CpuThreadsCallback(getattr(self.args, "num_threads", None))
+            self.add_callback(self.cpu_threads)
         self._refuse_unsharded_fsdp()
 
     def _refuse_unsharded_fsdp(self) -> None:
@@ -567,6 +543,16 @@ class CtxTrainer(Trainer):
             resume_from_checkpoint, self.args.output_dir, **self._checkpoint_checks()
         )
         return super().train(resume_from_checkpoint, *args, **kwargs)
+
+    def evaluate(self, *args, **kwargs):
+        if self.cpu_threads is not None:
+            self.cpu_threads.update(wait=True)
+        return super().evaluate(*args, **kwargs)
+
+    def predict(self, *args, **kwargs):
+        if self.cpu_threads is not None:
+            self.cpu_threads.update(wait=True)
+        return super().predict(*args, **kwargs)
 
     def _push_from_checkpoint(self, checkpoint_folder: str) -> None:
         """Upload the model files of the checkpoint just saved (not the Trainer's state), without waiting."""
