@@ -3,6 +3,7 @@
 again every 10 s of training), measured in the three cases it is for. Each prints its ratio beside its goal.
 
     python benchmarks/cpu_threads.py alone         # MiniLM-size fine-tuning on idle cores: hf_ctx's threads vs one
+    python benchmarks/cpu_threads.py alone --data squad  # the same on run_qa.py's 384-token windows
     python benchmarks/cpu_threads.py side_by_side  # the README main job alone, then two copies started together
     python benchmarks/cpu_threads.py busy          # hf_ctx vs transformers fine-tuning, another process on a core
 
@@ -23,7 +24,7 @@ from pathlib import Path
 import torch
 from bert_speed import build_pair, measure, real_tokens, sst2_batches
 
-from hf_ctx import CtxBertConfig, CtxBertForSequenceClassification
+from hf_ctx import CtxBertConfig, CtxBertForQuestionAnswering, CtxBertForSequenceClassification
 from hf_ctx.tools.cpu_threads import CpuThreadsCallback, available_cores
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,12 +43,29 @@ def tokens_per_second(model, batches, warmup) -> float:
     return real_tokens(batches[warmup:]) / seconds
 
 
+def squad_windows(batch: int, count: int) -> list[dict]:
+    """Full windows of 384 tokens, as `run_qa.py` cuts SQuAD contexts, with answer positions."""
+    generator = torch.Generator().manual_seed(0)
+    return [
+        {
+            "input_ids": torch.randint(5, 30522, (batch, 384), generator=generator),
+            "attention_mask": torch.ones(batch, 384, dtype=torch.long),
+            "start_positions": torch.randint(20, 384, (batch,), generator=generator),
+            "end_positions": torch.randint(20, 384, (batch,), generator=generator),
+        }
+        for _ in range(count)
+    ]
+
+
 def alone(args) -> None:
     torch.manual_seed(0)
-    model = CtxBertForSequenceClassification(
-        CtxBertConfig(vocab_size=30522, num_labels=2, unpad_inputs=True, **MINILM)
-    )
-    batches = sst2_batches(args.glue_dir, 32, args.warmup + args.steps, "cpu")
+    config = CtxBertConfig(vocab_size=30522, num_labels=2, unpad_inputs=True, **MINILM)
+    if args.data == "squad":
+        model = CtxBertForQuestionAnswering(config)
+        batches, what = squad_windows(8, args.warmup + args.steps), "SQuAD-length windows (8 x 384 tokens)"
+    else:
+        model = CtxBertForSequenceClassification(config)
+        batches, what = sst2_batches(args.glue_dir, 32, args.warmup + args.steps, "cpu"), "SST-2 batches of 32"
     chosen = policy_threads()
     speeds = {1: [], chosen: []}
     for _ in range(args.repeats):
@@ -55,7 +73,7 @@ def alone(args) -> None:
             torch.set_num_threads(threads)
             speeds[threads].append(tokens_per_second(model, batches, args.warmup))
     one, policy = statistics.median(speeds[1]), statistics.median(speeds[chosen])
-    print(f"MiniLM-size fine-tuning (22.7M parameters), {len(available_cores())} cores:")
+    print(f"MiniLM-size fine-tuning (22.7M parameters), {what}, {len(available_cores())} cores:")
     print(f"  1 thread:                   {one:8,.0f} tokens/s")
     print(f"  hf_ctx's choice, {chosen} thread(s): {policy:8,.0f} tokens/s")
     print(f"  ratio {policy / one:.2f} (goal >= 1.6)")
@@ -117,6 +135,12 @@ def main():
     parser.add_argument("--steps", type=int, default=8, help="timed fine-tuning steps per measurement")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3, help="alternate the two settings this many times")
+    parser.add_argument(
+        "--data",
+        choices=["sst2", "squad"],
+        default="sst2",
+        help="alone: SST-2 sentences (short) or full 384-token windows as run_qa.py's",
+    )
     parser.add_argument("--glue_dir", default=str(ROOT.parent / "shared" / "data" / "glue"))
     args = parser.parse_args()
     {"alone": alone, "side_by_side": side_by_side, "busy": busy}[args.case](args)
