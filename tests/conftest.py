@@ -9,6 +9,10 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("WANDB_DISABLED", "true")
+# Training takes as many CPU threads as the machine has idle cores (hf_ctx.tools.cpu_threads), and a thread count
+# changes float sums: tests that compare two runs need the same count in both, so the suite fixes it
+# (test_cpu_threads.py tests the choice itself).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
