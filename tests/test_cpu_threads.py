@@ -33,11 +33,27 @@ def test_threads_are_the_cores_other_processes_leave_free(two_cores, monkeypatch
     assert choose(2, 1.0) == 1  # another job on one core
     assert choose(2, 2.0) == 1  # never fewer than one
     assert choose(16, 0.0) == 2  # never more than torch's own default
+    assert choose(16, 0.0, limit=1) == 1  # a container limited to one CPU (docker run --cpus 1)
     assert choose(2, None) is None  # the machine does not say: torch's default stays
     assert choose(2, 0.0, num_threads=3) == 3  # --num_threads wins
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     assert choose(2, 0.0) is None  # torch already follows the environment
     assert choose(2, 0.0, num_threads=2) == 2
+
+
+def test_a_container_cpu_limit_is_read_from_its_cgroup(tmp_path):
+    assert cpu_threads.cpu_limit(tmp_path) is None  # no cgroup files: no limit
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert cpu_threads.cpu_limit(tmp_path) is None
+    (tmp_path / "cpu.max").write_text("150000 100000\n")
+    assert cpu_threads.cpu_limit(tmp_path) == 2  # 1.5 CPUs: two threads can use them
+    (tmp_path / "cpu.max").unlink()
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
+    assert cpu_threads.cpu_limit(tmp_path) is None  # cgroup v1 without a limit
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("50000\n")
+    assert cpu_threads.cpu_limit(tmp_path) == 1
 
 
 def test_core_usage_subtracts_the_process_own_cpu_time():
@@ -73,7 +89,7 @@ def test_a_busy_process_beside_this_one_is_measured():
 class ScriptedUsage:
     """A `CoreUsage` whose other processes' load and elapsed time the test sets."""
 
-    cpus = {0, 1}
+    cpus, limit = {0, 1}, None
 
     def __init__(self):
         self.busy, self.since = 0.0, 0.0

@@ -11,8 +11,10 @@ docs/performance.md#cpu-threads.
 """
 
 import logging
+import math
 import os
 import time
+from pathlib import Path
 
 import torch
 from transformers import TrainerCallback
@@ -52,6 +54,22 @@ def busy_cpu_seconds(cpus: set[int]) -> float | None:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def cpu_limit(cgroup: Path = Path("/sys/fs/cgroup")) -> int | None:
+    """The CPUs a container's CPU limit allows this process (the cgroup's quota over its period, as `docker run
+    --cpus` sets it; v2's `cpu.max`, else v1's `cpu.cfs_quota_us`), rounded up; `None` without a limit."""
+    try:
+        quota, period = (cgroup / "cpu.max").read_text().split()
+    except (OSError, ValueError):
+        try:
+            quota = (cgroup / "cpu" / "cpu.cfs_quota_us").read_text().strip()
+            period = (cgroup / "cpu" / "cpu.cfs_period_us").read_text().strip()
+        except OSError:
+            return None
+    if quota in ("max", "-1"):
+        return None
+    return max(1, math.ceil(int(quota) / int(period)))
+
+
 class CoreUsage:
     """How many of this process's cores other processes kept busy since the last reading.
 
@@ -62,6 +80,7 @@ class CoreUsage:
 
     def __init__(self, clock=time.monotonic, own_cpu=time.process_time, busy=busy_cpu_seconds):
         self.cpus = available_cores()
+        self.limit = cpu_limit()
         self.clock, self.own_cpu, self.busy = clock, own_cpu, busy
         self.last = self._read()
 
@@ -83,19 +102,22 @@ class CoreUsage:
         return min(max(others, 0.0), float(len(self.cpus)))
 
 
-def choose_num_threads(cores: int, busy_with_others: float | None, num_threads: int | None = None) -> int | None:
+def choose_num_threads(
+    cores: int, busy_with_others: float | None, num_threads: int | None = None, limit: int | None = None
+) -> int | None:
     """How many intra-op threads to train with, or `None` to leave torch's setting.
 
     `num_threads` (`--num_threads`) wins; then `OMP_NUM_THREADS`, which torch already read at start-up; then one
     thread per core that other processes leave free (`cores` minus `busy_with_others`, rounded), at least one and
-    at most torch's own default. Where the machine does not say how busy it is, torch's default stays.
+    at most torch's own default and the container's CPU limit (`limit`, `cpu_limit`). Where the machine does not
+    say how busy it is, torch's default stays.
     """
     if num_threads is not None:
         return num_threads
     if os.environ.get("OMP_NUM_THREADS") or busy_with_others is None:
         return None
     free = int(cores - busy_with_others + 0.5)
-    return max(1, min(free, cores, TORCH_DEFAULT_THREADS))
+    return max(1, min(free, limit or cores, TORCH_DEFAULT_THREADS))
 
 
 class CpuThreadsCallback(TrainerCallback):
@@ -121,7 +143,7 @@ class CpuThreadsCallback(TrainerCallback):
             time.sleep(MIN_WINDOW_SECONDS - since)
         busy = self.usage.cores_busy_with_others()
         cores = len(self.usage.cpus)
-        chosen = choose_num_threads(cores, busy, self.num_threads)
+        chosen = choose_num_threads(cores, busy, self.num_threads, self.usage.limit)
         first, self.decided = not self.decided, True
         if chosen is None or chosen == torch.get_num_threads():
             return
