@@ -137,7 +137,7 @@ class CpuThreadsCallback(TrainerCallback):
         since = self.usage.seconds_since_reading()
         if self.decided and (self.num_threads is not None or since < RECHECK_SECONDS):
             return
-        if since < MIN_WINDOW_SECONDS:
+        if since < MIN_WINDOW_SECONDS and self.num_threads is None:  # a fixed number needs no measurement
             if not wait:
                 return
             time.sleep(MIN_WINDOW_SECONDS - since)
