@@ -21,6 +21,11 @@ Everything lands in `--output_dir`: `data/` (when generated), `bilm/`, `tagger/`
 `predictions_test.txt` when there is test data).
 """
 
+from script_help import answer_help_at_once
+
+if __name__ == "__main__":
+    answer_help_at_once(__file__)  # --help answers before torch and transformers load
+
 import json
 import time
 from dataclasses import dataclass, field
@@ -35,6 +40,7 @@ from hf_ctx.atomic_files import write_text
 from hf_ctx.data.conll import read_conll
 from hf_ctx.data.files import how_generated, mark_generated
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
+from hf_ctx.tools.checks import prepare_output_dir
 from hf_ctx.tools.errors import run_script
 
 # A biLM small enough to pretrain in about a minute on a CPU: no clipping, so torch's fused LSTM runs it.
@@ -72,30 +78,25 @@ class EndToEndArguments:
     num_threads: int | None = field(
         default=None, metadata={"help": "CPU threads for training (default: one per core other processes leave free)"}
     )
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={
+            "help": "replace the biLM and tagger of an earlier run in --output_dir (else such a folder is refused)"
+        },
+    )
+
+
+# The script's options (as `--help` shows them).
+ARGUMENT_CLASSES = (EndToEndArguments,)
 
 
 def training_flags(output_dir: Path, epochs: float, learning_rate: float, args: EndToEndArguments) -> list[str]:
-    threads = [] if args.num_threads is None else ["--num_threads", str(args.num_threads)]
-    return threads + [
-        "--output_dir",
-        str(output_dir),
-        "--num_train_epochs",
-        str(epochs),
-        "--learning_rate",
-        str(learning_rate),
-        "--per_device_train_batch_size",
-        "32",
-        "--per_device_eval_batch_size",
-        "64",
-        "--seed",
-        str(args.seed),
-        "--save_strategy",
-        "no",
-        "--report_to",
-        "none",
-        "--logging_steps",
-        "50",
-    ]
+    flags = {"output_dir": output_dir, "num_train_epochs": epochs, "learning_rate": learning_rate, "seed": args.seed}
+    flags.update(per_device_train_batch_size=32, per_device_eval_batch_size=64, save_strategy="no", report_to="none")
+    if args.num_threads is not None:
+        flags["num_threads"] = args.num_threads
+    overwrite = ["--overwrite_output_dir"] if args.overwrite_output_dir else []
+    return [item for name, value in flags.items() for item in (f"--{name}", str(value))] + overwrite
 
 
 def starting(stage: str, what: str) -> float:
@@ -107,8 +108,11 @@ def starting(stage: str, what: str) -> float:
 # Over 80 lines: the four stages in the order they run, each printing what it did, so that a reader follows
 # the whole story in one function; the work of each stage is in pretrain_elmo.py, run_ner.py and hf_ctx.
 def main(argv: list[str] | None = None) -> dict:
-    (args,) = HfArgumentParser(EndToEndArguments).parse_args_into_dataclasses(args=argv)
+    (args,) = HfArgumentParser(ARGUMENT_CLASSES).parse_args_into_dataclasses(args=argv)
     out = Path(args.output_dir)
+    if not args.overwrite_output_dir:  # refused now, not after the biLM has trained
+        for stage in ("bilm", "tagger"):
+            prepare_output_dir(out / stage, resumable=False)
     started = starting("data", "preparing the data")
 
     if args.train_file is None:

@@ -30,6 +30,11 @@ set is masked once so that every evaluation scores the same tokens. The final mo
 checkpoint and its card.
 """
 
+from script_help import answer_help_at_once
+
+if __name__ == "__main__":
+    answer_help_at_once(__file__)  # --help answers before torch and transformers load
+
 import logging
 from dataclasses import dataclass, field
 
@@ -53,7 +58,7 @@ from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import check_tokenizer_fits
 from hf_ctx.tools.hub import dataset_size, finish_run
 from hf_ctx.tools.loading import load_pretraining_config, load_pretraining_model, load_tokenizer
-from hf_ctx.tools.model_card import RunFacts
+from hf_ctx.tools.model_card import RunFacts, vocabulary_origin
 from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
     TextCorpusArguments,
@@ -138,6 +143,10 @@ class DataArguments(TextCorpusArguments):
     )
 
 
+# The script's options, the training arguments last (as `--help` shows them).
+ARGUMENT_CLASSES = (ModelArguments, DataArguments, CtxTrainingArguments)
+
+
 def load_documents(data_args: DataArguments, seed: int, num_proc: int | None = None):
     """(training documents, validation documents or None, text column), one document a row. With --streaming the
     training documents are a `datasets.IterableDataset` read as training goes; validation data stays cached."""
@@ -215,8 +224,9 @@ def build_model(model_args, tokenizer, continued_config=None):
     return CtxBertForPreTraining(config), []
 
 
-def card_hyperparameters(model_args: ModelArguments, data_args: DataArguments, tokenizer) -> dict:
-    """The settings of the run that `TrainingArguments` does not hold, for the model card."""
+def card_hyperparameters(model_args: ModelArguments, data_args: DataArguments, tokenizer, resumed: str | None) -> dict:
+    """The settings of the run that `TrainingArguments` does not hold, for the model card; `resumed`: the
+    checkpoint the run resumed from (its tokenizer is the run's)."""
     settings = {}
     if model_args.model_name_or_path is None and model_args.config_name is None:
         settings["model_size"] = model_args.model_size  # otherwise the card's architecture table says it all
@@ -225,10 +235,22 @@ def card_hyperparameters(model_args: ModelArguments, data_args: DataArguments, t
         max_seq_length=data_args.max_seq_length,
         mlm_probability=data_args.mlm_probability,
         whole_word_mask=data_args.whole_word_mask,
-        vocab_size=len(tokenizer),
     )
     if data_args.objective == "mlm_nsp":
         settings["short_seq_probability"] = data_args.short_seq_probability
+    size, source, role = f"{len(tokenizer):,} WordPiece tokens", None, ""
+    if resumed or data_args.pretokenized_dir:
+        source, role = (
+            resumed or data_args.pretokenized_dir,
+            "the checkpoint resumed" if resumed else "saved with the pre-tokenized text",
+        )
+    elif model_args.tokenizer_name or model_args.model_name_or_path:
+        source = model_args.tokenizer_name or model_args.model_name_or_path
+        role = "--tokenizer_name" if model_args.tokenizer_name else "the checkpoint continued"
+    asked = f"--vocab_size {model_args.vocab_size}: the text has fewer distinct pieces"
+    settings["tokenizer"] = vocabulary_origin(
+        size, source, role, asked if len(tokenizer) < model_args.vocab_size else ""
+    )
     return settings
 
 
@@ -320,7 +342,7 @@ def warn_if_few_is_next_pairs(dataset, split_sentences: bool) -> float:
 # of a helper above or of hf_ctx; splitting it would scatter one sequence across functions.
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
-        (ModelArguments, DataArguments, CtxTrainingArguments),
+        ARGUMENT_CLASSES,
         argv,
         logger,
         ignored_together=IGNORED_TOGETHER,
@@ -407,7 +429,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             "bert", dataset_config=data_args.dataset_config_name, base_model=model_args.model_name_or_path
         )
         facts.created = created
-        facts.hyperparameters = card_hyperparameters(model_args, data_args, tokenizer)
+        facts.hyperparameters = card_hyperparameters(
+            model_args, data_args, tokenizer, training_args.resume_from_checkpoint
+        )
         train_files = corpus_files(data_args, "train")
         facts.name_training_data(data_args.dataset_name, train_files)
         facts.name_evaluation_data(

@@ -26,6 +26,11 @@ tokenizer and model card are written to `--output_dir`; `AutoModelForPreTraining
 `AutoModel` the biLM alone (after `import hf_ctx`).
 """
 
+from script_help import answer_help_at_once
+
+if __name__ == "__main__":
+    answer_help_at_once(__file__)  # --help answers before torch and transformers load
+
 import logging
 from dataclasses import dataclass, field
 
@@ -45,7 +50,7 @@ from hf_ctx.data.subsets import first_examples, hold_out_validation, shuffled_st
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.hub import dataset_size, finish_run
 from hf_ctx.tools.loading import load_pretraining_config, load_pretraining_model, load_tokenizer
-from hf_ctx.tools.model_card import RunFacts
+from hf_ctx.tools.model_card import RunFacts, vocabulary_origin
 from hf_ctx.tools.scripts import (
     CONFIG_OVERRIDES_HELP,
     TextCorpusArguments,
@@ -89,6 +94,10 @@ class ModelArguments:
 class DataArguments(TextCorpusArguments):
     max_words: int = field(default=50, metadata={"help": "longest sentence; longer ones are cut into pieces"})
     split_sentences: bool = field(default=True, metadata={"help": "split lines after . ! ? (else one line = one)"})
+
+
+# The script's options, the training arguments last (as `--help` shows them).
+ARGUMENT_CLASSES = (ModelArguments, DataArguments, CtxTrainingArguments)
 
 
 def load_lines(data_args: DataArguments, seed: int):
@@ -137,16 +146,28 @@ def vocabulary_of(train_sentences, model_args: ModelArguments, max_characters_pe
     return ElmoTokenizer(vocab=vocabulary, max_characters_per_token=max_characters_per_token)
 
 
+def vocabulary_in_words(model_args: ModelArguments, tokenizer, source: str | None) -> str:
+    """The card's words for the word vocabulary: its size and where it came from (`source`; None: built here)."""
+    role = "--tokenizer_name" if model_args.tokenizer_name else "the checkpoint continued"
+    count = model_args.vocab_min_count
+    asked = f"the words seen at least {'once' if count == 1 else f'{count} times'}" + (
+        f", at most {model_args.vocab_max_size:,}" if model_args.vocab_max_size else ""
+    )
+    return vocabulary_origin(f"{tokenizer.vocab_size:,} words", source, role, asked, made="built")
+
+
 def continued_checkpoint(model_args: ModelArguments, config, train_sentences):
     """(the biLM of --model_name_or_path with its softmax, its tokenizer, what the run created that the checkpoint
-    lacked): the checkpoint's word vocabulary and character ids are kept. A checkpoint without a word vocabulary
-    (a converted published ELMo, a task model) gets --tokenizer_name's, or one built from the training text; a
-    checkpoint without a softmax (bilm-tf's files hold none) gets a new one over that vocabulary."""
+    lacked, the vocabulary in words): the checkpoint's word vocabulary and character ids are kept. A checkpoint
+    without a word vocabulary (a converted published ELMo, a task model) gets --tokenizer_name's, or one built from
+    the training text; a checkpoint without a softmax (bilm-tf's files hold none) gets a new one over that
+    vocabulary."""
     source, created = model_args.model_name_or_path, []
-    tokenizer_source = model_args.tokenizer_name or source
+    tokenizer_source = vocabulary_source = model_args.tokenizer_name or source
     tokenizer = load_tokenizer(tokenizer_source)
     if not tokenizer.has_word_vocabulary:
         tokenizer = vocabulary_of(train_sentences, model_args, tokenizer.max_characters_per_token)
+        vocabulary_source = None
         created.append(f"the word vocabulary ({tokenizer.vocab_size:,} words, from the training text)")
         logger.warning(
             f"{tokenizer_source} has no word vocabulary for the softmax: built one of "
@@ -170,12 +191,12 @@ def continued_checkpoint(model_args: ModelArguments, config, train_sentences):
         )
     model, new_modules = load_pretraining_model(source, config)
     created += [f"`{name}`: random initialisation over the {tokenizer.vocab_size:,} words" for name in new_modules]
-    return model, tokenizer, created
+    return model, tokenizer, created, vocabulary_in_words(model_args, tokenizer, vocabulary_source)
 
 
 def build_model_and_tokenizer(model_args: ModelArguments, train_sentences, continued_config=None):
-    """(model, tokenizer, what the run created that a continued checkpoint lacked). `continued_config`: the
-    config of --model_name_or_path."""
+    """(model, tokenizer, what the run created that a continued checkpoint lacked, the vocabulary in words).
+    `continued_config`: the config of --model_name_or_path."""
     if model_args.model_name_or_path is not None:
         return continued_checkpoint(model_args, continued_config, train_sentences)
     if model_args.tokenizer_name is not None:
@@ -193,12 +214,13 @@ def build_model_and_tokenizer(model_args: ModelArguments, train_sentences, conti
         num_sampled=model_args.num_sampled,
         **overrides,
     )
-    return ElmoForBiLM(config), tokenizer, []
+    vocabulary = vocabulary_in_words(model_args, tokenizer, model_args.tokenizer_name)
+    return ElmoForBiLM(config), tokenizer, [], vocabulary
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
-        (ModelArguments, DataArguments, CtxTrainingArguments),
+        ARGUMENT_CLASSES,
         argv,
         logger,
         ignored_together=IGNORED_TOGETHER,
@@ -222,7 +244,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             if training_args.do_eval
             else (None, None)
         )
-    model, tokenizer, created = build_model_and_tokenizer(model_args, train_sentences, continued_config)
+    model, tokenizer, created, vocabulary = build_model_and_tokenizer(model_args, train_sentences, continued_config)
     apply_learning_rate_default(training_args, argv, model.config, "pretraining")
     if data_args.streaming and training_args.do_train:
         train_sentences = shuffled_stream(train_sentences, training_args)
@@ -251,7 +273,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if training_args.do_train:
         facts = RunFacts("elmo", base_model=model_args.model_name_or_path, created=created)
         facts.hyperparameters = {
-            "vocab_min_count": model_args.vocab_min_count,
+            "word vocabulary": vocabulary,
             "max_words": data_args.max_words,
             "num_sampled": model_args.num_sampled,
         }

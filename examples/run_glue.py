@@ -32,6 +32,11 @@ a classification over the training file's labels. `--do_predict` writes `predict
 (`index<TAB>prediction`); without `--train_file` a fine-tuned checkpoint's own labels are used.
 """
 
+from script_help import answer_help_at_once
+
+if __name__ == "__main__":
+    answer_help_at_once(__file__)  # --help answers before torch and transformers load
+
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +75,7 @@ from hf_ctx.tools.scripts import (
     apply_gpu_defaults,
     apply_learning_rate_default,
     apply_unpad_inputs,
+    max_predict_samples,
     new_model_config,
     padding_multiple,
     parse_args_and_set_up,
@@ -89,6 +95,10 @@ IGNORED_TOGETHER = [
     ("data_dir", "train_file"),
     ("data_dir", "validation_file"),
     ("data_dir", "test_file"),
+    ("dataset_name", "train_file"),
+    ("dataset_name", "validation_file"),
+    ("dataset_name", "test_file"),
+    ("data_dir", "dataset_name"),
 ]
 
 
@@ -124,9 +134,12 @@ class DataArguments:
     data_dir: str | None = field(
         default=None, metadata={"help": "the task's glue_data folder (e.g. glue_data/MRPC) or glue_data itself"}
     )
-    dataset_name: str = field(
-        default=HUB_DATASET,
-        metadata={"help": "without --data_dir: the Hub dataset with GLUE's configurations and columns"},
+    dataset_name: str | None = field(
+        default=None,
+        metadata={
+            "help": f"with --task_name, without --data_dir: the Hub dataset with GLUE's configurations and columns "
+            f"(default {HUB_DATASET})"
+        },
     )
     max_seq_length: int = field(
         default=128, metadata={"help": "longest input in tokens (BERT) or words (ELMo); longer ones are truncated"}
@@ -146,6 +159,10 @@ class DataArguments:
     )
 
 
+# The script's options, the training arguments last (as `--help` shows them).
+ARGUMENT_CLASSES = (ModelArguments, DataArguments, CtxTrainingArguments)
+
+
 def eval_prefix(split: str) -> str:
     """ "validation" -> "eval"; MNLI's "validation_matched" -> "eval_matched"."""
     return "eval" + split.removeprefix("validation")
@@ -156,7 +173,8 @@ def load_task_data(data_args: DataArguments, training_args, model_args: ModelArg
     training file's, else a fine-tuned checkpoint's)."""
     if data_args.task_name is not None:
         task = glue_task(data_args.task_name)
-        return task, load_glue(task, data_args.data_dir, data_args.dataset_name, cache_dir=model_args.cache_dir)
+        hub_dataset = data_args.dataset_name or HUB_DATASET
+        return task, load_glue(task, data_args.data_dir, hub_dataset, cache_dir=model_args.cache_dir)
     files = {"train": data_args.train_file, "validation": data_args.validation_file, "test": data_args.test_file}
     if not any(files.values()):
         raise ValueError("give --task_name (a GLUE task) or your own --train_file/--validation_file/--test_file")
@@ -217,8 +235,9 @@ def glue_run_facts(task, data_args: DataArguments, base_model: str | None, famil
             task.split_files[s] for s in task.validation_splits
         )
     else:
-        facts.dataset, facts.dataset_id = f"GLUE {task.folder}", data_args.dataset_name
-        facts.part("validation").name = facts.part("validation").hub_id = data_args.dataset_name
+        hub_dataset = data_args.dataset_name or HUB_DATASET
+        facts.dataset, facts.dataset_id = f"GLUE {task.folder}", hub_dataset
+        facts.part("validation").name = facts.part("validation").hub_id = hub_dataset
     return facts
 
 
@@ -226,7 +245,7 @@ def glue_run_facts(task, data_args: DataArguments, base_model: str | None, famil
 # of a helper above or of hf_ctx; splitting it would scatter one sequence across functions.
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
-        (ModelArguments, DataArguments, CtxTrainingArguments), argv, logger, ignored_together=IGNORED_TOGETHER
+        ARGUMENT_CLASSES, argv, logger, ignored_together=IGNORED_TOGETHER
     )
     applied = apply_gpu_defaults(training_args, argv, group_by_length=True)
     if applied:
@@ -241,7 +260,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         missing = [s for s in splits if wanted and s not in raw]
         if missing:
             raise ValueError(
-                f"{task.name} from {data_args.data_dir or data_args.dataset_name} has no {missing} split "
+                f"{task.name} from {data_args.data_dir or data_args.dataset_name or HUB_DATASET} has no {missing} split "
                 f"(files {[task.split_files[s] for s in missing]}); it has {list(raw)}"
             )
 
@@ -263,7 +282,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     def limit(split: str) -> int | None:
         if split == "train":
             return data_args.max_train_samples
-        return data_args.max_predict_samples if split.startswith("test") else data_args.max_eval_samples
+        return max_predict_samples(data_args) if split.startswith("test") else data_args.max_eval_samples
 
     available = {split: len(dataset) for split, dataset in raw.items()}  # for the model card: N used of M
     raw = datasets.DatasetDict({split: first_examples(dataset, limit(split)) for split, dataset in raw.items()})

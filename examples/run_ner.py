@@ -37,6 +37,11 @@ A label at evaluation that training never saw is an error. Sentences longer than
 (`--max_seq_length`) are split into pieces that fit, with a warning, and their predictions joined back.
 """
 
+from script_help import answer_help_at_once
+
+if __name__ == "__main__":
+    answer_help_at_once(__file__)  # --help answers before torch and transformers load
+
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +72,7 @@ from hf_ctx.tools.scripts import (
     apply_gpu_defaults,
     apply_learning_rate_default,
     apply_unpad_inputs,
+    max_predict_samples,
     new_model_config,
     new_model_family,
     parse_args_and_set_up,
@@ -196,6 +202,10 @@ class DataArguments:
     max_predict_samples: int | None = field(default=None, metadata={"help": "keep the first N test sentences"})
 
 
+# The script's options, the training arguments last (as `--help` shows them).
+ARGUMENT_CLASSES = (ModelArguments, DataArguments, CtxTrainingArguments)
+
+
 def load_data(data_args: DataArguments, training_args: TrainingArguments) -> tuple[datasets.DatasetDict, dict]:
     """The splits the run needs, with string tags in `data_args.tag_scheme`, and each split's size before
     `--max_*_samples` (for the model card)."""
@@ -245,7 +255,7 @@ def load_data(data_args: DataArguments, training_args: TrainingArguments) -> tup
     limits = {
         "train": data_args.max_train_samples,
         "validation": data_args.max_eval_samples,
-        "test": data_args.max_predict_samples,
+        "test": max_predict_samples(data_args),
     }
     used = datasets.DatasetDict(
         {
@@ -385,7 +395,7 @@ def encode_splits(
 # of a helper above or of hf_ctx; splitting it would scatter one sequence across functions.
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
-        (ModelArguments, DataArguments, CtxTrainingArguments),
+        ARGUMENT_CLASSES,
         argv,
         logger,
         ignored_together=IGNORED_TOGETHER,
@@ -474,6 +484,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             base_model=checkpoint,
             hyperparameters={"tag_scheme": scheme, "task_name": data_args.task_name},
         )
+        facts.data_format = conll.recognised_format(data["train"])
         facts.name_data(data_args, data.get("validation"))
         for split in data:
             facts.count(split, len(data[split]), available.get(split))

@@ -28,11 +28,16 @@ Training on a question whose answer no window holds whole would teach "no answer
 dropped, and the log says how many.
 """
 
+from script_help import answer_help_at_once
+
+if __name__ == "__main__":
+    answer_help_at_once(__file__)  # --help answers before torch and transformers load
+
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from transformers import AutoModelForQuestionAnswering, DataCollatorWithPadding, TrainingArguments
+from transformers import AutoModelForQuestionAnswering, DataCollatorWithPadding
 
 from hf_ctx.data import squad
 from hf_ctx.data.subsets import first_examples
@@ -49,6 +54,7 @@ from hf_ctx.tools.scripts import (
     apply_gpu_defaults,
     apply_learning_rate_default,
     apply_unpad_inputs,
+    max_predict_samples,
     new_model_config,
     padding_multiple,
     parse_args_and_set_up,
@@ -57,7 +63,7 @@ from hf_ctx.tools.scripts import (
     train_and_evaluate,
     unpad_inputs_field,
 )
-from hf_ctx.tools.trainer import CtxTrainer
+from hf_ctx.tools.trainer import CtxTrainer, CtxTrainingArguments
 
 logger = logging.getLogger(__name__)
 # (argument, argument it makes the script ignore): refused together.
@@ -100,6 +106,9 @@ class DataArguments:
     )
     max_train_samples: int | None = field(default=None, metadata={"help": "use only the first N training questions"})
     max_eval_samples: int | None = field(default=None, metadata={"help": "use only the first N evaluation questions"})
+    max_predict_samples: int | None = field(
+        default=None, metadata={"help": "use only the first N questions of --test_file"}
+    )
     preprocessing_num_workers: int | None = field(default=None, metadata={"help": "processes for tokenization"})
     pad_to_multiple_of: int | None = field(
         default=None, metadata={"help": "pad each batch to a multiple of this many tokens (default: 8 on a GPU)"}
@@ -148,6 +157,10 @@ class QuestionAnsweringTrainer(CtxTrainer):
             return {}  # questions without answers: nothing to score
         inputs = squad.metric_inputs(predictions, examples, options.version_2_with_negative)
         return self.metric.compute(**inputs)
+
+
+# The script's options, the training arguments last (as `--help` shows them).
+ARGUMENT_CLASSES = (ModelArguments, DataArguments, CtxTrainingArguments)
 
 
 def encode_windows(raw: dict, sources: dict, tokenizer, data_args: DataArguments, training_args) -> dict:
@@ -199,7 +212,7 @@ def answer_test_questions(trainer, windows, source) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
-        (ModelArguments, DataArguments, TrainingArguments),
+        ARGUMENT_CLASSES,
         argv,
         logger,
         ignored_together=IGNORED_TOGETHER,
@@ -224,7 +237,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         if wanted[split] and split not in raw:
             raise ValueError(f"{flag} needs {split} data: --{split}_file, or a --dataset_name with a {split} split")
     sources = {split: files[split] or f"{data_args.dataset_name} ({split})" for split in wanted}
-    limits = {"train": data_args.max_train_samples, "validation": data_args.max_eval_samples}
+    limits = {
+        "train": data_args.max_train_samples,
+        "validation": data_args.max_eval_samples,
+        "test": max_predict_samples(data_args),
+    }
     available = {split: len(raw[split]) for split in wanted if wanted[split]}  # for the card: N used of M
     raw = {split: first_examples(raw[split], limits.get(split)) for split in wanted if wanted[split]}
 
@@ -265,6 +282,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             "doc_stride": data_args.doc_stride,
             "version_2_with_negative": data_args.version_2_with_negative,
         }
+        facts.data_format = "SQuAD v2.0" if data_args.version_2_with_negative else "SQuAD v1.1"
         facts.name_data(data_args)
         for split in raw:  # questions, not the windows the Trainer saw
             facts.count(split, len(raw[split]), available[split])

@@ -16,11 +16,16 @@ a transformers BERT); the reported metric is accuracy. `--do_predict` writes `pr
 ending of each `--test_file` example in file order (and its accuracy, where the file has labels). As transformers' `examples/pytorch/multiple-choice/run_swag.py`.
 """
 
+from script_help import answer_help_at_once
+
+if __name__ == "__main__":
+    answer_help_at_once(__file__)  # --help answers before torch and transformers load
+
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from transformers import AutoModelForMultipleChoice, TrainingArguments
+from transformers import AutoModelForMultipleChoice
 
 from hf_ctx.data.multiple_choice import (
     MultipleChoiceCollator,
@@ -42,6 +47,7 @@ from hf_ctx.tools.scripts import (
     ModelBuildingArguments,
     apply_learning_rate_default,
     apply_unpad_inputs,
+    max_predict_samples,
     new_model_config,
     padding_multiple,
     parse_args_and_set_up,
@@ -50,7 +56,7 @@ from hf_ctx.tools.scripts import (
     train_and_evaluate,
     unpad_inputs_field,
 )
-from hf_ctx.tools.trainer import CtxTrainer
+from hf_ctx.tools.trainer import CtxTrainer, CtxTrainingArguments
 
 logger = logging.getLogger(__name__)
 IGNORED_TOGETHER = MODEL_BUILDING_IGNORED_TOGETHER
@@ -80,6 +86,9 @@ class DataArguments:
     max_seq_length: int = field(default=128, metadata={"help": "longest (context, ending) pair in tokens"})
     max_train_samples: int | None = field(default=None, metadata={"help": "use only the first N training examples"})
     max_eval_samples: int | None = field(default=None, metadata={"help": "evaluate only the first N examples"})
+    max_predict_samples: int | None = field(
+        default=None, metadata={"help": "predict only the first N examples of --test_file"}
+    )
     preprocessing_num_workers: int | None = field(default=None, metadata={"help": "processes for tokenization"})
     pad_to_multiple_of: int | None = field(
         default=None, metadata={"help": "pad each batch to a multiple of this many tokens (default: 8 on a GPU)"}
@@ -94,6 +103,10 @@ class DataArguments:
         )
 
 
+# The script's options, the training arguments last (as `--help` shows them).
+ARGUMENT_CLASSES = (ModelArguments, DataArguments, CtxTrainingArguments)
+
+
 def build_model(model_args: ModelArguments, tokenizer):
     if model_args.model_name_or_path is not None:
         return AutoModelForMultipleChoice.from_pretrained(
@@ -106,7 +119,7 @@ def build_model(model_args: ModelArguments, tokenizer):
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_args_and_set_up(
-        (ModelArguments, DataArguments, TrainingArguments), argv, logger, ignored_together=IGNORED_TOGETHER
+        ARGUMENT_CLASSES, argv, logger, ignored_together=IGNORED_TOGETHER
     )
     columns = data_args.columns()
     files = {
@@ -117,7 +130,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     for split, step in (("train", "train"), ("validation", "eval"), ("test", "predict")):
         if getattr(training_args, f"do_{step}") and files[split] is None:
             raise ValueError(f"--do_{step} needs --{split}_file")
-    limits = {"train": data_args.max_train_samples, "validation": data_args.max_eval_samples}
+    limits = {
+        "train": data_args.max_train_samples,
+        "validation": data_args.max_eval_samples,
+        "test": max_predict_samples(data_args),
+    }
     raw = {
         split: read_multiple_choice_file(
             path, columns, labelled=None if split == "test" else True, cache_dir=model_args.cache_dir

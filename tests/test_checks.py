@@ -1,11 +1,18 @@
-"""hf_ctx.tools.checks.check_local_path: a name that is no local folder is refused before any data is loaded, with
-one line that says so first; offline the Hub is never asked, online one existence check decides (a fake Hub)."""
+"""hf_ctx.tools.checks: a name that is no local folder is refused before any data is loaded, with one line that
+says so first (offline the Hub is never asked, online one existence check decides: a fake Hub); an output folder
+that holds an earlier run is refused, or cleared as --overwrite_output_dir or --resume_from_checkpoint say."""
 
+import end_to_end
+import pretrain_bert
+import pretrain_elmo
 import pytest
+import run_glue
 import run_ner
+import run_qa
+import run_swag
 from huggingface_hub import HfApi, constants
 
-from hf_ctx.tools.checks import check_local_path, check_path_arguments
+from hf_ctx.tools.checks import check_local_path, check_path_arguments, earlier_run_outputs, prepare_output_dir
 from hf_ctx.tools.errors import run_script
 
 
@@ -93,3 +100,74 @@ def test_a_script_refuses_a_missing_model_folder_before_loading_any_data(hub, mo
             "error: no folder 'runs/does-not-exist' (and the Hub is not tried offline), given for --model_name_or_path\n"
         )
     )
+
+
+# --- an output folder that holds an earlier run ------------------------------------------------------------
+
+CARD = "---\nlibrary_name: transformers\ntags:\n- hf_ctx\n- bert\n---\n\n# out\n"
+
+
+def _earlier_run(folder, *names, card=CARD):
+    """A folder as an earlier run left it: `names` (files, or folders ending in "/"), and an hf_ctx model card."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (folder / name).mkdir() if name.endswith("/") else (folder / name).write_text("x")
+    if card is not None:
+        (folder / "README.md").write_text(card)
+    return folder
+
+
+def test_a_folder_holding_an_earlier_run_is_refused_by_name_with_the_ways_on(tmp_path):
+    out = _earlier_run(tmp_path / "out", "config.json", "model.safetensors", "checkpoint-20/", "checkpoint-100/")
+    with pytest.raises(ValueError) as error:
+        prepare_output_dir(out)
+    assert str(error.value) == (
+        f"--output_dir {out} holds a trained model (model.safetensors, README.md); pass --overwrite_output_dir to "
+        "replace it, --resume_from_checkpoint latest to continue its training from checkpoint-100, or give another "
+        "--output_dir"
+    )
+    results = _earlier_run(tmp_path / "results", "eval_results.json", "predictions_test.txt", card=None)
+    with pytest.raises(ValueError, match=r"holds the results of an earlier run \(eval_results.json, predictions_test"):
+        prepare_output_dir(results)
+    # New, empty, or holding only a tokenizer, a user's README and files of its own: nothing to refuse.
+    mine = _earlier_run(tmp_path / "mine", "vocab.txt", "tokenizer_config.json", "notes.txt", card="# my notes\n")
+    for folder in (tmp_path / "new", tmp_path, mine):
+        prepare_output_dir(folder)
+    assert earlier_run_outputs(mine) == {"model": [], "checkpoints": [], "results": []}
+
+
+def test_overwrite_removes_the_earlier_runs_outputs_and_resume_only_its_results(tmp_path):
+    earlier = ("config.json", "vocab.txt", "notes.txt", "model.safetensors", "checkpoint-5/", "all_results.json")
+    earlier += ("eval_results.json", "predictions_validation.txt", "training_curves.png", "SST-2.tsv")
+    out = _earlier_run(tmp_path / "resumed", *earlier)
+    prepare_output_dir(out, resume=True)
+    kept = {"config.json", "vocab.txt", "notes.txt", "model.safetensors", "checkpoint-5", "README.md"}
+    assert {p.name for p in out.iterdir()} == kept
+    out = _earlier_run(tmp_path / "replaced", *earlier)
+    prepare_output_dir(out, overwrite=True)
+    assert {p.name for p in out.iterdir()} == {"config.json", "vocab.txt", "notes.txt"}
+
+
+SCRIPTS_THAT_TRAIN = {
+    "run_glue": (run_glue, ["--task_name", "rte", "--data_dir", "glue", "--model_type", "bert"]),
+    "run_ner": (run_ner, ["--model_type", "taglm", "--train_file", "eng.train"]),
+    "run_qa": (run_qa, ["--model_type", "bert", "--train_file", "train.json"]),
+    "run_swag": (run_swag, ["--model_type", "bert", "--train_file", "train.csv"]),
+    "pretrain_bert": (pretrain_bert, ["--train_file", "corpus.txt"]),
+    "pretrain_elmo": (pretrain_elmo, ["--train_file", "corpus.txt"]),
+}
+
+
+@pytest.mark.parametrize("script", [*SCRIPTS_THAT_TRAIN, "end_to_end"])
+def test_every_script_refuses_to_train_over_a_finished_model_before_reading_anything(script, tmp_path):
+    out = _earlier_run(tmp_path / "out", "config.json", "model.safetensors", "eval_results.json")
+    if script == "end_to_end":
+        _earlier_run(out / "tagger", "config.json", "model.safetensors")
+        with pytest.raises(ValueError, match=rf"^--output_dir {out / 'tagger'} holds a trained model .*another"):
+            end_to_end.main(["--output_dir", str(out)])
+        assert not (out / "data").exists() and not (out / "bilm").exists()  # refused before the first stage
+        return
+    module, arguments = SCRIPTS_THAT_TRAIN[script]
+    with pytest.raises(ValueError, match=rf"^--output_dir {out} holds a trained model .*--overwrite_output_dir"):
+        module.main([*arguments, "--do_train", "--output_dir", str(out), "--report_to", "none"])
+    assert (out / "model.safetensors").read_text() == "x"

@@ -74,8 +74,8 @@ def test_end_to_end_example_runs_every_step_with_tiny_sizes(tmp_path, capfd):
         assert end_to_end.DEMO_SENTENCE[entity["start"] : entity["end"]] == entity["word"]
     # The cards and the summary say what happened: generated data, evaluated on validation.txt, tested on test.txt.
     tagger_card = (tmp_path / "tagger" / "README.md").read_text()
-    assert "| Trained on | the local file train.txt, generated data |" in tagger_card
-    assert "Evaluated only on validation.txt and test.txt;" in tagger_card
+    assert "| Trained on | the local file train.txt in CoNLL-2003 format, generated data |" in tagger_card
+    assert "Evaluated only on validation.txt in CoNLL-2003 format and test.txt in CoNLL-2003 format;" in tagger_card
     assert "English text like that of" not in tagger_card
     assert f"| test | F1 | {round(results['tagger']['predict_f1'], 4)} |" in tagger_card
     bilm_card = (tmp_path / "bilm" / "README.md").read_text()

@@ -1,4 +1,4 @@
-"""hf_ctx.tools.plots: the curves read from a Trainer's log history, and the picture skipped without matplotlib."""
+"""hf_ctx.tools.plots: the curves read from a Trainer's log history, and a picture not drawn said in one line."""
 
 import logging
 import sys
@@ -36,12 +36,13 @@ def test_the_picture_has_a_panel_per_curve_and_is_skipped_without_matplotlib(tmp
     curves = training_curves(LOG_HISTORY, {"eval_accuracy": 0.5}, 20)  # 4 curves: 3 to a row, 2 rows
     assert write_training_curves(path, curves)
     assert image.imread(path).shape[:2] == (600, 1200)
-    assert not write_training_curves(tmp_path / "none.png", {}) and not (tmp_path / "none.png").exists()
-
-    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # import fails as if not installed
     with caplog.at_level(logging.INFO, logger="hf_ctx.tools.plots"):
+        assert not write_training_curves(tmp_path / "none.png", {}) and not (tmp_path / "none.png").exists()
+        monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # import fails as if not installed
         assert not write_training_curves(tmp_path / "skipped.png", curves)
     assert not (tmp_path / "skipped.png").exists()
+    # Each picture not drawn says why, in one line.
     assert [r.getMessage() for r in caplog.records] == [
-        "not drawing skipped.png: matplotlib is not installed (pip install matplotlib)"
+        "not drawing none.png: the run logged no training loss and no evaluation",
+        "not drawing skipped.png: matplotlib, a dependency of hf_ctx, is not installed (pip install matplotlib)",
     ]

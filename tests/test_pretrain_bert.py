@@ -4,6 +4,7 @@ Hub (mocked), exact resume, 2 processes."""
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -175,10 +176,15 @@ def test_model_card_reports_the_run(single_run, corpus):
         "| max_seq_length | 32 |",
         "| mlm_probability | 0.15 |",
         "| whole_word_mask | False |",
-        f"| vocab_size | {vocab_size} |",
+        f"| tokenizer | {vocab_size} WordPiece tokens, trained here from the training text (--vocab_size 120: the "
+        "text has fewer distinct pieces) |",
         "| learning_rate | 0.001 |",
+        "| optimizer | AdamW (PyTorch, fused), betas (0.9, 0.999), epsilon 1e-08, weight decay 0 |",
     ]:
         assert row in card.text, row
+    # The objective that ran, and no other; the training loss as logged (no evaluation during training).
+    assert "BERT's two objectives on sentence pairs" in card.text and "masked language modelling only" not in card.text
+    assert re.search(r"### Training results\n\n\| Step +\| Epoch +\| Training Loss +\|", card.text)
 
 
 def test_push_to_hub_uploads_the_checkpoint_and_its_card(single_run, corpus, tmp_path):

@@ -198,7 +198,8 @@ def assert_loaded_unchanged_then_trained(checkpoint, output, model):
 
 
 def build_as_the_script_does(checkpoint, tmp_path, *extra):
-    """The model, tokenizer and created parts pretrain_elmo.py starts training with."""
+    """The model, tokenizer, created parts and the vocabulary in words that pretrain_elmo.py starts training
+    with."""
     model_args = pretrain_elmo.ModelArguments(model_name_or_path=str(checkpoint), vocab_min_count=1)
     for name, value in zip(extra[::2], extra[1::2]):
         setattr(model_args, name.removeprefix("--"), value)
@@ -226,8 +227,9 @@ def elmo_run(tmp_path_factory):
 
 def test_continuing_a_pretrain_elmo_folder_keeps_its_vocabulary_and_softmax(elmo_run, tmp_path, one_thread, caplog):
     output = continued_run(elmo_run, tmp_path)
-    model, tokenizer, created = build_as_the_script_does(elmo_run, tmp_path)
+    model, tokenizer, created, vocabulary = build_as_the_script_does(elmo_run, tmp_path)
     assert created == [] and "created with random weights" not in caplog.text
+    assert vocabulary == f"{tokenizer.vocab_size} words, from `{elmo_run.name}` (the checkpoint continued)"
     assert_loaded_unchanged_then_trained(elmo_run, output, model)
     saved = AutoModelForPreTraining.from_pretrained(elmo_run)
     assert torch.equal(model.softmax.weight, saved.softmax.weight)  # the checkpoint's softmax, not a new one
@@ -236,6 +238,7 @@ def test_continuing_a_pretrain_elmo_folder_keeps_its_vocabulary_and_softmax(elmo
     card = (output / "README.md").read_text()
     assert f"its pretraining continued with hf_ctx\nfrom `{elmo_run.name}` on the local file task_text.txt." in card
     assert f"| Starting point | `{elmo_run.name}`, trained by hf_ctx" in card and "Created here" not in card
+    assert f"| word vocabulary | {vocabulary} |" in card
 
 
 def converted_elmo(tmp_path, with_vocabulary: bool, max_characters_per_token: int = 50):
@@ -260,9 +263,12 @@ def converted_elmo(tmp_path, with_vocabulary: bool, max_characters_per_token: in
 def test_a_converted_elmo_gets_a_new_softmax_over_its_vocabulary_and_says_so(tmp_path, one_thread, caplog):
     checkpoint = converted_elmo(tmp_path, with_vocabulary=True)
     output = continued_run(checkpoint, tmp_path)
-    model, tokenizer, created = build_as_the_script_does(checkpoint, tmp_path)
+    model, tokenizer, created, vocabulary = build_as_the_script_does(checkpoint, tmp_path)
     assert_loaded_unchanged_then_trained(checkpoint, output, model)
-    assert created == ["`softmax`: random initialisation over the 15 words"]  # one softmax shared by both directions
+    assert created == ["`softmax`: random initialisation over the 15 words"]
+    assert (
+        vocabulary == "15 words, from `converted` (the checkpoint continued)"
+    )  # one softmax shared by both directions
     assert f"{checkpoint} has no weights for softmax: created with random weights" in caplog.text
     assert model.softmax.weight.shape == (15, 6)
     assert (output / "vocab.txt").read_bytes() == (checkpoint / "vocab.txt").read_bytes()  # bilm-tf's word order
@@ -278,9 +284,10 @@ def test_a_converted_elmo_without_vocabulary_gets_one_from_the_training_text(tmp
     checkpoint's."""
     checkpoint = converted_elmo(tmp_path, with_vocabulary=False, max_characters_per_token=20)
     output = continued_run(checkpoint, tmp_path, "--vocab_min_count", "1")
-    model, tokenizer, created = build_as_the_script_does(checkpoint, tmp_path)
+    model, tokenizer, created, vocabulary = build_as_the_script_does(checkpoint, tmp_path)
     assert_loaded_unchanged_then_trained(checkpoint, output, model)
     words = 3 + len(set(WORDS) | {"."})
+    assert vocabulary == f"{words} words, built here from the training text (the words seen at least once)"
     assert created == [
         f"the word vocabulary ({words} words, from the training text)",
         f"`softmax`: random initialisation over the {words} words",

@@ -697,3 +697,33 @@ def test_elmo_on_your_own_tsv_predicts_the_saved_models_labels(setup, tmp_path):
             for t in texts
         ]
     assert read_submission(out / "predict_results.txt") == (list(range(6)), expected)
+
+
+def test_a_finished_model_is_never_replaced_by_accident_and_its_card_names_the_users_files(setup, tmp_path):
+    """A second run into a folder holding a trained model is refused, naming the ways on; --overwrite_output_dir
+    replaces it and leaves none of the earlier run's results behind. The card names the user's files, never the
+    Hub's GLUE that the run did not read."""
+    files = write_reviews(tmp_path / "data", random.Random(5))
+    out = tmp_path / "out"
+    run_files(setup, out, files, "--do_train", "--do_eval", "--do_predict", "--max_steps", "4")
+    (out / "notes.txt").write_text("the user's own file\n")
+    weights = (out / "model.safetensors").read_bytes()
+    refusal = (
+        rf"^--output_dir {out} holds a trained model \(model.safetensors, README.md\); pass --overwrite_output_dir "
+        r"to replace it, --resume_from_checkpoint to continue from a checkpoint \(it has none\), or give another "
+        r"--output_dir$"
+    )
+    with pytest.raises(ValueError, match=refusal):
+        run_files(setup, out, {"train": files["train"]}, "--do_train", "--max_steps", "2")
+    assert (out / "model.safetensors").read_bytes() == weights and (out / "predict_results.txt").exists()
+
+    run_files(setup, out, {"train": files["train"]}, "--do_train", "--max_steps", "2", "--overwrite_output_dir")
+    assert (out / "model.safetensors").read_bytes() != weights
+    assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 2
+    # The first run's evaluation and predictions are gone, not presented as the second run's; the user's file stays.
+    assert not (out / "predict_results.txt").exists() and not (out / "eval_results.json").exists()
+    assert not any(key.startswith(("eval_", "predict_")) for key in json.loads((out / "all_results.json").read_text()))
+    assert (out / "notes.txt").read_text() == "the user's own file\n"
+    card = ModelCard.load(out / "README.md")
+    assert card.data.datasets is None and "nyu-mll" not in str(card) and "glue" not in str(card).lower()
+    assert "the local file train.csv" in card.text

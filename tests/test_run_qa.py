@@ -266,7 +266,7 @@ def test_run_qa_refuses_bad_input_naming_file_and_question(setup, tmp_path):
     assert metrics["eval_total"] == 2 and metrics["eval_NoAns_total"] == 1
     assert set(json.loads((tmp_path / "out" / "null_odds.json").read_text())) == {"w0", "w1"}
     with pytest.raises(ValueError, match="--do_train needs train data"):
-        run(setup, tmp_path / "out", "--do_train")
+        run(setup, tmp_path / "new", "--do_train")
 
 
 def test_a_bad_file_is_one_line_on_the_command_line(setup, tmp_path, capsys):
@@ -416,5 +416,18 @@ def test_questions_without_answers_are_answered_into_predict_predictions(setup, 
     assert answered == json.loads((tmp_path / "eval" / "predictions.json").read_text())
     assert not any(key.startswith("predict_") for key in metrics)  # nothing to score
     assert not (tmp_path / "predict" / "predict_results.json").exists()
+    # --max_predict_samples answers the first N questions of --test_file.
+    run(
+        setup,
+        tmp_path / "first_3",
+        "--test_file",
+        str(test),
+        "--do_predict",
+        "--max_predict_samples",
+        "3",
+        model=model,
+    )
+    first = json.loads((tmp_path / "first_3" / "predict_predictions.json").read_text())
+    assert first == dict(list(answered.items())[:3])
     with pytest.raises(ValueError, match="--do_predict needs --test_file"):
         run(setup, tmp_path / "x", "--do_predict", model=model)

@@ -147,6 +147,13 @@ def test_other_columns_from_json_lines_three_choices_no_shared_start(setup, tmp_
     )  # fmt: skip
     assert "predict_accuracy" not in metrics
     assert json.loads((tmp_path / "test_out" / "predictions.json").read_text()) == predictions.tolist()
+    # --max_predict_samples keeps the first N examples of --test_file.
+    run(
+        setup, tmp_path / "first_4", "--test_file", str(unlabelled), "--do_predict", "--context_column", "question",
+        "--ending_prefix_column", "", "--ending_columns", "A,B,C", "--label_column", "answer",
+        "--max_predict_samples", "4",
+    )  # fmt: skip
+    assert json.loads((tmp_path / "first_4" / "predictions.json").read_text()) == predictions.tolist()[:4]
 
 
 def test_bad_files_name_the_file_and_row(setup, tmp_path):

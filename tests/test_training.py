@@ -505,6 +505,43 @@ def test_the_examples_keep_at_most_two_checkpoints_unless_told(tmp_path, capsys)
     assert "keep at most this many checkpoint-N folders" in " ".join(capsys.readouterr().out.split())
 
 
+def test_logging_and_evaluation_steps_scale_with_the_run_unless_given(tmp_path):
+    """Without --logging_steps a run logs its loss LOGGED_POINTS times whatever its length (transformers' 500
+    steps log nothing in a shorter run); with --eval_strategy steps and no --eval_steps it evaluates EVALUATIONS
+    times, and --load_best_model_at_end saves at each evaluation. Given steps stay as given."""
+    from tiny_checkpoints import bert_sequence_classifier
+
+    from hf_ctx.tools.trainer import EVALUATIONS, LOGGED_POINTS, CtxTrainer, CtxTrainingArguments
+
+    parser = transformers.HfArgumentParser(CtxTrainingArguments)
+    model, tokenizer = bert_sequence_classifier(tmp_path)
+    data = Dataset.from_dict(tokenizer(["the cat sat"] * 8, padding="max_length", max_length=8).data)
+    data = data.add_column("label", [0, 1] * 4)
+
+    def logged(steps, *options):
+        (args,) = parser.parse_args_into_dataclasses(
+            args=["--output_dir", str(tmp_path / f"run{steps}"), "--use_cpu", "--report_to", "none"]
+            + ["--max_steps", str(steps), "--per_device_train_batch_size", "2", "--save_strategy", "no"]
+            + ["--disable_tqdm", "true", *options]
+        )
+        trainer = CtxTrainer(model=model, args=args, train_dataset=data, eval_dataset=data, processing_class=tokenizer)
+        trainer.train()
+        history = trainer.state.log_history
+        return [e["step"] for e in history if "loss" in e], [e["step"] for e in history if "eval_loss" in e]
+
+    assert logged(7)[0] == [1, 2, 3, 4, 5, 6, 7]  # a short run: its loss at every step
+    losses, evaluations = logged(120, "--eval_strategy", "steps")
+    assert len(losses) == 120 / 3 and len(evaluations) == EVALUATIONS  # every ceil(120 / 50) = 3 and 12 steps
+    assert LOGGED_POINTS == 50 and logged(10, "--logging_steps", "5")[0] == [5, 10]
+
+    def arguments(*options):
+        return parser.parse_args_into_dataclasses(args=["--output_dir", str(tmp_path), *options])[0]
+
+    best = arguments("--eval_strategy", "steps", "--save_strategy", "steps", "--load_best_model_at_end")
+    assert (best.logging_steps, best.eval_steps, best.save_steps) == (1 / LOGGED_POINTS, 1 / EVALUATIONS, 0.1)
+    assert (arguments().save_steps, arguments("--eval_steps", "20").eval_steps) == (500, 20)
+
+
 def test_a_family_trains_at_its_own_learning_rate_unless_one_is_given(tmp_path, caplog):
     """The registry's default for the model's family and task, said once; --learning_rate wins; a family or a
     model without a default keeps transformers' 5e-5 and says so."""
@@ -545,31 +582,36 @@ def test_a_family_trains_at_its_own_learning_rate_unless_one_is_given(tmp_path, 
     assert predicting.learning_rate == 5e-5  # a run that does not train is left alone
 
 
-def test_progress_in_a_file_is_a_line_a_tenth_and_each_log_says_how_far(capsys):
-    """No line per step: 100 steps logged every 25 give the 4 logged lines, each with its step, and a line for
-    each tenth that passed without one; the final summary and a later evaluation's log are the scripts' to print."""
+def test_progress_in_a_file_is_a_line_a_tenth_with_the_latest_loss_and_a_line_per_evaluation(capsys):
+    """No line per step and none per logged loss: 100 steps with the loss logged every 25 and an evaluation at step
+    50 give a line each tenth, carrying the latest loss (a tenth whose step logs a loss waits for it), and the
+    evaluation's line; the final summary and a later evaluation's log are the scripts' to print."""
     from types import SimpleNamespace
 
     from hf_ctx.tools.trainer import ProgressLinesCallback
 
-    callback, state = (
-        ProgressLinesCallback(),
-        SimpleNamespace(global_step=0, max_steps=100, is_world_process_zero=True),
-    )
+    callback = ProgressLinesCallback()
+    state = SimpleNamespace(global_step=0, max_steps=100, is_world_process_zero=True)
     callback.on_train_begin(None, state, None)
     for step in range(1, 101):
-        state.global_step = step
-        callback.on_step_end(None, state, None)
-        if step % 25 == 0:
-            callback.on_log(None, state, None, logs={"loss": 1.0 / step, "epoch": step / 100})
+        state.global_step, control = step, SimpleNamespace(should_log=step % 25 == 0)
+        callback.on_step_end(None, state, control)
+        if control.should_log:
+            callback.on_log(
+                None, state, control, logs={"loss": step / 1000, "learning_rate": 1e-3, "epoch": step / 100}
+            )
+        if step == 50:
+            callback.on_log(None, state, control, logs={"eval_loss": 0.5, "eval_f1": 0.25, "epoch": 0.5})
     callback.on_log(None, state, None, logs={"train_runtime": 1.0, "train_loss": 0.5})
     callback.on_train_end(None, state, None)
     callback.on_log(None, state, None, logs={"eval_loss": 0.5})
     lines = capsys.readouterr().out.splitlines()
     steps = [int(line.removeprefix("step ").split("/")[0]) for line in lines]
-    assert steps == [10, 20, 25, 35, 45, 50, 60, 70, 75, 85, 95, 100]
-    assert lines[2].startswith("step 25/100 (25%), ") and lines[2].endswith(": {'loss': '0.04', 'epoch': '0.25'}")
-    assert all(line.startswith("step ") for line in lines)
+    assert steps == [10, 20, 30, 40, 50, 50, 60, 70, 80, 90, 100]
+    assert lines[0].startswith("step 10/100 (10%), ") and lines[0].endswith(" s left")  # no loss logged yet
+    assert lines[2].endswith(" s left, loss 0.025") and lines[4].endswith(" s left, loss 0.05")
+    assert lines[5].endswith(", loss 0.05: {'eval_loss': '0.5', 'eval_f1': '0.25', 'epoch': '0.5'}")
+    assert lines[-1].startswith("step 100/100 (100%), ") and lines[-1].endswith(" s left, loss 0.1")
 
 
 def test_output_to_a_file_gets_progress_lines_and_no_terminal_codes(tmp_path, restore_logging):

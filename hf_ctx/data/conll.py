@@ -193,6 +193,12 @@ def load_conll_dataset(
     return DatasetDict(splits)
 
 
+def recognised_format(dataset: Dataset) -> str | None:
+    """ "CoNLL-2003" for sentences with CoNLL-2003's columns (word, POS, chunk and NER tags, as `read_conll` reads
+    its four-column files), for a model card to name beside the file; None for other layouts."""
+    return "CoNLL-2003" if set(CONLL2003_COLUMNS) <= set(dataset.column_names) else None
+
+
 def _first_word_line_fields(path) -> int | None:
     """How many columns the first word line of a CoNLL file has (None: no word line)."""
     with Path(path).open(encoding="utf-8-sig", errors="replace") as f:

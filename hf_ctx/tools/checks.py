@@ -7,7 +7,11 @@ network ("We couldn't connect to 'https://huggingface.co'"), and `from_pretraine
 id must be in the form ...", where a user wants to hear that the folder does not exist.
 """
 
+import fnmatch
+import logging
 import os
+import re
+import shutil
 
 from huggingface_hub import HfApi, constants
 from huggingface_hub.file_download import repo_folder_name
@@ -15,6 +19,9 @@ from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers import CONFIG_MAPPING
 
 from ..data.files import read_json_file
+from ..data.glue_tasks import GLUE_TASKS
+
+logger = logging.getLogger(__name__)
 
 
 def looks_like_local_path(name_or_path: str | os.PathLike) -> bool:
@@ -87,7 +94,7 @@ PATH_ARGUMENTS = ("model_name_or_path", "config_name", "tokenizer_name", "bilm_n
 
 def check_path_arguments(*argument_groups) -> None:
     """`check_local_path` on each of `PATH_ARGUMENTS` the examples' argument dataclasses set, except a
-    `--config_name` that names a size preset ("mini")."""
+    `--config_name` that names a size preset ("mini"); `--bilm_name_or_path` must hold an ELMo biLM."""
     from .families import MODEL_FAMILIES
 
     presets = {name for family in MODEL_FAMILIES.values() for name in family.presets}
@@ -96,6 +103,28 @@ def check_path_arguments(*argument_groups) -> None:
             value = getattr(group, name, None)
             if value is not None and not (name == "config_name" and value in presets):
                 check_local_path(value, f"--{name}")
+        if getattr(group, "bilm_name_or_path", None) is not None:
+            check_elmo_checkpoint(group.bilm_name_or_path, "--bilm_name_or_path", "a biLM to build on")
+
+
+def check_elmo_checkpoint(name_or_path: str | os.PathLike, what: str, needed: str) -> None:
+    """A `ValueError` when `name_or_path` (a checkpoint `check_local_path` let through) holds a model other than
+    an ELMo, naming what it holds: a BERT folder given as a biLM is named as such, not blamed on its tokenizer
+    later. `what` names the argument, `needed` what the ELMo is for."""
+    from transformers import AutoConfig
+
+    from .families import MODEL_FAMILIES
+
+    local = os.path.expanduser(os.fspath(name_or_path))
+    if os.path.exists(local) and not os.path.isfile(os.path.join(local, "config.json")):
+        return  # no model at all: what reads it says so
+    elmo = MODEL_FAMILIES["elmo"].config_class.model_type
+    model_type = AutoConfig.from_pretrained(name_or_path).model_type
+    if model_type != elmo:
+        raise ValueError(
+            f"{what} {os.fspath(name_or_path)} holds a {model_type!r} model, not an ELMo ({elmo!r}); {needed} is "
+            "an ELMo biLM checkpoint (examples/pretrain_elmo.py or hf-ctx convert-elmo writes one)"
+        )
 
 
 # Files whose presence makes a folder a checkpoint (a model's or a tokenizer's).
@@ -160,3 +189,112 @@ def check_mixed_precision(training_args) -> None:
             "--fp16 has no effect on a CPU (float16 mixed precision needs a GPU): the run would train in float32 "
             "all the same. Leave out --fp16, or pass --bf16 for bfloat16 mixed precision on the CPU"
         )
+
+
+# --- an output folder that holds an earlier run ------------------------------------------------------------
+
+# What a run of the example scripts leaves in --output_dir that makes it that run's: the trained weights, the
+# Trainer's checkpoint-N folders, and the results (metrics, predictions, submission files, the curves). Tokenizer
+# and config files are not in the lists: a run writes them before it trains (pretrain_bert.py's new vocabulary),
+# and the next run writes them again.
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "model-*-of-*.safetensors")
+CHECKPOINT_FOLDER = re.compile(r"^checkpoint-\d+$")
+RESULT_FILES = (
+    "*_results.json",  # the Trainer's metrics: train_, eval_, predict_, all_results.json
+    "predictions*.txt",  # run_ner.py
+    "*predictions.json",  # run_qa.py, run_swag.py
+    "*null_odds.json",  # run_qa.py, SQuAD 2.0
+    "predict_results.txt",  # run_glue.py on a user's files
+    "training_curves.png",
+    *sorted({name for task in GLUE_TASKS.values() for name in task.submission_files.values()}),  # CoLA.tsv, ...
+)
+
+
+def earlier_run_outputs(folder: str | os.PathLike) -> dict[str, list[str]]:
+    """What an earlier run left in `folder`, by kind: {"model": weight files and hf_ctx's model card, "checkpoints":
+    checkpoint-N folders, "results": metrics, predictions and pictures}; empty lists for a new or empty folder."""
+    names = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+    files = [name for name in names if os.path.isfile(os.path.join(folder, name))]
+
+    def matching(patterns):
+        return [name for name in files if any(fnmatch.fnmatch(name, pattern) for pattern in patterns)]
+
+    model = matching(WEIGHT_FILES)
+    if model and _is_hf_ctx_card(os.path.join(folder, "README.md")):
+        model.append("README.md")
+    checkpoints = [
+        name for name in names if CHECKPOINT_FOLDER.match(name) and os.path.isdir(os.path.join(folder, name))
+    ]
+    checkpoints.sort(key=lambda name: int(name.partition("-")[2]))
+    return {"model": model, "checkpoints": checkpoints, "results": matching(RESULT_FILES)}
+
+
+def _is_hf_ctx_card(path: str) -> bool:
+    """Whether `path` is a model card that hf_ctx wrote (its metadata's tags name hf_ctx), not a user's README."""
+    if not os.path.isfile(path):
+        return False
+    with open(path, encoding="utf-8", errors="replace") as f:
+        head = f.read(4096)
+    metadata = head.split("\n---", 1)[0] if head.startswith("---") else ""
+    return bool(re.search(r"^- hf_ctx$", metadata, re.MULTILINE))
+
+
+def prepare_output_dir(
+    output_dir: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    resume: bool = False,
+    what: str = "--output_dir",
+    resumable: bool = True,
+) -> None:
+    """Make `output_dir` ready for a new run without losing an earlier one by accident.
+
+    A folder that holds an earlier run's trained model, checkpoints or results is refused with one line naming it
+    and the ways on, unless the run says what it means: `overwrite` (`--overwrite_output_dir`) removes that run's
+    weights, checkpoints, results and card first, so that nothing left in the folder is taken for this run's;
+    `resume` (`--resume_from_checkpoint`) keeps its checkpoints and weights to continue from and removes its
+    results, which this run writes anew. Other files (a tokenizer, the user's own) are left alone. `what` names
+    the folder's option in the message; `resumable`: whether the run could take `--resume_from_checkpoint`.
+    """
+    output_dir = os.fspath(output_dir)
+    found = earlier_run_outputs(output_dir)
+    if not any(found.values()):
+        return
+    if overwrite:
+        remove = [*found["model"], *found["checkpoints"], *found["results"]]
+    elif resume:
+        remove = found["results"]
+    else:
+        raise ValueError(_earlier_run_refusal(output_dir, found, what, resumable))
+    for name in remove:
+        path = os.path.join(output_dir, name)
+        shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+    if remove:
+        logger.info(f"removed what an earlier run left in {output_dir}: {_listed(remove)}")
+
+
+def _earlier_run_refusal(output_dir: str, found: dict[str, list[str]], what: str, resumable: bool) -> str:
+    """The one line that refuses a new run into a folder holding an earlier one, naming what it holds and the
+    ways on."""
+    if found["model"]:
+        held = f"a trained model ({_listed(found['model'])})"
+    elif found["checkpoints"]:
+        held = f"the checkpoints of an unfinished run ({_listed(found['checkpoints'])})"
+    else:
+        held = f"the results of an earlier run ({_listed(found['results'])})"
+    if not resumable:
+        resume = ""
+    elif found["checkpoints"]:
+        resume = f"--resume_from_checkpoint latest to continue its training from {found['checkpoints'][-1]}, "
+    else:
+        resume = "--resume_from_checkpoint to continue from a checkpoint (it has none), "
+    return (
+        f"{what} {output_dir} holds {held}; pass --overwrite_output_dir to replace it, {resume}or give another {what}"
+    )
+
+
+def _listed(names: list[str], shown: int = 4) -> str:
+    """'a, b, c' or 'a, b, c, d and 3 more'."""
+    if len(names) <= shown:
+        return ", ".join(names)
+    return f"{', '.join(names[:shown])} and {len(names) - shown} more"

@@ -34,11 +34,10 @@ import numpy as np
 import torch
 
 from ..atomic_files import CommittedFile
-from ..configuration_elmo import ElmoConfig
 from ..data.files import strip_invisible_prefix, utf8_lines
 from ..modeling_elmo import ElmoModel
 from ..tokenization_elmo import ElmoTokenizer, read_vocabulary_file
-from .checks import check_model_type
+from .checks import check_elmo_checkpoint, check_model_type
 
 OUTPUTS = ("all", "top", "average")
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -141,7 +140,6 @@ def read_sentences(path: str | os.PathLike) -> list[str]:
 def load_elmo(model_name_or_path: str | os.PathLike) -> ElmoModel:
     """An `ElmoModel` from an ELMo checkpoint (`hf-ctx convert-elmo`, `pretrain_elmo.py`, an ELMo task model);
     a `ValueError` for anything else."""
-    from transformers import AutoConfig
     from transformers.utils import logging as transformers_logging
 
     path = str(model_name_or_path)
@@ -158,12 +156,7 @@ def load_elmo(model_name_or_path: str | os.PathLike) -> ElmoModel:
     ):
         raise FileNotFoundError(f"model folder {path} does not exist")
     check_model_type(path, "model")
-    config = AutoConfig.from_pretrained(path)
-    if not isinstance(config, ElmoConfig):
-        raise ValueError(
-            f"{path} holds a {config.model_type!r} model, not an ELMo ({ElmoConfig.model_type!r}); "
-            "hf-ctx embed needs an ELMo biLM checkpoint"
-        )
+    check_elmo_checkpoint(path, "model", "what hf-ctx embed reads")
     # A biLM or task checkpoint also holds a softmax or classifier that ElmoModel leaves out: expected, so
     # transformers' report of unused weights is silenced; missing ELMo weights are checked below.
     verbosity = transformers_logging.get_verbosity()

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from huggingface_hub import HfApi, ModelCard
 from transformers import Trainer
-from transformers.modelcard import extract_hyperparameters_from_trainer, parse_log_history
+from transformers.modelcard import extract_hyperparameters_from_trainer
 
 from ..atomic_files import write_text
-from .model_card import RunFacts, build_model_card
+from .model_card import RunFacts, build_model_card, optimizer_in_words, training_results
 from .plots import training_curves, write_training_curves
 
 logger = logging.getLogger(__name__)
@@ -118,14 +118,14 @@ def finish_run(trainer: Trainer, facts: RunFacts) -> ModelCard | None:
 
 def complete_from_trainer(facts: RunFacts, trainer: Trainer) -> RunFacts:
     """`facts` with what the Trainer knows added: steps, examples per step (all processes and gradient
-    accumulation together), the evaluation log, its hyperparameters (the script's own keep precedence), and the
-    sizes of its datasets where the script counted none itself."""
+    accumulation together), the training log (`training_results`), its hyperparameters (the optimizer in words;
+    the script's own keep precedence), and the sizes of its datasets where the script counted none itself."""
     args = trainer.args
-    _, training_log, _ = parse_log_history(trainer.state.log_history)
-    facts.training_log = training_log
+    facts.training_log = training_results(trainer.state.log_history)
     facts.train_steps = trainer.state.global_step or None
     facts.train_batch_size = args.train_batch_size * args.gradient_accumulation_steps * args.world_size
-    facts.hyperparameters = {**extract_hyperparameters_from_trainer(trainer), **facts.hyperparameters}
+    from_trainer = {**extract_hyperparameters_from_trainer(trainer), "optimizer": optimizer_in_words(args)}
+    facts.hyperparameters = {**from_trainer, **facts.hyperparameters}
     for split, dataset in (("train", trainer.train_dataset), ("validation", trainer.eval_dataset)):
         part = facts.parts.get(split)
         if (part is None or part.used is None) and dataset_size(dataset) is not None:

@@ -143,9 +143,11 @@ class RunFacts:
             vocabulary built from the training text); the card lists them beside the starting point.
         hyperparameters: settings outside `TrainingArguments` (the Trainer's are added by `finish_run`).
         pipeline_tag, task_name: by default derived from the model class.
-        train_steps, train_batch_size, training_log: filled by `finish_run` from the Trainer.
+        train_steps, train_batch_size, training_log: filled by `finish_run` from the Trainer (`training_results`).
         training_curves: the file name of the run's `training_curves.png` beside the card, which the card shows
             (`finish_run` draws it); None: none.
+        data_format: what the data's reader recognised the files as ("CoNLL-2003", "SQuAD v1.1"), named beside
+            their names; set it before `name_data`.
     """
 
     family: str
@@ -164,6 +166,7 @@ class RunFacts:
     train_batch_size: int | None = None
     training_log: list[dict] | None = None
     training_curves: str | None = None
+    data_format: str | None = None
 
     def part(self, split: str) -> DataPart:
         """The `DataPart` of `split` ("train", "validation", "test"), created empty the first time."""
@@ -205,7 +208,7 @@ class RunFacts:
         """Name the training data: the `datasets` dataset `dataset_name`, else the training files (by their names,
         never their local paths), marked generated where `mark_generated` recorded so."""
         self.dataset_id = dataset_name
-        self.dataset = training_data_name(dataset_name, train_files)
+        self.dataset = training_data_name(dataset_name, train_files, self.data_format)
         self.part("train").name = self.dataset
         self.generated = self.generated or _generated_by(train_files)
 
@@ -223,7 +226,7 @@ class RunFacts:
         Without evaluation data nothing is named."""
         part = self.part("validation")
         if validation_files:
-            part.name = _file_names(validation_files)
+            part.name = _file_names(validation_files) + _format(self.data_format)
             self.generated = self.generated or _generated_by(validation_files)
         elif validation is not None and str(getattr(validation, "split", None)) != "validation":
             source = shareable_name(dataset_name) if dataset_name is not None else _file_names(train_files or ())
@@ -234,7 +237,71 @@ class RunFacts:
     def name_test_data(self, test_files: str | Iterable[str] | None) -> None:
         """Name the test files (`--test_file`), by their names."""
         if test_files:
-            self.part("test").name = _file_names(test_files)
+            self.part("test").name = _file_names(test_files) + _format(self.data_format)
+
+
+# The training results table of a card: at most this many rows of the logged training loss, where no evaluation ran
+# during training (a row per evaluation otherwise).
+TRAINING_LOG_ROWS = 10
+
+
+def training_results(log_history: list[dict]) -> list[dict]:
+    """The rows of a card's training results table, from `Trainer.state.log_history`: one per evaluation during
+    training (step, epoch, the latest training loss, the evaluation's metrics), as transformers' cards have them;
+    a run that did not evaluate while training gets its logged training loss instead, at most `TRAINING_LOG_ROWS`
+    rows spread over the run (the last logged step always among them). Every row has every column."""
+    rows, losses, loss = [], [], "No log"
+    for entry in log_history:
+        if "train_runtime" in entry:
+            break
+        where = {"Step": entry.get("step"), "Epoch": entry.get("epoch")}
+        if "loss" in entry:
+            loss = entry["loss"]
+            losses.append({**where, "Training Loss": loss})
+        metrics = {key.removeprefix("eval_"): value for key, value in entry.items() if key.startswith("eval_")}
+        if metrics:
+            row = {**where, "Training Loss": loss}
+            for name, value in metrics.items():
+                if name == "loss" or name not in _BOOKKEEPING:
+                    row["Validation Loss" if name == "loss" else _METRIC_NAMES.get(name, name)] = value
+            rows.append(row)
+    if not rows:
+        every = -(-len(losses) // TRAINING_LOG_ROWS)  # ceil: at most TRAINING_LOG_ROWS rows
+        rows = losses[len(losses) - 1 :: -every][::-1] if losses else []
+    columns = list(dict.fromkeys(column for row in rows for column in row))
+    return [{column: row.get(column, "") for column in columns} for row in rows]
+
+
+def vocabulary_origin(size: str, source: str | None, role: str = "", asked: str = "", made: str = "trained") -> str:
+    """A card's words for where a run's vocabulary came from: "8,000 WordPiece tokens, from `bert-mini` (the
+    checkpoint continued)", or without a `source` "4,255 WordPiece tokens, trained here on the training text
+    (--vocab_size 8000: ...)". `size` says how many of what; `role` what `source` is to the run; `asked` what the
+    run asked of a vocabulary it `made` itself ("trained", "built")."""
+    if source is not None:
+        return f"{size}, from `{shareable_name(source)}`" + (f" ({role})" if role else "")
+    return f"{size}, {made} here from the training text" + (f" ({asked})" if asked else "")
+
+
+# transformers' optimizer names (`--optim`) as a card says them.
+_OPTIMIZER_NAMES = {
+    "adamw_torch": "AdamW (PyTorch)",
+    "adamw_torch_fused": "AdamW (PyTorch, fused)",
+    "adafactor": "Adafactor",
+    "sgd": "SGD",
+    "adagrad": "Adagrad",
+    "rmsprop": "RMSprop",
+}
+
+
+def optimizer_in_words(args) -> str:
+    """The optimizer of `TrainingArguments` as a card's hyperparameter row: "AdamW (PyTorch, fused), betas (0.9,
+    0.999), epsilon 1e-08, weight decay 0.01"; `--optim_args` added as given."""
+    name = str(getattr(args.optim, "value", args.optim))
+    words = _OPTIMIZER_NAMES.get(name, name)
+    if "adam" in name:
+        words += f", betas ({args.adam_beta1:g}, {args.adam_beta2:g}), epsilon {args.adam_epsilon:g}"
+    words += f", weight decay {args.weight_decay:g}"
+    return words + (f", {args.optim_args}" if args.optim_args else "")
 
 
 def build_model_card(
@@ -527,13 +594,20 @@ def _versions() -> dict[str, str]:
 # --- how a card names the data (never by local paths) ---------------------------------------------------------
 
 
-def training_data_name(dataset_name: str | None, train_files: str | Iterable[str] | None) -> str:
+def training_data_name(
+    dataset_name: str | None, train_files: str | Iterable[str] | None, data_format: str | None = None
+) -> str:
     """How a model card names the training data: the `datasets` dataset, else "the local file(s) ..." with the
-    training files' names (never their local paths), so that the card says where the data came from."""
+    training files' names (never their local paths) and the format their reader recognised ("the local file
+    eng.train in CoNLL-2003 format"), so that the card says where the data came from."""
     if dataset_name is not None:
         return shareable_name(dataset_name)  # a dataset saved to disk: its folder's name
     files = [train_files] if isinstance(train_files, str) else list(train_files or ())
-    return f"the local file{'s' if len(files) > 1 else ''} {_file_names(files)}"
+    return f"the local file{'s' if len(files) > 1 else ''} {_file_names(files)}{_format(data_format)}"
+
+
+def _format(data_format: str | None) -> str:
+    return f" in {data_format} format" if data_format else ""
 
 
 def _file_names(files: str | Iterable[str]) -> str:

@@ -1,8 +1,8 @@
 """`training_curves.png`: a training run's loss and evaluation metrics against steps, for a person to look at
 beside the checkpoint (and in its model card).
 
-matplotlib is optional (the `test` and `experiments` extras have it): without it the picture is skipped with one
-logged line.
+matplotlib is a dependency of hf_ctx (the pictures are part of every card); an environment without it still
+saves the model and its card, and one logged line says the picture is skipped.
 """
 
 import io
@@ -49,15 +49,19 @@ def training_curves(log_history: list[dict], final_metrics: dict[str, float] | N
 
 def write_training_curves(path: str | os.PathLike, curves: dict[str, tuple[list, list]]) -> bool:
     """Draw `curves` (`training_curves`), one panel each, `_COLUMNS` to a row, into the PNG file `path`
-    (written atomically). Returns whether it was written: not without curves, nor without matplotlib (said in
-    one line)."""
+    (written atomically). Returns whether it was written: not without curves, nor without matplotlib (each said
+    in one line)."""
     if not curves:
+        logger.info(f"not drawing {os.path.basename(path)}: the run logged no training loss and no evaluation")
         return False
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:
-        logger.info(f"not drawing {os.path.basename(path)}: matplotlib is not installed (pip install matplotlib)")
+        logger.info(
+            f"not drawing {os.path.basename(path)}: matplotlib, a dependency of hf_ctx, is not installed "
+            "(pip install matplotlib)"
+        )
         return False
     columns = min(len(curves), _COLUMNS)
     rows = -(-len(curves) // columns)

@@ -10,6 +10,7 @@ import contextlib
 import importlib.metadata
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import Iterable, Mapping
@@ -25,6 +26,7 @@ from .checks import (
     check_mixed_precision,
     check_path_arguments,
     check_positive_arguments,
+    prepare_output_dir,
 )
 from .families import MODEL_FAMILIES, families_with, find_family, preset_names
 from .trainer import progress_to_terminal
@@ -105,7 +107,9 @@ def parse_args_and_set_up(
     """The start of every example script: parse the command line, set up logging, seed everything, refuse
     arguments the run could not use (see `hf_ctx.tools.checks`), and make this run the one writer of
     `--output_dir` (`hf_ctx.atomic_files.lock_output`: a second run into the same folder is an error; the
-    temporaries a killed run left there are removed).
+    temporaries a killed run left there are removed). A folder that holds an earlier run's model, checkpoints or
+    results is refused unless `--overwrite_output_dir` or `--resume_from_checkpoint` says what to do with them
+    (`hf_ctx.tools.checks.prepare_output_dir`).
 
     Args:
         argument_classes: the script's argument dataclasses, `TrainingArguments` last.
@@ -134,6 +138,11 @@ def parse_args_and_set_up(
     # one takes the lock: the others write only where it tells them to.
     if training_args.output_dir and training_args.should_save:
         lock_output(training_args.output_dir, "--output_dir")
+        prepare_output_dir(
+            training_args.output_dir,
+            overwrite=getattr(training_args, "overwrite_output_dir", False),
+            resume=bool(training_args.resume_from_checkpoint),
+        )
     return tuple(parsed)
 
 
@@ -166,6 +175,22 @@ def padding_multiple(pad_to_multiple_of: int | None, training_args: TrainingArgu
     ):
         return 8
     return pad_to_multiple_of
+
+
+def max_predict_samples(data_args) -> int | None:
+    """How many test examples a run keeps: `--max_predict_samples`; without it, where `--test_file` is the
+    `--validation_file` (one file scored as both), `--max_eval_samples`, said in one line, so that the one file
+    is scored on the same examples both times."""
+    given = getattr(data_args, "max_predict_samples", None)
+    test, validation = getattr(data_args, "test_file", None), getattr(data_args, "validation_file", None)
+    if given is not None or not (test and validation) or os.path.realpath(test) != os.path.realpath(validation):
+        return given
+    if data_args.max_eval_samples is not None:
+        logger.info(
+            f"--test_file is the --validation_file: its test scores read its first {data_args.max_eval_samples:,} "
+            "examples (--max_eval_samples), as the validation scores do; --max_predict_samples sets another number"
+        )
+    return data_args.max_eval_samples
 
 
 def given_options(argv: list[str] | None) -> set[str]:

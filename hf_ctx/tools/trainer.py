@@ -210,16 +210,24 @@ def progress_to_terminal() -> bool:
     return sys.stderr is not None and sys.stderr.isatty()
 
 
+def _is_training_log(logs: dict) -> bool:
+    """Whether a Trainer log line is the periodic training log (loss, learning rate, gradient norm), not an
+    evaluation's metrics or the end-of-training summary."""
+    return "loss" in logs and not any(key.startswith("eval_") for key in logs)
+
+
 class ProgressLinesCallback(TrainerCallback):
-    """The Trainer's progress for a log file: each line the Trainer logs while training (loss, learning rate,
-    evaluation metrics, as `ProgressCallback` prints them) starts with how far training is ("step 50/669 (7%),
-    18 s, about 160 s left"), and where a tenth of the steps, or `every_seconds`, pass without one, a line says
-    just that. No line per step and no evaluation bars; the end-of-training summary (`train_runtime`, ...) is
-    left to the scripts' "train metrics" block, and what an evaluation after training logs to their metrics."""
+    """The Trainer's progress for a log file: a line each time a tenth of the steps, or `every_seconds`, passes,
+    saying how far training is and the latest training loss ("step 50/669 (7%), 18 s, about 160 s left, loss
+    2.314"), and a line for each evaluation with its metrics. No line per step, no evaluation bars, and no line per
+    logged loss (the run's curves and its card show them all); the end-of-training summary (`train_runtime`, ...)
+    is left to the scripts' "train metrics" block, and what an evaluation after training logs to their metrics."""
 
     def __init__(self, every_seconds: float = 300.0):
         self.every_seconds = every_seconds
         self.training = False
+        self.loss = None
+        self.line_due = False
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.training = True
@@ -227,22 +235,35 @@ class ProgressLinesCallback(TrainerCallback):
         self.last_step = state.global_step
 
     def _progress(self, state) -> str:
-        """Where training is, and when it should end at the pace so far."""
+        """Where training is, when it should end at the pace so far, and the latest training loss."""
         self.last_time, self.last_step = time.perf_counter(), state.global_step
         elapsed = self.last_time - self.started
         left = elapsed * (state.max_steps - state.global_step) / max(state.global_step, 1)
         share = 100 * state.global_step / state.max_steps
-        return f"step {state.global_step}/{state.max_steps} ({share:.0f}%), {elapsed:.0f} s, about {left:.0f} s left"
+        loss = f", loss {self.loss:.4g}" if self.loss is not None else ""
+        return (
+            f"step {state.global_step}/{state.max_steps} ({share:.0f}%), {elapsed:.0f} s, about {left:.0f} s left"
+            + loss
+        )
 
     def on_step_end(self, args, state, control, **kwargs):
         if not state.is_world_process_zero or not state.max_steps:
             return
         tenth_passed = (state.global_step - self.last_step) * 10 >= state.max_steps
         if tenth_passed or time.perf_counter() - self.last_time >= self.every_seconds:
-            print(self._progress(state), flush=True)
+            if control.should_log:  # this step's loss is about to be logged: the line waits for it
+                self.line_due = True
+            else:
+                print(self._progress(state), flush=True)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not state.is_world_process_zero or not self.training or not logs or "train_runtime" in logs:
+            return
+        if _is_training_log(logs):
+            self.loss = logs["loss"] if isinstance(logs["loss"], (int, float)) else self.loss
+            if self.line_due and state.max_steps:
+                self.line_due = False
+                print(self._progress(state), flush=True)
             return
         shown = {k: f"{v:.4g}" if isinstance(v, float) else v for k, v in logs.items() if k != "total_flos"}
         print(f"{self._progress(state)}: {shown}" if state.max_steps else shown, flush=True)
@@ -251,10 +272,63 @@ class ProgressLinesCallback(TrainerCallback):
         self.training = False
 
 
+class ProgressBarCallback(ProgressCallback):
+    """transformers' progress bar for a terminal, with the latest training loss beside the bar instead of a line
+    per logged loss; evaluations are written as lines, as `ProgressCallback` writes them."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and _is_training_log(logs):
+            if state.is_world_process_zero and self.training_bar is not None:
+                self.training_bar.set_postfix(loss=f"{logs['loss']:.4g}", refresh=False)
+            return
+        super().on_log(args, state, control, logs=logs, **kwargs)
+
+
+# Without --logging_steps, the training loss is logged this many times a run, whatever its length, so that every
+# run's curve has its shape (transformers' 500 steps log nothing in a shorter run); without --eval_steps, a run
+# with --eval_strategy steps evaluates this many times (an evaluation costs far more than a log line).
+LOGGED_POINTS = 50
+EVALUATIONS = 10
+
+
 @dataclass
 class CtxTrainingArguments(TrainingArguments):
-    """`TrainingArguments` with the examples' defaults (at most 2 checkpoints kept) and the one setting of their
-    training that it lacks: CPU threads."""
+    """`TrainingArguments` with the examples' defaults (at most 2 checkpoints kept; logging and evaluation steps
+    that scale with the run's length) and the settings of their training that it lacks: CPU threads, time
+    limits, and writing over an earlier run's output folder."""
+
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={
+            "help": "write into an --output_dir that holds an earlier run (a trained model, checkpoints, results), "
+            "removing its weights, checkpoints, results and card first; without it such a folder is refused, "
+            "unless --resume_from_checkpoint continues its training"
+        },
+    )
+
+    logging_steps: float | None = field(
+        default=None,
+        metadata={
+            "help": f"log the training loss every N steps (below 1: that share of the run); default: {LOGGED_POINTS} "
+            "times a run, whatever its length"
+        },
+    )
+
+    eval_steps: float | None = field(
+        default=None,
+        metadata={
+            "help": f"with --eval_strategy steps, evaluate every N steps (below 1: that share of the run); default: "
+            f"{EVALUATIONS} times a run"
+        },
+    )
+
+    save_steps: float | None = field(
+        default=None,
+        metadata={
+            "help": "with --save_strategy steps, save a checkpoint every N steps (below 1: that share of the run); "
+            "default: 500, or with --load_best_model_at_end at each evaluation"
+        },
+    )
 
     save_total_limit: int | None = field(
         default=2,
@@ -292,6 +366,14 @@ class CtxTrainingArguments(TrainingArguments):
     )
 
     def __post_init__(self):
+        # Shares of the run (transformers reads a number below 1 as one), resolved when training starts.
+        if self.logging_steps is None:
+            self.logging_steps = 1 / LOGGED_POINTS
+        if self.eval_steps is None and str(getattr(self.eval_strategy, "value", self.eval_strategy)) == "steps":
+            self.eval_steps = 1 / EVALUATIONS
+        if self.save_steps is None:
+            # --load_best_model_at_end keeps the best of the saved checkpoints: one is saved at each evaluation.
+            self.save_steps = self.eval_steps if self.load_best_model_at_end and self.eval_steps else 500
         super().__post_init__()
         if self.num_threads is not None and self.num_threads < 1:
             raise ValueError(f"--num_threads must be at least 1, got {self.num_threads}")
@@ -374,7 +456,8 @@ class CtxTrainer(Trainer):
       state never goes: `Trainer` would upload `training_args.bin`, a pickle holding `--hub_token` and local
       paths. `--hub_strategy checkpoint` / `all_checkpoints` upload that state by design and are refused.
     - Where stderr is no terminal (a log file), progress is `ProgressLinesCallback`'s line every tenth of the
-      steps instead of a tqdm bar redrawn at every step.
+      steps instead of a tqdm bar redrawn at every step; at a terminal, the bar shows the latest training loss
+      (`ProgressBarCallback`) instead of a line per logged loss.
     - On the CPU, torch's intra-op threads follow the cores other processes leave free, measured when training or
       an evaluation starts and every 10 s of training (`CpuThreadsCallback`; `--num_threads` of
       `CtxTrainingArguments` or `OMP_NUM_THREADS` fixes the number).
@@ -404,9 +487,10 @@ class CtxTrainer(Trainer):
             self.add_callback(TrainingCPUTimeLimit(self.args.max_train_cpu_minutes))
 
         self.add_callback(NonFiniteTrainingCallback())
-        if not progress_to_terminal() and not self.args.disable_tqdm:
+        if not self.args.disable_tqdm:
             self.callback_handler.remove_callback(ProgressCallback)
-            self.callback_handler.add_callback(ProgressLinesCallback())
+            to_terminal = progress_to_terminal()
+            self.callback_handler.add_callback(ProgressBarCallback() if to_terminal else ProgressLinesCallback())
         if self.args.torch_compile and getattr(getattr(self.model, "config", None), "unpad_inputs", False):
             # The number of real tokens is a value-dependent shape: traced, the unpadding stays in the compiled
             # graph (2.1-2.5x compiled transformers, docs/performance.md); untraced, a compiled BERT runs padded.
