@@ -274,7 +274,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             raise ValueError("give --tokenizer_name (or a --model_name_or_path that holds a tokenizer)")
     model = build_model(model_args, task, tokenizer)
     family = MODEL_FAMILIES[model_family(model.config)]
-    apply_learning_rate_default(training_args, argv, model.config, "sequence_classification")
+    new_model = model_args.model_name_or_path is None  # random weights: the rate of a model from scratch
+    apply_learning_rate_default(training_args, argv, model.config, "sequence_classification", new_model)
     apply_unpad_inputs(model, model_args.unpad_inputs)
     check_tokenizer_fits(model.config, tokenizer, data_args.max_seq_length, tokenizer_source)
     logger.info(f"{task.name}: {type(model).__name__} with {model.num_parameters():,} parameters")

@@ -417,7 +417,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             )
         callbacks.append(EarlyStoppingCallback(model_args.early_stopping_patience))
     model, tokenizer, family, checkpoint = build_tagger(model_args, data_args, labels, data, scheme)
-    apply_learning_rate_default(training_args, argv, model.config, "token_classification")
+    new_model = model_args.model_name_or_path is None  # random weights: the rate of a model from scratch
+    apply_learning_rate_default(training_args, argv, model.config, "token_classification", new_model)
     # On a GPU: length-grouped batches, and the family's own defaults (TagLM's larger batches).
     applied = apply_gpu_defaults(training_args, argv, group_by_length=True, **family.gpu_defaults)
     if applied:

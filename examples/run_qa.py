@@ -250,7 +250,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         raise ValueError("give --tokenizer_name (or a --model_name_or_path that holds a tokenizer)")
     tokenizer = load_tokenizer(tokenizer_source, cache_dir=model_args.cache_dir)
     model = build_model(model_args, tokenizer)
-    apply_learning_rate_default(training_args, argv, model.config, "question_answering")
+    new_model = model_args.model_name_or_path is None  # random weights: the rate of a model from scratch
+    apply_learning_rate_default(training_args, argv, model.config, "question_answering", new_model)
     # The card and the Hub upload describe hf_ctx models; a transformers BERT only evaluates here.
     family = model_family(model.config) if training_args.do_train else None
     apply_unpad_inputs(model, model_args.unpad_inputs)

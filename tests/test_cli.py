@@ -88,6 +88,22 @@ def test_user_error_is_one_line_and_exit_status_1(tmp_path):
     assert not (tmp_path / "tok").exists()
 
 
+def test_train_tokenizer_says_why_the_vocabulary_is_smaller_than_asked(tmp_path, capsys):
+    """A text with few distinct pieces gives fewer tokens than --vocab_size: the one line says so, and why."""
+    text = tmp_path / "text.txt"
+    text.write_text("the cat sat on the mat\n" * 20)
+    cli.main(["train-tokenizer", str(text), "--output_dir", str(tmp_path / "tok"), "--vocab_size", "8000"])
+    from transformers import AutoTokenizer
+
+    size = len(AutoTokenizer.from_pretrained(tmp_path / "tok"))
+    assert size < 100 and capsys.readouterr().out == (
+        f"wrote a {size}-token WordPiece tokenizer to {tmp_path / 'tok'}, fewer than the 8,000 asked: the text has "
+        "no more distinct pieces seen at least 2 times (--vocab_size, --min_frequency)\n"
+    )
+    cli.main(["train-tokenizer", str(text), "--output_dir", str(tmp_path / "small"), "--vocab_size", "20"])
+    assert capsys.readouterr().out == f"wrote a 20-token WordPiece tokenizer to {tmp_path / 'small'}\n"
+
+
 def test_debug_flag_or_environment_shows_the_traceback(tmp_path, monkeypatch, capsys):
     missing = str(tmp_path / "missing.txt")
     monkeypatch.delenv("HF_CTX_DEBUG", raising=False)

@@ -393,3 +393,88 @@ def test_run_facts_name_files_held_out_parts_and_hub_splits(tmp_path):
     assert facts.dataset == tmp_path.name
     facts.name_training_data("wikitext", ["/data/a.txt"])
     assert facts.dataset == "wikitext"
+
+
+# --- a card states what the run did, and never two facts that exclude each other ----------------------------
+
+# Groups of claims a card may make, as patterns; the claims of one group exclude each other. "mlm only" and
+# "mlm + nsp" cannot both be true of one run, nor "from scratch" and "from a checkpoint".
+EXCLUSIVE_CLAIMS = {
+    "objective": {
+        "mlm only": r"masked language modelling only",
+        "mlm + nsp": r"two objectives|next-sentence\s+prediction\. The loss is the sum|holds both pretraining heads",
+    },
+    "start": {
+        "scratch": r"[Ff]rom scratch|random initialisation \(no pretrained weights\)|from random initialisation on",
+        "checkpoint": r"continued (with hf_ctx\s+)?from `|Fine-tuning of every weight of `|Starting point \| `",
+    },
+    "biLM": {"frozen": r"a frozen\s+biLM|a frozen ELMo biLM|biLM is frozen", "trained": r"a fine-tuned\s+biLM"},
+    "vocabulary": {"made here": r"(trained|built) here from the training text", "given": r"(tokens|words), from `"},
+}
+
+
+def claims(text: str) -> dict[str, list[str]]:
+    """group -> the claims of it that `text` makes."""
+    return {
+        group: [claim for claim, pattern in patterns.items() if re.search(pattern, text)]
+        for group, patterns in EXCLUSIVE_CLAIMS.items()
+    }
+
+
+def pretraining_facts(family: str, objective: str | None, base_model: str | None, vocabulary: str) -> RunFacts:
+    """The facts of a pretrain_bert.py / pretrain_elmo.py run, as the scripts fill them."""
+    facts = RunFacts(family, base_model=base_model)
+    if objective is not None:
+        facts.hyperparameters["objective"] = objective
+    facts.hyperparameters["tokenizer" if family == "bert" else "word vocabulary"] = vocabulary
+    facts.name_training_data(None, "train.txt")
+    facts.add_metrics("validation", {"eval_perplexity": 12.5})
+    return facts
+
+
+# (family, builder, facts, the claims the run makes true: group -> claim)
+CARD_RUNS = [
+    (
+        "bert", bert_pretraining,
+        lambda folder: pretraining_facts("bert", "mlm_nsp", None, "90 WordPiece tokens, trained here from the training text"),
+        {"objective": "mlm + nsp", "start": "scratch", "vocabulary": "made here"},
+    ),
+    (
+        "bert", bert_pretraining,
+        lambda folder: pretraining_facts("bert", "mlm", str(folder), f"90 WordPiece tokens, from `{folder.name}` (the checkpoint continued)"),
+        {"objective": "mlm only", "start": "checkpoint", "vocabulary": "given"},
+    ),
+    ("bert", bert_token_classifier, lambda folder: ner_facts(), {"start": "checkpoint"}),
+    ("bert", bert_crf_tagger, lambda folder: ner_facts(base_model=None), {"start": "scratch"}),
+    (
+        "elmo", elmo_bilm,
+        lambda folder: pretraining_facts("elmo", None, None, "23 words, built here from the training text"),
+        {"start": "scratch", "vocabulary": "made here"},
+    ),
+    (
+        "elmo", elmo_bilm,
+        lambda folder: pretraining_facts("elmo", None, str(folder), f"23 words, from `{folder.name}` (the checkpoint continued)"),
+        {"start": "checkpoint", "vocabulary": "given"},
+    ),
+    ("elmo", elmo_token_classifier, lambda folder: ner_facts("elmo", base_model=str(folder)), {"biLM": "frozen"}),
+    ("elmo", elmo_crf_tagger, lambda folder: ner_facts("elmo", base_model=str(folder)), {"biLM": "frozen"}),
+    ("taglm", taglm, lambda folder: ner_facts("taglm", base_model=None), {"biLM": "frozen"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("family", sorted(MODEL_FAMILIES))
+def test_a_card_never_states_two_contradicting_facts(family, tmp_path):
+    """Every kind of run of the family: of each group of claims that exclude each other, its card makes at most
+    one, and the one the run makes true where it makes one."""
+    runs = [run for run in CARD_RUNS if run[0] == family]
+    assert runs
+    for _, build, facts_of, true in runs:
+        folder = tmp_path / f"{build.__name__}{len(true)}"
+        folder.mkdir(exist_ok=True)
+        model, _ = build(folder)
+        text = build_model_card(model, facts_of(folder), model_id="me/model").text
+        made = claims(text)
+        for group, found in made.items():
+            assert len(found) <= 1, f"{build.__name__}: the card claims {found} ({group})"
+            if group in true:
+                assert found == [true[group]], f"{build.__name__}: {group} should be {true[group]}, is {found}"

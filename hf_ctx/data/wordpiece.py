@@ -5,6 +5,7 @@ registered for `CtxBertConfig`, so `AutoTokenizer` loads it from an hf_ctx check
 hf_ctx is not installed. This module adds training a WordPiece vocabulary from text files.
 """
 
+import logging
 import os
 from collections.abc import Iterable, Iterator
 
@@ -12,6 +13,8 @@ from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from transformers import BertTokenizer
 
 from .files import utf8_lines
+
+logger = logging.getLogger(__name__)
 
 # BERT's special tokens; [PAD] first so that pad_token_id = 0 as CtxBertConfig expects.
 SPECIAL_TOKENS = {
@@ -153,4 +156,16 @@ def train_wordpiece_tokenizer(
     )
     if tokenizer.pad_token_id != 0:
         raise RuntimeError(f"trained tokenizer put [PAD] at id {tokenizer.pad_token_id}, expected 0")
+    shortfall = vocabulary_shortfall(len(tokenizer), vocab_size, min_frequency)
+    if shortfall:
+        logger.info(f"the WordPiece vocabulary has {len(tokenizer):,} tokens, {shortfall}")
     return tokenizer
+
+
+def vocabulary_shortfall(size: int, vocab_size: int, min_frequency: int) -> str | None:
+    """Why a trained vocabulary of `size` tokens is smaller than the `vocab_size` asked, in words ("fewer than the
+    8,000 asked: ..."); None when it is not."""
+    if size >= vocab_size:
+        return None
+    times = "once" if min_frequency == 1 else f"{min_frequency} times"
+    return f"fewer than the {vocab_size:,} asked: the text has no more distinct pieces seen at least {times}"

@@ -85,7 +85,7 @@ def _add_train_tokenizer(subparsers):
 
     def run(args):
         from ..atomic_files import save_pretrained_atomically
-        from ..data.wordpiece import train_wordpiece_tokenizer
+        from ..data.wordpiece import train_wordpiece_tokenizer, vocabulary_shortfall
         from .checks import check_output_dir
 
         check_output_dir(args.output_dir)
@@ -97,7 +97,11 @@ def _add_train_tokenizer(subparsers):
             model_max_length=args.model_max_length,
         )
         save_pretrained_atomically(tokenizer, args.output_dir)
-        print(f"wrote a {len(tokenizer)}-token WordPiece tokenizer to {args.output_dir}")
+        shortfall = vocabulary_shortfall(len(tokenizer), args.vocab_size, args.min_frequency)
+        print(
+            f"wrote a {len(tokenizer)}-token WordPiece tokenizer to {args.output_dir}"
+            + (f", {shortfall} (--vocab_size, --min_frequency)" if shortfall else "")
+        )
 
     p.set_defaults(func=run)
 

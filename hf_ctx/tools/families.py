@@ -83,6 +83,9 @@ class ModelFamily:
         learning_rates: task (a key of `AUTO_CLASSES`) -> the learning rate the example scripts train the family's
             model for that task with when `--learning_rate` is not given, chosen by a measured sweep
             (docs/results.md#default-learning-rates); a task without one keeps transformers' 5e-5.
+        new_model_learning_rates: the same for a model of the task from random weights (`--model_type`, no
+            pretrained checkpoint), where its sweep chose another rate than a pretrained checkpoint's; a task
+            without one takes `learning_rates`'.
     """
 
     name: str
@@ -98,6 +101,14 @@ class ModelFamily:
     gpu_defaults: dict = field(default_factory=dict)
     title: str = ""
     learning_rates: dict[str, float] = field(default_factory=dict)
+    new_model_learning_rates: dict[str, float] = field(default_factory=dict)
+
+    def learning_rate(self, task: str, new_model: bool = False) -> float | None:
+        """The default learning rate for `task` (None: none measured), for a model from random weights when
+        `new_model`."""
+        if new_model and task in self.new_model_learning_rates:
+            return self.new_model_learning_rates[task]
+        return self.learning_rates.get(task)
 
     def config_has_field(self, name: str) -> bool:
         """Whether the family's config has the field `name` (e.g. TagLM's "tag_scheme")."""

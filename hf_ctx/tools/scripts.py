@@ -202,15 +202,18 @@ def given_options(argv: list[str] | None) -> set[str]:
     }
 
 
-def apply_learning_rate_default(training_args: TrainingArguments, argv: list[str] | None, config, task: str) -> None:
+def apply_learning_rate_default(
+    training_args: TrainingArguments, argv: list[str] | None, config, task: str, new_model: bool = False
+) -> None:
     """Unless `--learning_rate` is on the command line `argv`, train with the learning rate that hf_ctx's family
-    registry gives the model of `config` for `task` (a key of `AUTO_CLASSES`, e.g. "token_classification"), and
-    say which one once. transformers' 5e-5 stays for a model of another library or a task without a measured
-    default. A run that does not train says nothing."""
+    registry gives the model of `config` for `task` (a key of `AUTO_CLASSES`, e.g. "token_classification"; a
+    `new_model` from random weights may have a rate of its own), and say which one once. transformers' 5e-5 stays
+    for a model of another library or a task without a measured default. A run that does not train says
+    nothing."""
     if not training_args.do_train or "learning_rate" in given_options(argv):
         return
     family, what = find_family(config), task.replace("_", " ")
-    rate = family.learning_rates.get(task) if family is not None else None
+    rate = family.learning_rate(task, new_model) if family is not None else None
     if rate is None:
         whose = f"{family.title} {what}" if family is not None else f"a {config.model_type} model"
         logger.info(
@@ -219,8 +222,9 @@ def apply_learning_rate_default(training_args: TrainingArguments, argv: list[str
         )
         return
     training_args.learning_rate = rate
+    new = " from random weights" if new_model and task in family.new_model_learning_rates else ""
     logger.info(
-        f"learning rate {_short(rate)}: hf_ctx's default for {family.title} {what}; --learning_rate sets another"
+        f"learning rate {_short(rate)}: hf_ctx's default for {family.title} {what}{new}; --learning_rate sets another"
     )
 
 
