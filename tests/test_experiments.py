@@ -328,6 +328,7 @@ def test_run_example_restarts_or_resumes_an_unfinished_run_and_deletes_a_finishe
         ]
     else:
         assert "--resume_from_checkpoint" not in argv and checkpoints_at_start == []
+        assert argv[-1] == "--overwrite_output_dir"  # what the unfinished run left goes too
     assert metrics == {"eval_f1": 0.5, "predict_f1": 0.25} and not list(run_dir.glob("checkpoint-*"))
     assert experiment_lib.run_example("run_ner", args, run_dir, resume=resume) == metrics and len(calls) == 1  # reused
     # ... but only for the same command: another biLM's results must not stand for this one's.
@@ -339,7 +340,7 @@ def test_run_example_restarts_or_resumes_an_unfinished_run_and_deletes_a_finishe
     (run_dir / "model.safetensors").unlink()
     (run_dir / "checkpoint-8").mkdir()
     experiment_lib.run_example("run_ner", ["--output_dir", str(run_dir)], run_dir, resume=resume)
-    assert calls[1][0][-2:] == ["--save_strategy", "no"] and calls[1][1] == []
+    assert calls[1][0][-3:] == ["--save_strategy", "no", "--overwrite_output_dir"] and calls[1][1] == []
 
 
 def test_verdicts_say_better_or_worse_than_the_control():

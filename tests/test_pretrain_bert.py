@@ -486,7 +486,8 @@ def continued_args(checkpoint, train_file, output_dir, cache_dir, steps=3):
 def test_continued_pretraining_changes_the_weights_and_keeps_the_vocabulary(single_run, corpus, tmp_path):
     checkpoint, _ = single_run
     task_text = write_corpus(tmp_path / "task_text.txt", 40, np.random.default_rng(7))
-    pretrain_bert.main(continued_args(checkpoint, task_text, tmp_path / "continued", corpus["cache"]))
+    arguments = continued_args(checkpoint, task_text, tmp_path / "continued", corpus["cache"])
+    pretrain_bert.main([*arguments, "--objective", "mlm"])
     output = tmp_path / "continued"
     for name in ("tokenizer.json", "tokenizer_config.json"):
         assert (output / name).read_bytes() == (checkpoint / name).read_bytes(), name
@@ -503,6 +504,12 @@ def test_continued_pretraining_changes_the_weights_and_keeps_the_vocabulary(sing
     assert f"Pretraining continued from `{checkpoint.name}` on the local file task_text.txt" in card
     assert f"| Starting point | `{checkpoint.name}`, trained by hf_ctx from random initialisation" in card
     assert "Created here" not in card
+    # What ran, and only that: MLM alone, the checkpoint's tokenizer, the loss of a run that did not evaluate.
+    assert "masked language modelling only" in card and "two objectives" not in card
+    tokens = len(AutoTokenizer.from_pretrained(output))
+    assert f"| tokenizer | {tokens} WordPiece tokens, from `{checkpoint.name}` (the checkpoint continued) |" in card
+    assert re.search(r"\| Step +\| Epoch +\| Training Loss +\|", card) and "training_curves.png" in card
+    assert (output / "training_curves.png").stat().st_size > 0
 
 
 def masked_lm(folder):

@@ -614,6 +614,29 @@ def test_progress_in_a_file_is_a_line_a_tenth_with_the_latest_loss_and_a_line_pe
     assert lines[-1].startswith("step 100/100 (100%), ") and lines[-1].endswith(" s left, loss 0.1")
 
 
+def test_at_a_terminal_the_bar_shows_the_latest_loss_and_evaluations_are_lines():
+    from types import SimpleNamespace
+
+    from hf_ctx.tools.trainer import ProgressBarCallback
+
+    class Bar:
+        def __init__(self):
+            self.postfix, self.written = None, []
+
+        def set_postfix(self, refresh=True, **values):
+            self.postfix = values
+
+        def write(self, text):
+            self.written.append(text)
+
+    callback, state = ProgressBarCallback(), SimpleNamespace(is_world_process_zero=True)
+    callback.training_bar = Bar()
+    callback.on_log(None, state, None, logs={"loss": 0.51234, "learning_rate": 1e-3, "epoch": 0.5})
+    callback.on_log(None, state, None, logs={"eval_loss": 0.25, "epoch": 0.5})
+    assert callback.training_bar.postfix == {"loss": "0.5123"}
+    assert callback.training_bar.written == ["{'eval_loss': '0.25', 'epoch': '0.5'}"]
+
+
 def test_output_to_a_file_gets_progress_lines_and_no_terminal_codes(tmp_path, restore_logging):
     """Under pytest stderr is no terminal, as in a log file: the Trainer reports with ProgressLinesCallback, and
     transformers' colour codes (its LOAD REPORT) are taken out of what its logger writes."""

@@ -74,9 +74,9 @@ def run_example(name: str, args: Sequence[str], run_dir: str | Path, resume: boo
 
     A run that finished before (its `run_dir` holds the saved model and `eval_results.json`) is not run again, so an
     interrupted experiment goes on where it stopped when the same command is given again. A run that did not
-    finish starts again from its beginning, its stale checkpoints removed first, unless `resume` (pretraining,
-    which `args` make save checkpoints with `--save_strategy steps`): then it continues from its latest complete
-    checkpoint. Runs save no checkpoints unless `args` give `--save_strategy`; a finished run's checkpoints (early
+    finish starts again from its beginning (`--overwrite_output_dir`), its stale checkpoints removed first, unless
+    `resume` (pretraining, which `args` make save checkpoints with `--save_strategy steps`): then it continues from
+    its latest complete checkpoint. Runs save no checkpoints unless `args` give `--save_strategy`; a finished run's checkpoints (early
     stopping's, or pretraining's) are deleted, as the model it kept is saved in `run_dir`. A finished run made by
     other arguments (`experiment_command.json`) is an error, never reused."""
     run_dir = Path(run_dir)
@@ -95,6 +95,7 @@ def run_example(name: str, args: Sequence[str], run_dir: str | Path, resume: boo
         else:
             for stale in checkpoints(run_dir):
                 shutil.rmtree(stale)
+            args += ["--overwrite_output_dir"]  # the results an unfinished run left go too
         print(f"\n$ python examples/{name}.py {' '.join(map(str, args))}", flush=True)
         load_example(name).main([str(a) for a in args])
     for done in checkpoints(run_dir):
