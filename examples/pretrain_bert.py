@@ -361,7 +361,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         model_args, data_args, training_args
     )
     model, created = build_model(model_args, tokenizer, continued_config)
-    apply_learning_rate_default(training_args, argv, model.config, "pretraining")
+    new_model = model_args.model_name_or_path is None  # from scratch (a resumed run too, as it started)
+    apply_learning_rate_default(training_args, argv, model.config, "pretraining", new_model)
     tokenizer.model_max_length = model.config.max_position_embeddings
     if data_args.max_seq_length > model.config.max_position_embeddings:
         raise ValueError(

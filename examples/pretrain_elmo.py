@@ -245,7 +245,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             else (None, None)
         )
     model, tokenizer, created, vocabulary = build_model_and_tokenizer(model_args, train_sentences, continued_config)
-    apply_learning_rate_default(training_args, argv, model.config, "pretraining")
+    new_model = model_args.model_name_or_path is None  # from scratch (a resumed run too, as it started)
+    apply_learning_rate_default(training_args, argv, model.config, "pretraining", new_model)
     if data_args.streaming and training_args.do_train:
         train_sentences = shuffled_stream(train_sentences, training_args)
     lstm = model.config.lstm

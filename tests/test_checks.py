@@ -171,3 +171,14 @@ def test_every_script_refuses_to_train_over_a_finished_model_before_reading_anyt
     with pytest.raises(ValueError, match=rf"^--output_dir {out} holds a trained model .*--overwrite_output_dir"):
         module.main([*arguments, "--do_train", "--output_dir", str(out), "--report_to", "none"])
     assert (out / "model.safetensors").read_text() == "x"
+
+
+def test_a_run_never_writes_over_the_model_it_reads_even_when_told_to_overwrite(tmp_path):
+    """--overwrite_output_dir removes an earlier run's weights: into the folder of --model_name_or_path it would
+    remove the model the run starts from, so that is refused first, by name."""
+    model = _earlier_run(tmp_path / "model", "model.safetensors")
+    (model / "config.json").write_text('{"model_type": "hf_ctx_bert"}')
+    arguments = ["--model_name_or_path", str(model), "--train_file", "eng.train", "--do_train", "--report_to", "none"]
+    with pytest.raises(ValueError, match=rf"^output folder {model} is --model_name_or_path; writing there would"):
+        run_ner.main([*arguments, "--output_dir", str(model), "--overwrite_output_dir"])
+    assert (model / "model.safetensors").read_text() == "x"

@@ -577,6 +577,20 @@ def test_a_family_trains_at_its_own_learning_rate_unless_one_is_given(tmp_path, 
     )
     rate, lines = rate_and_lines(BertConfig(), "sequence_classification")  # a transformers BERT
     assert rate == 5e-5 and "hf_ctx has none for a bert model" in lines[0]
+    # A pretrained checkpoint wider than the sweeps' models keeps 5e-5 (a published BERT-base would be wrecked by
+    # BERT mini's rate); a new model of that width takes the rate.
+    bert = MODEL_FAMILIES["bert"].learning_rates["token_classification"]
+    assert rate_and_lines(CtxBertConfig.from_preset("mini"), "token_classification")[0] == bert != 5e-5
+    rate, [line] = rate_and_lines(CtxBertConfig.from_preset("base"), "token_classification")
+    assert rate == 5e-5 and line == (
+        "learning rate 5e-5: transformers' default (hf_ctx's 1e-3 for BERT token classification was "
+        "measured on models up to 256 wide, and this one is 768); --learning_rate sets another"
+    )
+    args = transformers.HfArgumentParser(TrainingArguments).parse_args_into_dataclasses(
+        args=["--output_dir", str(tmp_path), "--do_train"]
+    )[0]
+    apply_learning_rate_default(args, ["--do_train"], CtxBertConfig.from_preset("base"), "token_classification", True)
+    assert args.learning_rate == bert
     predicting = TrainingArguments(output_dir=str(tmp_path), report_to="none", do_predict=True)
     apply_learning_rate_default(predicting, ["--do_predict"], TagLMConfig(), "token_classification")
     assert predicting.learning_rate == 5e-5  # a run that does not train is left alone

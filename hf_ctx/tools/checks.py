@@ -131,15 +131,17 @@ def check_elmo_checkpoint(name_or_path: str | os.PathLike, what: str, needed: st
 CHECKPOINT_MARKERS = ("config.json", "tokenizer_config.json", "model.safetensors", "model.safetensors.index.json")
 
 
-def check_output_dir(out_dir: str | os.PathLike, *, source_dir: str | os.PathLike | None = None) -> None:
-    """Refuse an output folder that is a file, or that is the source folder (writing would overwrite it)."""
+def check_output_dir(
+    out_dir: str | os.PathLike, *, source_dir: str | os.PathLike | None = None, what: str = "the source folder"
+) -> None:
+    """Refuse an output folder that is a file, or that is the source folder (writing would overwrite it); `what`
+    names the source in the message."""
     out_dir = os.fspath(out_dir)
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise ValueError(f"output folder {out_dir} is a file; give a folder (it is created if needed)")
     if source_dir is not None and os.path.realpath(out_dir) == os.path.realpath(os.fspath(source_dir)):
         raise ValueError(
-            f"output folder {out_dir} is the source folder; writing there would overwrite the source. "
-            "Give another output folder"
+            f"output folder {out_dir} is {what}; writing there would overwrite the source. Give another output folder"
         )
 
 

@@ -86,6 +86,9 @@ class ModelFamily:
         new_model_learning_rates: the same for a model of the task from random weights (`--model_type`, no
             pretrained checkpoint), where its sweep chose another rate than a pretrained checkpoint's; a task
             without one takes `learning_rates`'.
+        learning_rates_up_to_width: the widest model (`config.hidden_size`) the sweeps measured those rates on;
+            a wider pretrained checkpoint keeps transformers' 5e-5 (published checkpoints, wider, are fine-tuned at
+            2e-5 to 5e-5, and a rate measured on a small model can wreck them). None: no limit.
     """
 
     name: str
@@ -102,6 +105,7 @@ class ModelFamily:
     title: str = ""
     learning_rates: dict[str, float] = field(default_factory=dict)
     new_model_learning_rates: dict[str, float] = field(default_factory=dict)
+    learning_rates_up_to_width: int | None = None
 
     def learning_rate(self, task: str, new_model: bool = False) -> float | None:
         """The default learning rate for `task` (None: none measured), for a model from random weights when
@@ -109,6 +113,15 @@ class ModelFamily:
         if new_model and task in self.new_model_learning_rates:
             return self.new_model_learning_rates[task]
         return self.learning_rates.get(task)
+
+    def too_wide_for_learning_rates(self, config) -> bool:
+        """Whether `config`'s model is wider than the models the family's learning rates were measured on."""
+        width = getattr(config, "hidden_size", None)
+        return (
+            self.learning_rates_up_to_width is not None
+            and width is not None
+            and width > self.learning_rates_up_to_width
+        )
 
     def config_has_field(self, name: str) -> bool:
         """Whether the family's config has the field `name` (e.g. TagLM's "tag_scheme")."""
@@ -219,7 +232,8 @@ BERT = ModelFamily(
     tokenizer_fields=lambda tokenizer: {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id},
     presets=configuration_bert.BERT_PRESETS,
     title="BERT",
-    learning_rates={"pretraining": 3e-4},
+    learning_rates={"pretraining": 3e-4, "token_classification": 1e-3},
+    learning_rates_up_to_width=256,  # BERT mini, the size of the sweeps
 )
 ELMO = ModelFamily(
     name="elmo",

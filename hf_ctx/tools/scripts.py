@@ -22,8 +22,10 @@ from transformers import HfArgumentParser, Trainer, TrainingArguments
 
 from ..atomic_files import lock_output
 from .checks import (
+    PATH_ARGUMENTS,
     check_conflicting_arguments,
     check_mixed_precision,
+    check_output_dir,
     check_path_arguments,
     check_positive_arguments,
     prepare_output_dir,
@@ -137,6 +139,10 @@ def parse_args_and_set_up(
     # One process of a multi-process run saves (the main one, or each node's with --save_on_each_node), so that
     # one takes the lock: the others write only where it tells them to.
     if training_args.output_dir and training_args.should_save:
+        for group in script_args:  # a run never writes over the model it reads
+            for name in PATH_ARGUMENTS:
+                if getattr(group, name, None) is not None and os.path.isdir(getattr(group, name)):
+                    check_output_dir(training_args.output_dir, source_dir=getattr(group, name), what=f"--{name}")
         lock_output(training_args.output_dir, "--output_dir")
         prepare_output_dir(
             training_args.output_dir,
@@ -208,17 +214,24 @@ def apply_learning_rate_default(
     """Unless `--learning_rate` is on the command line `argv`, train with the learning rate that hf_ctx's family
     registry gives the model of `config` for `task` (a key of `AUTO_CLASSES`, e.g. "token_classification"; a
     `new_model` from random weights may have a rate of its own), and say which one once. transformers' 5e-5 stays
-    for a model of another library or a task without a measured default. A run that does not train says
-    nothing."""
+    for a model of another library, a task without a measured default, and a pretrained checkpoint wider than
+    the models the rate was measured on (`ModelFamily.learning_rates_up_to_width`). A run that does not train
+    says nothing."""
     if not training_args.do_train or "learning_rate" in given_options(argv):
         return
     family, what = find_family(config), task.replace("_", " ")
     rate = family.learning_rate(task, new_model) if family is not None else None
-    if rate is None:
+    if rate is None or (not new_model and family.too_wide_for_learning_rates(config)):
         whose = f"{family.title} {what}" if family is not None else f"a {config.model_type} model"
+        why = f"hf_ctx has none for {whose}"
+        if rate is not None:
+            why = (
+                f"hf_ctx's {_short(rate)} for {whose} was measured on models up to {family.learning_rates_up_to_width} "
+                f"wide, and this one is {config.hidden_size}"
+            )
         logger.info(
-            f"learning rate {_short(training_args.learning_rate)}: transformers' default (hf_ctx has none for "
-            f"{whose}); --learning_rate sets another"
+            f"learning rate {_short(training_args.learning_rate)}: transformers' default ({why}); --learning_rate "
+            "sets another"
         )
         return
     training_args.learning_rate = rate
