@@ -267,7 +267,7 @@ TAGLM = ModelFamily(
     # TagLM's steps are small: batches of 32 instead of 8 keep a GPU busy.
     gpu_defaults={"per_device_train_batch_size": 32, "per_device_eval_batch_size": 32},
     title="TagLM",
-    learning_rates={"token_classification": 3e-3},
+    learning_rates={"token_classification": 1e-2},
 )
 
 # Family name -> its record.
