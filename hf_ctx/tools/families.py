@@ -83,9 +83,6 @@ class ModelFamily:
         learning_rates: task (a key of `AUTO_CLASSES`) -> the learning rate the example scripts train the family's
             model for that task with when `--learning_rate` is not given, chosen by a measured sweep
             (docs/results.md#default-learning-rates); a task without one keeps transformers' 5e-5.
-        new_model_learning_rates: the same for a model of the task from random weights (`--model_type`, no
-            pretrained checkpoint), where its sweep chose another rate than a pretrained checkpoint's; a task
-            without one takes `learning_rates`'.
         learning_rates_up_to_width: the widest model (`config.hidden_size`) the sweeps measured those rates on;
             a wider pretrained checkpoint keeps transformers' 5e-5 (published checkpoints, wider, are fine-tuned at
             2e-5 to 5e-5, and a rate measured on a small model can wreck them). None: no limit.
@@ -104,24 +101,12 @@ class ModelFamily:
     gpu_defaults: dict = field(default_factory=dict)
     title: str = ""
     learning_rates: dict[str, float] = field(default_factory=dict)
-    new_model_learning_rates: dict[str, float] = field(default_factory=dict)
     learning_rates_up_to_width: int | None = None
-
-    def learning_rate(self, task: str, new_model: bool = False) -> float | None:
-        """The default learning rate for `task` (None: none measured), for a model from random weights when
-        `new_model`."""
-        if new_model and task in self.new_model_learning_rates:
-            return self.new_model_learning_rates[task]
-        return self.learning_rates.get(task)
 
     def too_wide_for_learning_rates(self, config) -> bool:
         """Whether `config`'s model is wider than the models the family's learning rates were measured on."""
-        width = getattr(config, "hidden_size", None)
-        return (
-            self.learning_rates_up_to_width is not None
-            and width is not None
-            and width > self.learning_rates_up_to_width
-        )
+        width, limit = getattr(config, "hidden_size", None), self.learning_rates_up_to_width
+        return limit is not None and width is not None and width > limit
 
     def config_has_field(self, name: str) -> bool:
         """Whether the family's config has the field `name` (e.g. TagLM's "tag_scheme")."""

@@ -212,15 +212,14 @@ def apply_learning_rate_default(
     training_args: TrainingArguments, argv: list[str] | None, config, task: str, new_model: bool = False
 ) -> None:
     """Unless `--learning_rate` is on the command line `argv`, train with the learning rate that hf_ctx's family
-    registry gives the model of `config` for `task` (a key of `AUTO_CLASSES`, e.g. "token_classification"; a
-    `new_model` from random weights may have a rate of its own), and say which one once. transformers' 5e-5 stays
-    for a model of another library, a task without a measured default, and a pretrained checkpoint wider than
-    the models the rate was measured on (`ModelFamily.learning_rates_up_to_width`). A run that does not train
-    says nothing."""
+    registry gives the model of `config` for `task` (a key of `AUTO_CLASSES`, e.g. "token_classification"), and
+    say which one once. transformers' 5e-5 stays for a model of another library, a task without a measured
+    default, and a pretrained checkpoint (not a `new_model` from random weights) wider than the models the rate
+    was measured on (`ModelFamily.learning_rates_up_to_width`). A run that does not train says nothing."""
     if not training_args.do_train or "learning_rate" in given_options(argv):
         return
     family, what = find_family(config), task.replace("_", " ")
-    rate = family.learning_rate(task, new_model) if family is not None else None
+    rate = family.learning_rates.get(task) if family is not None else None
     if rate is None or (not new_model and family.too_wide_for_learning_rates(config)):
         whose = f"{family.title} {what}" if family is not None else f"a {config.model_type} model"
         why = f"hf_ctx has none for {whose}"
@@ -235,9 +234,8 @@ def apply_learning_rate_default(
         )
         return
     training_args.learning_rate = rate
-    new = " from random weights" if new_model and task in family.new_model_learning_rates else ""
     logger.info(
-        f"learning rate {_short(rate)}: hf_ctx's default for {family.title} {what}{new}; --learning_rate sets another"
+        f"learning rate {_short(rate)}: hf_ctx's default for {family.title} {what}; --learning_rate sets another"
     )
 
 
