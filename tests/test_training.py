@@ -598,8 +598,9 @@ def test_a_family_trains_at_its_own_learning_rate_unless_one_is_given(tmp_path, 
 
 def test_progress_in_a_file_is_a_line_a_tenth_with_the_latest_loss_and_a_line_per_evaluation(capsys):
     """No line per step and none per logged loss: 100 steps with the loss logged every 25 and an evaluation at step
-    50 give a line each tenth, carrying the latest loss (a tenth whose step logs a loss waits for it), and the
-    evaluation's line; the final summary and a later evaluation's log are the scripts' to print."""
+    50 give a line each tenth, carrying the latest loss (a tenth whose step logs a loss waits for it; one with an
+    evaluation is the evaluation's line); the final summary and a later evaluation's log are the scripts' to
+    print."""
     from types import SimpleNamespace
 
     from hf_ctx.tools.trainer import ProgressLinesCallback
@@ -608,23 +609,23 @@ def test_progress_in_a_file_is_a_line_a_tenth_with_the_latest_loss_and_a_line_pe
     state = SimpleNamespace(global_step=0, max_steps=100, is_world_process_zero=True)
     callback.on_train_begin(None, state, None)
     for step in range(1, 101):
-        state.global_step, control = step, SimpleNamespace(should_log=step % 25 == 0)
+        state.global_step = step
+        control = SimpleNamespace(should_log=step % 25 == 0, should_evaluate=step == 50)
         callback.on_step_end(None, state, control)
         if control.should_log:
-            callback.on_log(
-                None, state, control, logs={"loss": step / 1000, "learning_rate": 1e-3, "epoch": step / 100}
-            )
-        if step == 50:
+            logs = {"loss": step / 1000, "learning_rate": 1e-3, "epoch": step / 100}
+            callback.on_log(None, state, control, logs=logs)
+        if control.should_evaluate:
             callback.on_log(None, state, control, logs={"eval_loss": 0.5, "eval_f1": 0.25, "epoch": 0.5})
     callback.on_log(None, state, None, logs={"train_runtime": 1.0, "train_loss": 0.5})
     callback.on_train_end(None, state, None)
     callback.on_log(None, state, None, logs={"eval_loss": 0.5})
     lines = capsys.readouterr().out.splitlines()
     steps = [int(line.removeprefix("step ").split("/")[0]) for line in lines]
-    assert steps == [10, 20, 30, 40, 50, 50, 60, 70, 80, 90, 100]
+    assert steps == [10, 20, 30, 40, 50, 60, 70, 80, 90, 100]  # at step 50 the evaluation's line is the tenth's
     assert lines[0].startswith("step 10/100 (10%), ") and lines[0].endswith(" s left")  # no loss logged yet
-    assert lines[2].endswith(" s left, loss 0.025") and lines[4].endswith(" s left, loss 0.05")
-    assert lines[5].endswith(", loss 0.05: {'eval_loss': '0.5', 'eval_f1': '0.25', 'epoch': '0.5'}")
+    assert lines[2].endswith(" s left, loss 0.025")
+    assert lines[4].endswith(", loss 0.05: {'eval_loss': '0.5', 'eval_f1': '0.25', 'epoch': '0.5'}")
     assert lines[-1].startswith("step 100/100 (100%), ") and lines[-1].endswith(" s left, loss 0.1")
 
 

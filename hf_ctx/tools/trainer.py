@@ -251,7 +251,8 @@ class ProgressLinesCallback(TrainerCallback):
             return
         tenth_passed = (state.global_step - self.last_step) * 10 >= state.max_steps
         if tenth_passed or time.perf_counter() - self.last_time >= self.every_seconds:
-            if control.should_log:  # this step's loss is about to be logged: the line waits for it
+            # This step's loss is about to be logged, or an evaluation's line to say how far training is: wait.
+            if control.should_log or control.should_evaluate:
                 self.line_due = True
             else:
                 print(self._progress(state), flush=True)
@@ -261,10 +262,11 @@ class ProgressLinesCallback(TrainerCallback):
             return
         if _is_training_log(logs):
             self.loss = logs["loss"] if isinstance(logs["loss"], (int, float)) else self.loss
-            if self.line_due and state.max_steps:
+            if self.line_due and state.max_steps and not (control and control.should_evaluate):
                 self.line_due = False
                 print(self._progress(state), flush=True)
             return
+        self.line_due = False  # the evaluation's line says how far training is
         shown = {k: f"{v:.4g}" if isinstance(v, float) else v for k, v in logs.items() if k != "total_flos"}
         print(f"{self._progress(state)}: {shown}" if state.max_steps else shown, flush=True)
 
