@@ -39,8 +39,7 @@ A label at evaluation that training never saw is an error. Sentences longer than
 
 from script_help import answer_help_at_once
 
-if __name__ == "__main__":
-    answer_help_at_once(__file__)  # --help answers before torch and transformers load
+answer_help_at_once(__name__, __file__)  # run with --help: the help at once, before torch and transformers load
 
 import logging
 from dataclasses import dataclass, field

@@ -20,9 +20,12 @@ ALL_OPTIONS = "--help_all"
 WIDTH = 100
 
 
-def answer_help_at_once(script: str) -> None:
-    """What a script run as a program calls before its imports: with `-h` or `--help`, print its help text and
-    exit; with `--help_all`, let the full parser answer (`--help_all` becomes `--help`)."""
+def answer_help_at_once(module_name: str, script: str) -> None:
+    """What every script calls before its imports, with its `__name__` and `__file__`: run as a program (not
+    imported), with `-h` or `--help` it prints its help text and exits; with `--help_all` the full parser answers
+    (`--help_all` becomes `--help`)."""
+    if module_name != "__main__":
+        return
     arguments = sys.argv[1:]
     if ALL_OPTIONS in arguments:
         sys.argv[1 + arguments.index(ALL_OPTIONS)] = "--help"

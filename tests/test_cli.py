@@ -16,7 +16,8 @@ from hf_ctx.tools import cli
 from hf_ctx.tools.errors import run_script
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+# The example scripts (script_help.py beside them is their helper, not an example).
+EXAMPLES = sorted(path for path in (ROOT / "examples").glob("*.py") if path.name != "script_help.py")
 
 
 def run_python(args: list[str]) -> subprocess.CompletedProcess:

@@ -4,6 +4,7 @@ Real file systems where the test may mount one (tests/filesystems.py), else skip
 
 import errno
 import json
+import logging
 import os
 import re
 import signal
@@ -604,8 +605,9 @@ def test_any_full_disk_error_a_library_raises_is_one_line(capsys, error):
 def test_run_ner_into_a_symlink_to_another_filesystem_holding_a_damaged_file_and_a_killed_runs_leftovers(
     tmp_path, caplog
 ):
-    """The whole script: checkpoints, the final model, its card and metrics land on the other file system; the
-    damaged all_results.json there is replaced with a warning; what a killed run left is removed."""
+    """The whole script: checkpoints, the final model, its card and metrics land on the other file system; what a
+    killed run left there (a checkpoint holding a writer's temporary, a damaged all_results.json) is refused by
+    name, then removed with --overwrite_output_dir, through the symlink."""
     import run_ner
 
     from hf_ctx.data.synthetic_ner import generate_ner_corpus
@@ -620,17 +622,21 @@ def test_run_ner_into_a_symlink_to_another_filesystem_holding_a_damaged_file_and
         _age([leftover])
         output_dir = tmp_path / "out"
         output_dir.symlink_to(elsewhere / "runs")
-        run_ner.main(
+        arguments = (
             ["--model_type", "bert", "--config_name", "tiny", "--vocab_size", "300", "--max_seq_length", "16"]
             + ["--train_file", str(corpus["train"]), "--validation_file", str(corpus["validation"])]
             + ["--do_train", "--do_eval", "--max_steps", "2", "--save_steps", "1", "--output_dir", str(output_dir)]
             + ["--report_to", "none", "--per_device_train_batch_size", "16", "--disable_tqdm", "true"]
         )
+        with pytest.raises(ValueError, match=r"holds the checkpoints of an unfinished run \(checkpoint-4\)"):
+            run_ner.main(arguments)
+        with caplog.at_level(logging.INFO, logger="hf_ctx.tools.checks"):
+            run_ner.main([*arguments, "--overwrite_output_dir"])
+        assert "removed what an earlier run left in" in caplog.text and "checkpoint-4" in caplog.text
         saved = set(os.listdir(elsewhere / "runs"))
         assert {"config.json", "model.safetensors", "tokenizer.json", "README.md", "trainer_state.json"} <= saved
-        assert "checkpoint-2" in saved  # the latest two checkpoints are kept: 2, and the killed run's 4
+        assert {name for name in saved if name.startswith("checkpoint-")} == {"checkpoint-1", "checkpoint-2"}
         assert "optimizer.pt" in os.listdir(elsewhere / "runs" / "checkpoint-2")
         results = json.loads((elsewhere / "runs" / "all_results.json").read_text())
         assert "eval_f1" in results and "train_loss" in results and results["eval_f1"] != 0.5
-        assert "all_results.json is not valid JSON" in caplog.text
         assert _temporaries(elsewhere) == []

@@ -51,10 +51,14 @@ def test_help_answers_before_torch_is_imported_with_the_scripts_own_options_firs
         assert "--overwrite_output_dir" in text and f"python {name}.py --help_all lists them all" in text
 
 
-def test_help_all_goes_on_to_the_full_parser(monkeypatch):
+def test_help_all_goes_on_to_the_full_parser_and_an_imported_script_answers_nothing(monkeypatch):
     monkeypatch.setattr(sys, "argv", ["run_ner.py", "--train_file", "x", "--help_all"])
-    script_help.answer_help_at_once("run_ner.py")  # returns: the script goes on to its full parser
+    script_help.answer_help_at_once("__main__", "run_ner.py")  # returns: the script goes on to its full parser
     assert sys.argv == ["run_ner.py", "--train_file", "x", "--help"]
     monkeypatch.setattr(sys, "argv", ["run_ner.py", "--do_train"])
-    script_help.answer_help_at_once("run_ner.py")  # no help asked: nothing happens
+    script_help.answer_help_at_once("__main__", "run_ner.py")  # no help asked: nothing happens
     assert sys.argv == ["run_ner.py", "--do_train"]
+    # end_to_end.py imports run_ner: its --help is end_to_end's own, not run_ner's.
+    monkeypatch.setattr(sys, "argv", ["end_to_end.py", "--help"])
+    script_help.answer_help_at_once("run_ner", "run_ner.py")
+    assert sys.argv == ["end_to_end.py", "--help"]
