@@ -40,75 +40,17 @@ from transformers.utils import ModelOutput, TransformersKwargs
 from transformers.utils.generic import can_return_tuple
 
 from .configuration_bert import CtxBertConfig
-from .crf import ConditionalRandomField, check_gold_tags, crf_logits_and_loss, init_crf_weights, tagger_crf
+from .crf import ConditionalRandomField, crf_logits_and_loss, init_crf_weights, tagger_crf
+from .input_checks import (
+    IGNORE_INDEX,
+    check_bert_inputs,
+    check_gold_tags,
+    host_syncs_allowed,
+    traces_dynamic_output_shapes,
+)
 from .losses import BatchMeanLossMixin, classification_loss, sequence_classification_loss
 from .model_size import ParameterMemoryMixin
 from .remote_code import AutoMapMixin
-from .tensor_checks import IGNORE_INDEX, host_syncs_allowed, traces_dynamic_output_shapes
-
-
-def validate_bert_inputs(config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds):
-    """Check shapes and id ranges before any kernel runs.
-
-    An out-of-range id would otherwise surface as an opaque index error on CPU or a device-side assert on
-    CUDA. The range check costs one small host sync; it is skipped where `host_syncs_allowed` says no (while
-    `torch.compile` traces the model, on XLA devices).
-    """
-    if (input_ids is None) == (inputs_embeds is None):
-        raise ValueError("pass exactly one of input_ids or inputs_embeds")
-    if input_ids is not None:
-        if input_ids.dim() != 2:
-            raise ValueError(f"input_ids must have shape (batch, tokens), got {tuple(input_ids.shape)}")
-        if input_ids.dtype not in (torch.int64, torch.int32):  # what an embedding lookup takes
-            raise ValueError(f"input_ids must be integer token ids (int64 or int32), got dtype {input_ids.dtype}")
-        shape = tuple(input_ids.shape)
-    else:
-        if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != config.hidden_size:
-            raise ValueError(
-                f"inputs_embeds must have shape (batch, tokens, {config.hidden_size}), got {tuple(inputs_embeds.shape)}"
-            )
-        shape = tuple(inputs_embeds.shape[:2])
-    if 0 in shape:
-        raise ValueError(f"the batch is empty (shape {shape}); pass at least one sequence of at least one token")
-    if shape[1] > config.max_position_embeddings:
-        raise ValueError(
-            f"sequence length {shape[1]} is longer than the model allows (max_position_embeddings="
-            f"{config.max_position_embeddings}); truncate the input (tokenizer(..., truncation=True))"
-        )
-    for name, tensor in [("attention_mask", attention_mask), ("token_type_ids", token_type_ids)]:
-        if tensor is not None and tuple(tensor.shape) != shape:
-            raise ValueError(f"{name} has shape {tuple(tensor.shape)} but input_ids has shape {shape}")
-    if position_ids is not None and position_ids.shape[-1] != shape[1]:
-        raise ValueError(f"position_ids has shape {tuple(position_ids.shape)}; expected (..., {shape[1]})")
-    if not host_syncs_allowed(input_ids if input_ids is not None else inputs_embeds):
-        return
-    # One host sync for all range checks. The attention mask holds 1 (or True) for real tokens and 0 for
-    # padding; a mask of other values, e.g. an additive 0 / -inf mask, would be read inverted, so it is refused
-    # (as 0 / 1: its count of other values must be 0).
-    checks = [
-        (name, t, limit)
-        for name, t, limit in [
-            ("input_ids", input_ids, config.vocab_size),
-            ("token_type_ids", token_type_ids, config.type_vocab_size),
-            ("position_ids", position_ids, config.max_position_embeddings),
-        ]
-        if t is not None and t.numel() > 0
-    ]
-    if attention_mask is not None and attention_mask.dtype != torch.bool:
-        not_binary = ((attention_mask != 0) & (attention_mask != 1)).sum()
-        checks.append(("attention_mask values other than 0 and 1", not_binary, 1))
-    if not checks:
-        return
-    bounds = torch.stack([torch.stack([t.min(), t.max()]).long() for _, t, _ in checks]).tolist()
-    for (name, _, limit), (low, high) in zip(checks, bounds):
-        if name.startswith("attention_mask") and high > 0:
-            raise ValueError(
-                f"attention_mask must hold 1 for real tokens and 0 for padding; it has {high} other values (an "
-                "additive 0 / -inf mask? pass (mask == 0) instead)"
-            )
-        if low < 0 or high >= limit:
-            bad = low if low < 0 else high
-            raise ValueError(f"{name} contains {bad}, outside [0, {limit}) (the model's {name} range)")
 
 
 def sinusoidal_position_table(num_positions: int, dim: int) -> torch.Tensor:
@@ -537,7 +479,7 @@ class CtxBertModel(CtxBertPreTrainedModel):
         output_hidden_states = (
             self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
         )
-        validate_bert_inputs(self.config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds)
+        check_bert_inputs(self.config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds)
 
         embeddings = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)
         if output_attentions:

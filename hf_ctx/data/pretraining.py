@@ -47,7 +47,7 @@ from torch.nn import functional as F
 from transformers import BertTokenizer, EvalPrediction, PreTrainedTokenizerBase
 
 from ..atomic_files import atomic_write, save_pretrained_atomically, write_into_folder, write_text
-from ..tensor_checks import IGNORE_INDEX
+from ..input_checks import IGNORE_INDEX
 from .text import load_text_documents, map_batches, sample_texts, sentence_words
 
 logger = logging.getLogger(__name__)

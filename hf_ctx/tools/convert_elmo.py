@@ -28,8 +28,8 @@ from ..data.files import read_json_file
 from ..modeling_elmo import ElmoModel
 from ..remote_code import check_finite_weights
 from ..tokenization_elmo import ElmoTokenizer
-from .checks import check_no_checkpoint_in, check_output_dir
 from .model_card import save_converted_checkpoint
+from .paths import check_no_checkpoint_in, check_output_dir
 
 logger = logging.getLogger(__name__)
 

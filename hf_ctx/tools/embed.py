@@ -38,7 +38,7 @@ from ..configuration_elmo import ElmoConfig
 from ..data.files import strip_invisible_prefix, utf8_lines
 from ..modeling_elmo import ElmoModel
 from ..tokenization_elmo import ElmoTokenizer, read_vocabulary_file
-from .checks import check_model_type
+from .paths import check_model_type
 
 OUTPUTS = ("all", "top", "average")
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}

@@ -1,5 +1,5 @@
 """hf_ctx's model families, one registry: one `ModelFamily` record per family, which the Auto registration
-(`hf_ctx/__init__.py`), the example scripts, the model cards and `checks.check_model_type` read.
+(`hf_ctx/__init__.py`), the example scripts, the model cards and `paths.check_model_type` read.
 
 A family is named by a short word ("bert", "elmo", "taglm") and recognised in a checkpoint by its config's
 `model_type` ("hf_ctx_bert", ...). Its record names its config class, its model class per task, its tokenizer

@@ -20,7 +20,7 @@ import transformers
 from transformers import HfArgumentParser, Trainer, TrainingArguments
 
 from ..atomic_files import lock_output
-from .checks import (
+from .argument_checks import (
     check_conflicting_arguments,
     check_mixed_precision,
     check_path_arguments,
@@ -103,7 +103,7 @@ def parse_args_and_set_up(
     steps: tuple[str, ...] = ("do_train", "do_eval", "do_predict"),
 ) -> tuple:
     """The start of every example script: parse the command line, set up logging, seed everything, refuse
-    arguments the run could not use (see `hf_ctx.tools.checks`), and make this run the one writer of
+    arguments the run could not use (see `hf_ctx.tools.argument_checks`), and make this run the one writer of
     `--output_dir` (`hf_ctx.atomic_files.lock_output`: a second run into the same folder is an error; the
     temporaries a killed run left there are removed).
 
