@@ -597,7 +597,7 @@ def produced(result: dict) -> str:
 
 def write_results(out: Path, ledger: dict, done: list[dict], device: str, scale: Scale, work: Path, seconds: float):
     """summary.md, results.json, gpu_ledger.json, window.log and the pretraining plot, each written atomically."""
-    from hf_ctx.atomic_files import atomic_write, write_text
+    from hf_ctx.data.atomic_write import atomic_write, write_text
 
     date = datetime.date.today().isoformat()
     for result in done:
@@ -707,7 +707,7 @@ def record(results_dir: Path, ledger_path: Path, docs: Path) -> list[str]:
     tables are appended to docs/performance.md (checks) or docs/results.md (the rest), under the device's name,
     and results.json is kept as docs/results/gpu_window_<date>.json. A dry run's results never reach the
     repository's own ledger or docs."""
-    from hf_ctx.atomic_files import write_text
+    from hf_ctx.data.atomic_write import write_text
 
     found = sorted(Path(results_dir).rglob("results.json"))  # the tool may return $OUT's files one folder down
     if len(found) != 1:

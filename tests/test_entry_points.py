@@ -19,7 +19,7 @@ from hf_ctx import (
     ElmoModel,
     TagLMConfig,
 )
-from hf_ctx.atomic_files import LOCK_FILE
+from hf_ctx.tools.output_files import LOCK_FILE
 
 # 25 examples a test keeps the suite fast; HF_CTX_HYPOTHESIS_EXAMPLES=500 searches harder.
 FEW = settings(

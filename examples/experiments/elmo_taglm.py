@@ -48,7 +48,7 @@ from safetensors.torch import load_file
 from transformers import AutoConfig, AutoTokenizer
 
 from hf_ctx import ElmoForBiLM
-from hf_ctx.atomic_files import save_pretrained_atomically, write_text
+from hf_ctx.data.atomic_write import save_pretrained_atomically, write_text
 from hf_ctx.data.conll import read_conll
 
 TINY_BILM = {

@@ -84,7 +84,7 @@ def _add_train_tokenizer(subparsers):
     )
 
     def run(args):
-        from ..atomic_files import save_pretrained_atomically
+        from ..data.atomic_write import save_pretrained_atomically
         from ..data.wordpiece import train_wordpiece_tokenizer
         from .paths import check_output_dir
 

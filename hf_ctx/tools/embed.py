@@ -20,7 +20,7 @@ L + 1 layers) or `scalar_mix_weights` w_0 ... w_L (sum_k w_k h_k, the weights us
 A run can be resumed: lines whose datasets exist are skipped. Each dataset records its sentence (an HDF5
 attribute) and the file records the model (a hash of its weights), the output and the dtype, so a file is only
 extended with vectors of the same kind; anything else is an error asking for `overwrite`. The file is written
-through `hf_ctx.atomic_files.CommittedFile`: after each batch it is a complete HDF5 file, and a full disk (or a
+through `hf_ctx.tools.output_files.CommittedFile`: after each batch it is a complete HDF5 file, and a full disk (or a
 kill) leaves it as it was after the last batch, so the same command resumes from there. The file is locked while
 it is written: a second run into it (`--overwrite` or not) is refused before it reads or truncates anything.
 """
@@ -33,11 +33,11 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from ..atomic_files import CommittedFile
 from ..configuration_elmo import ElmoConfig
 from ..data.files import strip_invisible_prefix, utf8_lines
 from ..modeling_elmo import ElmoModel
 from ..tokenization_elmo import ElmoTokenizer, read_vocabulary_file
+from .output_files import CommittedFile
 from .paths import check_model_type
 
 OUTPUTS = ("all", "top", "average")

@@ -30,7 +30,7 @@ from .. import (
     modeling_elmo,
     modeling_taglm,
 )
-from ..atomic_files import write_text
+from ..data.atomic_write import write_text
 from ..data.wordpiece import train_wordpiece_tokenizer
 from ..tokenization_elmo import ElmoTokenizer
 
