@@ -310,9 +310,9 @@ class CtxBertEncoder(nn.Module):
     """A stack of `CtxBertLayer`s (plus a final LayerNorm for pre-LN). (B, T, H) -> (B, T, H).
 
     Given an [`UnpaddedLayout`], the layers run on the (N, H) real tokens and the output is padded back (zeros at
-    the padding). Otherwise they run on the (B * T, H) tokens of the flattened batch: linear layers then take 2-D inputs as they
-    are, instead of flattening and unflattening (B, T, H) around every matmul, forward and backward (a dozen ATen
-    ops a layer fewer, each host time on a GPU).
+    the padding). Otherwise they run on the (B * T, H) tokens of the flattened batch: linear layers then take 2-D
+    inputs as they are, instead of flattening and unflattening (B, T, H) around every matmul, forward and backward
+    (a dozen ATen ops a layer fewer, each host time on a GPU).
     """
 
     def __init__(self, config: CtxBertConfig):
