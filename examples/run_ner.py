@@ -205,9 +205,11 @@ class DataArguments:
     max_predict_samples: int | None = field(default=None, metadata={"help": "keep the first N test sentences"})
 
 
-def load_data(data_args: DataArguments, training_args: TrainingArguments) -> tuple[datasets.DatasetDict, dict]:
+def load_data(
+    data_args: DataArguments, training_args: TrainingArguments, word_splitter: str = "treebank"
+) -> tuple[datasets.DatasetDict, dict]:
     """The splits the run needs, with string tags in `data_args.tag_scheme`, and each split's size before
-    `--max_*_samples` (for the model card)."""
+    `--max_*_samples` (for the model card). Plain text is split into words by `word_splitter`."""
     if data_args.task_name not in conll.TASK_COLUMNS:
         raise ValueError(f"--task_name {data_args.task_name!r}: give one of {list(conll.TASK_COLUMNS)}")
     if data_args.test_file_format not in ("conll", "text"):
@@ -232,6 +234,7 @@ def load_data(data_args: DataArguments, training_args: TrainingArguments) -> tup
             data_args.text_column_name,
             data_args.label_column_name,
             plain_text_splits=("test",) if data_args.test_file_format == "text" else (),
+            plain_text_splitter=word_splitter,
         )
     for split in ("train", "validation"):
         if split in data and label_column not in data[split].column_names:
@@ -414,7 +417,12 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         positive=("max_seq_length", "validation_split_percentage", "early_stopping_patience"),
     )
 
-    data, available = load_data(data_args, training_args)  # available: split -> examples before --max_*_samples
+    # Raw text is split into words as the model's word vocabulary was made (its tokenizer's `word_splitter`).
+    splitter_source = model_args.tokenizer_name or model_args.model_name_or_path or model_args.bilm_name_or_path
+    splitter = getattr(load_tokenizer(splitter_source), "word_splitter", "treebank") if splitter_source else "treebank"
+    data, available = load_data(
+        data_args, training_args, splitter
+    )  # available: split -> examples before --max_*_samples
     label_column = conll.TASK_COLUMNS[data_args.task_name]
     labels, scheme = labels_for(model_args, data_args, data, label_column)
     label2id = {label: i for i, label in enumerate(labels)}

@@ -177,6 +177,7 @@ def test_the_tokenizer_records_the_splitter_and_a_continued_run_must_split_alike
     """The biLM's vocabulary is words as the splitter made them: the tokenizer says which (taggers split raw text
     the same way), and continuing with text split otherwise is refused before training."""
     assert AutoTokenizer.from_pretrained(elmo_run).word_splitter == "treebank"
+    assert "split from raw text as CoNLL and the Penn Treebank split text" in (elmo_run / "README.md").read_text()
     with pytest.raises(ValueError, match=r"made by the 'treebank' splitter, but this run splits its text with "
                        r"'whitespace': drop --pretokenized"):  # fmt: skip
         continued_run(elmo_run, tmp_path, "--pretokenized")

@@ -255,7 +255,10 @@ TAGLM = ModelFamily(
     tokenizer_class=ElmoTokenizer,  # TagLM reads the biLM's characters and word ids
     words_are_tokens=True,
     new_tokenizer=_word_vocabulary_from_words,
-    tokenizer_fields=lambda tokenizer: {"vocab_size": tokenizer.vocab_size},
+    tokenizer_fields=lambda tokenizer: {
+        "vocab_size": tokenizer.vocab_size,
+        "max_characters_per_token": tokenizer.max_characters_per_token,
+    },
     check_tokenizer=_check_word_vocabulary,
     bilm_use=BiLMUse.MAY_BUILD_ON,
     # TagLM's steps are small: batches of 32 instead of 8 keep a GPU busy.
