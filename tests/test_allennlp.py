@@ -373,6 +373,26 @@ def test_an_hf_ctx_biLM_folder_replaces_the_files(tmp_path):
     torch.testing.assert_close(elmo(character_ids)["elmo_representations"][0], expected[1])  # the first biLSTM layer
 
 
+def test_elmo_is_the_auto_models_layers_and_a_scalar_mix(tmp_path):
+    """What docs/migrating.md says of the transformers way: `Elmo` with one trained mix and no dropout gives the
+    vectors of `AutoModel`'s layers through `hf_ctx.ScalarMix` with the same weights."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from hf_ctx import ScalarMix
+
+    convert_elmo_checkpoint(OPTIONS, WEIGHTS, tmp_path / "elmo")
+    elmo = fixture_elmo(1)
+    with torch.no_grad():
+        elmo.scalar_mix_0.scalar_parameters.copy_(torch.tensor([0.3, -1.0, 0.5]))
+        elmo.scalar_mix_0.gamma.fill_(1.7)
+    tokenizer, model = AutoTokenizer.from_pretrained(tmp_path / "elmo"), AutoModel.from_pretrained(tmp_path / "elmo")
+    batch = tokenizer(SENTENCES, is_split_into_words=True, padding=True, return_tensors="pt")
+    mix = ScalarMix(model.config.num_output_layers)
+    mix.load_state_dict(elmo.scalar_mix_0.state_dict())
+    expected = mix(model(**batch, output_hidden_states=True).hidden_states, batch["attention_mask"])
+    torch.testing.assert_close(elmo(batch_to_ids(SENTENCES))["elmo_representations"][0], expected)
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
