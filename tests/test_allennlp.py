@@ -3,12 +3,13 @@
 
 The tests come from allenai/allennlp's tests/modules/elmo_test.py, tests/data/token_indexers/elmo_indexer_test.py
 and, for ElmoEmbedder, allennlp/tests/commands/elmo_test.py (removed from AllenNLP with its `elmo` command in
-2020), with `allennlp` imports replaced by `hf_ctx.allennlp`. Each test's docstring says whether it is taken as
-it was or adapted, and why. AllenNLP's data pipeline (Token, TextField, Instance, Vocabulary, Batch,
-SimpleDataLoader) became plain lists, `batch_to_ids` and a dict vocabulary, with the same assertions.
+2020), with `allennlp` imports replaced by `hf_ctx.allennlp`: modified copies of Apache-2.0 code
+(tests/fixtures/allennlp_elmo/LICENSE). Each test's docstring says whether it is taken as it was or adapted, and
+why. AllenNLP's data pipeline (Token, TextField, Instance, Vocabulary, Batch, SimpleDataLoader) became plain
+lists, `batch_to_ids` and a dict vocabulary, with the same assertions.
 
 Left out:
-- elmo_test.py's first 9 TensorFlow batches after the first (test_elmo_bilm, test_embeddings_are_as_expected):
+- the 9 TensorFlow batches after the first (test_elmo_bilm, test_embeddings_are_as_expected):
   TensorFlow carried LSTM states from batch to batch and hf_ctx starts every batch from zero, so only batch 0
   is comparable; `test_vectors_do_not_depend_on_earlier_batches` checks hf_ctx's side of that difference.
 - elmo_indexer_test.py's test_elmo_indexer_with_additional_tokens: `tokens_to_add` is an option of AllenNLP's
@@ -16,6 +17,9 @@ Left out:
 - the `allennlp elmo` command line runs (tests/commands/elmo_test.py's `main()` calls): hf_ctx's command is
   `hf-ctx embed` (tests/test_elmo_embed.py); here its tests run through `ElmoEmbedder.embed_file`, which both use.
 - test_batch_embedding_works_with_sentences_as_keys: `use_sentence_keys` is refused (a test below says so).
+- tests/modules/token_embedders/elmo_token_embedder_test.py and stacked_elmo_lstm_test.py: AllenNLP's
+  `ElmoTokenEmbedder` (trained inside AllenNLP models) and its private LSTM, not part of this API; hf_ctx's LSTM
+  has its own tests (tests/test_layers.py, tests/test_convert_elmo.py).
 """
 
 import json
