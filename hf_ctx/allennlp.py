@@ -352,6 +352,7 @@ class ElmoEmbedder:
                 output=output_format,
                 batch_size=batch_size,
                 overwrite=True,
+                word_splitter="whitespace",  # lines are tokenized text, as AllenNLP's command read them
                 sentence_index=not forget_sentences,
             )
         finally:
