@@ -505,6 +505,12 @@ def test_empty_sentences_raise_errors(embedder, tmp_path):
         embed_lines(embedder, tmp_path, ["A", "", "", "B"])
 
 
+def test_lines_are_split_on_whitespace_as_allennlp_did(embedder, tmp_path):
+    """AllenNLP's `elmo` command read tokenized text: "world!" stays one word (a raw-text splitter makes two)."""
+    with h5py.File(embed_lines(embedder, tmp_path, ["Hello, world!"], output_format="top"), "r") as h5py_file:
+        assert h5py_file["0"].shape == (2, 32)
+
+
 def test_sentences_as_keys_are_refused(embedder, tmp_path):
     with pytest.raises(ValueError, match=r"use_sentence_keys=True is not supported"):
         embed_lines(embedder, tmp_path, BATCH[:2], use_sentence_keys=True)
