@@ -35,12 +35,12 @@ import run_ner
 from transformers import AutoConfig, AutoModelForTokenClassification, AutoTokenizer, HfArgumentParser, pipeline
 
 from hf_ctx import WordTokenClassificationPipeline
-from hf_ctx.atomic_files import write_text
+from hf_ctx.data.atomic_write import write_text
 from hf_ctx.data.conll import read_conll
 from hf_ctx.data.files import how_generated, mark_generated
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
-from hf_ctx.tools.checks import prepare_output_dir
 from hf_ctx.tools.errors import run_script
+from hf_ctx.tools.paths import prepare_output_dir
 
 # A biLM small enough to pretrain in about a minute on a CPU: no clipping, so torch's fused LSTM runs it.
 TINY_BILM = {

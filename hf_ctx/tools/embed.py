@@ -18,9 +18,10 @@ Reading it:
 L + 1 layers) or `scalar_mix_weights` w_0 ... w_L (sum_k w_k h_k, the weights used as given).
 
 A run can be resumed: lines whose datasets exist are skipped. Each dataset records its sentence (an HDF5
-attribute) and the file records the model (a hash of its weights), the output and the dtype, so a file is only
-extended with vectors of the same kind; anything else is an error asking for `overwrite`. The file is written
-through `hf_ctx.atomic_files.CommittedFile`: after each batch it is a complete HDF5 file, and a full disk (or a
+attribute; its words are `hf_ctx.data.words.split_words(sentence, word_splitter)`) and the file records the model
+(a hash of its weights), the output, the dtype and the word splitter, so a file is only extended with vectors of
+the same kind; anything else is an error asking for `overwrite`. The file is written
+through `hf_ctx.tools.output_files.CommittedFile`: after each batch it is a complete HDF5 file, and a full disk (or a
 kill) leaves it as it was after the last batch, so the same command resumes from there. The file is locked while
 it is written: a second run into it (`--overwrite` or not) is refused before it reads or truncates anything.
 """
@@ -33,11 +34,12 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from ..atomic_files import CommittedFile
 from ..data.files import strip_invisible_prefix, utf8_lines
+from ..data.words import check_word_splitter, split_words
 from ..modeling_elmo import ElmoModel
 from ..tokenization_elmo import ElmoTokenizer, read_vocabulary_file
-from .checks import check_elmo_checkpoint, check_model_type
+from .output_files import CommittedFile
+from .paths import check_elmo_checkpoint, check_model_type
 
 OUTPUTS = ("all", "top", "average")
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -212,12 +214,15 @@ def _open_output(output_path: str, resume: bool):
         raise
 
 
-def _write_sentence_index(file, sentences: list[str]) -> None:
-    """AllenNLP's `sentence_to_index` dataset: one JSON string {sentence: dataset name}, replaced if there."""
+def _write_sentence_index(file, sentences: list[str] | None) -> None:
+    """AllenNLP's `sentence_to_index` dataset: one JSON string {sentence: dataset name}, replaced if there (removed
+    when `sentences` is None)."""
     import h5py
 
     if "sentence_to_index" in file:
         del file["sentence_to_index"]
+    if sentences is None:
+        return
     sentence_to_index = {sentence: str(i) for i, sentence in enumerate(sentences)}
     index = file.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
     index[0] = json.dumps(sentence_to_index)
@@ -327,15 +332,20 @@ class ElmoEmbedder:
         batch_size: int = 64,
         overwrite: bool = False,
         progress: bool = True,
+        word_splitter: str = "whitespace",
+        sentence_index: bool = True,
     ) -> dict:
-        """Write the vectors of every line of `input_path` (one whitespace-tokenised sentence per line) to the HDF5
-        file `output_path`, in AllenNLP's layout (see the module docstring).
+        """Write the vectors of every line of `input_path` (one sentence per line) to the HDF5 file `output_path`,
+        in AllenNLP's layout (see the module docstring). Lines are split into words by `hf_ctx.data.words` under
+        `word_splitter`: "whitespace" (the default, AllenNLP's: the text is already tokenized) or "treebank" (raw
+        text, punctuation off words as CoNLL and the Penn Treebank split it), which the file records.
 
         Sentences are batched `batch_size` at a time after sorting by length (little padding); datasets are named
         after the line index, so the order of computing does not show in the file. An existing `output_path`
         written by this method is extended (lines already there are kept) unless `overwrite`; its model, output
-        and dtype must be this run's. Returns {"sentences", "embedded", "kept", "words"}: the file's line count,
-        lines embedded now, lines already in the file, and words embedded now.
+        and dtype must be this run's. `sentence_index=False` leaves out the `sentence_to_index` dataset (AllenNLP's
+        `--forget-sentences`). Returns {"sentences", "embedded", "kept", "words"}: the file's line count, lines
+        embedded now, lines already in the file, and words embedded now.
         """
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
@@ -346,6 +356,7 @@ class ElmoEmbedder:
             "output": layer_output.describe(),
             "model": self.fingerprint,
             "dtype": str(self.dtype).removeprefix("torch."),
+            "word_splitter": check_word_splitter(word_splitter),
         }
         output_path = os.fspath(output_path)
         _check_output_path(input_path, output_path)
@@ -359,13 +370,12 @@ class ElmoEmbedder:
                 if not resume:
                     file.attrs.update(settings)
                 file.flush()
-                todo = sorted(
-                    (i for i in range(len(sentences)) if i not in done),
-                    key=lambda i: len(sentences[i].split()),
-                    reverse=True,
-                )
-                words = self._write_vectors(file, sentences, todo, layer_output, batch_size, progress)
-                _write_sentence_index(file, sentences)
+                words_of = {
+                    i: split_words(sentences[i], word_splitter) for i in range(len(sentences)) if i not in done
+                }
+                todo = sorted(words_of, key=lambda i: len(words_of[i]), reverse=True)
+                words = self._write_vectors(file, sentences, words_of, todo, layer_output, batch_size, progress)
+                _write_sentence_index(file, sentences if sentence_index else None)
         except Exception as error:
             if store.failed is None:
                 raise
@@ -374,16 +384,16 @@ class ElmoEmbedder:
             store.close()
         return {"sentences": len(sentences), "embedded": len(todo), "kept": len(done), "words": words}
 
-    def _write_vectors(self, file, sentences, todo, layer_output, batch_size: int, progress: bool) -> int:
-        """Embed the lines `todo` (indices into `sentences`) `batch_size` at a time into `file`, one dataset per
-        line, flushing after each batch; returns the number of words embedded."""
+    def _write_vectors(self, file, sentences, words_of, todo, layer_output, batch_size: int, progress: bool) -> int:
+        """Embed the lines `todo` (indices into `sentences`; `words_of`: index -> the line's words) `batch_size` at
+        a time into `file`, one dataset per line, flushing after each batch; returns the number of words embedded."""
         from tqdm import tqdm
 
         words = 0
         with tqdm(total=len(todo), unit="sentence", desc="embedding", disable=not progress) as bar:
             for start in range(0, len(todo), batch_size):
                 indices = todo[start : start + batch_size]
-                split = [sentences[i].split() for i in indices]
+                split = [words_of[i] for i in indices]
                 for i, vectors in zip(indices, self.embed_batch(split, layer_output)):
                     dataset = file.create_dataset(str(i), data=vectors, dtype="float32")
                     dataset.attrs["sentence"] = sentences[i]
@@ -408,6 +418,7 @@ class ElmoEmbedder:
                     "output": "output (--all/--top/--average/--scalar_mix_weights)",
                     "model": "model weights",
                     "dtype": "dtype",
+                    "word_splitter": "word splitter (--pretokenized or not)",
                 }
                 raise ValueError(
                     f"{path} holds vectors with another {names.get(key, key)} ({found.get(key)!r}, this "

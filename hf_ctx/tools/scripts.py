@@ -20,17 +20,16 @@ import datasets
 import transformers
 from transformers import HfArgumentParser, Trainer, TrainingArguments
 
-from ..atomic_files import lock_output
-from .checks import (
+from .argument_checks import (
     PATH_ARGUMENTS,
     check_conflicting_arguments,
     check_mixed_precision,
-    check_output_dir,
     check_path_arguments,
     check_positive_arguments,
-    prepare_output_dir,
 )
 from .families import MODEL_FAMILIES, families_with, find_family, preset_names
+from .output_files import lock_output
+from .paths import check_output_dir, prepare_output_dir
 from .trainer import progress_to_terminal
 
 logger = logging.getLogger(__name__)
@@ -107,11 +106,11 @@ def parse_args_and_set_up(
     steps: tuple[str, ...] = ("do_train", "do_eval", "do_predict"),
 ) -> tuple:
     """The start of every example script: parse the command line, set up logging, seed everything, refuse
-    arguments the run could not use (see `hf_ctx.tools.checks`), and make this run the one writer of
-    `--output_dir` (`hf_ctx.atomic_files.lock_output`: a second run into the same folder is an error; the
+    arguments the run could not use (see `hf_ctx.tools.argument_checks`), and make this run the one writer of
+    `--output_dir` (`hf_ctx.tools.output_files.lock_output`: a second run into the same folder is an error; the
     temporaries a killed run left there are removed). A folder that holds an earlier run's model, checkpoints or
     results is refused unless `--overwrite_output_dir` or `--resume_from_checkpoint` says what to do with them
-    (`hf_ctx.tools.checks.prepare_output_dir`).
+    (`hf_ctx.tools.paths.prepare_output_dir`).
 
     Args:
         argument_classes: the script's argument dataclasses, `TrainingArguments` last.

@@ -1,4 +1,4 @@
-"""hf_ctx.tools.checks: a name that is no local folder is refused before any data is loaded, with one line that
+"""hf_ctx.tools.paths: a name that is no local folder is refused before any data is loaded, with one line that
 says so first (offline the Hub is never asked, online one existence check decides: a fake Hub); an output folder
 that holds an earlier run is refused, or cleared as --overwrite_output_dir or --resume_from_checkpoint say."""
 
@@ -12,8 +12,9 @@ import run_qa
 import run_swag
 from huggingface_hub import HfApi, constants
 
-from hf_ctx.tools.checks import check_local_path, check_path_arguments, earlier_run_outputs, prepare_output_dir
+from hf_ctx.tools.argument_checks import check_path_arguments
 from hf_ctx.tools.errors import run_script
+from hf_ctx.tools.paths import check_local_path, earlier_run_outputs, prepare_output_dir
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
-"""Checks of what a user points hf_ctx at, shared by the converters, the CLI and the examples: local paths that
-must exist, output folders, finite weights, the examples' arguments. (Loading a tokenizer with those checks is
-`hf_ctx.tools.loading.load_tokenizer`.)
+"""Checks of the files and folders a user points hf_ctx at, shared by the converters, the CLI and the examples: local
+paths that must exist (or Hub ids), the model type of a checkpoint folder, output folders. (Loading a tokenizer with
+those checks is `hf_ctx.tools.loading.load_tokenizer`; the examples' other arguments are checked in
+`hf_ctx.tools.argument_checks`.)
 
 transformers 5 reads a missing local folder as a Hub id: `from_pretrained("runs/missing")`, offline, blames the
 network ("We couldn't connect to 'https://huggingface.co'"), and `from_pretrained("/a/missing/folder")` says "Repo
@@ -18,6 +19,7 @@ from huggingface_hub.file_download import repo_folder_name
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers import CONFIG_MAPPING
 
+from ..configuration_elmo import ElmoConfig
 from ..data.files import read_json_file
 from ..data.glue_tasks import GLUE_TASKS
 
@@ -88,42 +90,20 @@ def check_model_type(name_or_path: str | os.PathLike, what: str = "checkpoint") 
         )
 
 
-# The examples' arguments that name a checkpoint, config or tokenizer: a Hub id or a local path.
-PATH_ARGUMENTS = ("model_name_or_path", "config_name", "tokenizer_name", "bilm_name_or_path")
-
-
-def check_path_arguments(*argument_groups) -> None:
-    """`check_local_path` on each of `PATH_ARGUMENTS` the examples' argument dataclasses set, except a
-    `--config_name` that names a size preset ("mini"); `--bilm_name_or_path` must hold an ELMo biLM."""
-    from .families import MODEL_FAMILIES
-
-    presets = {name for family in MODEL_FAMILIES.values() for name in family.presets}
-    for group in argument_groups:
-        for name in PATH_ARGUMENTS:
-            value = getattr(group, name, None)
-            if value is not None and not (name == "config_name" and value in presets):
-                check_local_path(value, f"--{name}")
-        if getattr(group, "bilm_name_or_path", None) is not None:
-            check_elmo_checkpoint(group.bilm_name_or_path, "--bilm_name_or_path", "a biLM to build on")
-
-
 def check_elmo_checkpoint(name_or_path: str | os.PathLike, what: str, needed: str) -> None:
     """A `ValueError` when `name_or_path` (a checkpoint `check_local_path` let through) holds a model other than
     an ELMo, naming what it holds: a BERT folder given as a biLM is named as such, not blamed on its tokenizer
     later. `what` names the argument, `needed` what the ELMo is for."""
     from transformers import AutoConfig
 
-    from .families import MODEL_FAMILIES
-
     local = os.path.expanduser(os.fspath(name_or_path))
     if os.path.exists(local) and not os.path.isfile(os.path.join(local, "config.json")):
         return  # no model at all: what reads it says so
-    elmo = MODEL_FAMILIES["elmo"].config_class.model_type
     model_type = AutoConfig.from_pretrained(name_or_path).model_type
-    if model_type != elmo:
+    if model_type != ElmoConfig.model_type:
         raise ValueError(
-            f"{what} {os.fspath(name_or_path)} holds a {model_type!r} model, not an ELMo ({elmo!r}); {needed} is "
-            "an ELMo biLM checkpoint (examples/pretrain_elmo.py or hf-ctx convert-elmo writes one)"
+            f"{what} {os.fspath(name_or_path)} holds a {model_type!r} model, not an ELMo ({ElmoConfig.model_type!r}); "
+            f"{needed} is an ELMo biLM checkpoint (examples/pretrain_elmo.py or hf-ctx convert-elmo writes one)"
         )
 
 
@@ -154,42 +134,6 @@ def check_no_checkpoint_in(out_dir: str | os.PathLike) -> None:
         raise ValueError(
             f"output folder {out_dir} already holds a checkpoint ({', '.join(found)}); writing another one into it "
             "would leave a mix of the two. Give a new or empty folder, or delete that one first"
-        )
-
-
-def check_positive_arguments(*argument_groups, names=("max_seq_length",)) -> None:
-    """Refuse 0 or a negative value for the examples' size arguments `names` (0 would silently mean "the
-    model's limit" or give empty examples)."""
-    for group in argument_groups:
-        for name in names:
-            value = getattr(group, name, None)
-            if value is not None and value <= 0:
-                raise ValueError(f"--{name} must be a positive number, got {value}")
-
-
-def check_conflicting_arguments(pairs, *argument_groups) -> None:
-    """Refuse two arguments given together when the first makes the script ignore the second (e.g.
-    `--model_name_or_path` loads a finished config, so `--config_name` would be silently unused). `pairs`:
-    (argument, argument it overrides) names of the examples' argument dataclasses, both defaulting to None."""
-    given = {}
-    for group in argument_groups:
-        given.update({name: value for name, value in vars(group).items() if value is not None})
-    for first, second in pairs:
-        if first in given and second in given:
-            raise ValueError(
-                f"--{first} and --{second} cannot be used together: with --{first} the run ignores "
-                f"--{second}; give one of them"
-            )
-
-
-def check_mixed_precision(training_args) -> None:
-    """Refuse `--fp16` on a CPU, where it has no effect: accelerate's float16 autocast and loss scaling run on
-    GPUs and other accelerators only, so the run would train in float32, bitwise as without the option.
-    (`--bf16` does take effect on a CPU: bfloat16 autocast.)"""
-    if training_args.fp16 and training_args.device.type == "cpu":
-        raise ValueError(
-            "--fp16 has no effect on a CPU (float16 mixed precision needs a GPU): the run would train in float32 "
-            "all the same. Leave out --fp16, or pass --bf16 for bfloat16 mixed precision on the CPU"
         )
 
 
