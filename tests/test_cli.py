@@ -105,6 +105,29 @@ def test_train_tokenizer_says_why_the_vocabulary_is_smaller_than_asked(tmp_path,
     assert capsys.readouterr().out == f"wrote a 20-token WordPiece tokenizer to {tmp_path / 'small'}\n"
 
 
+def test_train_tokenizer_never_writes_over_a_models_folder(tmp_path, capsys):
+    """A new vocabulary beside a trained model's weights would not fit them: refused by name, the folder unchanged;
+    a folder holding only an earlier tokenizer gets the new one."""
+    text = tmp_path / "text.txt"
+    text.write_text("the cat sat on the mat\n" * 20)
+    model = tmp_path / "model"
+    model.mkdir()
+    for name in ("config.json", "model.safetensors", "vocab.txt"):
+        (model / name).write_text("x")
+    with pytest.raises(SystemExit):
+        cli.main(["train-tokenizer", str(text), "--output_dir", str(model)])
+    assert capsys.readouterr().err == (
+        f"error: --output_dir {model} holds a model (config.json, model.safetensors); a new tokenizer written there "
+        "would not fit its weights. Give another --output_dir\n"
+    )
+    assert {p.name: p.read_text() for p in model.iterdir()} == dict.fromkeys(
+        ["config.json", "model.safetensors", "vocab.txt"], "x"
+    )
+    for _ in range(2):
+        cli.main(["train-tokenizer", str(text), "--output_dir", str(tmp_path / "tok"), "--vocab_size", "20"])
+    assert capsys.readouterr().out.count("wrote a 20-token WordPiece tokenizer") == 2
+
+
 def test_debug_flag_or_environment_shows_the_traceback(tmp_path, monkeypatch, capsys):
     missing = str(tmp_path / "missing.txt")
     monkeypatch.delenv("HF_CTX_DEBUG", raising=False)

@@ -140,6 +140,19 @@ def test_elmo_taglm_smoke(data_dir, tmp_path, capsys):
     assert elmo_taglm.main(argv)["few_label"] == scores  # every job's log says it reused its finished run
     for folder in [*runs, out / "bilm_wiki", out / "bilm"]:
         assert (folder / "log.txt").read_text().count("reusing the finished run") == 1, folder
+    # A job cut off before its model was saved (its earlier results still in the folder) runs again from its
+    # beginning into the same folder; every finished job is kept.
+    cut = out / "few_label" / "taglm_glove_bilm_0.25_0"
+    (cut / "model.safetensors").unlink()
+    assert elmo_taglm.main(argv)["few_label"][0.25][elmo_taglm.TAGLM_PRETRAINED][0] == pytest.approx(
+        scores[0.25][elmo_taglm.TAGLM_PRETRAINED][0], abs=1e-6
+    )
+    assert (cut / "model.safetensors").is_file()
+    assert re.search(r"\$ python examples/run_ner.py .*--overwrite_output_dir\n", (cut / "log.txt").read_text())
+    for folder in [*runs, out / "bilm_wiki", out / "bilm"]:
+        assert (folder / "log.txt").read_text().count("reusing the finished run") == (1 if folder == cut else 2), (
+            folder
+        )
 
 
 def test_the_taggers_of_a_sample_share_one_vocabulary_and_the_biLM_cache(data_dir, tmp_path):

@@ -81,9 +81,9 @@ def run_example(name: str, args: Sequence[str], run_dir: str | Path, resume: boo
     interrupted experiment goes on where it stopped when the same command is given again. A run that did not
     finish starts again from its beginning (`--overwrite_output_dir`), its stale checkpoints removed first, unless
     `resume` (pretraining, which `args` make save checkpoints with `--save_strategy steps`): then it continues from
-    its latest complete checkpoint. Runs save no checkpoints unless `args` give `--save_strategy`; a finished run's checkpoints (early
-    stopping's, or pretraining's) are deleted, as the model it kept is saved in `run_dir`. A finished run made by
-    other arguments (`experiment_command.json`) is an error, never reused."""
+    its latest complete checkpoint. Runs save no checkpoints unless `args` give `--save_strategy`; a finished run's
+    checkpoints (early stopping's, or pretraining's) are deleted, as the model it kept is saved in `run_dir`. A
+    finished run made by other arguments (`experiment_command.json`) is an error, never reused."""
     run_dir = Path(run_dir)
     finished = run_dir / "eval_results.json"
     command = {"script": name, "args": [str(a) for a in args]}

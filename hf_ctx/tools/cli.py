@@ -86,9 +86,10 @@ def _add_train_tokenizer(subparsers):
     def run(args):
         from ..data.atomic_write import save_pretrained_atomically
         from ..data.wordpiece import train_wordpiece_tokenizer, vocabulary_shortfall
-        from .paths import check_output_dir
+        from .paths import check_no_model_in, check_output_dir
 
         check_output_dir(args.output_dir)
+        check_no_model_in(args.output_dir)
         tokenizer = train_wordpiece_tokenizer(
             args.files,
             vocab_size=args.vocab_size,

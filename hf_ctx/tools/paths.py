@@ -137,6 +137,19 @@ def check_no_checkpoint_in(out_dir: str | os.PathLike) -> None:
         )
 
 
+def check_no_model_in(out_dir: str | os.PathLike, what: str = "--output_dir") -> None:
+    """Refuse to write a new tokenizer into a folder that holds a model: the new vocabulary's ids would not fit
+    the model's embeddings, and the finished model would be lost to a mismatch that loads without a word."""
+    out_dir = os.fspath(out_dir)
+    config = ["config.json"] if os.path.isfile(os.path.join(out_dir, "config.json")) else []
+    found = config + [name for name in earlier_run_outputs(out_dir)["model"] if name != "README.md"]
+    if found:
+        raise ValueError(
+            f"{what} {out_dir} holds a model ({', '.join(found)}); a new tokenizer written there would not fit its "
+            f"weights. Give another {what}"
+        )
+
+
 # --- an output folder that holds an earlier run ------------------------------------------------------------
 
 # What a run of the example scripts leaves in --output_dir that makes it that run's: the trained weights, the
