@@ -179,7 +179,6 @@ def load_task_data(data_args: DataArguments, training_args, model_args: ModelArg
         data_args.label_column_name,
         labels,
         is_regression,
-        cache_dir=model_args.cache_dir,
     )
     return task, raw
 
@@ -195,7 +194,10 @@ def build_model(model_args: ModelArguments, task, tokenizer):
     if model_args.model_name_or_path is not None:
         fields.update(parse_config_overrides(model_args.config_overrides))
         return AutoModelForSequenceClassification.from_pretrained(
-            model_args.model_name_or_path, cache_dir=model_args.cache_dir, **fields
+            model_args.model_name_or_path,
+            cache_dir=model_args.cache_dir,
+            ignore_mismatched_sizes=model_args.ignore_mismatched_sizes,
+            **fields,
         )
     config = new_model_config(model_args, "sequence_classification", tokenizer, **fields)
     return AutoModelForSequenceClassification.from_config(config)

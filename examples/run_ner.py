@@ -299,6 +299,7 @@ def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
             checkpoint,
             num_labels=len(labels),
             cache_dir=model_args.cache_dir,
+            ignore_mismatched_sizes=model_args.ignore_mismatched_sizes,
             **label_fields,
             **crf_fields(model_args, data_args, found),
             **overrides,

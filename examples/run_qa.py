@@ -181,6 +181,7 @@ def build_model(model_args: ModelArguments, tokenizer):
         return AutoModelForQuestionAnswering.from_pretrained(
             model_args.model_name_or_path,
             cache_dir=model_args.cache_dir,
+            ignore_mismatched_sizes=model_args.ignore_mismatched_sizes,
             **parse_config_overrides(model_args.config_overrides),
         )
     return AutoModelForQuestionAnswering.from_config(new_model_config(model_args, "question_answering", tokenizer))

@@ -99,6 +99,7 @@ def build_model(model_args: ModelArguments, tokenizer):
         return AutoModelForMultipleChoice.from_pretrained(
             model_args.model_name_or_path,
             cache_dir=model_args.cache_dir,
+            ignore_mismatched_sizes=model_args.ignore_mismatched_sizes,
             **parse_config_overrides(model_args.config_overrides),
         )
     return AutoModelForMultipleChoice.from_config(new_model_config(model_args, "multiple_choice", tokenizer))
@@ -119,9 +120,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             raise ValueError(f"--do_{step} needs --{split}_file")
     limits = {"train": data_args.max_train_samples, "validation": data_args.max_eval_samples}
     raw = {
-        split: read_multiple_choice_file(
-            path, columns, labelled=None if split == "test" else True, cache_dir=model_args.cache_dir
-        )
+        split: read_multiple_choice_file(path, columns, labelled=None if split == "test" else True)
         for split, path in files.items()
         if path is not None
     }

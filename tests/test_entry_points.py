@@ -383,9 +383,7 @@ def test_a_swag_file_with_fields_of_other_types_is_refused_naming_the_file(data,
     folder = tmp_path_factory.mktemp("swag")
     path = folder / "train.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    dataset, error = named_errors_only(
-        read_multiple_choice_file, path, MultipleChoiceColumns(), cache_dir=str(folder / "cache")
-    )
+    dataset, error = named_errors_only(read_multiple_choice_file, path, MultipleChoiceColumns())
     if error is not None:
         assert str(path) in str(error), str(error)
     else:

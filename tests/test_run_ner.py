@@ -508,7 +508,7 @@ def test_bad_tag_data_is_named(corpus, tmp_path):
     uneven.write_text(json.dumps({"tokens": ["a", "b"], "ner_tags": ["O"]}) + "\n")
     with pytest.raises(ValueError, match=r"uneven.jsonl:1: 2 words in column 'tokens' but 1 tags in 'ner_tags'"):
         run_ner.main(["--train_file", str(uneven), *common])
-    with pytest.raises(ValueError, match=r"uneven.jsonl:1: no column 'words'"):
+    with pytest.raises(ValueError, match=r"uneven.jsonl:1: no column\(s\) \['words'\]"):
         run_ner.main(["--train_file", str(uneven), "--text_column_name", "words", *common])
     with pytest.raises(ValueError, match=r"--task_name 'srl': give one of \['ner', 'pos', 'chunk'\]"):
         run_ner.main(["--train_file", str(corpus["train"]), "--task_name", "srl", *common])

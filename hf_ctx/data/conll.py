@@ -32,6 +32,7 @@ from ..tag_schemes import (
 )
 from ..tensor_checks import IGNORE_INDEX
 from .files import utf8_lines
+from .tables import describe, is_table, read_table
 from .words import split_words
 
 logger = logging.getLogger(__name__)
@@ -227,29 +228,29 @@ def load_tagged_table(
     output_label_column: str = "ner_tags",
 ) -> Dataset:
     """A JSON-lines, JSON, CSV or TSV file of tagged sentences as transformers' run_ner.py reads them: a column
-    of words (`text_column`: a list, or in CSV a space-separated string) and one of tags (`label_column`, likewise;
-    class ids are kept as their strings). Returns "tokens", `output_label_column` (entity tags converted to
-    `tag_scheme`; absent when the file has no tag column: words to tag), "line" and "file".
+    of words (`text_column`: a list of strings, or a string of words separated by spaces, as in a CSV file) and one
+    of tags (`label_column`, likewise; class ids (integers) are kept as their strings). Returns "tokens",
+    `output_label_column` (entity tags converted to `tag_scheme`; absent when the file has no tag column: words to
+    tag), "line" (where the row starts) and "file".
 
-    Raises a `ValueError` naming the file, line and column of a missing column or value, or of a row whose words
-    and tags differ in number.
+    The file is read by `data/tables.py` (a row with another field count than the header's, bytes that are not
+    UTF-8, a line that is not JSON: named by line). Raises a `ValueError` naming the file, line and column of a
+    missing column or value, a word that is empty or not a string, a tag that is not a string or an integer, or a
+    row whose words and tags differ in number.
     """
-    from .text_classification import read_table
-
-    table, first_line = read_table(path)
-    if text_column not in table.column_names:
-        raise ValueError(f"{path}:1: no column {text_column!r} (the words); it has {table.column_names}")
-    columns = [text_column] + ([label_column] if label_column in table.column_names else [])
+    table = read_table(path, what="sentences")
+    table.require([text_column], "the words; --text_column_name names another")
+    columns = {text_column: _word_list} | ({label_column: _tag_list} if label_column in table.columns else {})
     rows = {
-        name: [_word_list(value, path, first_line + i, name) for i, value in enumerate(table[name])]
-        for name in columns
+        name: [read(value, table.where(row, name)) for row, value in enumerate(table.values(name))]
+        for name, read in columns.items()
     }
-    lines = [first_line + i for i in range(len(table))]
+    lines = table.lines
     for i, words in enumerate(rows[text_column]):
         tags = rows[label_column][i] if label_column in rows else words
-        if len(tags) != len(words) or not words:
+        if len(tags) != len(words):
             raise ValueError(
-                f"{path}:{lines[i]}: {len(words)} words in column {text_column!r} but {len(tags)} tags in "
+                f"{table.where(i)}: {len(words)} words in column {text_column!r} but {len(tags)} tags in "
                 f"{label_column!r}"
             )
     data = {"tokens": rows[text_column], "line": lines, "file": [str(path)] * len(lines)}
@@ -263,12 +264,26 @@ def load_tagged_table(
     return Dataset.from_dict(data)
 
 
-def _word_list(value, path, line: int, column: str) -> list[str]:
-    if isinstance(value, str):
-        value = value.split()
-    if value is None or any(item is None for item in value):
-        raise ValueError(f"{path}:{line}: column {column!r} is empty")
-    return [str(item) for item in value]
+def _word_list(value, where: str) -> list[str]:
+    """A cell of words: a list of non-empty strings, or one string of words separated by spaces."""
+    words = value.split() if isinstance(value, str) else value
+    if not isinstance(words, list) or not words:
+        raise ValueError(f"{where}: holds {describe(value)}; give a list of words or a string of them")
+    for position, word in enumerate(words, start=1):
+        if not isinstance(word, str) or not word.strip():
+            raise ValueError(f"{where}: word {position} is {describe(word)}, not a word (a non-empty string)")
+    return words
+
+
+def _tag_list(value, where: str) -> list[str]:
+    """A cell of tags: strings or class ids (integers, kept as their strings), or one string of them."""
+    tags = value.split() if isinstance(value, str) else value
+    if not isinstance(tags, list):
+        raise ValueError(f"{where}: holds {describe(value)}; give a list of tags or a string of them")
+    for position, tag in enumerate(tags, start=1):
+        if isinstance(tag, bool) or not isinstance(tag, (str, int)) or not str(tag).strip():
+            raise ValueError(f"{where}: tag {position} is {describe(tag)}, not a tag (a string or a class id)")
+    return [str(tag) for tag in tags]
 
 
 def load_tagged_files(
@@ -284,13 +299,11 @@ def load_tagged_files(
     `text_column_name` and `label_column_name`, default `label_column`), plain text with one sentence a line for
     the splits in `plain_text_splits` (`read_plain_text`), else CoNLL column files (`load_conll_dataset`). Every
     split has "tokens" and, where its file has tags, `label_column`."""
-    from .text_classification import FORMATS
-
     splits = {}
     for split, path in data_files.items():
         if split in plain_text_splits:
             splits[split] = read_plain_text(path)
-        elif Path(path).suffix.lower() in FORMATS:
+        elif is_table(path):
             splits[split] = load_tagged_table(
                 path, text_column_name, label_column_name or label_column, tag_scheme, label_column
             )
@@ -350,7 +363,7 @@ def check_labels(dataset: Dataset, label2id: dict[str, int], split: str, label_c
             if tag not in label2id:
                 if "file" in dataset.column_names:
                     row = dataset[index]
-                    if Path(row["file"]).suffix.lower() in (".json", ".jsonl", ".csv", ".tsv"):
+                    if is_table(row["file"]):
                         where = f"{row['file']}:{row['line']}, column {label_column!r}, word {position + 1}"
                     else:
                         where = f"{row['file']}:{row['line'] + position}"

@@ -330,6 +330,20 @@ class ModelBuildingArguments:
     )
     config_overrides: str | None = field(default=None, metadata={"help": CONFIG_OVERRIDES_HELP})
     cache_dir: str | None = field(default=None, metadata={"help": "where Hub downloads are cached"})
+    ignore_mismatched_sizes: bool = field(
+        default=False,
+        metadata={
+            "help": "with --model_name_or_path: start anew the weights whose shapes differ from the checkpoint's "
+            "(a fine-tuned classifier's head, for a new label set) and keep the others"
+        },
+    )
+
+    def __post_init__(self):
+        if self.ignore_mismatched_sizes and self.model_name_or_path is None:
+            raise ValueError(
+                "--ignore_mismatched_sizes needs --model_name_or_path: it keeps a checkpoint's weights except those "
+                "whose shapes differ; a new model has none"
+            )
 
 
 # (argument, argument it makes the script ignore) for `ModelBuildingArguments`: a checkpoint brings its own config.
