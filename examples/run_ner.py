@@ -58,12 +58,13 @@ from hf_ctx.data.subsets import hold_out_validation
 from hf_ctx.data.word_vectors import load_word_vectors
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import MODEL_FAMILIES, check_tokenizer_fits, model_family
-from hf_ctx.tools.hub import finish_run
+from hf_ctx.tools.hub import finish_run, save_run
 from hf_ctx.tools.loading import load_tokenizer
 from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.scripts import (
     MODEL_BUILDING_IGNORED_TOGETHER,
     ModelBuildingArguments,
+    after_saving,
     apply_gpu_defaults,
     apply_learning_rate_default,
     apply_unpad_inputs,
@@ -452,23 +453,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     # Predicting on the validation split evaluates it too: evaluated once, its metrics are the "eval" ones.
     evaluate_while_predicting = training_args.do_eval and training_args.do_predict and "validation" in encoded
     metrics, eval_metrics = train_and_evaluate(trainer, evaluate=False if evaluate_while_predicting else None)
-    for split in ("validation", "test") if training_args.do_predict else ():
-        if split not in encoded:
-            continue
-        prefix = "predict" if split == "test" else "eval" if evaluate_while_predicting else "predict_validation"
-        output = trainer.predict(encoded[split], metric_key_prefix=prefix)
-        if prefix == "eval":
-            eval_metrics = output.metrics
-        predicted, _ = conll.predictions_to_tags(output.predictions, output.label_ids, model.config.id2label)
-        path = Path(training_args.output_dir) / f"predictions_{split}.txt"
-        if trainer.is_world_process_zero():
-            merged = conll.merge_split_predictions(pieces[split], predicted)
-            conll.write_conll_predictions(path, data[split], merged, label_column)
-            logger.info("wrote %s (word, input columns, gold tag where given, predicted tag)", path)
-        if split in tagged:  # words without tags: predictions only
-            metrics.update(output.metrics)
-            record_metrics(trainer, prefix, output.metrics)
-    if training_args.do_train:
+    if training_args.do_train:  # saved before predicting: nothing after training can lose the model
         # A new ELMo tagger starts from the biLM checkpoint; a TagLM tagger's card names its biLM from the config.
         facts = RunFacts(
             family.name,
@@ -479,11 +464,31 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         for split in data:
             facts.count(split, len(data[split]), available.get(split))
         facts.add_metrics("validation", eval_metrics)
+        save_run(trainer, facts)
+    with after_saving(trainer, training_args.do_train):
+        for split in ("validation", "test") if training_args.do_predict else ():
+            if split not in encoded:
+                continue
+            prefix = "predict" if split == "test" else "eval" if evaluate_while_predicting else "predict_validation"
+            output = trainer.predict(encoded[split], metric_key_prefix=prefix)
+            if prefix == "eval":
+                eval_metrics = output.metrics
+            predicted, _ = conll.predictions_to_tags(output.predictions, output.label_ids, model.config.id2label)
+            path = Path(training_args.output_dir) / f"predictions_{split}.txt"
+            if trainer.is_world_process_zero():
+                merged = conll.merge_split_predictions(pieces[split], predicted)
+                conll.write_conll_predictions(path, data[split], merged, label_column)
+                logger.info("wrote %s (word, input columns, gold tag where given, predicted tag)", path)
+            if split in tagged:  # words without tags: predictions only
+                metrics.update(output.metrics)
+                record_metrics(trainer, prefix, output.metrics)
+    if training_args.do_train:
+        facts.add_metrics("validation", eval_metrics)
         test_metrics = {
             k: v for k, v in metrics.items() if k.startswith("predict_") and not k.startswith("predict_validation")
         }
         facts.add_metrics("test", test_metrics)
-        finish_run(trainer, facts)
+        finish_run(trainer, facts, model_saved=True)
     return metrics
 
 

@@ -39,13 +39,14 @@ from hf_ctx.data.subsets import first_examples
 from hf_ctx.metrics import load_metric
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import check_tokenizer_fits, model_family
-from hf_ctx.tools.hub import finish_run
+from hf_ctx.tools.hub import finish_run, save_run
 from hf_ctx.tools.loading import load_tokenizer
 from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.question_answering import postprocess_predictions
 from hf_ctx.tools.scripts import (
     MODEL_BUILDING_IGNORED_TOGETHER,
     ModelBuildingArguments,
+    after_saving,
     apply_gpu_defaults,
     apply_learning_rate_default,
     apply_unpad_inputs,
@@ -257,9 +258,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         options=data_args,
     )
     metrics, eval_metrics = train_and_evaluate(trainer)
-    test_metrics = answer_test_questions(trainer, windows["test"], data_args.test_file) if "test" in windows else {}
-    metrics.update(test_metrics)
-    if training_args.do_train:
+    if training_args.do_train:  # saved before answering the test questions: nothing after training can lose it
         facts = RunFacts(family, base_model=model_args.model_name_or_path)
         facts.hyperparameters = {
             "max_seq_length": data_args.max_seq_length,
@@ -270,8 +269,15 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         for split in raw:  # questions, not the windows the Trainer saw
             facts.count(split, len(raw[split]), available[split])
         facts.add_metrics("validation", eval_metrics)
+        save_run(trainer, facts)
+    with after_saving(trainer, training_args.do_train):
+        test_metrics = (
+            answer_test_questions(trainer, windows["test"], data_args.test_file) if "test" in windows else {}
+        )
+    metrics.update(test_metrics)
+    if training_args.do_train:
         facts.add_metrics("test", test_metrics)
-        finish_run(trainer, facts)
+        finish_run(trainer, facts, model_saved=True)
     return metrics
 
 

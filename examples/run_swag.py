@@ -34,12 +34,13 @@ from hf_ctx.data.multiple_choice import (
 from hf_ctx.data.subsets import first_examples
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import check_tokenizer_fits, model_family
-from hf_ctx.tools.hub import finish_run
+from hf_ctx.tools.hub import finish_run, save_run
 from hf_ctx.tools.loading import load_tokenizer
 from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.scripts import (
     MODEL_BUILDING_IGNORED_TOGETHER,
     ModelBuildingArguments,
+    after_saving,
     apply_learning_rate_default,
     apply_unpad_inputs,
     new_model_config,
@@ -155,17 +156,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         compute_metrics=multiple_choice_accuracy,
     )
     metrics, eval_metrics = train_and_evaluate(trainer)
-    if training_args.do_predict:
-        result = trainer.predict(encoded["test"], metric_key_prefix="predict")
-        if "label" in encoded["test"].column_names:
-            metrics.update(result.metrics)
-            record_metrics(trainer, "predict", result.metrics)
-        if trainer.is_world_process_zero():
-            path = write_json_atomically(
-                Path(training_args.output_dir) / "predictions.json", decode_choices(result.predictions).tolist()
-            )
-            logger.info(f"wrote {len(encoded['test'])} predictions to {path}")
-    if training_args.do_train:
+    if training_args.do_train:  # saved before predicting: nothing after training can lose the model
         facts = RunFacts(model_family(model.config), base_model=model_args.model_name_or_path)
         facts.pipeline_tag = "multiple-choice"
         facts.hyperparameters = {"max_seq_length": data_args.max_seq_length, "choices": len(columns.endings)}
@@ -173,9 +164,22 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         for split in raw:
             facts.count(split, len(raw[split]), available[split])
         facts.add_metrics("validation", eval_metrics)
+        save_run(trainer, facts)
+    with after_saving(trainer, training_args.do_train):
+        if training_args.do_predict:
+            result = trainer.predict(encoded["test"], metric_key_prefix="predict")
+            if "label" in encoded["test"].column_names:
+                metrics.update(result.metrics)
+                record_metrics(trainer, "predict", result.metrics)
+            if trainer.is_world_process_zero():
+                path = write_json_atomically(
+                    Path(training_args.output_dir) / "predictions.json", decode_choices(result.predictions).tolist()
+                )
+                logger.info(f"wrote {len(encoded['test'])} predictions to {path}")
+    if training_args.do_train:
         if training_args.do_predict and "label" in encoded["test"].column_names:
             facts.add_metrics("test", result.metrics)
-        finish_run(trainer, facts)
+        finish_run(trainer, facts, model_saved=True)
     return metrics
 
 

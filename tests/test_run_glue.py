@@ -725,3 +725,28 @@ def test_a_two_label_checkpoint_fine_tunes_on_three_labels_with_ignore_mismatche
     assert all(torch.equal(after[name], before[name]) for name in before if not name.startswith("classifier."))
     with pytest.raises(ValueError, match="--ignore_mismatched_sizes needs --model_name_or_path"):
         run_files(setup, tmp_path / "new", {"train": three}, "--do_train", "--ignore_mismatched_sizes")
+
+
+def test_a_failure_while_predicting_keeps_the_trained_model_and_says_so(setup, tmp_path, monkeypatch):
+    files = write_reviews(tmp_path / "data", random.Random(7))
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug while writing the predictions")
+
+    monkeypatch.setattr(run_glue, "write_glue_predictions", broken)
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError, match="a bug while writing") as error:
+        run_files(
+            setup,
+            out,
+            {"train": files["train"], "test": files["test"]},
+            "--do_train",
+            "--do_predict",
+            "--max_steps",
+            "1",
+        )
+    assert error.value.__notes__ == [
+        f"the trained model and its card are saved in {out}; predict with --model_name_or_path {out}"
+    ]
+    assert AutoConfig.from_pretrained(out).id2label == {0: "neg", 1: "pos"}
+    assert (out / "README.md").exists() and (out / "model.safetensors").exists()

@@ -26,6 +26,7 @@ from .checks import (
     check_path_arguments,
     check_positive_arguments,
 )
+from .errors import USER_ERRORS
 from .families import MODEL_FAMILIES, families_with, find_family, preset_names
 from .trainer import progress_to_terminal
 
@@ -461,3 +462,22 @@ def train_and_evaluate(
         metrics.update(eval_metrics)
         record_metrics(trainer, "eval", eval_metrics)
     return metrics, eval_metrics
+
+
+@contextlib.contextmanager
+def after_saving(trainer: Trainer, saved: bool):
+    """Around what a script does after `hub.save_run` saved the trained model (predicting, scoring a test file):
+    an error there says that the model is saved and where, so that the user fixes the input and predicts with
+    the saved model instead of training again. A user error stays one line; any other error keeps its traceback,
+    with the same note. `saved`: whether this run trained and saved a model (else errors pass unchanged)."""
+    try:
+        yield
+    except Exception as error:
+        if not saved:
+            raise
+        folder = trainer.args.output_dir
+        note = f"the trained model and its card are saved in {folder}; predict with --model_name_or_path {folder}"
+        if isinstance(error, USER_ERRORS):
+            raise (OSError if isinstance(error, OSError) else ValueError)(f"{error} ({note})") from error
+        error.add_note(note)
+        raise
