@@ -252,6 +252,26 @@ def test_bert_crf_pipeline_gives_the_viterbi_tags_of_the_words(tmp_path):
         plain(sentence)
 
 
+def test_bert_crf_pipeline_gives_a_word_the_tokenizer_deletes_its_entry_and_the_unknown_tokens_tag(tmp_path):
+    tokenizer = bert_tokenizer(tmp_path)
+    model = bert_crf(vocab_size=len(tokenizer))
+    spread_crf_scores(model)
+    tagger = pipeline(
+        "token-classification",
+        model=model,
+        tokenizer=tokenizer,
+        pipeline_class=SubwordTokenClassificationPipeline,
+        ignore_labels=[],
+        aggregation_strategy="none",
+    )
+    words = ["red", "\u00ad", "cat", "\x01", "runs", "\ufe0f"]  # a soft hyphen, a control character, a selector
+    (entries,) = tagger(words, is_split_into_words=True)
+    assert [e["word"] for e in entries] == words  # one entry a word (each one token here), as given
+    assert [(e["start"], e["end"]) for e in entries] == [(0, 3), (4, 5), (6, 9), (10, 11), (12, 16), (17, 18)]
+    (read,) = tagger([word if len(word) > 1 else tokenizer.unk_token for word in words], is_split_into_words=True)
+    assert [e["entity"] for e in entries] == [e["entity"] for e in read]  # each tagged as its unknown token
+
+
 def test_elmo_crf_word_pipeline_gives_the_viterbi_tags():
     model = elmo_crf()
     spread_crf_scores(model)

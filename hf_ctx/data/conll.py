@@ -9,7 +9,8 @@ live in `hf_ctx.tag_schemes`.
 
 One encoding for every model family: `encode_tagged_words` labels the first token of each word (through
 `word_ids()`: BERT's first sub-token, ELMo's and TagLM's one position per word) and gives -100 to a word's other
-sub-tokens and to special tokens.
+sub-tokens and to special tokens. A word the tokenizer maps to no token at all (a control character, a soft hyphen,
+a lone variation selector) is read as the tokenizer's unknown token (`words_as_read`), so every word has a tag.
 Sentences longer than a model allows are split into pieces that fit (with a warning), never dropped;
 `merge_split_predictions` puts the pieces' predictions back together.
 """
@@ -481,24 +482,57 @@ def encode_tagged_words(
 
     `word_ids()` (of a fast tokenizer, or of `ElmoTokenizer`, which gives one position per word) says which word
     each token is: the first token of each word gets the word's label id; the word's other sub-tokens -100, or
-    with `label_all_tokens` a label too (`align_labels`); special tokens -100. `max_length` truncates (in tokens);
+    with `label_all_tokens` a label too (`align_labels`); special tokens -100. A word the tokenizer maps to no
+    token is read as its unknown token (`words_as_read`), so that every word has a label and a prediction. `max_length` truncates (in tokens);
     None keeps every word. For `datasets.Dataset.map(batched=True)`; batches are padded later (labels with -100,
     by `DataCollatorForTokenClassification`).
     """
-    encodings = tokenizer(
-        examples["tokens"], is_split_into_words=True, truncation=max_length is not None, max_length=max_length
-    )
-    try:
-        word_ids = [encodings.word_ids(i) for i in range(len(examples["tokens"]))]
-    except ValueError:  # transformers' slow tokenizers cannot say which word a token is
-        raise ValueError(
-            f"encoding tagged words needs a tokenizer with word_ids() (a fast one, or ElmoTokenizer); got "
-            f"{type(tokenizer).__name__}"
-        ) from None
+    options = {"is_split_into_words": True, "truncation": max_length is not None, "max_length": max_length}
+    encodings = tokenizer(examples["tokens"], **options)
+    readable = words_as_read(tokenizer, examples["tokens"], encodings, max_length)
+    if readable is not examples["tokens"]:  # a word the tokenizer maps to nothing is read as its unknown token
+        encodings = tokenizer(readable, **options)
+    word_ids = [encodings.word_ids(i) for i in range(len(examples["tokens"]))]
     encodings["labels"] = [
         align_labels(ids, tags, label2id, label_all_tokens) for ids, tags in zip(word_ids, examples[label_column])
     ]
     return dict(encodings)
+
+
+def words_as_read(tokenizer, sentences: list[list[str]], encodings=None, max_length: int | None = None):
+    """The sentences (lists of words) as a sub-word tokenizer reads them: a word it maps to no token at all is
+    replaced by its unknown token (BERT's `[UNK]`), so that every word keeps a position, a label and a predicted
+    tag. A tokenizer's normalizer deletes a control character, a soft hyphen, a zero-width joiner, a variation
+    selector or (where it strips accents) a lone combining mark; a word of nothing else would vanish, and with it
+    its tag, shifting the words after it against the predictions.
+
+    `encodings`: the tokenizer's encoding of `sentences` (`is_split_into_words=True`, truncated to `max_length`
+    tokens) where the caller has it; words cut off by that truncation are not counted as unread. Returns
+    `sentences` itself when every word is read, else a new list.
+    """
+    if encodings is None:
+        encodings = tokenizer(sentences, is_split_into_words=True, add_special_tokens=False)
+    replaced = list(sentences)
+    for i, words in enumerate(sentences):
+        try:
+            ids = encodings.word_ids(i)
+        except ValueError:  # transformers' slow tokenizers cannot say which word a token is
+            raise ValueError(
+                f"encoding tagged words needs a tokenizer with word_ids() (a fast one, or ElmoTokenizer); got "
+                f"{type(tokenizer).__name__}"
+            ) from None
+        present = {word for word in ids if word is not None}
+        # After a truncation, the words past the last one read were cut off, not deleted.
+        last = len(words) if max_length is None or len(ids) < max_length else max(present, default=-1)
+        unread = [position for position in range(len(words)) if position not in present and position < last]
+        if unread:
+            if getattr(tokenizer, "unk_token", None) is None:
+                raise ValueError(
+                    f"the tokenizer maps the word {words[unread[0]]!r} to no token and has no unknown token to read "
+                    "it as"
+                )
+            replaced[i] = [tokenizer.unk_token if p in unread else word for p, word in enumerate(words)]
+    return sentences if replaced == list(sentences) else replaced
 
 
 def continuation_tag(tag: str, label2id: dict[str, int]) -> str:
