@@ -11,8 +11,10 @@
     torchrun --nproc_per_node 4 examples/pretrain_elmo.py ...        # or accelerate launch: DDP, no change
 
 Data: text files (`--train_file`, `--validation_file`: plain or gzip-compressed, several files or glob patterns such
-as `'wiki/wiki.train.*.txt.gz'`; one paragraph or sentence per line, words separated by spaces) or a `datasets`
-dataset (`--dataset_name`, text column `--text_column`). Lines are split into sentences of at most `--max_words`
+as `'wiki/wiki.train.*.txt.gz'`; one paragraph or sentence per line), split into words as CoNLL and the Penn
+Treebank split text (`hf_ctx.data.words`: "Brussels." -> "Brussels", "."), or on spaces only with `--pretokenized`
+(text already tokenized, such as the 1B Word Benchmark); the tokenizer records which, so that taggers and
+pipelines split raw text the same way. Or a `datasets` dataset (`--dataset_name`, text column `--text_column`). Lines are split into sentences of at most `--max_words`
 words (see `hf_ctx.data.bilm`) in cached `datasets` passes (`--preprocessing_num_workers`, `--cache_dir`), so a
 second run reads the cache, word counts included. `--streaming` (with `--max_steps`) reads the training text as it
 trains instead; its vocabulary then takes one pass over the stream unless `--tokenizer_name` brings one. The word
@@ -89,6 +91,17 @@ class ModelArguments:
 class DataArguments(TextCorpusArguments):
     max_words: int = field(default=50, metadata={"help": "longest sentence; longer ones are cut into pieces"})
     split_sentences: bool = field(default=True, metadata={"help": "split lines after . ! ? (else one line = one)"})
+    pretokenized: bool = field(
+        default=False,
+        metadata={
+            "help": "the text is already tokenized (e.g. the 1B Word Benchmark): split words on spaces only, not "
+            "as CoNLL and the Penn Treebank do (punctuation off words); the tokenizer records which"
+        },
+    )
+
+    @property
+    def word_splitter(self) -> str:
+        return "whitespace" if self.pretokenized else "treebank"
 
 
 def load_lines(data_args: DataArguments, seed: int):
@@ -126,18 +139,33 @@ def sentences(lines, data_args: DataArguments, limit: int | None):
         data_args.text_column,
         data_args.split_sentences,
         num_proc=data_args.preprocessing_num_workers,
+        splitter=data_args.word_splitter,
     )
     return first_examples(dataset, limit), dataset_size(dataset)
 
 
-def vocabulary_of(train_sentences, model_args: ModelArguments, max_characters_per_token: int = 50):
+def vocabulary_of(train_sentences, model_args: ModelArguments, word_splitter: str, max_characters_per_token: int = 50):
     """An ElmoTokenizer whose word vocabulary is built from the training sentences (--vocab_min_count,
-    --vocab_max_size)."""
+    --vocab_max_size), which records the splitter that made their words."""
     vocabulary = build_vocabulary(count_words(train_sentences), model_args.vocab_min_count, model_args.vocab_max_size)
-    return ElmoTokenizer(vocab=vocabulary, max_characters_per_token=max_characters_per_token)
+    return ElmoTokenizer(
+        vocab=vocabulary, max_characters_per_token=max_characters_per_token, word_splitter=word_splitter
+    )
 
 
-def continued_checkpoint(model_args: ModelArguments, config, train_sentences):
+def check_same_splitter(tokenizer, source: str, word_splitter: str) -> None:
+    """A ValueError when the word vocabulary of `tokenizer` (from `source`) was made by another splitter than
+    the one this run splits its text with: its words would not be the text's."""
+    if tokenizer.has_word_vocabulary and tokenizer.word_splitter != word_splitter:
+        raise ValueError(
+            f"the word vocabulary of {source} was made by the {tokenizer.word_splitter!r} splitter, but this run "
+            f"splits its text with {word_splitter!r}: "
+            + ("drop --pretokenized" if word_splitter == "whitespace" else "add --pretokenized")
+            + " so that the text's words are the vocabulary's"
+        )
+
+
+def continued_checkpoint(model_args: ModelArguments, config, train_sentences, word_splitter: str):
     """(the biLM of --model_name_or_path with its softmax, its tokenizer, what the run created that the checkpoint
     lacked): the checkpoint's word vocabulary and character ids are kept. A checkpoint without a word vocabulary
     (a converted published ELMo, a task model) gets --tokenizer_name's, or one built from the training text; a
@@ -145,8 +173,9 @@ def continued_checkpoint(model_args: ModelArguments, config, train_sentences):
     source, created = model_args.model_name_or_path, []
     tokenizer_source = model_args.tokenizer_name or source
     tokenizer = load_tokenizer(tokenizer_source)
+    check_same_splitter(tokenizer, tokenizer_source, word_splitter)
     if not tokenizer.has_word_vocabulary:
-        tokenizer = vocabulary_of(train_sentences, model_args, tokenizer.max_characters_per_token)
+        tokenizer = vocabulary_of(train_sentences, model_args, word_splitter, tokenizer.max_characters_per_token)
         created.append(f"the word vocabulary ({tokenizer.vocab_size:,} words, from the training text)")
         logger.warning(
             f"{tokenizer_source} has no word vocabulary for the softmax: built one of "
@@ -173,15 +202,16 @@ def continued_checkpoint(model_args: ModelArguments, config, train_sentences):
     return model, tokenizer, created
 
 
-def build_model_and_tokenizer(model_args: ModelArguments, train_sentences, continued_config=None):
+def build_model_and_tokenizer(model_args: ModelArguments, train_sentences, word_splitter: str, continued_config=None):
     """(model, tokenizer, what the run created that a continued checkpoint lacked). `continued_config`: the
     config of --model_name_or_path."""
     if model_args.model_name_or_path is not None:
-        return continued_checkpoint(model_args, continued_config, train_sentences)
+        return continued_checkpoint(model_args, continued_config, train_sentences, word_splitter)
     if model_args.tokenizer_name is not None:
         tokenizer = load_tokenizer(model_args.tokenizer_name)
+        check_same_splitter(tokenizer, model_args.tokenizer_name, word_splitter)
     else:
-        tokenizer = vocabulary_of(train_sentences, model_args)
+        tokenizer = vocabulary_of(train_sentences, model_args, word_splitter)
     overrides = parse_config_overrides(model_args.config_overrides)
     overrides.setdefault("char_cnn", {}).setdefault("max_characters_per_token", tokenizer.max_characters_per_token)
     config = ElmoConfig.from_preset(
@@ -222,7 +252,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             if training_args.do_eval
             else (None, None)
         )
-    model, tokenizer, created = build_model_and_tokenizer(model_args, train_sentences, continued_config)
+    model, tokenizer, created = build_model_and_tokenizer(
+        model_args, train_sentences, data_args.word_splitter, continued_config
+    )
     apply_learning_rate_default(training_args, argv, model.config, "pretraining")
     if data_args.streaming and training_args.do_train:
         train_sentences = shuffled_stream(train_sentences, training_args)
@@ -254,6 +286,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             "vocab_min_count": model_args.vocab_min_count,
             "max_words": data_args.max_words,
             "num_sampled": model_args.num_sampled,
+            "word_splitter": data_args.word_splitter,
         }
         facts.name_data(data_args, validation_lines)
         facts.count("train", dataset_size(train_sentences), train_available)

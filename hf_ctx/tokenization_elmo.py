@@ -22,6 +22,8 @@ from .tensor_checks import IGNORE_INDEX
 VOCAB_FILES_NAMES = {"vocab_file": "vocab.txt"}
 
 UNK_TOKEN = "<UNK>"
+# How raw text becomes words (`hf_ctx.data.words`): the splitters a tokenizer's `word_splitter` may name.
+WORD_SPLITTERS = ("treebank", "whitespace")
 
 
 def read_vocabulary_file(path: str | os.PathLike) -> list[str]:
@@ -90,6 +92,12 @@ class ElmoTokenizer(PreTrainedTokenizer):
         vocab (`list[str]`, *optional*): the same words as a list, instead of a file (see
             [`hf_ctx.data.bilm.build_vocabulary`]).
         max_characters_per_token (`int`, defaults to 50): width of the character ids; must be the model's.
+        word_splitter (`str`, defaults to `"treebank"`): how raw text is to become this tokenizer's words, the
+            splitter its word vocabulary was made with: `"treebank"` (punctuation off words, as CoNLL and the Penn
+            Treebank) or `"whitespace"` (text that was already tokenized). The scripts and pipelines that take raw
+            text split it so (`hf_ctx.data.words`); the tokenizer itself splits a string on whitespace.
+        lowercase_words (`bool`, defaults to `False`): look words up in the word vocabulary lower-cased (the
+            character ids keep their case): a tagger's vocabulary of lower-cased word vectors such as GloVe.
         pad_token (`str`, defaults to `"</S>"`): the word whose id pads `input_word_ids`.
 
     Without `vocab_file` and `vocab` the tokenizer gives character ids only (enough to compute ELMo vectors).
@@ -117,6 +125,8 @@ class ElmoTokenizer(PreTrainedTokenizer):
         eos_token: str = EOS_TOKEN,
         unk_token: str = UNK_TOKEN,
         pad_token: str = EOS_TOKEN,
+        word_splitter: str = "treebank",
+        lowercase_words: bool = False,
         **kwargs,
     ):
         if vocab_file is not None and vocab is not None:
@@ -148,6 +158,10 @@ class ElmoTokenizer(PreTrainedTokenizer):
                 f"{BOS_TOKEN}, {EOS_TOKEN} and {unk_token}"
             )
         self.max_characters_per_token = max_characters_per_token
+        if word_splitter not in WORD_SPLITTERS:
+            raise ValueError(f"word_splitter must be one of {list(WORD_SPLITTERS)}, got {word_splitter!r}")
+        self.word_splitter = word_splitter
+        self.lowercase_words = bool(lowercase_words)
         if str(pad_token) not in self.vocab:
             raise ValueError(f"pad_token {pad_token!r} must be a word of the vocabulary")
         super().__init__(
@@ -156,6 +170,8 @@ class ElmoTokenizer(PreTrainedTokenizer):
             unk_token=unk_token,
             pad_token=pad_token,
             max_characters_per_token=max_characters_per_token,
+            word_splitter=word_splitter,
+            lowercase_words=self.lowercase_words,
             **kwargs,
         )
 
@@ -169,6 +185,8 @@ class ElmoTokenizer(PreTrainedTokenizer):
         return dict(self.vocab)
 
     def _convert_token_to_id(self, token: str) -> int:
+        if self.lowercase_words and token not in (BOS_TOKEN, EOS_TOKEN, str(self.unk_token)):
+            token = token.lower()
         return self.vocab.get(token, self.vocab[str(self.unk_token)])
 
     def _convert_id_to_token(self, index: int) -> str:

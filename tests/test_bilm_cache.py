@@ -110,9 +110,12 @@ def test_the_disk_cache_is_reused_by_the_same_biLM_and_never_by_another(tokenize
     other = BiLMStateCache(changed.bilm, tokenizer, "disk", tmp_path)
     assert other.folder != first.folder and len(other) == 0
     assert other.compute(features, progress=False) == len(SENTENCES)
-    # Another tokenizer (one more word) is another cache too.
+    # A tokenizer with other words gives the biLM the same characters: the same cache, shared by taggers whose word
+    # vocabularies differ. Another character width is another cache.
     bigger = ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", *WORDS, "new"])
-    assert BiLMStateCache(model.bilm, bigger, "disk", tmp_path).folder != first.folder
+    assert BiLMStateCache(model.bilm, bigger, "disk", tmp_path).folder == first.folder
+    wider = ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", *WORDS], max_characters_per_token=60)
+    assert BiLMStateCache(model.bilm, wider, "disk", tmp_path).folder != first.folder
 
 
 @pytest.mark.parametrize(

@@ -475,3 +475,25 @@ def test_cli_embed_names_an_unknown_model_type(tmp_path, text_file, capsys):
     with pytest.raises(SystemExit):
         main(["embed", str(tmp_path / "model"), str(text_file), str(tmp_path / "v.hdf5"), "--device", "cpu"])
     assert "has model_type 'elmo_v9', which neither hf_ctx" in capsys.readouterr().err
+
+
+def test_cli_embed_splits_raw_text_as_conll_unless_pretokenized(elmo_dir, tmp_path, capsys):
+    """`hf-ctx embed` reads raw text: punctuation comes off words as in CoNLL (the words a biLM pretrained by
+    hf_ctx learnt from); `--pretokenized` keeps the text's own spaces; a file is only extended alike."""
+    raw = tmp_path / "raw.txt"
+    raw.write_text("Peter flew to Brussels.\nIt's over, isn't it?\n", encoding="utf-8")
+    model = reference_model(elmo_dir)
+    split = tmp_path / "split.hdf5"
+    main(["embed", str(elmo_dir), str(raw), str(split), "--device", "cpu", "--no_progress"])
+    spaced = tmp_path / "spaced.hdf5"
+    main(["embed", str(elmo_dir), str(raw), str(spaced), "--pretokenized", "--device", "cpu", "--no_progress"])
+    with h5py.File(split, "r") as f, h5py.File(spaced, "r") as g:
+        assert f["0"].shape[1] == 5 and f["1"].shape[1] == 8  # Peter flew to Brussels . / It 's over , is n't it ?
+        assert g["0"].shape[1] == 4 and g["1"].shape[1] == 4
+        np.testing.assert_allclose(f["0"][...], layers_alone(model, "Peter flew to Brussels ."), atol=1e-6, rtol=0)
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["embed", str(elmo_dir), str(raw), str(split), "--pretokenized", "--device", "cpu", "--no_progress"])
+    assert (
+        "another word splitter (--pretokenized or not) ('treebank', this run: 'whitespace')" in capsys.readouterr().err
+    )

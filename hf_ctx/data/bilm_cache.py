@@ -10,8 +10,9 @@ states of each distinct sentence once; `BiLMStatesCollator` adds them to each ba
 
 The fingerprint hashes everything that decides the states: the biLM's class, its weights (names, dtypes, shapes,
 values: the dtype it computes in), its config (every field, `char_cnn.activation`, `lstm.cell_clip` and the rest,
-except the few that only a task head or saving reads, `CONFIG_FIELDS_NOT_IN_STATES`) and the tokenizer's saved files,
-so a run with the same biLM and tokenizer reuses the folder and any other biLM gets a folder of its own. Inside it, each sentence is keyed
+except the few that only a task head or saving reads, `CONFIG_FIELDS_NOT_IN_STATES`) and the tokenizer's character
+encoding (its class and width; not its word vocabulary, which the biLM never reads), so a run with the same biLM
+reuses the folder, whatever word vocabulary its tagger has, and any other biLM gets a folder of its own. Inside it, each sentence is keyed
 by a hash of its character ids, exactly what the biLM reads, so a different text (or a differently truncated word)
 is never mistaken for another.
 
@@ -30,7 +31,6 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,7 +109,7 @@ def states_config(config) -> dict:
 
 def bilm_fingerprint(bilm: torch.nn.Module, tokenizer) -> str:
     """A hex digest of what decides the biLM's states: its class, its state dict (names, dtypes, shapes, values),
-    its config (`states_config`) and the tokenizer's saved files."""
+    its config (`states_config`) and the tokenizer's character encoding (class and width)."""
     digest = hashlib.sha256(FORMAT.encode())
     digest.update(type(bilm).__name__.encode())
     config = getattr(bilm, "config", None)
@@ -118,11 +118,8 @@ def bilm_fingerprint(bilm: torch.nn.Module, tokenizer) -> str:
     for name, tensor in sorted(bilm.state_dict().items()):
         digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
         digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
-    with tempfile.TemporaryDirectory() as folder:
-        tokenizer.save_pretrained(folder)
-        for path in sorted(Path(folder).iterdir()):
-            if path.suffix != ".py":  # the tokenizer's source code travels with it; its files say what it does
-                digest.update(path.name.encode() + path.read_bytes())
+    width = getattr(tokenizer, "max_characters_per_token", None)
+    digest.update(f"{type(tokenizer).__name__}:{width}".encode())
     return digest.hexdigest()[:32]
 
 

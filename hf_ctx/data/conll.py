@@ -205,14 +205,15 @@ def _first_word_line_fields(path) -> int | None:
     return None
 
 
-def read_plain_text(path: str | Path) -> Dataset:
-    """A plain-text file, one sentence a line, as sentences of words to tag ("tokens", split as CoNLL data is by
-    `hf_ctx.data.words`), with "line" and "file"; blank lines are skipped."""
+def read_plain_text(path: str | Path, splitter: str = "treebank") -> Dataset:
+    """A plain-text file, one sentence a line, as sentences of words to tag ("tokens", split by `hf_ctx.data.words`
+    under `splitter`: "treebank" as CoNLL data is, "whitespace" for text already tokenized), with "line" and "file";
+    blank lines are skipped."""
     path = Path(path)
     sentences = []
     with path.open(encoding="utf-8-sig") as f:
         for line_number, line in enumerate(utf8_lines(f, path), start=1):
-            words = split_words(line)
+            words = split_words(line, splitter)
             if words:
                 sentences.append({"tokens": words, "line": line_number, "file": str(path)})
     if not sentences:
@@ -295,15 +296,16 @@ def load_tagged_files(
     text_column_name: str = "tokens",
     label_column_name: str | None = None,
     plain_text_splits: tuple[str, ...] = (),
+    plain_text_splitter: str = "treebank",
 ) -> DatasetDict:
     """Each split from its file, read by its kind: JSON(-lines)/CSV/TSV tables (`load_tagged_table`, columns
     `text_column_name` and `label_column_name`, default `label_column`), plain text with one sentence a line for
-    the splits in `plain_text_splits` (`read_plain_text`), else CoNLL column files (`load_conll_dataset`). Every
+    the splits in `plain_text_splits` (`read_plain_text`, words split by `plain_text_splitter`), else CoNLL column files (`load_conll_dataset`). Every
     split has "tokens" and, where its file has tags, `label_column`."""
     splits = {}
     for split, path in data_files.items():
         if split in plain_text_splits:
-            splits[split] = read_plain_text(path)
+            splits[split] = read_plain_text(path, plain_text_splitter)
         elif is_table(path):
             splits[split] = load_tagged_table(
                 path, text_column_name, label_column_name or label_column, tag_scheme, label_column

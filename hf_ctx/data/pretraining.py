@@ -48,7 +48,8 @@ from transformers import BertTokenizer, EvalPrediction, PreTrainedTokenizerBase
 
 from ..atomic_files import atomic_write, save_pretrained_atomically, write_into_folder, write_text
 from ..tensor_checks import IGNORE_INDEX
-from .text import load_text_documents, map_batches, sample_texts, sentence_words
+from . import words
+from .text import load_text_documents, map_batches, sample_texts
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +70,8 @@ def _tokenize_batch(batch, tokenizer, text_column, split_sentences):
             raise ValueError(f"column {text_column!r} must hold strings, got {type(text).__name__}")
         lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
         if split_sentences:
-            lines = [" ".join(words) for line in lines for words in sentence_words(line)]
+            # the one splitter finds the sentences; each keeps its text as written, for the WordPiece tokenizer
+            lines = [line[s[0][1] : s[-1][2]] for line in lines for s in words.split_sentences(line)]
         lines_per_document.append(lines)
     lines = [line for document in lines_per_document for line in document]
     ids = (
@@ -97,7 +99,7 @@ def tokenize_documents(
 ) -> Dataset:
     """Tokenize every line of every document (no special tokens): column "segments", one token-id list per line.
 
-    With `split_sentences`, each line is first cut into sentences (`sentence_words`), so that text with a
+    With `split_sentences`, each line is first cut into sentences (`hf_ctx.data.words.split_sentences`), so that text with a
     paragraph per line gives BERT's sentence pairs sentence-sized segments. Documents with no tokens are dropped; a
     dataset left with no document is a `ValueError`.
     """

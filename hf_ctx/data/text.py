@@ -9,7 +9,6 @@ The one home of the text helpers that BERT's pretraining data (`hf_ctx.data.pret
     sample_texts(dataset, n, seed)       a seeded random sample of rows, e.g. to train a tokenizer on
     map_batches(dataset, function)       a batched `map` that works alike on cached and streaming datasets, with
                                          a fingerprint that a second run finds again (`map_fingerprint`)
-    sentence_words(line)                 a line's sentences, as word lists
 
 Bad input gets an error naming the file: a glob pattern that matches nothing or a missing file is a
 `FileNotFoundError`; a corrupt or truncated gzip file, text that is not UTF-8 (with its line), and a file without
@@ -38,7 +37,6 @@ from .files import strip_invisible_prefix, utf8_lines
 logger = logging.getLogger(__name__)
 
 DOCUMENT_BOUNDARIES = ("blank_line", "line")
-SENTENCE_END = (".", "!", "?")
 GZIP_MAGIC = b"\x1f\x8b"
 STREAM_SHUFFLE_BUFFER = 10_000  # rows a streaming dataset is shuffled within (datasets' own default is 1000)
 
@@ -274,18 +272,3 @@ def _stable_hash(value) -> str:
         attributes = {name: _stable_hash(attribute) for name, attribute in sorted(vars(value).items())}
         return Hasher.hash([type(value).__qualname__, attributes])
     return Hasher.hash(value)
-
-
-# --- Sentences ----------------------------------------------------------------------------------------------------
-
-
-def sentence_words(line: str) -> list[list[str]]:
-    """The sentences of a line of whitespace-separated words, as word lists: a sentence ends after each word that
-    ends with `.`, `!` or `?` (a simple rule: abbreviations such as "Mr." end a sentence too)."""
-    sentences, current = [], []
-    for word in line.split():
-        current.append(word)
-        if word.endswith(SENTENCE_END):
-            sentences.append(current)
-            current = []
-    return sentences + [current] if current else sentences

@@ -71,7 +71,7 @@ def _package_arrays(source: str) -> tuple[Path, Path] | None:
     return path, indexes[0]
 
 
-def _read_package(vectors_path: Path, index_path: Path, wanted: set[str]) -> Iterator[tuple[str, np.ndarray]]:
+def _read_package(vectors_path: Path, index_path: Path, wanted: set[str] | None) -> Iterator[tuple[str, np.ndarray]]:
     import pyarrow.parquet as pq
 
     table = pq.read_table(index_path)
@@ -86,11 +86,11 @@ def _read_package(vectors_path: Path, index_path: Path, wanted: set[str]) -> Ite
         )
     yield "", vectors[:0]  # announces the dimension before any word
     for row, word in enumerate(words):
-        if word in wanted:
+        if wanted is None or word in wanted:
             yield word, np.asarray(vectors[row], dtype=np.float32)
 
 
-def _read_text(path: Path, wanted: set[str]) -> Iterator[tuple[str, np.ndarray]]:
+def _read_text(path: Path, wanted: set[str] | None) -> Iterator[tuple[str, np.ndarray]]:
     opener = gzip.open if path.suffix == ".gz" else open
     dim = None
     with opener(path, "rt", encoding="utf-8-sig", errors="replace") as f:
@@ -106,7 +106,7 @@ def _read_text(path: Path, wanted: set[str]) -> Iterator[tuple[str, np.ndarray]]
                     f"{path}:{line_number}: expected a word and {dim} numbers (as on the file's first "
                     f"vector line), found {len(fields) - 1} numbers"
                 )
-            if fields[0] in wanted:
+            if wanted is None or fields[0] in wanted:
                 try:
                     yield fields[0], np.array(fields[1:], dtype=np.float32)
                 except ValueError:
@@ -115,8 +115,9 @@ def _read_text(path: Path, wanted: set[str]) -> Iterator[tuple[str, np.ndarray]]
         raise ValueError(f"{path} holds no word vectors")
 
 
-def _read_vectors(source: str, wanted: set[str]) -> Iterator[tuple[str, np.ndarray]]:
-    """(word, vector) for each word of `wanted` in `source`, after ("", an empty (0, dim) array)."""
+def _read_vectors(source: str, wanted: set[str] | None) -> Iterator[tuple[str, np.ndarray]]:
+    """(word, vector) for each word of `wanted` (None: every word) in `source`, in its order, after ("", an empty
+    (0, dim) array)."""
     arrays = _package_arrays(source)
     if arrays is not None:
         return _read_package(*arrays, wanted)
@@ -127,6 +128,18 @@ def _read_vectors(source: str, wanted: set[str]) -> Iterator[tuple[str, np.ndarr
             f"or .npy of packaged vectors, or '{GLOVE_PACKAGE}')"
         )
     return _read_text(path, wanted)
+
+
+def vector_words(source: str | os.PathLike, max_words: int | None = None) -> list[str]:
+    """The words of `source` (as `load_word_vectors` takes it) in the file's order, which for GloVe and word2vec
+    is most frequent first: the first `max_words` of them (None: all)."""
+    words = []
+    for word, _ in _read_vectors(os.fspath(source), None):
+        if max_words is not None and len(words) >= max_words:
+            break
+        if word:  # not the reader's first item, which gives the dimension
+            words.append(word)
+    return words
 
 
 def save_word_vectors_subset(source: str | os.PathLike, words: Iterable[str], path: str | os.PathLike) -> int:

@@ -122,13 +122,14 @@ def _add_embed(subparsers):
     p = subparsers.add_parser(
         "embed",
         help="write the ELMo vectors of a text file (one sentence per line) to HDF5, as AllenNLP's elmo command",
-        description="Write the ELMo vectors of every line of INPUT_FILE (one whitespace-tokenised sentence per line) "
+        description="Write the ELMo vectors of every line of INPUT_FILE (one sentence per line, split into words as "
+        "CoNLL and the Penn Treebank split text, or on spaces with --pretokenized) "
         'to OUTPUT_FILE in AllenNLP\'s layout: a dataset per line index ("0", "1", ...) of shape '
         "(layers, words, 2P) with --all, (words, 2P) otherwise, and a sentence_to_index JSON dataset. "
         "An existing OUTPUT_FILE is extended (lines already there are skipped) unless --overwrite.",
     )
     p.add_argument("model", help="an ELMo checkpoint folder (hf-ctx convert-elmo, pretrain_elmo.py)")
-    p.add_argument("input_file", help="text file, one whitespace-tokenised sentence per line, no empty lines")
+    p.add_argument("input_file", help="text file, one sentence per line, no empty lines")
     p.add_argument("output_file", help="the HDF5 file to write (or to extend)")
     which = p.add_mutually_exclusive_group()
     which.add_argument(
@@ -160,6 +161,12 @@ def _add_embed(subparsers):
         help="words (one per line, e.g. bilm-tf's vocab.txt) whose token layer is "
         "computed once and looked up: faster, same vectors",
     )
+    p.add_argument(
+        "--pretokenized",
+        action="store_true",
+        help="the lines are already tokenized: split words on spaces only (AllenNLP's elmo command's input), not "
+        "punctuation off words",
+    )
     p.add_argument("--overwrite", action="store_true", help="replace OUTPUT_FILE instead of extending it")
     p.add_argument("--no_progress", action="store_true", help="no progress bar")
     p.set_defaults(output="all")
@@ -179,6 +186,7 @@ def _add_embed(subparsers):
             batch_size=args.batch_size,
             overwrite=args.overwrite,
             progress=not args.no_progress,
+            word_splitter="whitespace" if args.pretokenized else "treebank",
         )
         print(
             f"wrote {done['embedded']} sentences ({done['words']} words) to {args.output_file}"

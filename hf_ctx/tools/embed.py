@@ -18,8 +18,9 @@ Reading it:
 L + 1 layers) or `scalar_mix_weights` w_0 ... w_L (sum_k w_k h_k, the weights used as given).
 
 A run can be resumed: lines whose datasets exist are skipped. Each dataset records its sentence (an HDF5
-attribute) and the file records the model (a hash of its weights), the output and the dtype, so a file is only
-extended with vectors of the same kind; anything else is an error asking for `overwrite`. The file is written
+attribute; its words are `hf_ctx.data.words.split_words(sentence, word_splitter)`) and the file records the model
+(a hash of its weights), the output, the dtype and the word splitter, so a file is only extended with vectors of
+the same kind; anything else is an error asking for `overwrite`. The file is written
 through `hf_ctx.atomic_files.CommittedFile`: after each batch it is a complete HDF5 file, and a full disk (or a
 kill) leaves it as it was after the last batch, so the same command resumes from there. The file is locked while
 it is written: a second run into it (`--overwrite` or not) is refused before it reads or truncates anything.
@@ -36,6 +37,7 @@ import torch
 from ..atomic_files import CommittedFile
 from ..configuration_elmo import ElmoConfig
 from ..data.files import strip_invisible_prefix, utf8_lines
+from ..data.words import check_word_splitter, split_words
 from ..modeling_elmo import ElmoModel
 from ..tokenization_elmo import ElmoTokenizer, read_vocabulary_file
 from .checks import check_model_type
@@ -334,9 +336,12 @@ class ElmoEmbedder:
         batch_size: int = 64,
         overwrite: bool = False,
         progress: bool = True,
+        word_splitter: str = "whitespace",
     ) -> dict:
-        """Write the vectors of every line of `input_path` (one whitespace-tokenised sentence per line) to the HDF5
-        file `output_path`, in AllenNLP's layout (see the module docstring).
+        """Write the vectors of every line of `input_path` (one sentence per line) to the HDF5 file `output_path`,
+        in AllenNLP's layout (see the module docstring). Lines are split into words by `hf_ctx.data.words` under
+        `word_splitter`: "whitespace" (the default, AllenNLP's: the text is already tokenized) or "treebank" (raw
+        text, punctuation off words as CoNLL and the Penn Treebank split it), which the file records.
 
         Sentences are batched `batch_size` at a time after sorting by length (little padding); datasets are named
         after the line index, so the order of computing does not show in the file. An existing `output_path`
@@ -353,6 +358,7 @@ class ElmoEmbedder:
             "output": layer_output.describe(),
             "model": self.fingerprint,
             "dtype": str(self.dtype).removeprefix("torch."),
+            "word_splitter": check_word_splitter(word_splitter),
         }
         output_path = os.fspath(output_path)
         _check_output_path(input_path, output_path)
@@ -366,12 +372,11 @@ class ElmoEmbedder:
                 if not resume:
                     file.attrs.update(settings)
                 file.flush()
-                todo = sorted(
-                    (i for i in range(len(sentences)) if i not in done),
-                    key=lambda i: len(sentences[i].split()),
-                    reverse=True,
-                )
-                words = self._write_vectors(file, sentences, todo, layer_output, batch_size, progress)
+                words_of = {
+                    i: split_words(sentences[i], word_splitter) for i in range(len(sentences)) if i not in done
+                }
+                todo = sorted(words_of, key=lambda i: len(words_of[i]), reverse=True)
+                words = self._write_vectors(file, sentences, words_of, todo, layer_output, batch_size, progress)
                 _write_sentence_index(file, sentences)
         except Exception as error:
             if store.failed is None:
@@ -381,16 +386,16 @@ class ElmoEmbedder:
             store.close()
         return {"sentences": len(sentences), "embedded": len(todo), "kept": len(done), "words": words}
 
-    def _write_vectors(self, file, sentences, todo, layer_output, batch_size: int, progress: bool) -> int:
-        """Embed the lines `todo` (indices into `sentences`) `batch_size` at a time into `file`, one dataset per
-        line, flushing after each batch; returns the number of words embedded."""
+    def _write_vectors(self, file, sentences, words_of, todo, layer_output, batch_size: int, progress: bool) -> int:
+        """Embed the lines `todo` (indices into `sentences`; `words_of`: index -> the line's words) `batch_size` at
+        a time into `file`, one dataset per line, flushing after each batch; returns the number of words embedded."""
         from tqdm import tqdm
 
         words = 0
         with tqdm(total=len(todo), unit="sentence", desc="embedding", disable=not progress) as bar:
             for start in range(0, len(todo), batch_size):
                 indices = todo[start : start + batch_size]
-                split = [sentences[i].split() for i in indices]
+                split = [words_of[i] for i in indices]
                 for i, vectors in zip(indices, self.embed_batch(split, layer_output)):
                     dataset = file.create_dataset(str(i), data=vectors, dtype="float32")
                     dataset.attrs["sentence"] = sentences[i]
@@ -415,6 +420,7 @@ class ElmoEmbedder:
                     "output": "output (--all/--top/--average/--scalar_mix_weights)",
                     "model": "model weights",
                     "dtype": "dtype",
+                    "word_splitter": "word splitter (--pretokenized or not)",
                 }
                 raise ValueError(
                     f"{path} holds vectors with another {names.get(key, key)} ({found.get(key)!r}, this "

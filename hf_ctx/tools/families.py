@@ -103,11 +103,11 @@ class ModelFamily:
         """Whether the family's config has the field `name` (e.g. TagLM's "tag_scheme")."""
         return name in inspect.signature(self.config_class.__init__).parameters
 
-    def make_tokenizer(self, words=None, *, vocab_size: int | None = None, min_count: int | None = None):
+    def make_tokenizer(self, words=None, *, vocab_size: int | None = None, min_count: int | None = None, **options):
         """A new model's tokenizer where none is named: `new_tokenizer` given those of the training sentences'
-        `words`, `vocab_size` and `min_count` it takes (`None`: its default). `None` when it needs the training
-        words and there are none (a script must then be given a tokenizer)."""
-        options = {"words": words, "vocab_size": vocab_size, "min_count": min_count}
+        `words`, `vocab_size`, `min_count` and `options` it takes (`None`: its default). `None` when it needs the
+        training words and there are none (a script must then be given a tokenizer)."""
+        options = {"words": words, "vocab_size": vocab_size, "min_count": min_count, **options}
         takes = inspect.signature(self.new_tokenizer).parameters
         if "words" in takes and words is None:
             return None
@@ -159,13 +159,32 @@ def _wordpiece_from_words(words, vocab_size=8000):
         return train_wordpiece_tokenizer([text], vocab_size=vocab_size, lowercase=False)
 
 
-def _word_vocabulary_from_words(words, min_count=1):
-    """TagLM without a biLM: an `ElmoTokenizer` whose word vocabulary is the training words seen `min_count` times."""
+def _word_vocabulary_from_words(words, min_count=1, word_vectors=None, max_vector_words=None, characters=None):
+    """TagLM: an `ElmoTokenizer` whose word vocabulary is the training words seen `min_count` times. With
+    `word_vectors`, the vectors' first `max_vector_words` words (None: all) join them and words are looked up
+    lower-cased, as lower-cased vectors such as GloVe are, so that a word the training sentences lack still gets
+    its vector. `characters`: the tokenizer of the biLM the tagger reads, whose character width and word splitter
+    the new tokenizer keeps."""
     from ..data.bilm import build_vocabulary, count_words  # data/ needs `datasets`, which `import hf_ctx` does not
+    from ..data.word_vectors import vector_words
 
-    counts = count_words(words)
-    tokenizer = ElmoTokenizer(vocab=build_vocabulary(counts, min_count))
-    logger.info("word vocabulary: %d of the %d training words", tokenizer.vocab_size - 3, len(counts))
+    lowercase = word_vectors is not None
+    counts = count_words([[w.lower() for w in sentence] for sentence in words] if lowercase else words)
+    vocabulary = build_vocabulary(counts, min_count)
+    training_words = len(vocabulary) - 3
+    if word_vectors is not None:
+        known = set(vocabulary)
+        vocabulary += [w for w in vector_words(word_vectors, max_vector_words) if w not in known]
+    reads = {}
+    if characters is not None:
+        reads = {"max_characters_per_token": characters.max_characters_per_token}
+        reads["word_splitter"] = characters.word_splitter
+    tokenizer = ElmoTokenizer(vocab=vocabulary, lowercase_words=lowercase, **reads)
+    logger.info(
+        f"word vocabulary: {training_words:,} of the {len(counts):,} training words"
+        + (f", then {len(vocabulary) - 3 - training_words:,} more of {word_vectors}" if lowercase else "")
+        + (" (looked up lower-cased)" if lowercase else "")
+    )
     return tokenizer
 
 
@@ -236,7 +255,10 @@ TAGLM = ModelFamily(
     tokenizer_class=ElmoTokenizer,  # TagLM reads the biLM's characters and word ids
     words_are_tokens=True,
     new_tokenizer=_word_vocabulary_from_words,
-    tokenizer_fields=lambda tokenizer: {"vocab_size": tokenizer.vocab_size},
+    tokenizer_fields=lambda tokenizer: {
+        "vocab_size": tokenizer.vocab_size,
+        "max_characters_per_token": tokenizer.max_characters_per_token,
+    },
     check_tokenizer=_check_word_vocabulary,
     bilm_use=BiLMUse.MAY_BUILD_ON,
     # TagLM's steps are small: batches of 32 instead of 8 keep a GPU busy.

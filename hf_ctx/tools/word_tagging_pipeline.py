@@ -32,12 +32,17 @@ from ..data.words import split_sentences, word_spans
 
 
 def input_sentences(
-    sentence, is_split_into_words: bool = False, delimiter: str = " ", by_sentence: bool = True
+    sentence,
+    is_split_into_words: bool = False,
+    delimiter: str = " ",
+    by_sentence: bool = True,
+    splitter: str = "treebank",
 ) -> tuple[str, list[list[str]], list[list[tuple[int, int]]]]:
     """The text of a pipeline input, its sentences' words and each word's character offsets (start, end).
 
-    A string is split into words as CoNLL and the Penn Treebank split text (`hf_ctx.data.words`: punctuation off
-    words), and into sentences unless `by_sentence=False`; offsets are into the string. A list of words
+    A string is split into words by `hf_ctx.data.words` under `splitter` (the tokenizer's `word_splitter`:
+    "treebank", punctuation off words as CoNLL and the Penn Treebank split text, or "whitespace"), and into
+    sentences unless `by_sentence=False`; offsets are into the string. A list of words
     (`is_split_into_words=True`) is one sentence, joined with `delimiter`, offsets into the joined text.
     """
     if is_split_into_words:
@@ -50,7 +55,7 @@ def input_sentences(
         return delimiter.join(words), [words], [offsets]
     if not isinstance(sentence, str):
         raise ValueError("When `is_split_into_words=False`, `sentence` must be an untokenized string.")
-    sentences = split_sentences(sentence) if by_sentence else [word_spans(sentence)]
+    sentences = split_sentences(sentence, splitter) if by_sentence else [word_spans(sentence, splitter)]
     sentences = [spans for spans in sentences if spans] or [[]]
     words = [[word for word, _, _ in spans] for spans in sentences]
     offsets = [[(start, end) for _, start, end in spans] for spans in sentences]
@@ -99,7 +104,8 @@ class WordTokenClassificationPipeline(TokenClassificationPipeline):
         return preprocess_params, {}, postprocess_params
 
     def preprocess(self, sentence, is_split_into_words=False, delimiter=" "):
-        text, sentences, offsets = input_sentences(sentence, is_split_into_words, delimiter)
+        splitter = getattr(self.tokenizer, "word_splitter", "treebank")
+        text, sentences, offsets = input_sentences(sentence, is_split_into_words, delimiter, splitter=splitter)
         for i, (words, word_offsets) in enumerate(zip(sentences, offsets)):
             yield {**word_inputs(self.tokenizer, text, words, word_offsets), "is_last": i == len(sentences) - 1}
 
@@ -255,7 +261,8 @@ class WordFeatureExtractionPipeline(FeatureExtractionPipeline):
         return super().__call__(inputs, **kwargs)
 
     def preprocess(self, sentence, is_split_into_words=False, delimiter=" "):
-        text, words, offsets = input_sentences(sentence, is_split_into_words, delimiter, by_sentence=False)
+        splitter = getattr(self.tokenizer, "word_splitter", "treebank")
+        text, words, offsets = input_sentences(sentence, is_split_into_words, delimiter, False, splitter)
         return word_inputs(self.tokenizer, text, words[0], offsets[0])
 
     def _forward(self, model_inputs, layer_output=None):
