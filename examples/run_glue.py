@@ -74,7 +74,6 @@ from hf_ctx.tools.scripts import (
     new_model_config,
     padding_multiple,
     parse_args_and_set_up,
-    parse_config_overrides,
     train_and_evaluate,
     unpad_inputs_field,
 )
@@ -193,7 +192,7 @@ def build_model(model_args: ModelArguments, task, tokenizer):
         fields["id2label"] = dict(enumerate(task.label_names))
         fields["label2id"] = {name: i for i, name in enumerate(task.label_names)}
     if model_args.model_name_or_path is not None:
-        fields.update(parse_config_overrides(model_args.config_overrides))
+        fields.update(model_args.checkpoint_overrides())
         return AutoModelForSequenceClassification.from_pretrained(
             model_args.model_name_or_path,
             cache_dir=model_args.cache_dir,
@@ -260,7 +259,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     family = MODEL_FAMILIES[model_family(model.config)]
     apply_learning_rate_default(training_args, argv, model.config, "sequence_classification")
     apply_unpad_inputs(model, model_args.unpad_inputs)
-    check_tokenizer_fits(model.config, tokenizer, data_args.max_seq_length, tokenizer_source)
+    pair = len(task.text_columns) == 2
+    check_tokenizer_fits(model.config, tokenizer, data_args.max_seq_length, tokenizer_source, pair=pair)
     logger.info(f"{task.name}: {type(model).__name__} with {model.num_parameters():,} parameters")
 
     def limit(split: str) -> int | None:

@@ -125,7 +125,8 @@ class ModelArguments(BiLMCacheArguments, ModelBuildingArguments):
     use_crf: bool = field(
         default=False,
         metadata={
-            "help": "BERT/ELMo: decode with a CRF under --tag_scheme (sets the config's use_crf and tag_scheme); "
+            "help": "BERT/ELMo: decode with a CRF under --tag_scheme (tags without a scheme, such as POS: every "
+            "transition allowed; sets the config's use_crf and tag_scheme); "
             "TagLM always has one"
         },
     )
@@ -215,6 +216,12 @@ def load_data(
         raise ValueError(f"--task_name {data_args.task_name!r}: give one of {list(conll.TASK_COLUMNS)}")
     if data_args.test_file_format not in ("conll", "text"):
         raise ValueError(f"--test_file_format {data_args.test_file_format!r}: give 'conll' or 'text'")
+    if data_args.num_columns is not None and data_args.num_columns < 0:
+        raise ValueError(f"--num_columns {data_args.num_columns}: give the columns per line, or 0 (the first line's)")
+    if data_args.train_sample_seed is not None and (
+        data_args.max_train_samples is None or data_args.train_sample_seed < 0
+    ):
+        raise ValueError("--train_sample_seed draws the --max_train_samples sentences: give both, the seed at least 0")
     label_column = conll.TASK_COLUMNS[data_args.task_name]
     if data_args.dataset_name is not None:
         data = conll.load_hub_ner_dataset(
@@ -293,7 +300,6 @@ def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
     """(model, tokenizer, family record, checkpoint it was loaded from) for the arguments: a checkpoint (a finished
     tagger, a pretrained BERT or ELMo), or a new tagger of `--model_type` built as its family's record says."""
     label_fields = {"id2label": dict(enumerate(labels)), "label2id": {label: i for i, label in enumerate(labels)}}
-    overrides = parse_config_overrides(model_args.config_overrides)
     checkpoint, bilm = model_args.model_name_or_path, model_args.bilm_name_or_path
     family = None
     if checkpoint is None:
@@ -309,6 +315,7 @@ def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
             )
         config = AutoConfig.from_pretrained(checkpoint, cache_dir=model_args.cache_dir)
         found = MODEL_FAMILIES[model_family(config)]
+        overrides = parse_config_overrides(model_args.config_overrides, type(config))
         if family is not None and found is not family:
             raise ValueError(f"{checkpoint} is not an hf_ctx {family.name} checkpoint")
         tokenizer = load_tokenizer(model_args.tokenizer_name or checkpoint)
@@ -319,7 +326,7 @@ def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
             cache_dir=model_args.cache_dir,
             ignore_mismatched_sizes=model_args.ignore_mismatched_sizes,
             **label_fields,
-            **crf_fields(model_args, data_args, found),
+            **crf_fields(model_args, scheme, found),
             **overrides,
         )
         return model, tokenizer, found, checkpoint
@@ -341,13 +348,13 @@ def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
         tokenizer = load_tokenizer(source)
     # This script's options that set a field of a new tagger's config, where its family's config has one (TagLM's).
     tagger_fields = {
-        "bilm_layers": [int(i) for i in model_args.bilm_layers.split(",")],
+        "bilm_layers": bilm_layer_list(model_args.bilm_layers),
         "tag_scheme": None if scheme == "plain" else scheme,  # plain tags: every transition allowed
     }
     fields = {
         **label_fields,
         **{k: v for k, v in tagger_fields.items() if family.config_has_field(k)},
-        **crf_fields(model_args, data_args, family),
+        **crf_fields(model_args, scheme, family),
     }
     config = new_model_config(model_args, "token_classification", tokenizer, **fields)
     check_tokenizer_fits(config, tokenizer, data_args.max_seq_length, source or "the new tokenizer")
@@ -358,12 +365,23 @@ def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
     return model, tokenizer, family, None
 
 
-def crf_fields(model_args, data_args, family) -> dict:
-    """`--use_crf`: the config fields of a tagger that decodes with a CRF under the data's tag scheme, where the
-    family's config has them (TagLM's CRF is always there)."""
+def bilm_layer_list(bilm_layers: str) -> list[int]:
+    """`--bilm_layers` ("-1", "0,2") as layer indices (the config checks them against the biLM's layers)."""
+    try:
+        return [int(i) for i in bilm_layers.split(",")]
+    except ValueError:
+        raise ValueError(
+            f"--bilm_layers {bilm_layers!r}: give layer indices separated by commas, e.g. -1 or 0,2"
+        ) from None
+
+
+def crf_fields(model_args, scheme: str, family) -> dict:
+    """`--use_crf`: the config fields of a tagger that decodes with a CRF under the data's tag `scheme` (tags
+    without one, "plain": every transition allowed), where the family's config has them (TagLM's CRF is always
+    there)."""
     if not model_args.use_crf or not family.config_has_field("use_crf"):
         return {}
-    return {"use_crf": True, "tag_scheme": data_args.tag_scheme}
+    return {"use_crf": True, "tag_scheme": None if scheme == "plain" else scheme}
 
 
 def encode_splits(
@@ -416,7 +434,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         argv,
         logger,
         ignored_together=IGNORED_TOGETHER,
-        positive=("max_seq_length", "validation_split_percentage", "early_stopping_patience"),
+        positive=("max_seq_length", "validation_split_percentage", "early_stopping_patience", "word_min_count"),
     )
 
     # Raw text is split into words as the model's word vocabulary was made (its tokenizer's `word_splitter`).

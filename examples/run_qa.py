@@ -29,6 +29,7 @@ dropped, and the log says how many.
 """
 
 import logging
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,7 +54,6 @@ from hf_ctx.tools.scripts import (
     new_model_config,
     padding_multiple,
     parse_args_and_set_up,
-    parse_config_overrides,
     record_metrics,
     train_and_evaluate,
     unpad_inputs_field,
@@ -105,6 +105,14 @@ class DataArguments:
     pad_to_multiple_of: int | None = field(
         default=None, metadata={"help": "pad each batch to a multiple of this many tokens (default: 8 on a GPU)"}
     )
+
+    def __post_init__(self):
+        if self.doc_stride < 0:
+            raise ValueError(f"--doc_stride must be at least 0 (windows that do not overlap), got {self.doc_stride}")
+        if not math.isfinite(self.null_score_diff_threshold):
+            raise ValueError(
+                f"--null_score_diff_threshold must be a finite number, got {self.null_score_diff_threshold}"
+            )
 
 
 class QuestionAnsweringTrainer(CtxTrainer):
@@ -183,7 +191,7 @@ def build_model(model_args: ModelArguments, tokenizer):
             model_args.model_name_or_path,
             cache_dir=model_args.cache_dir,
             ignore_mismatched_sizes=model_args.ignore_mismatched_sizes,
-            **parse_config_overrides(model_args.config_overrides),
+            **model_args.checkpoint_overrides(),
         )
     return AutoModelForQuestionAnswering.from_config(new_model_config(model_args, "question_answering", tokenizer))
 

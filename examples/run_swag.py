@@ -46,7 +46,6 @@ from hf_ctx.tools.scripts import (
     new_model_config,
     padding_multiple,
     parse_args_and_set_up,
-    parse_config_overrides,
     record_metrics,
     train_and_evaluate,
     unpad_inputs_field,
@@ -101,7 +100,7 @@ def build_model(model_args: ModelArguments, tokenizer):
             model_args.model_name_or_path,
             cache_dir=model_args.cache_dir,
             ignore_mismatched_sizes=model_args.ignore_mismatched_sizes,
-            **parse_config_overrides(model_args.config_overrides),
+            **model_args.checkpoint_overrides(),
         )
     return AutoModelForMultipleChoice.from_config(new_model_config(model_args, "multiple_choice", tokenizer))
 
@@ -135,7 +134,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     model = build_model(model_args, tokenizer)
     apply_learning_rate_default(training_args, argv, model.config, "multiple_choice")
     apply_unpad_inputs(model, model_args.unpad_inputs)
-    check_tokenizer_fits(model.config, tokenizer, data_args.max_seq_length, tokenizer_source)
+    check_tokenizer_fits(model.config, tokenizer, data_args.max_seq_length, tokenizer_source, pair=True)
     logger.info(f"{type(model).__name__} with {model.num_parameters():,} parameters, {len(columns.endings)} choices")
 
     with training_args.main_process_first(desc="tokenizing"):

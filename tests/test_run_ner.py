@@ -673,3 +673,14 @@ def test_a_word_the_bert_tokenizer_deletes_gets_a_tag_and_a_line_of_its_own(corp
         first = [encoding.word_ids().index(i) for i in range(len(read))]
         assert [row.rsplit(" ", 1)[1] for row in rows] == [model.config.id2label[ids[p]] for p in first]
     assert deleted >= 2  # the soft hyphen and the control character at least
+
+
+def test_a_crf_over_tags_without_a_scheme_allows_every_transition(corpus, tmp_path):
+    """--use_crf on POS tags: the CRF is built without a tag scheme, not under --tag_scheme's entity rules."""
+    out = tmp_path / "pos_crf"
+    run_ner.main(
+        ["--model_type", "bert", "--config_name", "tiny", "--vocab_size", "100", "--task_name", "pos", "--use_crf"]
+        + ["--train_file", str(corpus["train"]), "--do_train", "--max_steps", "1", "--output_dir", str(out), *COMMON]
+    )
+    model = AutoModelForTokenClassification.from_pretrained(out)
+    assert model.config.use_crf and model.config.tag_scheme is None and model.crf.allowed.all()

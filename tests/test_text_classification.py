@@ -182,3 +182,17 @@ def test_a_json_array_and_number_labels_sorted_by_value(tmp_path):
     # "1.0" in a CSV is written as a float: a regression, as pandas and transformers read it.
     floats = write_csv(tmp_path / "floats.csv", ["text", "label"], [["a", "1.0"], ["b", "0.0"]])
     assert load_text_classification_files({"train": floats})[1].is_regression
+
+
+def test_a_label_column_that_is_an_id_or_a_text_and_a_text_column_that_is_the_label_are_refused(tmp_path):
+    rows = [[i, f"review number {i}", "pos" if i % 2 else "neg"] for i in range(12)]
+    train = write_csv(tmp_path / "train.csv", ["id", "review", "label"], rows)
+    for column in ("id", "review"):
+        with pytest.raises(
+            ValueError, match=rf"column '{column}' holds a different label in each of its 12 rows .*and 2 more"
+        ):
+            load_text_classification_files({"train": train}, label_column_name=column)
+    with pytest.raises(ValueError, match=r"--text_column_names 'review,label' names the label column 'label'"):
+        load_text_classification_files({"train": train}, text_column_names="review,label")
+    with pytest.raises(ValueError, match=r"names one column or two \(a pair\), got 'review,review'"):
+        load_text_classification_files({"train": train}, text_column_names="review,review")

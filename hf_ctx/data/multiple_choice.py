@@ -41,6 +41,15 @@ class MultipleChoiceColumns:
     label: str = "label"
     ending_prefix: str | None = "sent2"
 
+    def __post_init__(self):
+        named = [self.context, *([self.ending_prefix] if self.ending_prefix else []), *self.endings, self.label]
+        repeated = sorted({name for name in named if named.count(name) > 1})
+        if repeated:
+            raise ValueError(
+                f"the column(s) {repeated} are named for two roles (context {self.context!r}, shared start "
+                f"{self.ending_prefix!r}, endings {list(self.endings)}, label {self.label!r}); each column has one"
+            )
+
     @property
     def text_columns(self) -> list[str]:
         return [self.context, *([self.ending_prefix] if self.ending_prefix else []), *self.endings]

@@ -32,6 +32,8 @@ from .tables import Table, describe, read_table
 logger = logging.getLogger(__name__)
 
 PAIR_COLUMNS = ("sentence1", "sentence2")
+# A training file of at least this many rows whose every label differs has no classes to learn.
+DISTINCT_LABELS_REFUSED = 10
 PREDICTIONS_FILE = "predict_results.txt"
 
 
@@ -64,8 +66,10 @@ def choose_text_columns(table: Table, label_column: str, text_column_names: str 
     first text column (`is_text_column`) that is not the label."""
     if text_column_names is not None:
         names = tuple(name.strip() for name in text_column_names.split(","))
-        if not 1 <= len(names) <= 2 or not all(names):
+        if not 1 <= len(names) <= 2 or not all(names) or len(set(names)) < len(names):
             raise ValueError(f"--text_column_names names one column or two (a pair), got {text_column_names!r}")
+        if label_column in names:
+            raise ValueError(f"--text_column_names {text_column_names!r} names the label column {label_column!r}")
         return names
     if all(name in table.columns for name in PAIR_COLUMNS):
         return PAIR_COLUMNS
@@ -118,6 +122,11 @@ def _training_labels(train: Table, column: str) -> tuple[bool, tuple[str, ...]]:
             f"{train.path}: column {column!r} holds one label only ({labels[0]!r} in all {len(cells)} rows); a "
             "classifier needs two classes at least (is --label_column_name the right column?)"
         )
+    if len(labels) == len(cells) >= DISTINCT_LABELS_REFUSED:
+        raise ValueError(
+            f"{train.path}: column {column!r} holds a different label in each of its {len(cells)} rows "
+            f"({shown(labels)}): an id or a text, not classes (--label_column_name names the label column)"
+        )
     if None in kinds and "int" in kinds:
         word = kinds.index(None)
         logger.warning(
@@ -125,9 +134,15 @@ def _training_labels(train: Table, column: str) -> tuple[bool, tuple[str, ...]]:
             train.where(word, column),
             describe(cells[word]),
             len(labels),
-            labels[:10],
+            shown(labels),
         )
     return False, tuple(labels)
+
+
+def shown(labels, most: int = 10) -> str:
+    """A label list for a message: the first `most` labels, and how many more there are."""
+    more = f" and {len(labels) - most} more" if len(labels) > most else ""
+    return f"{list(labels[:most])}{more}"
 
 
 def _label_order(label: str):
@@ -227,7 +242,7 @@ def _label_ids(task: GlueTask, table: Table) -> list:
         if label not in index:
             raise ValueError(
                 f"{table.where(row)}: the label {label!r} in column {column!r} is not one of the training file's "
-                f"labels {list(task.label_values)}"
+                f"labels {shown(task.label_values)}"
             )
         ids.append(index[label])
     return ids
