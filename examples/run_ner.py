@@ -438,8 +438,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     )
 
     # Raw text is split into words as the model's word vocabulary was made (its tokenizer's `word_splitter`).
+    splitter = "treebank"
     splitter_source = model_args.tokenizer_name or model_args.model_name_or_path or model_args.bilm_name_or_path
-    splitter = getattr(load_tokenizer(splitter_source), "word_splitter", "treebank") if splitter_source else "treebank"
+    if data_args.test_file_format == "text" and splitter_source is not None:
+        splitter = getattr(load_tokenizer(splitter_source), "word_splitter", "treebank")
     data, available = load_data(
         data_args, training_args, splitter
     )  # available: split -> examples before --max_*_samples
