@@ -247,7 +247,11 @@ def load_data(
     for split in ("train", "validation"):
         if split in data and label_column not in data[split].column_names:
             source = data[split]["file"][0] if "file" in data[split].column_names else split
-            raise ValueError(f"{source} has no {label_column} tags; the {split} data needs them")
+            column = data_args.label_column_name or label_column
+            raise ValueError(
+                f"{source} has no {label_column} tags (a table's column {column!r}, --label_column_name); the "
+                f"{split} data needs them"
+            )
     if data_args.validation_split_percentage:
         data["train"], data["validation"] = hold_out_validation(
             data["train"], None, data_args.validation_split_percentage, training_args.seed

@@ -542,7 +542,10 @@ def test_bad_tag_data_is_named(corpus, tmp_path):
         )
     words = tmp_path / "words.conll"
     words.write_text("Fischer\nsaid\n")
-    with pytest.raises(ValueError, match=r"words.conll has no ner_tags tags; the validation data needs them"):
+    with pytest.raises(
+        ValueError,
+        match=r"words.conll has no ner_tags tags \(a table's column 'ner_tags', --label_column_name\); the validation",
+    ):
         run_ner.main(["--train_file", str(corpus["train"]), "--validation_file", str(words), "--do_eval", *common])
 
 

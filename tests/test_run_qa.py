@@ -253,7 +253,8 @@ def test_run_qa_refuses_bad_input_naming_file_and_question(setup, tmp_path):
     data = write_json(tmp_path / "long.json", squad_json(paragraphs))
     with pytest.raises(
         ValueError,
-        match=r"long.json: question 'v1' is 24 tokens long, which leaves its context windows -3 of --max_seq_length 24",
+        match=r"long.json: question 'v1' is 24 tokens long \(3 special tokens beside it\), which leaves its context "
+        r"windows no room, not more than --doc_stride 8; raise --max_seq_length \(now 24\)",
     ):
         run(setup, tmp_path / "out", "--do_eval", "--validation_file", str(data))
     # SQuAD 2.0 questions without an answer need --version_2_with_negative; with it they are read.
