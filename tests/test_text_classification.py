@@ -196,3 +196,14 @@ def test_a_label_column_that_is_an_id_or_a_text_and_a_text_column_that_is_the_la
         load_text_classification_files({"train": train}, text_column_names="review,label")
     with pytest.raises(ValueError, match=r"names one column or two \(a pair\), got 'review,review'"):
         load_text_classification_files({"train": train}, text_column_names="review,review")
+
+
+def test_a_utf16_file_and_old_mac_line_ends_are_named_for_what_they_are(tmp_path):
+    utf16 = tmp_path / "train.csv"
+    utf16.write_bytes("text,label\na,0\nb,1\n".encode("utf-16"))
+    with pytest.raises(ValueError, match=r"train.csv:1: not valid UTF-8 .*\(it is UTF-16: its byte-order mark"):
+        load_text_classification_files({"train": utf16})
+    mac = tmp_path / "train.tsv"
+    mac.write_bytes(b"text\tlabel\ra\t0\rb\t1\nc\t0\n")
+    with pytest.raises(ValueError, match=r'train.tsv:2: .*a "\\r" that ends no line: saved with old Mac line ends'):
+        load_text_classification_files({"train": mac})

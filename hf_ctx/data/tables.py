@@ -244,6 +244,8 @@ def _field_count_error(path: Path, kind: str, start: int, end: int, fields: list
         f"{path}:{start}: {len(fields)} field{'s' * (len(fields) != 1)}, but the header has {len(names)} columns "
         f"{names}: {text[:120]!r}"
     )
+    if any("\r" in text for text in [*names, *fields]):
+        return message + ' (a "\\r" that ends no line: saved with old Mac line ends? Save the file with "\\n" ones)'
     if end > start:
         return message + (
             f' (this row runs from line {start} to line {end}: a quote (") opens a field there that closes only '
