@@ -389,6 +389,22 @@ def test_render_draws_a_block_from_its_json_with_the_verdict_against_the_control
     assert render_results.render(drawn, root=tmp_path) == drawn
     with pytest.raises(ValueError, match="no table titled 'Missing'"):
         render_results.render('<!-- table results.json "Missing" -->\n<!-- end -->', root=tmp_path)
+    # The ELMo experiment's perplexity record: unigram rows, then each biLM stage, the last against the news unigram.
+    perplexity = {
+        "eng.testa words": 1000,
+        "eng.testa words outside the vocabulary": 0.05,
+        "vocabulary": 500,
+        "unigram": {"Wikipedia (shard)": 900.0, "news (text)": 600.0},
+        "bilm": {"Wikipedia": {"forward": 400.0, "backward": 420.0, "average": 409.9}, "then news": {
+            "forward": 290.0, "backward": 310.0, "average": 299.8}},
+    }  # fmt: skip
+    experiment_lib.write_results_json(tmp_path, "toy", [], [table], perplexity=perplexity)
+    drawn = render_results.render("<!-- perplexity results.json -->\nstale\n<!-- end -->", root=tmp_path)
+    assert "| unigram model of news (text) | 600.0 | 600.0 | 600.0 |" in drawn
+    assert "| biLM: then news | 290.0 | 310.0 | 299.8 |" in drawn and "0.50 times the news unigram" in drawn
+    with pytest.raises(ValueError, match="no perplexity record"):
+        experiment_lib.write_results_json(tmp_path, "toy", [], [table])
+        render_results.render("<!-- perplexity results.json -->\n<!-- end -->", root=tmp_path)
 
 
 # Words of distinct spellings, each with one POS tag and one NER tag: the tags are a function of the word.

@@ -50,6 +50,7 @@ from experiment_lib import (
     final_metric,
     markdown_table,
     ner_majority_f1,
+    perplexity_markdown,
     plot_learning_curves,
     plot_pretraining_curves,
     plot_scalar_mix,
@@ -374,31 +375,6 @@ def perplexities(args, stages: dict[str, Path], out: Path) -> dict:
         },
         "bilm": {stage: bilm_perplexity(folder, testa) for stage, folder in stages.items()},
     }
-
-
-def perplexity_markdown(record: dict) -> str:
-    """The perplexity table: unigram models, then each biLM stage, and how far the last is from half the news
-    unigram's perplexity."""
-    lines = [
-        "### Perplexity on eng.testa's text (as the taggers read it)",
-        "",
-        f"{record['eng.testa words']:,} words; the biLM's vocabulary: {record['vocabulary']:,} words "
-        f"({record['eng.testa words outside the vocabulary']:.1%} of eng.testa's words outside it, "
-        "predicted as `<UNK>`).",
-        "",
-        "| model | forward | backward | average |",
-        "| --- | --- | --- | --- |",
-    ]
-    for name, value in record["unigram"].items():
-        lines.append(f"| unigram model of {name} | {value:,.1f} | {value:,.1f} | {value:,.1f} |")
-    for name, values in record["bilm"].items():
-        lines.append(
-            f"| biLM: {name} | {values['forward']:,.1f} | {values['backward']:,.1f} | {values['average']:,.1f} |"
-        )
-    news = next(v for k, v in record["unigram"].items() if k.startswith("news"))
-    last = list(record["bilm"].values())[-1]["average"]
-    lines += ["", f"The taggers' biLM has {last / news:.2f} times the news unigram model's perplexity.", ""]
-    return "\n".join(lines)
 
 
 # --- Taggers ------------------------------------------------------------------------------------------------------

@@ -303,6 +303,31 @@ def markdown_table(table: dict, heading: str = "###") -> str:
     return "\n".join(lines) + "\n"
 
 
+def perplexity_markdown(record: dict, heading: str = "###") -> str:
+    """The perplexity table of `elmo_taglm.py` (its `perplexities` record) under `heading`: unigram models, then
+    each biLM stage, and the last stage's perplexity as a multiple of the news unigram model's."""
+    lines = [
+        f"{heading} Perplexity on eng.testa's text (as the taggers read it)",
+        "",
+        f"{record['eng.testa words']:,} words; the biLM's vocabulary: {record['vocabulary']:,} words "
+        f"({record['eng.testa words outside the vocabulary']:.1%} of eng.testa's words outside it, "
+        "predicted as `<UNK>`).",
+        "",
+        "| model | forward | backward | average |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name, value in record["unigram"].items():
+        lines.append(f"| unigram model of {name} | {value:,.1f} | {value:,.1f} | {value:,.1f} |")
+    for name, values in record["bilm"].items():
+        lines.append(
+            f"| biLM: {name} | {values['forward']:,.1f} | {values['backward']:,.1f} | {values['average']:,.1f} |"
+        )
+    news = next(v for k, v in record["unigram"].items() if k.startswith("news"))
+    last = list(record["bilm"].values())[-1]["average"]
+    lines += ["", f"The taggers' biLM has {last / news:.2f} times the news unigram model's perplexity.", ""]
+    return "\n".join(lines)
+
+
 # --- Majority-class baselines -------------------------------------------------------------------------------------
 
 

@@ -16,6 +16,10 @@ A generated block sits between two HTML comments (invisible on GitHub); the firs
     ...one line per table, one column per model: mean (min–max), and the verdict of the table's first comparison
     of that model (its control: "better" / "worse" only where every seed is above / below every control seed)...
     <!-- end -->
+
+    <!-- perplexity docs/results/elmo_taglm_cpu.json -->
+    ...the biLM stages' perplexity on eng.testa beside the unigram models (elmo_taglm.py's "perplexity" record)...
+    <!-- end -->
 """
 
 import argparse
@@ -24,13 +28,13 @@ import re
 import sys
 from pathlib import Path
 
-from experiment_lib import are_counts, markdown_table, mean_min_max, verdict_word
+from experiment_lib import are_counts, markdown_table, mean_min_max, perplexity_markdown, verdict_word
 
 from hf_ctx.atomic_files import write_text
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = ("README.md", "docs/results.md")
-BLOCK = re.compile(r'(<!-- (table|summary) (\S+\.json)((?: "[^"]+")+) -->\n)(.*?)(<!-- end -->)', re.DOTALL)
+BLOCK = re.compile(r'(<!-- (table|summary|perplexity) (\S+\.json)((?: "[^"]+")*) -->\n)(.*?)(<!-- end -->)', re.DOTALL)
 SHORT_VERDICT = {
     "better": "**better**",
     "worse": "**worse**",
@@ -72,6 +76,11 @@ def render(text: str, root: Path = ROOT) -> str:
 
     def redraw(match: re.Match) -> str:
         opening, kind, json_name, titles, _, closing = match.groups()
+        if kind == "perplexity":  # the biLM stages' perplexity table of an ELMo experiment
+            record = json.loads((root / json_name).read_text(encoding="utf-8"))
+            if "perplexity" not in record:
+                raise ValueError(f"{json_name}: no perplexity record (an elmo_taglm.py results.json has one)")
+            return f"{opening}{perplexity_markdown(record['perplexity'], heading='####')}{closing}"
         tables = find_tables(root / json_name, re.findall(r'"([^"]+)"', titles))
         body = (
             "\n".join(markdown_table(table, heading="####") for table in tables)
