@@ -13,7 +13,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from .tensor_checks import IGNORE_INDEX, host_syncs_allowed
+from .input_checks import IGNORE_INDEX, host_syncs_allowed
 
 ACTIVATIONS = {"relu": F.relu, "tanh": torch.tanh}
 

@@ -510,7 +510,7 @@ def test_a_very_long_sentence_is_refused_or_truncated_as_the_tokenizer_says(toke
 def test_each_input_check_reads_the_device_once_and_still_names_the_problem(count_host_syncs):
     """`check_character_ids` and `check_word_ids` promise one host sync each: one read of every value check,
     whatever errors they look for, so that a CUDA step waits once per check."""
-    from hf_ctx.modeling_elmo import check_character_ids, check_word_ids
+    from hf_ctx.input_checks import check_character_ids, check_word_ids
 
     ids = torch.randint(1, 262, (2, 4, 5))
     attention_mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]])

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from datasets import Dataset, DatasetDict
 
-from ..atomic_files import atomic_write
+from .atomic_write import atomic_write
 from .glue_tasks import GlueTask, glue_task
 from .tables import read_table
 from .words import split_words

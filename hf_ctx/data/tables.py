@@ -264,7 +264,7 @@ def _read_json_lines(f, path: Path) -> Table:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = json.loads(line.rstrip("\r\n"))  # a column past the line's end would be none of it
         except json.JSONDecodeError as error:
             if not table.lines and path.suffix.lower() == ".json":
                 _refuse_single_object(f, path)
