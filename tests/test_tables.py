@@ -53,7 +53,11 @@ def test_json_lines_and_a_json_array_name_each_rows_line(tmp_path):
         ("t.csv", b"a,b\n1,2\n3,caf\xe9\n", r"t.csv:3: not valid UTF-8"),
         ("t.jsonl", '{"a": 1}\n{"a": 1\n', r"t.jsonl:2: not JSON \(Expecting ',' delimiter, column 8\)"),
         ("t.jsonl", '{"a": 1}\n[1]\n', r"t.jsonl:2: \[1\] \(a list\) is no row; each row is a JSON object"),
-        ("t.json", '[\n{"a": 1}\n{"a": 2}\n]', r"t.json:3: not JSON \(expected ',' or ']' after an object, column 1\)"),
+        (
+            "t.json",
+            '[\n{"a": 1}\n{"a": 2}\n]',
+            r"t.json:3: not JSON \(expected ',' or ']' after an object, column 1\)",
+        ),
         ("t.json", '[{"a": 1}] {}', r"t.json:1: not JSON \(more text after the array's closing"),
         ("t.json", '{\n "data": []\n}', r"t.json: one JSON object \(keys \['data'\]\); a table is JSON lines"),
         ("t.csv", "", r"t.csv is empty; expected rows"),
