@@ -402,8 +402,12 @@ class ElmoForBiLM(ElmoPreTrainedModel):
             tokens = self._targets(input_word_ids, mask)
             forward_targets = tokens[:, 1:].masked_fill(~predicted, IGNORE_INDEX)
             backward_targets = tokens[:, :-1].masked_fill(~predicted, IGNORE_INDEX)
-            forward_loss = self.softmax.loss(forward_states.reshape(-1, size), forward_targets.reshape(-1))
-            backward_loss = backward_softmax.loss(backward_states.reshape(-1, size), backward_targets.reshape(-1))
+            forward_pair = (forward_states.reshape(-1, size), forward_targets.reshape(-1))
+            backward_pair = (backward_states.reshape(-1, size), backward_targets.reshape(-1))
+            if self.backward_softmax is None:  # one call: one gather of the softmax rows for both directions
+                forward_loss, backward_loss = self.softmax.losses([forward_pair, backward_pair])
+            else:
+                forward_loss, backward_loss = self.softmax.loss(*forward_pair), backward_softmax.loss(*backward_pair)
             loss = (forward_loss + backward_loss) / 2
         forward_logits = backward_logits = None
         if return_logits:
