@@ -3,7 +3,9 @@ parsing and set-up (logging, seed, argument checks), the arguments several scrip
 `--unpad_inputs`, the text-corpus options of the pretraining scripts), GPU defaults, and the train / evaluate steps
 with their metric files.
 
-The run ends with `hf_ctx.tools.hub.finish_run` (checkpoint, model card, `--push_to_hub`).
+A training run saves its checkpoint and model card with `hf_ctx.tools.hub.save_run` before it predicts (errors
+there pass through `after_saving`) and ends with `hf_ctx.tools.hub.finish_run` (the card's test scores,
+`--push_to_hub`).
 """
 
 import contextlib
@@ -475,8 +477,8 @@ def train_and_evaluate(
     ("train") with the Trainer state. Evaluation runs on the Trainer's `eval_dataset`, or on each of
     `eval_datasets` (metric-key prefix -> dataset, e.g. MNLI's matched and mismatched dev sets); the metrics are
     logged and saved ("eval"). `evaluate=False` leaves evaluation to the script (which evaluates while predicting
-    on the same split, so that it evaluates once); None: `--do_eval`. The model itself is saved by
-    `hf_ctx.tools.hub.finish_run` at the end of the script.
+    on the same split, so that it evaluates once); None: `--do_eval`. The script saves the model itself
+    (`hf_ctx.tools.hub.save_run` before it predicts, or `finish_run` at its end).
 
     Returns (every metric, the evaluation metrics alone); the latter is empty without `--do_eval`.
     """
