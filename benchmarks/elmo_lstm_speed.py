@@ -180,7 +180,8 @@ def main():
 
     rows = []
     for clip in (args.clip, None):
-        stack = ProjectedLstm(projection, cell, projection, args.layers, clip, clip).to(device).eval()
+        # training mode (no dropout here): cuDNN's fused LSTM has a backward pass only in training mode
+        stack = ProjectedLstm(projection, cell, projection, args.layers, clip, clip).to(device).train()
         expected = forward_backward(reference, stack, x, mask, grad, keep=True)
         baseline = timed(reference, stack, x, mask, grad, repeats, 1, device)
         label = "clipped" if clip is not None else "no clipping"

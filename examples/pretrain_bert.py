@@ -213,7 +213,7 @@ def build_model(model_args, tokenizer, continued_config=None):
         "sparse_prediction": model_args.sparse_prediction,
         "unpad_inputs": model_args.unpad_inputs,
     }
-    fields.update(parse_config_overrides(model_args.config_overrides))
+    fields.update(parse_config_overrides(model_args.config_overrides, CtxBertConfig))
     if model_args.config_name in BERT_PRESETS:  # the preset names every script's --config_name takes
         config = CtxBertConfig.from_preset(model_args.config_name, **fields)
     elif model_args.config_name is not None:

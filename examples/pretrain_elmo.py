@@ -232,7 +232,7 @@ def build_model_and_tokenizer(model_args: ModelArguments, train_sentences, word_
         check_same_splitter(tokenizer, model_args.tokenizer_name, word_splitter)
     else:
         tokenizer = vocabulary_of(train_sentences, model_args, word_splitter)
-    overrides = parse_config_overrides(model_args.config_overrides)
+    overrides = parse_config_overrides(model_args.config_overrides, ElmoConfig)
     overrides.setdefault("char_cnn", {}).setdefault("max_characters_per_token", tokenizer.max_characters_per_token)
     config = ElmoConfig.from_preset(
         model_args.model_size,

@@ -65,12 +65,13 @@ from hf_ctx.data.text_classification import (
 )
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import MODEL_FAMILIES, check_tokenizer_fits, model_family
-from hf_ctx.tools.hub import finish_run
+from hf_ctx.tools.hub import finish_run, save_run
 from hf_ctx.tools.loading import load_tokenizer
 from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.scripts import (
     MODEL_BUILDING_IGNORED_TOGETHER,
     ModelBuildingArguments,
+    after_saving,
     apply_gpu_defaults,
     apply_learning_rate_default,
     apply_unpad_inputs,
@@ -78,7 +79,6 @@ from hf_ctx.tools.scripts import (
     new_model_config,
     padding_multiple,
     parse_args_and_set_up,
-    parse_config_overrides,
     train_and_evaluate,
     unpad_inputs_field,
 )
@@ -196,7 +196,6 @@ def load_task_data(data_args: DataArguments, training_args, model_args: ModelArg
         data_args.label_column_name,
         labels,
         is_regression,
-        cache_dir=model_args.cache_dir,
     )
     return task, raw
 
@@ -210,9 +209,12 @@ def build_model(model_args: ModelArguments, task, tokenizer):
         fields["id2label"] = dict(enumerate(task.label_names))
         fields["label2id"] = {name: i for i, name in enumerate(task.label_names)}
     if model_args.model_name_or_path is not None:
-        fields.update(parse_config_overrides(model_args.config_overrides))
+        fields.update(model_args.checkpoint_overrides())
         return AutoModelForSequenceClassification.from_pretrained(
-            model_args.model_name_or_path, cache_dir=model_args.cache_dir, **fields
+            model_args.model_name_or_path,
+            cache_dir=model_args.cache_dir,
+            ignore_mismatched_sizes=model_args.ignore_mismatched_sizes,
+            **fields,
         )
     config = new_model_config(model_args, "sequence_classification", tokenizer, **fields)
     return AutoModelForSequenceClassification.from_config(config)
@@ -276,7 +278,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     new_model = model_args.model_name_or_path is None  # random weights: the rate of a model from scratch
     apply_learning_rate_default(training_args, argv, model.config, "sequence_classification", new_model)
     apply_unpad_inputs(model, model_args.unpad_inputs)
-    check_tokenizer_fits(model.config, tokenizer, data_args.max_seq_length, tokenizer_source)
+    pair = len(task.text_columns) == 2
+    check_tokenizer_fits(model.config, tokenizer, data_args.max_seq_length, tokenizer_source, pair=pair)
     logger.info(f"{task.name}: {type(model).__name__} with {model.num_parameters():,} parameters")
 
     def limit(split: str) -> int | None:
@@ -323,8 +326,15 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     metrics, eval_metrics = train_and_evaluate(
         trainer, eval_datasets={eval_prefix(split): dataset for split, dataset in eval_sets.items()}
     )
-    if training_args.do_predict:
-        for split in task.test_splits:
+    if training_args.do_train:  # saved before predicting: nothing after training can lose the model
+        facts = glue_run_facts(task, data_args, model_args.model_name_or_path, family.name)
+        for split in (split for split, wanted in used.items() if wanted and split in raw):
+            part = "train" if split == "train" else "test" if split in task.test_splits else "validation"
+            facts.count(part, len(raw[split]), available[split])
+        facts.add_metrics("validation", eval_metrics)
+        save_run(trainer, facts)
+    with after_saving(trainer, training_args.do_train):
+        for split in task.test_splits if training_args.do_predict else ():
             test_set = encoded[split].remove_columns("label")  # test labels are hidden (-1) or ignored
             predictions = task.decode(trainer.predict(test_set, metric_key_prefix="predict").predictions)
             if trainer.is_world_process_zero():
@@ -333,12 +343,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
                 )
                 logger.info(f"wrote {len(predictions)} {split} predictions to {path}")
     if training_args.do_train:
-        facts = glue_run_facts(task, data_args, model_args.model_name_or_path, family.name)
-        for split in (split for split, wanted in used.items() if wanted and split in raw):
-            part = "train" if split == "train" else "test" if split in task.test_splits else "validation"
-            facts.count(part, len(raw[split]), available[split])
-        facts.add_metrics("validation", eval_metrics)
-        finish_run(trainer, facts)
+        finish_run(trainer, facts, model_saved=True)
     return metrics
 
 

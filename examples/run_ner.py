@@ -64,12 +64,13 @@ from hf_ctx.data.subsets import hold_out_validation
 from hf_ctx.data.word_vectors import load_word_vectors
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import MODEL_FAMILIES, check_tokenizer_fits, model_family
-from hf_ctx.tools.hub import finish_run
+from hf_ctx.tools.hub import finish_run, save_run
 from hf_ctx.tools.loading import load_tokenizer
 from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.scripts import (
     MODEL_BUILDING_IGNORED_TOGETHER,
     ModelBuildingArguments,
+    after_saving,
     apply_gpu_defaults,
     apply_learning_rate_default,
     apply_unpad_inputs,
@@ -129,7 +130,8 @@ class ModelArguments(BiLMCacheArguments, ModelBuildingArguments):
     use_crf: bool = field(
         default=False,
         metadata={
-            "help": "BERT/ELMo: decode with a CRF under --tag_scheme (sets the config's use_crf and tag_scheme); "
+            "help": "BERT/ELMo: decode with a CRF under --tag_scheme (tags without a scheme, such as POS: every "
+            "transition allowed; sets the config's use_crf and tag_scheme); "
             "TagLM always has one"
         },
     )
@@ -223,6 +225,12 @@ def load_data(
         raise ValueError(f"--task_name {data_args.task_name!r}: give one of {list(conll.TASK_COLUMNS)}")
     if data_args.test_file_format not in ("conll", "text"):
         raise ValueError(f"--test_file_format {data_args.test_file_format!r}: give 'conll' or 'text'")
+    if data_args.num_columns is not None and data_args.num_columns < 0:
+        raise ValueError(f"--num_columns {data_args.num_columns}: give the columns per line, or 0 (the first line's)")
+    if data_args.train_sample_seed is not None and (
+        data_args.max_train_samples is None or data_args.train_sample_seed < 0
+    ):
+        raise ValueError("--train_sample_seed draws the --max_train_samples sentences: give both, the seed at least 0")
     label_column = conll.TASK_COLUMNS[data_args.task_name]
     if data_args.dataset_name is not None:
         data = conll.load_hub_ner_dataset(
@@ -248,7 +256,11 @@ def load_data(
     for split in ("train", "validation"):
         if split in data and label_column not in data[split].column_names:
             source = data[split]["file"][0] if "file" in data[split].column_names else split
-            raise ValueError(f"{source} has no {label_column} tags; the {split} data needs them")
+            column = data_args.label_column_name or label_column
+            raise ValueError(
+                f"{source} has no {label_column} tags (a table's column {column!r}, --label_column_name); the "
+                f"{split} data needs them"
+            )
     if data_args.validation_split_percentage:
         data["train"], data["validation"] = hold_out_validation(
             data["train"], None, data_args.validation_split_percentage, training_args.seed
@@ -301,7 +313,6 @@ def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
     """(model, tokenizer, family record, checkpoint it was loaded from) for the arguments: a checkpoint (a finished
     tagger, a pretrained BERT or ELMo), or a new tagger of `--model_type` built as its family's record says."""
     label_fields = {"id2label": dict(enumerate(labels)), "label2id": {label: i for i, label in enumerate(labels)}}
-    overrides = parse_config_overrides(model_args.config_overrides)
     checkpoint, bilm = model_args.model_name_or_path, model_args.bilm_name_or_path
     family = None
     if checkpoint is None:
@@ -317,6 +328,7 @@ def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
             )
         config = AutoConfig.from_pretrained(checkpoint, cache_dir=model_args.cache_dir)
         found = MODEL_FAMILIES[model_family(config)]
+        overrides = parse_config_overrides(model_args.config_overrides, type(config))
         if family is not None and found is not family:
             raise ValueError(f"{checkpoint} is not an hf_ctx {family.name} checkpoint")
         tokenizer = load_tokenizer(model_args.tokenizer_name or checkpoint)
@@ -325,8 +337,9 @@ def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
             checkpoint,
             num_labels=len(labels),
             cache_dir=model_args.cache_dir,
+            ignore_mismatched_sizes=model_args.ignore_mismatched_sizes,
             **label_fields,
-            **crf_fields(model_args, data_args, found),
+            **crf_fields(model_args, scheme, found),
             **overrides,
         )
         return model, tokenizer, found, checkpoint
@@ -348,13 +361,13 @@ def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
         tokenizer = load_tokenizer(source)
     # This script's options that set a field of a new tagger's config, where its family's config has one (TagLM's).
     tagger_fields = {
-        "bilm_layers": [int(i) for i in model_args.bilm_layers.split(",")],
+        "bilm_layers": bilm_layer_list(model_args.bilm_layers),
         "tag_scheme": None if scheme == "plain" else scheme,  # plain tags: every transition allowed
     }
     fields = {
         **label_fields,
         **{k: v for k, v in tagger_fields.items() if family.config_has_field(k)},
-        **crf_fields(model_args, data_args, family),
+        **crf_fields(model_args, scheme, family),
     }
     config = new_model_config(model_args, "token_classification", tokenizer, **fields)
     check_tokenizer_fits(config, tokenizer, data_args.max_seq_length, source or "the new tokenizer")
@@ -365,12 +378,23 @@ def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
     return model, tokenizer, family, None
 
 
-def crf_fields(model_args, data_args, family) -> dict:
-    """`--use_crf`: the config fields of a tagger that decodes with a CRF under the data's tag scheme, where the
-    family's config has them (TagLM's CRF is always there)."""
+def bilm_layer_list(bilm_layers: str) -> list[int]:
+    """`--bilm_layers` ("-1", "0,2") as layer indices (the config checks them against the biLM's layers)."""
+    try:
+        return [int(i) for i in bilm_layers.split(",")]
+    except ValueError:
+        raise ValueError(
+            f"--bilm_layers {bilm_layers!r}: give layer indices separated by commas, e.g. -1 or 0,2"
+        ) from None
+
+
+def crf_fields(model_args, scheme: str, family) -> dict:
+    """`--use_crf`: the config fields of a tagger that decodes with a CRF under the data's tag `scheme` (tags
+    without one, "plain": every transition allowed), where the family's config has them (TagLM's CRF is always
+    there)."""
     if not model_args.use_crf or not family.config_has_field("use_crf"):
         return {}
-    return {"use_crf": True, "tag_scheme": data_args.tag_scheme}
+    return {"use_crf": True, "tag_scheme": None if scheme == "plain" else scheme}
 
 
 def encode_splits(
@@ -423,7 +447,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         argv,
         logger,
         ignored_together=IGNORED_TOGETHER,
-        positive=("max_seq_length", "validation_split_percentage", "early_stopping_patience"),
+        positive=("max_seq_length", "validation_split_percentage", "early_stopping_patience", "word_min_count"),
     )
 
     # Raw text is split into words as the model's word vocabulary was made (its tokenizer's `word_splitter`).
@@ -493,23 +517,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     # Predicting on the validation split evaluates it too: evaluated once, its metrics are the "eval" ones.
     evaluate_while_predicting = training_args.do_eval and training_args.do_predict and "validation" in encoded
     metrics, eval_metrics = train_and_evaluate(trainer, evaluate=False if evaluate_while_predicting else None)
-    for split in ("validation", "test") if training_args.do_predict else ():
-        if split not in encoded:
-            continue
-        prefix = "predict" if split == "test" else "eval" if evaluate_while_predicting else "predict_validation"
-        output = trainer.predict(encoded[split], metric_key_prefix=prefix)
-        if prefix == "eval":
-            eval_metrics = output.metrics
-        predicted, _ = conll.predictions_to_tags(output.predictions, output.label_ids, model.config.id2label)
-        path = Path(training_args.output_dir) / f"predictions_{split}.txt"
-        if trainer.is_world_process_zero():
-            merged = conll.merge_split_predictions(pieces[split], predicted)
-            conll.write_conll_predictions(path, data[split], merged, label_column)
-            logger.info("wrote %s (word, input columns, gold tag where given, predicted tag)", path)
-        if split in tagged:  # words without tags: predictions only
-            metrics.update(output.metrics)
-            record_metrics(trainer, prefix, output.metrics)
-    if training_args.do_train:
+    if training_args.do_train:  # saved before predicting: nothing after training can lose the model
         # A new ELMo tagger starts from the biLM checkpoint; a TagLM tagger's card names its biLM from the config.
         facts = RunFacts(
             family.name,
@@ -521,11 +529,31 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         for split in data:
             facts.count(split, len(data[split]), available.get(split))
         facts.add_metrics("validation", eval_metrics)
+        save_run(trainer, facts)
+    with after_saving(trainer, training_args.do_train):
+        for split in ("validation", "test") if training_args.do_predict else ():
+            if split not in encoded:
+                continue
+            prefix = "predict" if split == "test" else "eval" if evaluate_while_predicting else "predict_validation"
+            output = trainer.predict(encoded[split], metric_key_prefix=prefix)
+            if prefix == "eval":
+                eval_metrics = output.metrics
+            predicted, _ = conll.predictions_to_tags(output.predictions, output.label_ids, model.config.id2label)
+            path = Path(training_args.output_dir) / f"predictions_{split}.txt"
+            if trainer.is_world_process_zero():
+                merged = conll.merge_split_predictions(pieces[split], predicted)
+                conll.write_conll_predictions(path, data[split], merged, label_column)
+                logger.info("wrote %s (word, input columns, gold tag where given, predicted tag)", path)
+            if split in tagged:  # words without tags: predictions only
+                metrics.update(output.metrics)
+                record_metrics(trainer, prefix, output.metrics)
+    if training_args.do_train:
+        facts.add_metrics("validation", eval_metrics)
         test_metrics = {
             k: v for k, v in metrics.items() if k.startswith("predict_") and not k.startswith("predict_validation")
         }
         facts.add_metrics("test", test_metrics)
-        finish_run(trainer, facts)
+        finish_run(trainer, facts, model_saved=True)
     return metrics
 
 

@@ -33,6 +33,7 @@ from script_help import answer_help_at_once
 answer_help_at_once(__name__, __file__)  # run with --help: the help at once, before torch and transformers load
 
 import logging
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,13 +44,14 @@ from hf_ctx.data.subsets import first_examples
 from hf_ctx.metrics import load_metric
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import check_tokenizer_fits, model_family
-from hf_ctx.tools.hub import finish_run
+from hf_ctx.tools.hub import finish_run, save_run
 from hf_ctx.tools.loading import load_tokenizer
 from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.question_answering import postprocess_predictions
 from hf_ctx.tools.scripts import (
     MODEL_BUILDING_IGNORED_TOGETHER,
     ModelBuildingArguments,
+    after_saving,
     apply_gpu_defaults,
     apply_learning_rate_default,
     apply_unpad_inputs,
@@ -57,7 +59,6 @@ from hf_ctx.tools.scripts import (
     new_model_config,
     padding_multiple,
     parse_args_and_set_up,
-    parse_config_overrides,
     record_metrics,
     train_and_evaluate,
     unpad_inputs_field,
@@ -112,6 +113,14 @@ class DataArguments:
     pad_to_multiple_of: int | None = field(
         default=None, metadata={"help": "pad each batch to a multiple of this many tokens (default: 8 on a GPU)"}
     )
+
+    def __post_init__(self):
+        if self.doc_stride < 0:
+            raise ValueError(f"--doc_stride must be at least 0 (windows that do not overlap), got {self.doc_stride}")
+        if not math.isfinite(self.null_score_diff_threshold):
+            raise ValueError(
+                f"--null_score_diff_threshold must be a finite number, got {self.null_score_diff_threshold}"
+            )
 
 
 class QuestionAnsweringTrainer(CtxTrainer):
@@ -193,7 +202,8 @@ def build_model(model_args: ModelArguments, tokenizer):
         return AutoModelForQuestionAnswering.from_pretrained(
             model_args.model_name_or_path,
             cache_dir=model_args.cache_dir,
-            **parse_config_overrides(model_args.config_overrides),
+            ignore_mismatched_sizes=model_args.ignore_mismatched_sizes,
+            **model_args.checkpoint_overrides(),
         )
     return AutoModelForQuestionAnswering.from_config(new_model_config(model_args, "question_answering", tokenizer))
 
@@ -273,9 +283,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         options=data_args,
     )
     metrics, eval_metrics = train_and_evaluate(trainer)
-    test_metrics = answer_test_questions(trainer, windows["test"], data_args.test_file) if "test" in windows else {}
-    metrics.update(test_metrics)
-    if training_args.do_train:
+    if training_args.do_train:  # saved before answering the test questions: nothing after training can lose it
         facts = RunFacts(family, base_model=model_args.model_name_or_path)
         facts.hyperparameters = {
             "max_seq_length": data_args.max_seq_length,
@@ -287,8 +295,15 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         for split in raw:  # questions, not the windows the Trainer saw
             facts.count(split, len(raw[split]), available[split])
         facts.add_metrics("validation", eval_metrics)
+        save_run(trainer, facts)
+    with after_saving(trainer, training_args.do_train):
+        test_metrics = (
+            answer_test_questions(trainer, windows["test"], data_args.test_file) if "test" in windows else {}
+        )
+    metrics.update(test_metrics)
+    if training_args.do_train:
         facts.add_metrics("test", test_metrics)
-        finish_run(trainer, facts)
+        finish_run(trainer, facts, model_saved=True)
     return metrics
 
 

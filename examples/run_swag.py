@@ -38,19 +38,19 @@ from hf_ctx.data.multiple_choice import (
 from hf_ctx.data.subsets import first_examples
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import check_tokenizer_fits, model_family
-from hf_ctx.tools.hub import finish_run
+from hf_ctx.tools.hub import finish_run, save_run
 from hf_ctx.tools.loading import load_tokenizer
 from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.scripts import (
     MODEL_BUILDING_IGNORED_TOGETHER,
     ModelBuildingArguments,
+    after_saving,
     apply_learning_rate_default,
     apply_unpad_inputs,
     max_predict_samples,
     new_model_config,
     padding_multiple,
     parse_args_and_set_up,
-    parse_config_overrides,
     record_metrics,
     train_and_evaluate,
     unpad_inputs_field,
@@ -111,7 +111,8 @@ def build_model(model_args: ModelArguments, tokenizer):
         return AutoModelForMultipleChoice.from_pretrained(
             model_args.model_name_or_path,
             cache_dir=model_args.cache_dir,
-            **parse_config_overrides(model_args.config_overrides),
+            ignore_mismatched_sizes=model_args.ignore_mismatched_sizes,
+            **model_args.checkpoint_overrides(),
         )
     return AutoModelForMultipleChoice.from_config(new_model_config(model_args, "multiple_choice", tokenizer))
 
@@ -135,9 +136,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         "test": max_predict_samples(data_args),
     }
     raw = {
-        split: read_multiple_choice_file(
-            path, columns, labelled=None if split == "test" else True, cache_dir=model_args.cache_dir
-        )
+        split: read_multiple_choice_file(path, columns, labelled=None if split == "test" else True)
         for split, path in files.items()
         if path is not None
     }
@@ -152,7 +151,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     new_model = model_args.model_name_or_path is None  # random weights: the rate of a model from scratch
     apply_learning_rate_default(training_args, argv, model.config, "multiple_choice", new_model)
     apply_unpad_inputs(model, model_args.unpad_inputs)
-    check_tokenizer_fits(model.config, tokenizer, data_args.max_seq_length, tokenizer_source)
+    check_tokenizer_fits(model.config, tokenizer, data_args.max_seq_length, tokenizer_source, pair=True)
     logger.info(f"{type(model).__name__} with {model.num_parameters():,} parameters, {len(columns.endings)} choices")
 
     with training_args.main_process_first(desc="tokenizing"):
@@ -173,17 +172,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         compute_metrics=multiple_choice_accuracy,
     )
     metrics, eval_metrics = train_and_evaluate(trainer)
-    if training_args.do_predict:
-        result = trainer.predict(encoded["test"], metric_key_prefix="predict")
-        if "label" in encoded["test"].column_names:
-            metrics.update(result.metrics)
-            record_metrics(trainer, "predict", result.metrics)
-        if trainer.is_world_process_zero():
-            path = write_json_atomically(
-                Path(training_args.output_dir) / "predictions.json", decode_choices(result.predictions).tolist()
-            )
-            logger.info(f"wrote {len(encoded['test'])} predictions to {path}")
-    if training_args.do_train:
+    if training_args.do_train:  # saved before predicting: nothing after training can lose the model
         facts = RunFacts(model_family(model.config), base_model=model_args.model_name_or_path)
         facts.pipeline_tag = "multiple-choice"
         facts.hyperparameters = {"max_seq_length": data_args.max_seq_length, "choices": len(columns.endings)}
@@ -191,9 +180,22 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         for split in raw:
             facts.count(split, len(raw[split]), available[split])
         facts.add_metrics("validation", eval_metrics)
+        save_run(trainer, facts)
+    with after_saving(trainer, training_args.do_train):
+        if training_args.do_predict:
+            result = trainer.predict(encoded["test"], metric_key_prefix="predict")
+            if "label" in encoded["test"].column_names:
+                metrics.update(result.metrics)
+                record_metrics(trainer, "predict", result.metrics)
+            if trainer.is_world_process_zero():
+                path = write_json_atomically(
+                    Path(training_args.output_dir) / "predictions.json", decode_choices(result.predictions).tolist()
+                )
+                logger.info(f"wrote {len(encoded['test'])} predictions to {path}")
+    if training_args.do_train:
         if training_args.do_predict and "label" in encoded["test"].column_names:
             facts.add_metrics("test", result.metrics)
-        finish_run(trainer, facts)
+        finish_run(trainer, facts, model_saved=True)
     return metrics
 
 

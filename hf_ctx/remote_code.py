@@ -113,6 +113,59 @@ def _mismatched_shapes(error: BaseException) -> list[tuple]:
     return []
 
 
+class MismatchedSizesError(RuntimeError, ValueError):
+    """Weights of a checkpoint whose shapes differ from the model's. A `RuntimeError`, as transformers raises it
+    (`ignore_mismatched_sizes=False`), and a `ValueError`, hf_ctx's error for what a user can fix."""
+
+
+# `from_pretrained` options that are also config attributes and change no weight's shape.
+_LOADING_OPTIONS = {"dtype", "torch_dtype", "attn_implementation", "output_attentions", "output_hidden_states"}
+# Config entries that say where a config came from, not what model it describes.
+_PROVENANCE = {"transformers_version", "architectures", "auto_map", "_name_or_path", "dtype", "torch_dtype"}
+_HUB_OPTIONS = ("cache_dir", "revision", "token", "local_files_only", "subfolder", "force_download")
+
+
+def _caller_changes(cls, folder, args, kwargs) -> list[str]:
+    """The config fields that the caller of `from_pretrained` gave other values than the checkpoint's config.json
+    (`num_labels=3`, or the fields of a `config=` that differ); empty when the model is the one config.json
+    describes, or that config cannot be read."""
+    try:
+        saved = cls.config_class.from_pretrained(folder, **{k: kwargs[k] for k in _HUB_OPTIONS if k in kwargs})
+    except Exception:  # a config.json that does not load: say nothing of the caller's part
+        return []
+    given = kwargs.get("config", args[0] if args else None)
+    if hasattr(given, "to_dict"):
+        wanted = given.to_dict()
+    else:
+        wanted = {key: value for key, value in kwargs.items() if hasattr(saved, key) and key not in _LOADING_OPTIONS}
+    changed = {
+        key: value for key, value in wanted.items() if key not in _PROVENANCE and getattr(saved, key, None) != value
+    }
+    if "id2label" in changed and len(changed["id2label"]) != saved.num_labels:  # a label set of another size
+        changed = {"num_labels": len(changed.pop("id2label")), **changed}
+        changed.pop("label2id", None)
+    shown = {key: repr(value) for key, value in changed.items()}
+    return [f"{key}={text if len(text) <= 40 else text[:37] + '...'}" for key, text in shown.items()]
+
+
+def _mismatch_message(folder, mismatched: list[tuple], changes: list[str]) -> str:
+    (name, in_file, in_model), more = mismatched[0], len(mismatched) - 1
+    shapes = (
+        f"{name} is {list(in_file)} in the weights, {list(in_model)} in the model"
+        f"{f' (and {more} more tensors differ)' if more else ''}"
+    )
+    if changes:
+        return (
+            f"cannot load {os.fspath(folder)} into the model your arguments describe ({', '.join(changes)}): {shapes}. "
+            "To keep the other weights and start these anew (a new head for a new label set), pass "
+            "ignore_mismatched_sizes=True (the example scripts: --ignore_mismatched_sizes)"
+        )
+    return (
+        f"cannot load {os.fspath(folder)}: its weights do not fit the model its config.json describes: {shapes}; "
+        "config.json and the weights come from different models?"
+    )
+
+
 class AutoMapMixin:
     """Mix into a model family's `PreTrainedModel` base class (before `PreTrainedModel`) so that
     `save_pretrained` writes an `auto_map` naming the family's model class for every Auto class it is registered
@@ -143,13 +196,8 @@ class AutoMapMixin:
             damaged = damaged_files(folder) if isinstance(folder, (str, os.PathLike)) and os.path.isdir(folder) else []
             mismatched = _mismatched_shapes(error)
             if mismatched:
-                (name, in_file, in_model), more = mismatched[0], len(mismatched) - 1
-                raise ValueError(
-                    f"cannot load {os.fspath(folder)}: its weights do not fit the model its config.json describes: "
-                    f"{name} is {list(in_file)} in the weights, {list(in_model)} in the model"
-                    f"{f' (and {more} more tensors differ)' if more else ''}; config.json and the weights come from "
-                    "different models?"
-                ) from error
+                changes = _caller_changes(cls, folder, args, kwargs)
+                raise MismatchedSizesError(_mismatch_message(folder, mismatched, changes)) from error
             if not damaged:
                 raise
             raise OSError(

@@ -416,3 +416,34 @@ def test_ner_metrics_count_the_predicted_transitions_the_scheme_forbids():
     assert ner_metrics(id2label, "IOB2")(prediction)["scheme_breaks"] == 1
     assert ner_metrics(id2label, "IOB1")(prediction)["scheme_breaks"] == 0
     assert "scheme_breaks" not in ner_metrics(id2label)(prediction)
+
+
+# Words a BERT tokenizer's normalizer deletes whole: a soft hyphen, a control character, a variation selector
+# (a combining mark, which accent stripping removes), a zero-width joiner.
+DELETED_WORDS = ["\u00ad", "\x01", "\ufe0f", "\u200d"]
+
+
+@pytest.mark.parametrize("deleted", DELETED_WORDS, ids=["soft-hyphen", "control", "variation-selector", "zwj"])
+def test_a_word_the_tokenizer_maps_to_nothing_is_read_as_the_unknown_token_and_keeps_its_label(wordpiece, deleted):
+    from hf_ctx.data.conll import encode_tagged_words, words_as_read
+
+    words = ["the", deleted, "cat", "sat"]
+    assert wordpiece(words, is_split_into_words=True, add_special_tokens=False).word_ids().count(1) == 0
+    assert words_as_read(wordpiece, [words]) == [["the", wordpiece.unk_token, "cat", "sat"]]
+    label2id = {"O": 0, "B-X": 1}
+    encoded = encode_tagged_words({"tokens": [words], "ner_tags": [["O", "B-X", "O", "O"]]}, wordpiece, label2id)
+    labels = [label for label in encoded["labels"][0] if label != IGNORE_INDEX]
+    assert labels == [0, 1, 0, 0]  # one label a word, the deleted word's at the unknown token
+    unknown = encoded["input_ids"][0][encoded["labels"][0].index(1)]
+    assert unknown == wordpiece.unk_token_id
+    clean = [["the", "cat", "sat"]]
+    assert words_as_read(wordpiece, clean) is clean  # nothing to replace: the same list
+
+
+def test_words_cut_off_by_truncation_are_not_read_as_unknown(wordpiece):
+    from hf_ctx.data.conll import words_as_read
+
+    words = ["the", "cat", "sat", "on", "the", "mat", "\u00ad"]
+    encodings = wordpiece([words], is_split_into_words=True, truncation=True, max_length=4)
+    assert words_as_read(wordpiece, [words], encodings, max_length=4) == [words]
+    assert words_as_read(wordpiece, [words]) == [[*words[:-1], wordpiece.unk_token]]

@@ -205,8 +205,9 @@ def test_crf_learns_and_its_constraints_survive_save_and_load(tmp_path):
         torch.testing.assert_close(loaded(**inputs, labels=labels).logits, model(**inputs, labels=labels).logits)
 
 
-def test_bert_crf_pipeline_gives_the_viterbi_tags_of_the_words(tmp_path):
-    tokenizer = bert_tokenizer(tmp_path)
+def bert_crf_pipeline(folder, **options):
+    """(a BERT CRF tagger's `SubwordTokenClassificationPipeline` with `options`, the model, its tokenizer)."""
+    tokenizer = bert_tokenizer(folder)
     model = bert_crf(vocab_size=len(tokenizer))
     spread_crf_scores(model)
     tagger = pipeline(
@@ -215,7 +216,13 @@ def test_bert_crf_pipeline_gives_the_viterbi_tags_of_the_words(tmp_path):
         tokenizer=tokenizer,
         pipeline_class=SubwordTokenClassificationPipeline,
         ignore_labels=[],
+        **options,
     )
+    return tagger, model, tokenizer
+
+
+def test_bert_crf_pipeline_gives_the_viterbi_tags_of_the_words(tmp_path):
+    tagger, model, tokenizer = bert_crf_pipeline(tmp_path)
     sentence = "reddish cat runs fastest"  # words of several sub-tokens
     encoding = tokenizer(sentence, return_tensors="pt")
     starts = [
@@ -250,6 +257,16 @@ def test_bert_crf_pipeline_gives_the_viterbi_tags_of_the_words(tmp_path):
     plain = pipeline("token-classification", model=model, tokenizer=tokenizer)
     with pytest.raises(ValueError, match=r"pipeline_class=hf_ctx\.SubwordTokenClassificationPipeline"):
         plain(sentence)
+
+
+def test_bert_crf_pipeline_gives_a_word_the_tokenizer_deletes_its_entry_and_the_unknown_tokens_tag(tmp_path):
+    tagger, _, tokenizer = bert_crf_pipeline(tmp_path, aggregation_strategy="none")
+    words = ["red", "\u00ad", "cat", "\x01", "runs", "\ufe0f"]  # a soft hyphen, a control character, a selector
+    (entries,) = tagger(words, is_split_into_words=True)
+    assert [e["word"] for e in entries] == words  # one entry a word (each one token here), as given
+    assert [(e["start"], e["end"]) for e in entries] == [(0, 3), (4, 5), (6, 9), (10, 11), (12, 16), (17, 18)]
+    (read,) = tagger([word if len(word) > 1 else tokenizer.unk_token for word in words], is_split_into_words=True)
+    assert [e["entity"] for e in entries] == [e["entity"] for e in read]  # each tagged as its unknown token
 
 
 def test_elmo_crf_word_pipeline_gives_the_viterbi_tags():

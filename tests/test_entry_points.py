@@ -6,6 +6,7 @@ file. Few examples each, tiny models: the module runs in well under a minute on 
 import json
 import math
 import os
+import re
 
 import pytest
 import torch
@@ -316,6 +317,204 @@ def test_an_invisible_prefix_reads_as_the_file_without_it(reader, prefix, tmp_pa
     assert read(marked) == read(plain)
 
 
+# --- a user's tables (data/tables.py) and the task readers on them ------------------------------------------------
+
+# Words of many scripts: decomposed accents, emoji sequences, scripts without spaces, and the values pandas would
+# read as missing or as numbers; beside the characters that make a table's structure.
+UNICODE_WORDS = [
+    "Zu\u0308rich",
+    "\u2764\ufe0f",
+    "\U0001f469\u200d\U0001f469\u200d\U0001f467",
+    "\u0939\u093f\u0928\u094d\u0926\u0940",
+    "\u6771\u4eac\u90fd",
+    "None",
+    "NA",
+    "null",
+    "42",
+    "nan",
+    "-",
+    "caf\u00e9",
+    "\u00ad",
+    "#N/A",
+]
+STRUCTURE = [",", "\t", '"', "'", "\n", "\r\n", " ", "\\", "{", "}", "[", "]"]
+CELL = st.lists(st.sampled_from(UNICODE_WORDS + STRUCTURE + ["a", "b"]), max_size=4).map("".join)
+COLUMN_NAMES = st.lists(
+    st.sampled_from(["text", "label", "tokens", "id", "s1", "\u00e9t\u00e9"]), min_size=1, max_size=4, unique=True
+)
+
+
+def write_table(path, kind: str, header: list[str], rows: list[list[str]]) -> None:
+    """A table as a well-behaved program writes it: Python's csv module, tab-joined lines, json.dumps."""
+    import csv
+    import io
+
+    if kind == "csv":
+        out = io.StringIO()
+        csv.writer(out, lineterminator="\n").writerows([header, *rows])
+        path.write_text(out.getvalue(), encoding="utf-8")
+    elif kind == "tsv":
+        path.write_text("".join("\t".join(row) + "\n" for row in [header, *rows]), encoding="utf-8")
+    else:
+        objects = [json.dumps(dict(zip(header, row))) for row in rows]
+        text = "\n".join(objects) if kind == "jsonl" else "[\n" + ",\n".join(objects) + "\n]"
+        path.write_text(text + "\n", encoding="utf-8")
+
+
+def tsv_cell(cell: str) -> str:
+    """What TSV can hold: no tab or line break in a field (quotes are text)."""
+    return cell.replace("\t", " ").replace("\r", " ").replace("\n", " ")
+
+
+@st.composite
+def tables(draw):
+    kind = draw(st.sampled_from(["csv", "tsv", "jsonl", "json"]))
+    header = draw(COLUMN_NAMES)
+    rows = draw(st.lists(st.lists(CELL, min_size=len(header), max_size=len(header)), min_size=1, max_size=5))
+    if kind == "tsv":
+        rows = [[tsv_cell(cell) for cell in row] for row in rows]
+        rows = [row if any(row) else ["x", *row[1:]] for row in rows]  # an empty line is no row
+    return kind, header, rows
+
+
+@FEW
+@given(table=tables())
+def test_a_table_a_program_wrote_reads_back_cell_for_cell(table, tmp_path_factory):
+    """Whatever its words (Unicode, "None", "NA", "42", delimiters inside quoted fields), each cell is read as written."""
+    from hf_ctx.data.tables import read_table
+
+    kind, header, rows = table
+    path = tmp_path_factory.mktemp("table") / f"data.{kind}"
+    write_table(path, kind, header, rows)
+    read = read_table(path)
+    assert read.names == header
+    assert [[read.columns[name][i] for name in header] for i in range(len(read))] == rows
+
+
+# How a table goes wrong: a stray delimiter or quote on one row, a byte that is not UTF-8, a line cut short.
+DAMAGE = ["delimiter", "quote", "latin-1", "cut"]
+
+
+@FEW
+@given(table=tables(), damage=st.sampled_from(DAMAGE), data=st.data())
+def test_a_damaged_table_is_read_right_or_refused_naming_the_file_and_line(table, damage, data, tmp_path_factory):
+    from hf_ctx.data.tables import read_table
+
+    kind, header, rows = table
+    path = tmp_path_factory.mktemp("table") / f"data.{kind}"
+    write_table(path, kind, header, rows)
+    lines = path.read_bytes().split(b"\n")
+    row_lines = [i for i, line in enumerate(lines) if line.strip() and line.strip() not in (b"[", b"]")][
+        1 if kind in ("csv", "tsv") else 0 :
+    ]
+    target = data.draw(st.sampled_from(row_lines), label="line") if row_lines else 0
+    line = lines[target]
+    cut = data.draw(st.integers(0, len(line)), label="at")
+    inserted = {"delimiter": b"\t" if kind == "tsv" else b",", "quote": b'"', "latin-1": b"\xe9"}.get(damage, b"")
+    lines[target] = line[:cut] + inserted if damage == "cut" else line[:cut] + inserted + line[cut:]
+    path.write_bytes(b"\n".join(lines))
+    read, error = named_errors_only(read_table, path)
+    if error is not None:
+        named = re.search(rf"^{re.escape(str(path))}(:(\d+))?[:, ]", str(error))
+        assert named, str(error)
+        if named.group(2) is not None:
+            assert 1 <= int(named.group(2)) <= len(lines), str(error)
+        if damage == "latin-1":
+            assert f"{path}:{target + 1}: not valid UTF-8" in str(error)
+    else:  # read: every row whole, with the header's columns
+        assert damage != "latin-1"
+        assert all(len(cells) == len(read) for cells in read.columns.values())
+        if kind == "tsv" and damage == "delimiter":
+            raise AssertionError("a TSV row with a field more was read")
+
+
+@FEW
+@given(
+    table=tables(),
+    labels=st.lists(st.sampled_from(["pos", "neg", "0.5", "1", "2", "abc", "", "[1, 2]"]), min_size=1, max_size=5),
+)
+def test_a_classification_file_is_read_right_or_refused_naming_it(table, labels, tmp_path_factory):
+    """The task reader on random tables: the texts and labels as written (a label list of the training file's
+    labels, or a regression on numbers), or one error naming the file."""
+    from hf_ctx.data.text_classification import load_text_classification_files
+
+    kind, header, rows = table
+    header = [name for name in header if name != "label"] + ["label"]
+    rows = [[*row[: len(header) - 1], labels[i % len(labels)]] for i, row in enumerate(rows)]
+    rows = [row + ["x"] * (len(header) - len(row)) for row in rows]
+    path = tmp_path_factory.mktemp("classification") / f"train.{kind}"
+    write_table(path, kind, header, rows)
+    loaded, error = named_errors_only(load_text_classification_files, {"train": path})
+    if error is not None:
+        assert str(path) in str(error) or "--text_column_names" in str(error), str(error)
+        return
+    data, task = loaded
+    (text_column,) = task.text_columns
+    column = header.index(text_column)
+    assert data["train"][text_column] == [row[column] for row in rows]
+    written = [row[-1] for row in rows]
+    if task.is_regression:
+        assert data["train"]["label"] == pytest.approx([float(label) for label in written])
+    else:
+        assert [task.label_values[i] for i in data["train"]["label"]] == written
+
+
+# --- words: Unicode text split whole, and every word a tag --------------------------------------------------------
+
+# Text of many scripts and of the characters tokenizers delete or treat apart: combining marks, emoji with their
+# joiners and selectors, Devanagari, CJK, Thai, Arabic, soft hyphens, zero-width characters, control characters.
+UNICODE_TEXT = st.text(
+    alphabet=st.one_of(
+        st.sampled_from(list("aZ .,'-!?\n\t") + ["\u0308", "\u0301", "\u200d", "\ufe0f", "\u00ad", "\u200b", "\x01"]),
+        st.sampled_from(
+            ["\u2764", "\U0001f469", "\U0001f3fd", "\u0939", "\u093f", "\u094d", "\u6771", "\u0e01", "\u0627"]
+        ),
+        st.characters(codec="utf-8", exclude_categories=["Cs"]),
+    ),
+    max_size=24,
+)
+
+
+@FEW
+@given(text=UNICODE_TEXT)
+def test_words_are_whole_graphemes_at_their_offsets_in_either_normal_form(text):
+    """No word starts or ends inside a grapheme (a letter and its combining marks, an emoji sequence); each word
+    is the text at its offsets; the composed and decomposed spellings of a text give the same words."""
+    import unicodedata
+
+    import regex
+
+    from hf_ctx.data.words import split_words, word_spans
+
+    boundaries = {0, len(text)} | {m.end() for m in regex.finditer(r"\X", text)}
+    for word, start, end in word_spans(text):
+        assert text[start:end] == word and start in boundaries and end in boundaries, (word, start, end)
+    composed = [unicodedata.normalize("NFC", w) for w in split_words(unicodedata.normalize("NFC", text))]
+    decomposed = [unicodedata.normalize("NFC", w) for w in split_words(unicodedata.normalize("NFD", text))]
+    assert composed == decomposed
+
+
+@pytest.fixture(scope="module")
+def bert_wordpiece(tmp_path_factory):
+    from tiny_checkpoints import bert_tokenizer
+
+    return bert_tokenizer(tmp_path_factory.mktemp("wordpiece"))
+
+
+@FEW
+@given(text=UNICODE_TEXT)
+def test_every_word_of_any_text_gets_one_label_from_a_bert_tokenizer(bert_wordpiece, text):
+    """The words of any text, as run_ner.py reads them: one labelled position each, whatever the tokenizer deletes."""
+    from hf_ctx.data.conll import encode_tagged_words
+    from hf_ctx.data.words import split_words
+
+    words = split_words(text)
+    assume(words)
+    tags = ["B-X" if i % 2 else "O" for i in range(len(words))]
+    encoded = encode_tagged_words({"tokens": [words], "ner_tags": [tags]}, bert_wordpiece, {"O": 0, "B-X": 1})
+    assert [label for label in encoded["labels"][0] if label != -100] == [i % 2 for i in range(len(words))]
+
+
 SQUAD_VALUES = st.recursive(
     # "caf\udce9": half a surrogate pair, which JSON can escape and no tokenizer can encode.
     st.one_of(st.none(), st.booleans(), st.integers(-3, 40), st.text(max_size=6), st.just("caf\udce9")),
@@ -383,9 +582,7 @@ def test_a_swag_file_with_fields_of_other_types_is_refused_naming_the_file(data,
     folder = tmp_path_factory.mktemp("swag")
     path = folder / "train.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    dataset, error = named_errors_only(
-        read_multiple_choice_file, path, MultipleChoiceColumns(), cache_dir=str(folder / "cache")
-    )
+    dataset, error = named_errors_only(read_multiple_choice_file, path, MultipleChoiceColumns())
     if error is not None:
         assert str(path) in str(error), str(error)
     else:

@@ -121,3 +121,18 @@ def test_one_check_of_a_tokenizer_against_a_model():
         check_tokenizer_fits(bert, characters, 17, "x")
     with pytest.raises(ValueError, match="the tokenizer has 4 tokens but the model only 3"):
         check_tokenizer_fits(bert, words, 16, "x")
+
+
+def test_max_seq_length_must_leave_room_beside_the_special_tokens(tmp_path):
+    from tiny_checkpoints import bert_tokenizer
+
+    tokenizer = bert_tokenizer(tmp_path)  # [CLS] a [SEP]; [CLS] a [SEP] b [SEP]
+    config = BertConfig(vocab_size=len(tokenizer), max_position_embeddings=16)
+    check_tokenizer_fits(config, tokenizer, 3, "x")
+    check_tokenizer_fits(config, tokenizer, 5, "x", pair=True)
+    with pytest.raises(
+        ValueError, match=r"--max_seq_length 2 leaves no room for the text: the tokenizer adds 2 special"
+    ):
+        check_tokenizer_fits(config, tokenizer, 2, "x")
+    with pytest.raises(ValueError, match=r"adds 3 special tokens to a pair of texts, so give more than 4"):
+        check_tokenizer_fits(config, tokenizer, 4, "x", pair=True)

@@ -287,7 +287,7 @@ def test_row_with_missing_field_names_line(tmp_path):
         OFFICIAL_HEADERS[("RTE", "train")],
         [["0", "a", "b", "entailment"], ["1", "only one sentence", "entailment"]],
     )
-    with pytest.raises(ValueError, match=rf"{path}:3: expected 4 tab-separated fields .* found 3"):
+    with pytest.raises(ValueError, match=rf"{path}:3: 3 fields, but the header has 4 columns"):
         read_glue_file(path, "rte")
 
 
@@ -312,7 +312,7 @@ def test_empty_files_are_errors(tmp_path):
     empty.write_text("")
     with pytest.raises(ValueError, match=rf"{empty} is empty"):
         read_glue_file(empty, "sst2")
-    with pytest.raises(ValueError, match=rf"{empty} holds no cola examples"):
+    with pytest.raises(ValueError, match=rf"{empty} is empty; expected cola examples"):
         read_glue_file(empty, "cola")  # no header expected, so nothing at all
     header_only = write_tsv(tmp_path / "header.tsv", "sentence label", [])
     with pytest.raises(ValueError, match=rf"{header_only} holds no sst2 examples"):

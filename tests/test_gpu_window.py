@@ -69,9 +69,10 @@ def prepared(tmp_path_factory):
 
 
 def ledger_with(tmp_path: Path, states: dict) -> Path:
+    """The committed ledger's items, each pending unless `states` names it (whatever earlier windows recorded)."""
     ledger = json.loads(gpu_window.LEDGER.read_text())
     for item in ledger["items"]:
-        item["state"] = states.get(item["name"], item["state"])
+        item["state"] = states.get(item["name"], "pending")
     path = tmp_path / "ledger.json"
     path.write_text(json.dumps(ledger))
     return path
@@ -84,12 +85,12 @@ def budget_s(name: str) -> float:
 
 def test_the_committed_ledger_and_the_plan_fit_one_command_of_nine_minutes():
     """Every ledger item is known to the driver and its steps add up to the 9-minute window less the reserve
-    (checks within 3 minutes); --plan names the next item, its steps and "budget: 9 min"."""
+    (checks within 7 minutes: the first window on an H200 cut all four of its steps at 3); --plan names the next item, its steps and "budget: 9 min"."""
     ledger = gpu_window.read_ledger(gpu_window.LEDGER)
     assert [item["name"] for item in ledger["items"]] == list(gpu_window.ITEMS)
     for item in ledger["items"]:
         assert budget_s(item["name"]) <= 9 * 60 - gpu_window.RESERVE_S, item["name"]
-    assert budget_s("checks") <= 3 * 60
+    assert budget_s("checks") <= 7 * 60
     script = gpu_window.REPO / "benchmarks" / "gpu_window.sh"  # the command a GPU machine is given, here --plan
     printed = subprocess.run(["bash", str(script), "--plan"], capture_output=True, text=True, check=True).stdout
     assert "budget: 9 min" in printed and "next item: " in printed
@@ -209,3 +210,13 @@ def test_a_window_runs_the_first_item_then_each_later_one_that_still_fits(tmp_pa
     assert ran == ["checks", "bert-control"]
     states = {i["name"]: i["state"] for i in json.loads((out / "gpu_ledger.json").read_text())["items"]}
     assert states == {**dict.fromkeys(gpu_window.ITEMS, "pending"), "checks": "done", "bert-control": "done"}
+
+
+GPU_MARK = re.compile(r"^\s*@pytest\.mark\.gpu\b", re.MULTILINE)
+
+
+def test_gpu_tests_step_names_every_file_with_gpu_tests():
+    """The window collects only the files it names: a new file of gpu-marked tests must be added there."""
+    tests = Path(__file__).parent
+    marked = {f"tests/{p.name}" for p in tests.glob("test_*.py") if GPU_MARK.search(p.read_text(encoding="utf-8"))}
+    assert set(gpu_window.GPU["gpu_tests"].split()) == marked

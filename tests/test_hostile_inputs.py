@@ -198,5 +198,5 @@ def test_a_swag_label_of_true_is_not_read_as_1(tmp_path):
     row = {"sent1": "A man", "sent2": "He", "ending0": "runs.", "ending1": "sits.", "ending2": "a", "ending3": "b"}
     path = tmp_path / "train.jsonl"
     path.write_text("".join(json.dumps({**row, "label": True}) + "\n" for _ in range(2)))
-    with pytest.raises(ValueError, match=rf"^{path}, row 1: label True is not the index of one of the 4 endings"):
-        read_multiple_choice_file(path, MultipleChoiceColumns(), cache_dir=str(tmp_path / "cache"))
+    with pytest.raises(ValueError, match=rf"^{path}:1, column 'label': label True is not the index of one of the 4"):
+        read_multiple_choice_file(path, MultipleChoiceColumns())

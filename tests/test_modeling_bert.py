@@ -756,10 +756,11 @@ def test_flex_attention_is_accepted_at_load_time(tmp_path):
 
 @pytest.mark.gpu
 def test_flex_attention_trains_like_sdpa_on_gpu():
-    """On CUDA flex_attention also has a backward pass (not on CPU): same loss and gradients as sdpa, unpadded."""
-    model = CtxBertForSequenceClassification(
-        tiny_config(num_labels=3, attention_probs_dropout_prob=0.0, hidden_dropout_prob=0.0)
-    ).cuda()
+    """On CUDA flex_attention also has a backward pass (not on CPU): same loss and gradients as sdpa, unpadded.
+    Heads of 16: torch's CUDA flex kernel needs a head size of at least 16."""
+    config = tiny_config(num_labels=3, attention_probs_dropout_prob=0.0, hidden_dropout_prob=0.0)
+    config.num_attention_heads = config.hidden_size // 16
+    model = CtxBertForSequenceClassification(config).cuda()
     input_ids, attention_mask, token_type_ids = (t.cuda() for t in padded_batch())
     labels = torch.tensor([0, 1, 2], device="cuda")
     results = {}

@@ -183,3 +183,50 @@ def test_a_run_never_writes_over_the_model_it_reads_even_when_told_to_overwrite(
     with pytest.raises(ValueError, match=rf"^output folder {model} is --model_name_or_path; writing there would"):
         run_ner.main([*arguments, "--output_dir", str(model), "--overwrite_output_dir"])
     assert (model / "model.safetensors").read_text() == "x"
+
+
+# (script, options, the error): every option refused by name before any data is read (the data files do not
+# exist, so a check that came later would name the file instead).
+HOSTILE_OPTIONS = [
+    ("run_glue", ["--max_train_samples", "0"], r"^--max_train_samples must be a positive number, got 0$"),
+    ("run_glue", ["--max_train_samples", "-1"], r"^--max_train_samples must be a positive number, got -1$"),
+    ("run_glue", ["--max_eval_samples", "0"], r"^--max_eval_samples must be a positive number"),
+    ("run_glue", ["--max_predict_samples", "-1"], r"^--max_predict_samples must be a positive number"),
+    ("run_glue", ["--pad_to_multiple_of", "0"], r"^--pad_to_multiple_of must be a positive number"),
+    ("run_glue", ["--preprocessing_num_workers", "-1"], r"^--preprocessing_num_workers must be a positive"),
+    ("run_glue", ["--per_device_train_batch_size", "0"], r"^--per_device_train_batch_size must be at least 1"),
+    ("run_glue", ["--gradient_accumulation_steps", "0"], r"^--gradient_accumulation_steps must be at least 1"),
+    ("run_glue", ["--learning_rate", "nan"], r"^--learning_rate must be a finite number of at least 0, got nan"),
+    ("run_glue", ["--learning_rate", "-1"], r"^--learning_rate must be a finite number of at least 0"),
+    ("run_glue", ["--weight_decay", "inf"], r"^--weight_decay must be a finite number"),
+    ("run_glue", ["--num_train_epochs", "-1"], r"^--num_train_epochs must be a finite number of at least 0"),
+    ("run_glue", ["--num_train_epochs", "0"], r"^--num_train_epochs 0 trains nothing"),
+    ("run_glue", ["--adam_beta1", "1"], r"^--adam_beta1 must be in \[0, 1\)"),
+    ("run_glue", ["--ignore_mismatched_sizes"], r"^--ignore_mismatched_sizes needs --model_name_or_path"),
+    ("run_ner", ["--num_columns", "-1"], r"^--num_columns -1: give the columns per line, or 0"),
+    ("run_ner", ["--train_sample_seed", "3"], r"^--train_sample_seed draws the --max_train_samples sentences"),
+    ("run_ner", ["--max_train_samples", "5", "--train_sample_seed", "-1"], r"^--train_sample_seed draws .*at least 0"),
+    ("run_qa", ["--doc_stride", "-1"], r"^--doc_stride must be at least 0"),
+    ("run_qa", ["--null_score_diff_threshold", "nan"], r"^--null_score_diff_threshold must be a finite number"),
+    ("run_swag", ["--ending_columns", "ending0,ending0,ending1"], r"the column\(s\) \['ending0'\] are named for two"),
+    ("run_swag", ["--context_column", "label"], r"the column\(s\) \['label'\] are named for two roles"),
+    ("pretrain_bert", ["--max_train_samples", "0"], r"^--max_train_samples must be a positive number"),
+    ("pretrain_bert", ["--validation_split_percentage", "-5"], r"^--validation_split_percentage must be a percentage"),
+    ("pretrain_elmo", ["--validation_split_percentage", "nan"], r"^--validation_split_percentage must be a percent"),
+    ("run_ner", ["--validation_split_percentage", "100"], r"^--validation_split_percentage must be a percentage"),
+    ("run_ner", ["--word_min_count", "0"], r"^--word_min_count must be a positive number, got 0"),
+    ("pretrain_elmo", ["--max_eval_samples", "-2"], r"^--max_eval_samples must be a positive number"),
+]
+
+
+@pytest.mark.parametrize(
+    "script, options, error", HOSTILE_OPTIONS, ids=[f"{s}-{'_'.join(o)}" for s, o, _ in HOSTILE_OPTIONS]
+)
+def test_a_hostile_option_is_refused_by_name_before_any_data_is_read(script, options, error, tmp_path):
+    import importlib
+
+    missing = str(tmp_path / "missing.csv")
+    argv = ["--train_file", missing, "--do_train", "--output_dir", str(tmp_path / "out"), "--report_to", "none"]
+    argv += ["--model_type", "bert"] if script.startswith("run_") else []
+    with pytest.raises(ValueError, match=error):
+        importlib.import_module(script).main([*argv, *options])

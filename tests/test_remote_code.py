@@ -267,3 +267,23 @@ def test_a_checkpoint_with_non_finite_weights_refuses_to_load_naming_the_tensor(
         type(model).from_pretrained(tmp_path / "nan")
     with pytest.raises(ValueError, match=r"hold 1 NaN or infinite value"):
         getattr(transformers, registered_auto_class(type(model))).from_pretrained(tmp_path / "nan")  # the Auto way
+
+
+def test_a_new_label_count_names_ignore_mismatched_sizes_and_the_flag_keeps_the_other_weights(tmp_path):
+    """As transformers' `test_load_with_mismatched_shapes`: a classifier of 2 labels loaded with num_labels=3 is
+    a RuntimeError naming the flag and the caller's change (not the checkpoint's files); with the flag, the
+    encoder is the checkpoint's and the classifier new."""
+    from tiny_checkpoints import bert_sequence_classifier
+    from transformers import AutoModelForSequenceClassification
+
+    model, _ = bert_sequence_classifier(tmp_path)
+    model.save_pretrained(tmp_path / "two")
+    for load in (type(model).from_pretrained, AutoModelForSequenceClassification.from_pretrained):
+        with pytest.raises(RuntimeError, match=r"arguments describe \(num_labels=3\).*ignore_mismatched_sizes=True"):
+            load(tmp_path / "two", num_labels=3)
+    loaded = AutoModelForSequenceClassification.from_pretrained(
+        tmp_path / "two", num_labels=3, ignore_mismatched_sizes=True
+    )
+    assert loaded.config.num_labels == 3 and loaded.classifier.weight.shape[0] == 3
+    saved = model.state_dict()
+    assert all(torch.equal(t, saved[n]) for n, t in loaded.state_dict().items() if not n.startswith("classifier."))

@@ -374,7 +374,7 @@ def test_bad_arguments(setup, tmp_path):
     )
     with pytest.raises(ValueError, match=r"has no \['test'\] split \(files \['test.tsv'\]\)"):
         run(setup, "rte", "RTE", tmp_path, "--do_predict")
-    with pytest.raises(ValueError, match=r"MRPC/train.tsv:1: the header lacks the column\(s\) \['sentence1'"):
+    with pytest.raises(ValueError, match=r"MRPC/train.tsv:1: no column\(s\) \['sentence1'"):
         run(setup, "rte", "MRPC", tmp_path, "--do_eval")
     with pytest.raises(ValueError, match="unknown GLUE task 'squad'"):
         run(setup, "squad", "MRPC", tmp_path, "--do_eval")
@@ -727,3 +727,56 @@ def test_a_finished_model_is_never_replaced_by_accident_and_its_card_names_the_u
     card = ModelCard.load(out / "README.md")
     assert card.data.datasets is None and "nyu-mll" not in str(card) and "glue" not in str(card).lower()
     assert "the local file train.csv" in card.text
+
+
+def test_a_two_label_checkpoint_fine_tunes_on_three_labels_with_ignore_mismatched_sizes(setup, tmp_path):
+    """A 2-label (SST-2-style) classifier fine-tuned on a 3-label task: refused naming the flag, then, with
+    --ignore_mismatched_sizes, every weight but the classifier's kept from the checkpoint."""
+    files = write_reviews(tmp_path / "data", random.Random(5))
+    two_labels = tmp_path / "two_labels"
+    run_files(setup, two_labels, {"train": files["train"]}, "--do_train", "--max_steps", "1")
+    assert AutoConfig.from_pretrained(two_labels).num_labels == 2
+    three = tmp_path / "three.csv"
+    rng = random.Random(6)
+    three.write_text("text,label\n" + "".join(f"{sentence(rng)},{rng.choice('abc')}\n" for _ in range(24)))
+    checkpoint = ["--model_name_or_path", str(two_labels), "--do_train", "--max_steps", "1"]
+    with pytest.raises(
+        ValueError, match=r"your arguments describe \(num_labels=3\).*--ignore_mismatched_sizes"
+    ) as error:
+        run_files(setup, tmp_path / "refused", {"train": three}, *checkpoint)
+    assert isinstance(error.value, RuntimeError)  # as transformers raises it
+    # Learning rate 0: the saved model holds what was loaded.
+    run_files(
+        setup, tmp_path / "three", {"train": three}, *checkpoint, "--ignore_mismatched_sizes", "--learning_rate", "0"
+    )
+    before, after = load_file(two_labels / "model.safetensors"), load_file(tmp_path / "three" / "model.safetensors")
+    assert AutoConfig.from_pretrained(tmp_path / "three").id2label == {0: "a", 1: "b", 2: "c"}
+    assert after["classifier.weight"].shape[0] == 3 and before["classifier.weight"].shape[0] == 2
+    assert all(torch.equal(after[name], before[name]) for name in before if not name.startswith("classifier."))
+    with pytest.raises(ValueError, match="--ignore_mismatched_sizes needs --model_name_or_path"):
+        run_files(setup, tmp_path / "new", {"train": three}, "--do_train", "--ignore_mismatched_sizes")
+
+
+def test_a_failure_while_predicting_keeps_the_trained_model_and_says_so(setup, tmp_path, monkeypatch):
+    files = write_reviews(tmp_path / "data", random.Random(7))
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug while writing the predictions")
+
+    monkeypatch.setattr(run_glue, "write_glue_predictions", broken)
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError, match="a bug while writing") as error:
+        run_files(
+            setup,
+            out,
+            {"train": files["train"], "test": files["test"]},
+            "--do_train",
+            "--do_predict",
+            "--max_steps",
+            "1",
+        )
+    assert error.value.__notes__ == [
+        f"the trained model and its card are saved in {out}; predict with --model_name_or_path {out}"
+    ]
+    assert AutoConfig.from_pretrained(out).id2label == {0: "neg", 1: "pos"}
+    assert (out / "README.md").exists() and (out / "model.safetensors").exists()

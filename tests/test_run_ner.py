@@ -546,7 +546,7 @@ def test_bad_tag_data_is_named(corpus, tmp_path):
     uneven.write_text(json.dumps({"tokens": ["a", "b"], "ner_tags": ["O"]}) + "\n")
     with pytest.raises(ValueError, match=r"uneven.jsonl:1: 2 words in column 'tokens' but 1 tags in 'ner_tags'"):
         run_ner.main(["--train_file", str(uneven), *common])
-    with pytest.raises(ValueError, match=r"uneven.jsonl:1: no column 'words'"):
+    with pytest.raises(ValueError, match=r"uneven.jsonl:1: no column\(s\) \['words'\]"):
         run_ner.main(["--train_file", str(uneven), "--text_column_name", "words", *common])
     with pytest.raises(ValueError, match=r"--task_name 'srl': give one of \['ner', 'pos', 'chunk'\]"):
         run_ner.main(["--train_file", str(corpus["train"]), "--task_name", "srl", *common])
@@ -567,7 +567,10 @@ def test_bad_tag_data_is_named(corpus, tmp_path):
         )
     words = tmp_path / "words.conll"
     words.write_text("Fischer\nsaid\n")
-    with pytest.raises(ValueError, match=r"words.conll has no ner_tags tags; the validation data needs them"):
+    with pytest.raises(
+        ValueError,
+        match=r"words.conll has no ner_tags tags \(a table's column 'ner_tags', --label_column_name\); the validation",
+    ):
         run_ner.main(["--train_file", str(corpus["train"]), "--validation_file", str(words), "--do_eval", *common])
 
 
@@ -679,3 +682,48 @@ def test_one_file_given_as_validation_and_test_is_scored_alike_both_times(corpus
     assert len(read_conll(tmp_path / "alike" / "predictions_test.txt", num_columns=5)) == 12
     run_ner.main([*arguments, "--max_predict_samples", "20", "--output_dir", str(tmp_path / "twenty")])
     assert len(read_conll(tmp_path / "twenty" / "predictions_test.txt", num_columns=5)) == 20
+
+
+def test_a_word_the_bert_tokenizer_deletes_gets_a_tag_and_a_line_of_its_own(corpus, tmp_path):
+    """A soft hyphen, a control character, a variation selector (❤️ split into two words), a lone combining mark:
+    words BERT's tokenizer maps to no token. Each is read as [UNK]: trained on, tagged, and given its line."""
+    from hf_ctx.data.words import split_words
+
+    train = tmp_path / "train.conll"
+    odd = "".join(f"{word} X X O\n" for word in ["the", "\u00ad", "cat", "\x01", "sat"]) + "\n"
+    train.write_text(corpus["train"].read_text() + "\n" + odd)
+    text = tmp_path / "text.txt"
+    lines = ["I \u2764\ufe0f Paris", "Zu\u0308rich \u00ad is \x01 fine"]
+    text.write_text("".join(line + "\n" for line in lines))
+    out = tmp_path / "out"
+    run_ner.main(
+        ["--model_type", "bert", "--config_name", "tiny", "--vocab_size", "100", "--train_file", str(train)]
+        + ["--test_file", str(text), "--test_file_format", "text", "--do_train", "--do_predict", "--max_steps", "2"]
+        + ["--output_dir", str(out), *COMMON]
+    )
+    written = [s.split("\n") for s in (out / "predictions_test.txt").read_text().strip("\n").split("\n\n")]
+    words = [split_words(line) for line in lines]
+    assert [[row.rsplit(" ", 1)[0] for row in sentence] for sentence in written] == words  # a line a word
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    model = AutoModelForTokenClassification.from_pretrained(out).eval()
+    deleted = 0
+    for sentence, rows in zip(words, written):
+        read = [word if tokenizer.tokenize(word) else tokenizer.unk_token for word in sentence]
+        deleted += sum(word != given for word, given in zip(read, sentence))
+        encoding = tokenizer(read, is_split_into_words=True, return_tensors="pt")
+        with torch.no_grad():
+            ids = model(**encoding).logits[0].argmax(-1).tolist()
+        first = [encoding.word_ids().index(i) for i in range(len(read))]
+        assert [row.rsplit(" ", 1)[1] for row in rows] == [model.config.id2label[ids[p]] for p in first]
+    assert deleted >= 2  # the soft hyphen and the control character at least
+
+
+def test_a_crf_over_tags_without_a_scheme_allows_every_transition(corpus, tmp_path):
+    """--use_crf on POS tags: the CRF is built without a tag scheme, not under --tag_scheme's entity rules."""
+    out = tmp_path / "pos_crf"
+    run_ner.main(
+        ["--model_type", "bert", "--config_name", "tiny", "--vocab_size", "100", "--task_name", "pos", "--use_crf"]
+        + ["--train_file", str(corpus["train"]), "--do_train", "--max_steps", "1", "--output_dir", str(out), *COMMON]
+    )
+    model = AutoModelForTokenClassification.from_pretrained(out)
+    assert model.config.use_crf and model.config.tag_scheme is None and model.crf.allowed.all()

@@ -253,7 +253,8 @@ def test_run_qa_refuses_bad_input_naming_file_and_question(setup, tmp_path):
     data = write_json(tmp_path / "long.json", squad_json(paragraphs))
     with pytest.raises(
         ValueError,
-        match=r"long.json: question 'v1' is 24 tokens long, which leaves its context windows -3 of --max_seq_length 24",
+        match=r"long.json: question 'v1' is 24 tokens long \(3 special tokens beside it\), which leaves its context "
+        r"windows no room, not more than --doc_stride 8; raise --max_seq_length \(now 24\)",
     ):
         run(setup, tmp_path / "out", "--do_eval", "--validation_file", str(data))
     # SQuAD 2.0 questions without an answer need --version_2_with_negative; with it they are read.
@@ -431,3 +432,55 @@ def test_questions_without_answers_are_answered_into_predict_predictions(setup, 
     assert first == dict(list(answered.items())[:3])
     with pytest.raises(ValueError, match="--do_predict needs --test_file"):
         run(setup, tmp_path / "x", "--do_predict", model=model)
+
+
+def test_a_test_file_mixing_answered_and_unanswered_questions(setup, tmp_path):
+    """SQuAD 1.1 scoring: refused before any training, naming the file and a question of each kind; with
+    --version_2_with_negative the run trains, saves and scores both kinds."""
+    root, _ = setup
+    questions = json.loads((root / "dev.json").read_text())
+    qas = [qa for article in questions["data"] for paragraph in article["paragraphs"] for qa in paragraph["qas"]]
+    for qa in qas[:5]:
+        qa["answers"] = []
+    test = write_json(tmp_path / "mixed.json", questions)
+    train = ["--train_file", str(root / "train.json"), "--do_train", "--max_steps", "2", "--test_file", str(test)]
+    with pytest.raises(
+        ValueError, match=rf"{test}: question 'd0' has no answer, but 35 others \(e.g. 'd5'\) have one"
+    ):
+        run(setup, tmp_path / "v1", *train, "--do_predict")
+    assert not (tmp_path / "v1" / "model.safetensors").exists()  # refused before training
+    metrics = run(setup, tmp_path / "v2", *train, "--do_predict", "--version_2_with_negative")
+    assert metrics["predict_HasAns_total"] == 35 and metrics["predict_NoAns_total"] == 5
+    assert (tmp_path / "v2" / "model.safetensors").exists() and (tmp_path / "v2" / "README.md").exists()
+
+
+@pytest.mark.parametrize("text", ["", "  "])
+def test_an_empty_answer_text_is_named_not_a_stop_iteration(setup, tmp_path, text):
+    root, _ = setup
+    content = squad_json([("the red cat", [("q1", "which colour?", [(text, 11)])])])
+    train = write_json(tmp_path / "train.json", content)
+    with pytest.raises(ValueError, match=rf"{train}: question 'q1': the answer text is '{text}'.*\"answers\": \[\]"):
+        run(setup, tmp_path / "out", "--train_file", str(train), "--do_train", "--max_steps", "1")
+
+
+def test_a_failure_after_training_keeps_the_model_and_says_so(setup, tmp_path, monkeypatch):
+    root, _ = setup
+    write = squad.write_json
+
+    def full_disk_at_the_answers(path, value):
+        if path.name.startswith("predict_"):
+            raise OSError(f"could not write {path}: No space left on device")
+        return write(path, value)
+
+    monkeypatch.setattr(squad, "write_json", full_disk_at_the_answers)
+    out = tmp_path / "out"
+    options = ["--train_file", str(root / "train.json"), "--do_train", "--max_steps", "2"]
+    with pytest.raises(
+        OSError, match=rf"predict_predictions.json: No space .*the trained model and its card are saved in {out}"
+    ):
+        run(setup, out, *options, "--test_file", str(root / "dev.json"), "--do_predict")
+    assert AutoTokenizer.from_pretrained(out) is not None and (out / "README.md").exists()
+    monkeypatch.setattr(squad, "write_json", write)
+    run(setup, tmp_path / "again", "--test_file", str(root / "dev.json"), "--do_predict", model=out)
+    answers = json.loads((tmp_path / "again" / "predict_predictions.json").read_text())
+    assert sorted(answers) == sorted(f"d{i}" for i in range(40))  # the saved model answers every question

@@ -725,3 +725,14 @@ def test_torch_compile_lets_a_compiled_bert_keep_unpadding(tmp_path, monkeypatch
     config.unpad_inputs = True
     CtxTrainer(model=CtxBertForSequenceClassification(config), args=args)
     assert torch._dynamo.config.capture_dynamic_output_shape_ops is True
+
+
+def test_config_overrides_with_a_config_class_refuse_a_field_it_has_not():
+    from hf_ctx import CtxBertConfig, ElmoConfig
+
+    assert parse_config_overrides("hidden_size=64,num_labels=3", CtxBertConfig) == {"hidden_size": 64, "num_labels": 3}
+    assert parse_config_overrides("lstm.dim=64", ElmoConfig) == {"lstm": {"dim": 64}}  # sections: the config's checks
+    with pytest.raises(ValueError, match=r"sets \['hiden_size'\], which CtxBertConfig has no field for; its fields: "):
+        parse_config_overrides("hiden_size=64", CtxBertConfig)  # a typo, which a config would keep unused
+    with pytest.raises(ValueError, match=r"sets \['dim'\], which BertConfig has no field"):
+        parse_config_overrides('{"dim": 3}', BertConfig)

@@ -9,7 +9,8 @@ live in `hf_ctx.tag_schemes`.
 
 One encoding for every model family: `encode_tagged_words` labels the first token of each word (through
 `word_ids()`: BERT's first sub-token, ELMo's and TagLM's one position per word) and gives -100 to a word's other
-sub-tokens and to special tokens.
+sub-tokens and to special tokens. A word the tokenizer maps to no token at all (a control character, a soft hyphen,
+a lone variation selector) is read as the tokenizer's unknown token (`words_as_read`), so every word has a tag.
 Sentences longer than a model allows are split into pieces that fit (with a warning), never dropped;
 `merge_split_predictions` puts the pieces' predictions back together.
 """
@@ -32,6 +33,7 @@ from ..tag_schemes import (
 )
 from .atomic_write import atomic_write
 from .files import utf8_lines
+from .tables import describe, is_table, read_table
 from .words import split_words
 
 logger = logging.getLogger(__name__)
@@ -234,29 +236,29 @@ def load_tagged_table(
     output_label_column: str = "ner_tags",
 ) -> Dataset:
     """A JSON-lines, JSON, CSV or TSV file of tagged sentences as transformers' run_ner.py reads them: a column
-    of words (`text_column`: a list, or in CSV a space-separated string) and one of tags (`label_column`, likewise;
-    class ids are kept as their strings). Returns "tokens", `output_label_column` (entity tags converted to
-    `tag_scheme`; absent when the file has no tag column: words to tag), "line" and "file".
+    of words (`text_column`: a list of strings, or a string of words separated by spaces, as in a CSV file) and one
+    of tags (`label_column`, likewise; class ids (integers) are kept as their strings). Returns "tokens",
+    `output_label_column` (entity tags converted to `tag_scheme`; absent when the file has no tag column: words to
+    tag), "line" (where the row starts) and "file".
 
-    Raises a `ValueError` naming the file, line and column of a missing column or value, or of a row whose words
-    and tags differ in number.
+    The file is read by `data/tables.py` (a row with another field count than the header's, bytes that are not
+    UTF-8, a line that is not JSON: named by line). Raises a `ValueError` naming the file, line and column of a
+    missing column or value, a word that is empty or not a string, a tag that is not a string or an integer, or a
+    row whose words and tags differ in number.
     """
-    from .text_classification import read_table
-
-    table, first_line = read_table(path)
-    if text_column not in table.column_names:
-        raise ValueError(f"{path}:1: no column {text_column!r} (the words); it has {table.column_names}")
-    columns = [text_column] + ([label_column] if label_column in table.column_names else [])
+    table = read_table(path, what="sentences")
+    table.require([text_column], "the words; --text_column_name names another")
+    columns = {text_column: _word_list} | ({label_column: _tag_list} if label_column in table.columns else {})
     rows = {
-        name: [_word_list(value, path, first_line + i, name) for i, value in enumerate(table[name])]
-        for name in columns
+        name: [read(value, table.where(row, name)) for row, value in enumerate(table.values(name))]
+        for name, read in columns.items()
     }
-    lines = [first_line + i for i in range(len(table))]
+    lines = table.lines
     for i, words in enumerate(rows[text_column]):
         tags = rows[label_column][i] if label_column in rows else words
-        if len(tags) != len(words) or not words:
+        if len(tags) != len(words):
             raise ValueError(
-                f"{path}:{lines[i]}: {len(words)} words in column {text_column!r} but {len(tags)} tags in "
+                f"{table.where(i)}: {len(words)} words in column {text_column!r} but {len(tags)} tags in "
                 f"{label_column!r}"
             )
     data = {"tokens": rows[text_column], "line": lines, "file": [str(path)] * len(lines)}
@@ -270,12 +272,26 @@ def load_tagged_table(
     return Dataset.from_dict(data)
 
 
-def _word_list(value, path, line: int, column: str) -> list[str]:
-    if isinstance(value, str):
-        value = value.split()
-    if value is None or any(item is None for item in value):
-        raise ValueError(f"{path}:{line}: column {column!r} is empty")
-    return [str(item) for item in value]
+def _word_list(value, where: str) -> list[str]:
+    """A cell of words: a list of non-empty strings, or one string of words separated by spaces."""
+    words = value.split() if isinstance(value, str) else value
+    if not isinstance(words, list) or not words:
+        raise ValueError(f"{where}: holds {describe(value)}; give a list of words or a string of them")
+    for position, word in enumerate(words, start=1):
+        if not isinstance(word, str) or not word.strip():
+            raise ValueError(f"{where}: word {position} is {describe(word)}, not a word (a non-empty string)")
+    return words
+
+
+def _tag_list(value, where: str) -> list[str]:
+    """A cell of tags: strings or class ids (integers, kept as their strings), or one string of them."""
+    tags = value.split() if isinstance(value, str) else value
+    if not isinstance(tags, list):
+        raise ValueError(f"{where}: holds {describe(value)}; give a list of tags or a string of them")
+    for position, tag in enumerate(tags, start=1):
+        if isinstance(tag, bool) or not isinstance(tag, (str, int)) or not str(tag).strip():
+            raise ValueError(f"{where}: tag {position} is {describe(tag)}, not a tag (a string or a class id)")
+    return [str(tag) for tag in tags]
 
 
 def load_tagged_files(
@@ -292,13 +308,11 @@ def load_tagged_files(
     `text_column_name` and `label_column_name`, default `label_column`), plain text with one sentence a line for
     the splits in `plain_text_splits` (`read_plain_text`, words split by `plain_text_splitter`), else CoNLL column files (`load_conll_dataset`). Every
     split has "tokens" and, where its file has tags, `label_column`."""
-    from .text_classification import FORMATS
-
     splits = {}
     for split, path in data_files.items():
         if split in plain_text_splits:
             splits[split] = read_plain_text(path, plain_text_splitter)
-        elif Path(path).suffix.lower() in FORMATS:
+        elif is_table(path):
             splits[split] = load_tagged_table(
                 path, text_column_name, label_column_name or label_column, tag_scheme, label_column
             )
@@ -358,7 +372,7 @@ def check_labels(dataset: Dataset, label2id: dict[str, int], split: str, label_c
             if tag not in label2id:
                 if "file" in dataset.column_names:
                     row = dataset[index]
-                    if Path(row["file"]).suffix.lower() in (".json", ".jsonl", ".csv", ".tsv"):
+                    if is_table(row["file"]):
                         where = f"{row['file']}:{row['line']}, column {label_column!r}, word {position + 1}"
                     else:
                         where = f"{row['file']}:{row['line'] + position}"
@@ -476,24 +490,57 @@ def encode_tagged_words(
 
     `word_ids()` (of a fast tokenizer, or of `ElmoTokenizer`, which gives one position per word) says which word
     each token is: the first token of each word gets the word's label id; the word's other sub-tokens -100, or
-    with `label_all_tokens` a label too (`align_labels`); special tokens -100. `max_length` truncates (in tokens);
+    with `label_all_tokens` a label too (`align_labels`); special tokens -100. A word the tokenizer maps to no
+    token is read as its unknown token (`words_as_read`), so that every word has a label and a prediction. `max_length` truncates (in tokens);
     None keeps every word. For `datasets.Dataset.map(batched=True)`; batches are padded later (labels with -100,
     by `DataCollatorForTokenClassification`).
     """
-    encodings = tokenizer(
-        examples["tokens"], is_split_into_words=True, truncation=max_length is not None, max_length=max_length
-    )
-    try:
-        word_ids = [encodings.word_ids(i) for i in range(len(examples["tokens"]))]
-    except ValueError:  # transformers' slow tokenizers cannot say which word a token is
-        raise ValueError(
-            f"encoding tagged words needs a tokenizer with word_ids() (a fast one, or ElmoTokenizer); got "
-            f"{type(tokenizer).__name__}"
-        ) from None
+    options = {"is_split_into_words": True, "truncation": max_length is not None, "max_length": max_length}
+    encodings = tokenizer(examples["tokens"], **options)
+    readable = words_as_read(tokenizer, examples["tokens"], encodings, max_length)
+    if readable is not examples["tokens"]:  # a word the tokenizer maps to nothing is read as its unknown token
+        encodings = tokenizer(readable, **options)
+    word_ids = [encodings.word_ids(i) for i in range(len(examples["tokens"]))]
     encodings["labels"] = [
         align_labels(ids, tags, label2id, label_all_tokens) for ids, tags in zip(word_ids, examples[label_column])
     ]
     return dict(encodings)
+
+
+def words_as_read(tokenizer, sentences: list[list[str]], encodings=None, max_length: int | None = None):
+    """The sentences (lists of words) as a sub-word tokenizer reads them: a word it maps to no token at all is
+    replaced by its unknown token (BERT's `[UNK]`), so that every word keeps a position, a label and a predicted
+    tag. A tokenizer's normalizer deletes a control character, a soft hyphen, a zero-width joiner, a variation
+    selector or (where it strips accents) a lone combining mark; a word of nothing else would vanish, and with it
+    its tag, shifting the words after it against the predictions.
+
+    `encodings`: the tokenizer's encoding of `sentences` (`is_split_into_words=True`, truncated to `max_length`
+    tokens) where the caller has it; words cut off by that truncation are not counted as unread. Returns
+    `sentences` itself when every word is read, else a new list.
+    """
+    if encodings is None:
+        encodings = tokenizer(sentences, is_split_into_words=True, add_special_tokens=False)
+    replaced = list(sentences)
+    for i, words in enumerate(sentences):
+        try:
+            ids = encodings.word_ids(i)
+        except ValueError:  # transformers' slow tokenizers cannot say which word a token is
+            raise ValueError(
+                f"encoding tagged words needs a tokenizer with word_ids() (a fast one, or ElmoTokenizer); got "
+                f"{type(tokenizer).__name__}"
+            ) from None
+        present = {word for word in ids if word is not None}
+        # After a truncation, the words past the last one read were cut off, not deleted.
+        last = len(words) if max_length is None or len(ids) < max_length else max(present, default=-1)
+        unread = [position for position in range(len(words)) if position not in present and position < last]
+        if unread:
+            if getattr(tokenizer, "unk_token", None) is None:
+                raise ValueError(
+                    f"the tokenizer maps the word {words[unread[0]]!r} to no token and has no unknown token to read "
+                    "it as"
+                )
+            replaced[i] = [tokenizer.unk_token if p in unread else word for p, word in enumerate(words)]
+    return sentences if replaced == list(sentences) else replaced
 
 
 def continuation_tag(tag: str, label2id: dict[str, int]) -> str:

@@ -9,8 +9,9 @@ So everything downstream works the same on either.
 
 The files are tab-separated with quoting disabled: MRPC and QQP hold bare `"` characters, and a CSV reader that
 honours quotes swallows the lines up to the next `"`. CoLA's train and dev files have no header. MRPC's files
-start with a UTF-8 byte-order mark. A missing column, an unknown label or an empty file is a `ValueError` naming
-the file and line.
+start with a UTF-8 byte-order mark. They are read by the one table reader (`data/tables.py`, as TSV); a missing
+column, a row with another field count than the header's, an unknown label or an empty file is a `ValueError`
+naming the file and line.
 
 `write_glue_predictions` writes test predictions in the GLUE submission format (`index<TAB>prediction`, with
 the label as the task's files write it, e.g. `entailment` for MNLI, `1` for MRPC, a score for STS-B), to a
@@ -24,8 +25,8 @@ from pathlib import Path
 from datasets import Dataset, DatasetDict
 
 from .atomic_write import atomic_write
-from .files import utf8_lines
 from .glue_tasks import GlueTask, glue_task
+from .tables import read_table
 from .words import split_words
 
 logger = logging.getLogger(__name__)
@@ -69,57 +70,29 @@ def read_glue_file(path: str | Path, task: str | GlueTask, split: str = "train")
         unknown label or a non-numeric score, and naming the file when it has no rows.
     """
     task = glue_task(task) if isinstance(task, str) else task
-    path = Path(path)
-    columns = {name: [] for name in (*task.text_columns, "label", "idx")}
-    # Split on "\n" only (a stray "\r" inside a sentence stays text); utf-8-sig drops MRPC's byte-order mark.
-    with path.open(encoding="utf-8-sig", newline="\n") as f:
-        lines = (line.rstrip("\n").removesuffix("\r") for line in utf8_lines(f, path))
-        first_row = 1
-        if split in task.headerless_splits:
-            header = list(task.headerless_columns)
-        else:
-            header = next(lines, None)
-            if header is None:
-                raise ValueError(f"{path} is empty; expected a header line and {task.name} examples")
-            header = header.split("\t")
-            first_row = 2
-        missing = [c for c in task.file_text_columns if c not in header]
-        is_test = split.startswith("test")
-        if task.file_label_column not in header and not is_test:
-            missing.append(task.file_label_column)
-        if missing:
-            raise ValueError(
-                f"{path}:1: the header lacks the column(s) {missing} of {task.name}'s {split} file; it has {header}"
-            )
-        text_positions = [header.index(c) for c in task.file_text_columns]
-        label_position = header.index(task.file_label_column) if task.file_label_column in header else None
-        index_name = next((c for c in ("index", "id") if c in header), None) if is_test else None
-        index_position = None if index_name is None else header.index(index_name)
-        for line_number, line in enumerate(lines, start=first_row):
-            where = f"{path}:{line_number}"
-            if not line:  # as csv readers do; a blank line at the end of a hand-edited file is common
-                continue
-            fields = line.split("\t")
-            if len(fields) != len(header):
+    headerless = split in task.headerless_splits
+    header = task.headerless_columns if headerless else None
+    table = read_table(path, header=header, what=f"{task.name} examples", kind="tsv")
+    is_test = split.startswith("test")
+    table.require(
+        [*task.file_text_columns, *([] if is_test else [task.file_label_column])], f"of {task.name}'s {split} file"
+    )
+    columns = {name: table.columns[file_name] for name, file_name in zip(task.text_columns, task.file_text_columns)}
+    if task.file_label_column in table.columns:
+        labels = table.columns[task.file_label_column]
+        columns["label"] = [_parse_label(task, label, table.where(row)) for row, label in enumerate(labels)]
+    else:
+        columns["label"] = [-1] * len(table)
+    index_name = next((c for c in ("index", "id") if c in table.columns), None) if is_test else None
+    columns["idx"] = list(range(len(table)))
+    if index_name is not None:
+        for row, value in enumerate(table.columns[index_name]):
+            try:
+                columns["idx"][row] = int(value)
+            except ValueError:
                 raise ValueError(
-                    f"{where}: expected {len(header)} tab-separated fields ({header}), found {len(fields)}: "
-                    f"{line[:200]!r}"
-                )
-            for name, position in zip(task.text_columns, text_positions):
-                columns[name].append(fields[position])
-            label = -1 if label_position is None else _parse_label(task, fields[label_position], where)
-            columns["label"].append(label)
-            if index_position is None:
-                columns["idx"].append(len(columns["idx"]))
-            else:
-                try:
-                    columns["idx"].append(int(fields[index_position]))
-                except ValueError:
-                    raise ValueError(
-                        f"{where}: the {index_name} column holds {fields[index_position]!r}, not an integer"
-                    ) from None
-    if not columns["idx"]:
-        raise ValueError(f"{path} holds no {task.name} examples")
+                    f"{table.where(row)}: the {index_name} column holds {value!r}, not an integer"
+                ) from None
     return columns
 
 

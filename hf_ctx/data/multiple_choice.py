@@ -1,12 +1,13 @@
-"""Multiple choice (SWAG and its like): reading CSV or JSON files, checking them, encoding the choices.
+"""Multiple choice (SWAG and its like): reading CSV, TSV or JSON files, checking them, encoding the choices.
 
 A file holds one example a row: a context, optionally a start of the ending that every choice shares, the
 candidate endings (one column each) and the index of the right one. SWAG's CSV layout (Zellers et al., 2018) is
 the default: `sent1` the context, `sent2` the shared start, `ending0` ... `ending3`, `label`. Each choice is
 read as the pair (context, shared start + " " + ending), as transformers' `run_swag.py` reads it.
 
-The files are checked where they are read: a named column the file lacks, an empty text, or a label that is not
-the index of an ending is a `ValueError` naming the file and the row (counted from 1, the header not counted).
+The files are read by `data/tables.py` and checked where they are read: a named column the file lacks, a missing,
+empty or non-text text, or a label that is not the index of an ending is a `ValueError` naming the file, the line
+and the column.
 """
 
 import json
@@ -19,6 +20,7 @@ import datasets
 from transformers import DataCollatorForMultipleChoice
 
 from .atomic_write import write_text
+from .tables import read_table
 
 logger = logging.getLogger(__name__)
 
@@ -39,59 +41,46 @@ class MultipleChoiceColumns:
     label: str = "label"
     ending_prefix: str | None = "sent2"
 
+    def __post_init__(self):
+        named = [self.context, *([self.ending_prefix] if self.ending_prefix else []), *self.endings, self.label]
+        repeated = sorted({name for name in named if named.count(name) > 1})
+        if repeated:
+            raise ValueError(
+                f"the column(s) {repeated} are named for two roles (context {self.context!r}, shared start "
+                f"{self.ending_prefix!r}, endings {list(self.endings)}, label {self.label!r}); each column has one"
+            )
+
     @property
     def text_columns(self) -> list[str]:
         return [self.context, *([self.ending_prefix] if self.ending_prefix else []), *self.endings]
 
 
 def read_multiple_choice_file(
-    path: str | Path, columns: MultipleChoiceColumns, *, labelled: bool | None = True, cache_dir: str | None = None
+    path: str | Path, columns: MultipleChoiceColumns, *, labelled: bool | None = True
 ) -> datasets.Dataset:
-    """A CSV (`.csv`) or JSON / JSON-lines (`.json`, `.jsonl`) file as a `Dataset` with the text columns and an
-    int "label" (the other columns dropped), every row checked. `labelled=None`: a label where the file has the
+    """A CSV, TSV, JSON-lines or JSON file (`data/tables.py`) as a `Dataset` with the text columns and an int
+    "label" (the other columns dropped), every row checked. `labelled=None`: a label where the file has the
     label column (SWAG's test file has none).
 
     Raises:
-        FileNotFoundError for a missing file; ValueError for another extension, a file the parser cannot read
-        (with the parser's line or row), a named column the file lacks
-        (naming the file and the columns it has), a row whose text is missing, and a label that is not an integer
-        in `range(len(columns.endings))` (naming the file and the row).
+        FileNotFoundError for a missing file; ValueError naming the file and the line for another extension, a
+        file the table reader refuses (a row with another field count than the header's, ...), a named column the
+        file lacks, a text that is missing, empty or not a string (the shared start of the endings may be empty),
+        and a label that is not an integer in `range(len(columns.endings))`.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found")
-    builder = {".csv": "csv", ".json": "json", ".jsonl": "json"}.get(path.suffix)
-    if builder is None:
-        raise ValueError(f"{path}: expected a .csv, .json or .jsonl file")
-    try:
-        data = datasets.load_dataset(builder, data_files=str(path), split="train", cache_dir=cache_dir)
-    # DatasetGenerationError says only "An error occurred" (its cause says where); a ValueError (pyarrow's
-    # ArrowInvalid, a UnicodeEncodeError of half a surrogate pair) comes from the first rows, read to infer types.
-    except (datasets.exceptions.DatasetGenerationError, ValueError) as error:
-        reason = " ".join(str(error.__cause__ or error).split())
-        raise ValueError(f"{path}: not a readable {builder.upper()} file: {reason}") from None
+    table = read_table(path, what="examples")
     if labelled is None:
-        labelled = columns.label in data.column_names
-    wanted = columns.text_columns + ([columns.label] if labelled else [])
-    missing = [name for name in wanted if name not in data.column_names]
-    if missing:
-        raise ValueError(f"{path}: no column(s) {missing}; the file has {data.column_names}")
-    data = data.select_columns(wanted)
-    if columns.ending_prefix:  # an empty shared start (read as None from a CSV) is no start
-        prefix = columns.ending_prefix
-        data = data.map(lambda row: {prefix: row[prefix] if isinstance(row[prefix], str) else ""})
-    for name in columns.text_columns:
-        empty = next((row for row, text in enumerate(data[name], start=1) if not isinstance(text, str)), None)
-        if empty is not None:
-            raise ValueError(f"{path}, row {empty}: no text in column {name!r}")
+        labelled = columns.label in table.columns
+    table.require(columns.text_columns + ([columns.label] if labelled else []))
+    # An empty (or null) shared start of the endings is no start.
+    data = {name: table.texts(name, allow_empty=name == columns.ending_prefix) for name in columns.text_columns}
     if labelled:
-        labels = [
-            _label(value, len(columns.endings), f"{path}, row {row}")
-            for row, value in enumerate(data[columns.label], start=1)
+        data["label"] = [
+            _label(value, len(columns.endings), table.where(row, columns.label))
+            for row, value in enumerate(table.values(columns.label))
         ]
-        data = data.remove_columns(columns.label).add_column("label", labels)
-    logger.info("%s: %d examples with %d choices each", path, len(data), len(columns.endings))
-    return data
+    logger.info("%s: %d examples with %d choices each", path, len(table), len(columns.endings))
+    return datasets.Dataset.from_dict(data)
 
 
 def _label(value, num_choices: int, where: str) -> int:

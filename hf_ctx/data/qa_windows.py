@@ -18,10 +18,11 @@ def check_window_room(tokenizer, questions: list[str], ids: list[str], max_seq_l
     for qid, length in zip(ids, question_lengths(tokenizer, questions)):
         room = max_seq_length - special - length
         if room <= doc_stride:
+            left = f"{room} of --max_seq_length {max_seq_length} tokens" if room > 0 else "no room"
             raise ValueError(
-                f"{source}: question {qid!r} is {length} tokens long, which leaves its context windows "
-                f"{room} of --max_seq_length {max_seq_length} tokens, not more than --doc_stride {doc_stride}; "
-                "raise --max_seq_length, lower --doc_stride or shorten the question"
+                f"{source}: question {qid!r} is {length} tokens long ({special} special tokens beside it), which "
+                f"leaves its context windows {left}, not more than --doc_stride {doc_stride}; raise "
+                f"--max_seq_length (now {max_seq_length}), lower --doc_stride or shorten the question"
             )
 
 

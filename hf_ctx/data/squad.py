@@ -80,14 +80,19 @@ def read_squad_file(path: str | Path, answers_required: bool = True) -> dict[str
 
 def check_questions(rows: dict[str, list] | Dataset, source, version_2_with_negative: bool | None = None) -> None:
     """Refuse what cannot be trained on or scored, naming `source` and the question id: a question id seen
-    twice, an `answer_start` that does not point at its answer text, and (when `version_2_with_negative` is
-    False) a question without an answer."""
+    twice, an answer whose text is empty (or blanks only) or whose `answer_start` does not point at its text, and
+    (when `version_2_with_negative` is False) a question without an answer."""
     seen = set()
     for qid, context, answers in zip(rows["id"], rows["context"], rows["answers"]):
         if qid in seen:
             raise ValueError(f"{source}: question id {qid!r} appears twice; predictions are keyed by id")
         seen.add(qid)
         for text, start in zip(answers["text"], answers["answer_start"]):
+            if not text.strip():  # no span of tokens: an unanswerable question has no answers instead
+                raise ValueError(
+                    f"{source}: question {qid!r}: the answer text is {text!r}, which no span of the context can be; "
+                    'a question without an answer has none ("answers": []), with --version_2_with_negative'
+                )
             found = context[start : start + len(text)] if start >= 0 else None
             if found != text:
                 raise ValueError(
@@ -98,6 +103,20 @@ def check_questions(rows: dict[str, list] | Dataset, source, version_2_with_nega
                 f"{source}: question {qid!r} has no answer; SQuAD 2.0 data (unanswerable questions) needs "
                 "--version_2_with_negative"
             )
+
+
+def check_scorable_test_questions(dataset, source) -> None:
+    """Questions to answer are scored by SQuAD 1.1's rules where they have answers: every one of them, or none
+    (then they are only answered). A file with both is refused before any training, naming a question of each."""
+    answered = [bool(answers["text"]) for answers in dataset["answers"]]
+    if any(answered) and not all(answered):
+        without, with_answer = dataset["id"][answered.index(False)], dataset["id"][answered.index(True)]
+        raise ValueError(
+            f"{source}: question {without!r} has no answer, but {sum(answered)} others (e.g. {with_answer!r}) have "
+            "one; SQuAD 1.1 scores only questions that all have answers. Give --version_2_with_negative (a question "
+            "may have no answer, SQuAD 2.0), or a test file whose questions all have answers, or none (answered "
+            "only)"
+        )
 
 
 def load_squad(
@@ -130,6 +149,8 @@ def load_squad(
         return DatasetDict()  # nothing asked for; the caller names what is missing
     for split, dataset in splits.items():
         check_questions(dataset, sources[split], None if split == "test" else version_2_with_negative)
+        if split == "test" and not version_2_with_negative:
+            check_scorable_test_questions(dataset, sources[split])
         unanswerable = sum(not answers["text"] for answers in dataset["answers"])
         logger.info(
             "%s: %d questions (%d without an answer) on %d contexts",

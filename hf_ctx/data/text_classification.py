@@ -1,23 +1,24 @@
-"""Text classification and regression on a user's own files (CSV, TSV or JSON lines), with the conventions of
-transformers' `run_glue.py`:
+"""Text classification and regression on a user's own files (CSV, TSV, JSON lines or a JSON array), with the
+conventions of transformers' `run_glue.py`:
 
-- the text is the `sentence1` / `sentence2` pair where a file has both columns, else its first text column, or
-  the columns `text_column_names` names (one, or two for a pair);
-- the label is the `label` column (or `label_column_name`); float labels make the task a regression, others a
-  classification whose label list is the training file's labels, sorted;
+- the text is the `sentence1` / `sentence2` pair where a file has both columns, else its first text column (one
+  with a cell that is not a number), or the columns `text_column_names` names (one, or two for a pair);
+- the label is the `label` column (or `label_column_name`); labels that are numbers, one of them written with a
+  fraction or exponent (`0.5`, `1.0`, `2e-1`), make the task a regression (as pandas and pyarrow read such a
+  column as floats); others a classification whose label list is the training file's labels, sorted (numbers by
+  value);
 - a test file needs no label column (one it has is ignored).
 
-The files are read by `datasets` (`load_dataset("csv" | "json", data_files=...)`; TSV is CSV split on tabs, quotes
-read as text) and checked here, where they enter: a missing column, an empty text or label, a label the training
-file lacks, an empty file are `ValueError`s naming the file, the line and the column. Lines are counted as a file
-without line breaks inside its fields has them (a CSV header is line 1, its first row line 2).
+The files are read by `data/tables.py` (every cell of a CSV or TSV file is the text as written: `None`, `NA` or
+`42` in a text column are text) and checked here, where they enter, each error naming the file, the line and the
+column: an empty text, a label that is missing, a list or an object; in a regression, a label that is not a
+number; a classification whose training labels are all one class; a label the training file lacks.
 
 `load_text_classification_files` returns the splits with the columns of a GLUE task from `data/glue.py` and a
 `GlueTask` record for them, so encoding (`encode_glue_for_subwords`, `encode_glue_for_words`) and predictions
 (`write_glue_predictions`: `index<TAB>prediction`, transformers' `predict_results.txt`) are GLUE's.
 """
 
-import csv
 import logging
 import math
 from pathlib import Path
@@ -26,124 +27,145 @@ import numpy as np
 from datasets import Dataset, DatasetDict
 
 from .glue_tasks import GlueTask
+from .tables import Table, describe, read_table
 
 logger = logging.getLogger(__name__)
 
-# File suffix -> (the `datasets` builder, its options, the line of the first row).
-FORMATS = {
-    ".csv": ("csv", {}, 2),
-    ".tsv": ("csv", {"sep": "\t", "quoting": csv.QUOTE_NONE}, 2),
-    ".json": ("json", {}, 1),
-    ".jsonl": ("json", {}, 1),
-}
 PAIR_COLUMNS = ("sentence1", "sentence2")
+# A training file of at least this many rows whose every label differs has no classes to learn.
+DISTINCT_LABELS_REFUSED = 10
 PREDICTIONS_FILE = "predict_results.txt"
 
 
-def read_table(path: str | Path, cache_dir: str | None = None) -> tuple[Dataset, int]:
-    """One CSV, TSV or JSON-lines file as a `Dataset`, and the line of its first row (2 below a CSV header).
-
-    Raises a `ValueError` naming the file for an unknown suffix, an empty file, one `datasets` cannot parse, or one
-    without rows; a `FileNotFoundError` for a missing file.
-    """
-    from datasets import load_dataset
-
-    path = Path(path)
-    if path.suffix.lower() not in FORMATS:
-        raise ValueError(f"{path}: unknown file type {path.suffix!r}; give a .csv, .tsv, .json or .jsonl file")
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found")
-    builder, options, first_line = FORMATS[path.suffix.lower()]
-    with path.open("rb") as f:
-        start = f.read(1 << 16)
-    if not start.strip():
-        raise ValueError(f"{path} is empty; expected examples (a CSV or TSV file: a header line first)")
-    if builder == "csv" and len(start) < 1 << 16 and len([line for line in start.splitlines() if line.strip()]) < 2:
-        raise ValueError(f"{path} holds no examples (a header only)")
-    try:
-        table = load_dataset(builder, data_files=str(path), split="train", cache_dir=cache_dir, **options)
-    except Exception as error:  # pandas' and pyarrow's parse errors have many classes
-        cause = error.__cause__ or error
-        raise ValueError(f"{path}: not readable as {path.suffix[1:].upper()} ({str(cause).splitlines()[0]})") from None
-    if len(table) == 0:
-        raise ValueError(f"{path} holds no examples (a header only)")
-    return table, first_line
+def number_kind(value) -> str | None:
+    """How a label cell is written as a number: "int" (`3`, "3"), "float" (`0.5`, "1.0", "2e-1", "nan"), or None
+    for anything else (a word, true/false, a list)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return "int" if isinstance(value, int) else "float"
+    if not isinstance(value, str):
+        return None
+    for kind, parse in (("int", int), ("float", float)):
+        try:
+            parse(value.strip())
+            return kind
+        except ValueError:
+            pass
+    return None
 
 
-def choose_text_columns(columns: dict[str, str], label_column: str, text_column_names: str | None, where: str):
-    """The text column(s) of a file with `columns` (name -> dtype): `text_column_names` ("a" or "a,b"), else
-    sentence1/sentence2, else the first string column that is not the label."""
-    if text_column_names:
+def is_text_column(cells: list) -> bool:
+    """Whether a column holds text: a string that is not a number in some cell (a column of numbers is an id or
+    a label; its cells that are no text are named where the text is read)."""
+    return any(isinstance(cell, str) and cell.strip() and not number_kind(cell) for cell in cells)
+
+
+def choose_text_columns(table: Table, label_column: str, text_column_names: str | None) -> tuple[str, ...]:
+    """The text column(s) of `table`: `text_column_names` ("a" or "a,b"), else sentence1/sentence2, else the
+    first text column (`is_text_column`) that is not the label."""
+    if text_column_names is not None:
         names = tuple(name.strip() for name in text_column_names.split(","))
-        if not 1 <= len(names) <= 2 or not all(names):
+        if not 1 <= len(names) <= 2 or not all(names) or len(set(names)) < len(names):
             raise ValueError(f"--text_column_names names one column or two (a pair), got {text_column_names!r}")
+        if label_column in names:
+            raise ValueError(f"--text_column_names {text_column_names!r} names the label column {label_column!r}")
         return names
-    if all(name in columns for name in PAIR_COLUMNS):
+    if all(name in table.columns for name in PAIR_COLUMNS):
         return PAIR_COLUMNS
-    text = [name for name, dtype in columns.items() if name != label_column and dtype in ("string", "large_string")]
+    text = [name for name, cells in table.columns.items() if name != label_column and is_text_column(cells)]
     if not text:
-        raise ValueError(f"{where}: no text column besides {label_column!r}; it has {list(columns)}")
+        raise ValueError(
+            f"{table.path}:{table.header_line or 1}: no text column besides {label_column!r} (a column of numbers "
+            f"only is not taken for text; name one with --text_column_names); it has {table.names}"
+        )
     return (text[0],)
 
 
-def _column_types(table: Dataset) -> dict[str, str]:
-    return {name: getattr(feature, "dtype", "") for name, feature in table.features.items()}
-
-
-def _check_columns(table: Dataset, path, first_line: int, wanted: list[str]) -> None:
-    missing = [name for name in wanted if name not in table.column_names]
-    if missing:
-        where = f"{path}:1" if first_line == 2 else f"{path}:{first_line}"
-        raise ValueError(f"{where}: no column(s) {missing}; it has {table.column_names}")
-
-
-def _is_missing(value) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def _texts(table: Dataset, path, first_line: int, column: str) -> list[str]:
-    values = table[column]
-    for row, value in enumerate(values):
-        if _is_missing(value):
-            raise ValueError(f"{path}:{first_line + row}: column {column!r} is empty")
-    return [str(value) for value in values]
-
-
-def _label_string(value) -> str:
-    """A label as `predict_results.txt` writes it: 1.0 read from a CSV of ints is "1"."""
+def label_string(value) -> str:
+    """A classification label as the label list and `predict_results.txt` write it: 1.0 read from a CSV of ints
+    is "1"."""
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
 
 
-def _labels(table: Dataset, path, first_line: int, column: str) -> list:
-    values = table[column]
-    for row, value in enumerate(values):
-        if _is_missing(value):
-            raise ValueError(f"{path}:{first_line + row}: column {column!r} has no label")
-    return values
+def _labels(table: Table, column: str) -> list:
+    """The cells of the label column: each present and one value (no list or object)."""
+    cells = table.values(column)
+    for row, value in enumerate(cells):
+        if isinstance(value, (list, dict)):
+            raise ValueError(
+                f"{table.where(row, column)}: holds {describe(value)}, where one label belongs (a label a row; "
+                "several labels per text are not supported)"
+            )
+    return cells
+
+
+def _training_labels(train: Table, column: str) -> tuple[bool, tuple[str, ...]]:
+    """(is a regression, the sorted label list) of the training file's label column; a regression column holding
+    a value that is no number, and a classification with fewer than two classes, are `ValueError`s."""
+    cells = _labels(train, column)
+    kinds = [number_kind(value) for value in cells]
+    if "float" in kinds:
+        if None in kinds:
+            bad, score = kinds.index(None), kinds.index("float")
+            raise ValueError(
+                f"{train.where(bad, column)}: the label {describe(cells[bad])} is not a number, but the column holds "
+                f"scores ({cells[score]!r} on line {train.lines[score]}), which makes the task a regression; a "
+                "regression needs a number in every row"
+            )
+        return True, ()
+    labels = sorted({label_string(value) for value in cells}, key=lambda label: _label_order(label))
+    if len(labels) < 2:
+        raise ValueError(
+            f"{train.path}: column {column!r} holds one label only ({labels[0]!r} in all {len(cells)} rows); a "
+            "classifier needs two classes at least (is --label_column_name the right column?)"
+        )
+    if len(labels) == len(cells) >= DISTINCT_LABELS_REFUSED:
+        raise ValueError(
+            f"{train.path}: column {column!r} holds a different label in each of its {len(cells)} rows "
+            f"({shown(labels)}): an id or a text, not classes (--label_column_name names the label column)"
+        )
+    if None in kinds and "int" in kinds:
+        word = kinds.index(None)
+        logger.warning(
+            "%s: the labels mix numbers and words (%s); read as %d classes %s",
+            train.where(word, column),
+            describe(cells[word]),
+            len(labels),
+            shown(labels),
+        )
+    return False, tuple(labels)
+
+
+def shown(labels, most: int = 10) -> str:
+    """A label list for a message: the first `most` labels, and how many more there are."""
+    more = f" and {len(labels) - most} more" if len(labels) > most else ""
+    return f"{list(labels[:most])}{more}"
+
+
+def _label_order(label: str):
+    """Labels sort as numbers where they are integers (2 before 10), before the others, which sort as text."""
+    return (0, int(label), "") if number_kind(label) == "int" else (1, 0, label)
 
 
 def file_task(
-    train: Dataset | None,
-    train_path,
-    train_first_line: int,
+    train: Table | None,
     text_columns: tuple[str, ...],
     label_column: str,
     data_files: dict[str, str],
     labels: list[str] | None = None,
     is_regression: bool | None = None,
 ) -> GlueTask:
-    """The task's record: regression when the training labels are floats (or `is_regression`), else the sorted
-    label list of the training file (or `labels`, a fine-tuned model's, when there is no training file)."""
+    """The task's record: from the training file's labels (`_training_labels`), or, without a training file, a
+    fine-tuned model's `labels` and `is_regression`."""
     if train is not None:
-        is_regression = _column_types(train)[label_column] in ("float32", "float64", "float16")
-        values = _labels(train, train_path, train_first_line, label_column)
-        if not is_regression:
-            labels = [_label_string(v) for v in sorted(set(values), key=lambda v: (isinstance(v, str), v))]
+        is_regression, labels = _training_labels(train, label_column)
     elif is_regression is None and labels is None:
         raise ValueError("give --train_file: the label list comes from the training file")
     labels = tuple(labels or ())
+    train_path = data_files.get("train")
     return GlueTask(
         name=Path(train_path).name if train_path else "your data",
         folder=str(Path(train_path or next(iter(data_files.values()))).parent),
@@ -164,7 +186,6 @@ def load_text_classification_files(
     label_column_name: str = "label",
     labels: list[str] | None = None,
     is_regression: bool | None = None,
-    cache_dir: str | None = None,
 ) -> tuple[DatasetDict, GlueTask]:
     """Read a user's classification (or regression) files into a GLUE-like `DatasetDict` and its task record.
 
@@ -179,56 +200,49 @@ def load_text_classification_files(
         (splits with the text columns, "label" (class id, a float score, or -1 in the test split) and "idx" (the
         row), the task record).
     """
-    tables = {split: read_table(path, cache_dir) for split, path in data_files.items()}
-    first_split = "train" if "train" in tables else next(iter(tables))
-    first_table, first_line = tables[first_split]
-    text_columns = choose_text_columns(
-        _column_types(first_table), label_column_name, text_column_names, f"{data_files[first_split]}:1"
-    )
-    for split, (table, line) in tables.items():
-        label_column = [] if split == "test" else [label_column_name]
-        _check_columns(table, data_files[split], line, [*text_columns, *label_column])
-    train, train_line = tables.get("train", (None, 0))
-    task = file_task(
-        train, data_files.get("train"), train_line, text_columns, label_column_name, data_files, labels, is_regression
-    )
+    tables = {split: read_table(path, what="examples") for split, path in data_files.items()}
+    first = tables["train"] if "train" in tables else next(iter(tables.values()))
+    text_columns = choose_text_columns(first, label_column_name, text_column_names)
+    for split, table in tables.items():
+        table.require(text_columns, "the text")
+        if split != "test":
+            table.require([label_column_name], "the label; --label_column_name names another")
+    task = file_task(tables.get("train"), text_columns, label_column_name, data_files, labels, is_regression)
     splits = {}
-    for split, (table, line) in tables.items():
-        path = data_files[split]
-        columns = {name: _texts(table, path, line, name) for name in text_columns}
+    for split, table in tables.items():
+        columns = {name: table.texts(name) for name in text_columns}
         if split == "test":
             columns["label"] = [-1 if not task.is_regression else math.nan] * len(table)
         else:
-            columns["label"] = _label_ids(task, _labels(table, path, line, label_column_name), path, line)
+            columns["label"] = _label_ids(task, table)
         columns["idx"] = list(range(len(table)))
         splits[split] = Dataset.from_dict(columns, features=task.features())
-        logger.info("%s: %d %s examples", path, len(table), split)
+        logger.info("%s: %d %s examples", table.path, len(table), split)
     return DatasetDict(splits), task
 
 
-def _label_ids(task: GlueTask, values: list, path, first_line: int) -> list:
-    label_column = task.file_label_column
+def _label_ids(task: GlueTask, table: Table) -> list:
+    """The label column of `table` as the task's class ids, or as finite scores for a regression."""
+    column = task.file_label_column
+    values = _labels(table, column)
     if task.is_regression:
         scores = []
         for row, value in enumerate(values):
-            try:
-                score = float(value)
-            except (TypeError, ValueError):
-                score = math.nan
+            score = float(value) if number_kind(value) else math.nan
             if not math.isfinite(score):
-                raise ValueError(
-                    f"{path}:{first_line + row}: the score {value!r} in column {label_column!r} is not a finite number"
-                )
+                raise ValueError(f"{table.where(row, column)}: the score {describe(value)} is not a finite number")
             scores.append(score)
         return scores
     index = {label: i for i, label in enumerate(task.label_values)}
     ids = []
     for row, value in enumerate(values):
-        label = _label_string(value)
+        label = label_string(value)
+        if label not in index and number_kind(value) and float(value).is_integer():
+            label = label_string(float(value))  # "1.0" where the training labels are 0 and 1
         if label not in index:
             raise ValueError(
-                f"{path}:{first_line + row}: the label {label!r} in column {label_column!r} is not one of the "
-                f"training file's labels {list(task.label_values)}"
+                f"{table.where(row)}: the label {label!r} in column {column!r} is not one of the training file's "
+                f"labels {shown(task.label_values)}"
             )
         ids.append(index[label])
     return ids

@@ -1,5 +1,8 @@
-"""Checks of the example scripts' arguments, before anything is loaded: the paths they name, sizes, options that
-override each other, mixed precision the device cannot run."""
+"""Checks of the example scripts' arguments, before anything is loaded: the paths they name, sizes, shares,
+training options transformers lets through, options that override each other, mixed precision the device cannot
+run."""
+
+import math
 
 from .families import MODEL_FAMILIES
 from .paths import check_elmo_checkpoint, check_local_path
@@ -21,6 +24,17 @@ def check_path_arguments(*argument_groups) -> None:
             check_elmo_checkpoint(group.bilm_name_or_path, "--bilm_name_or_path", "a biLM to build on")
 
 
+# Options every example script that has them takes as positive numbers: a `--max_*_samples` of 0 or less would
+# leave a split empty, a `--pad_to_multiple_of` of 0 divides by zero, `--preprocessing_num_workers` counts processes.
+ALWAYS_POSITIVE = (
+    "max_train_samples",
+    "max_eval_samples",
+    "max_predict_samples",
+    "pad_to_multiple_of",
+    "preprocessing_num_workers",
+)
+
+
 def check_positive_arguments(*argument_groups, names=("max_seq_length",)) -> None:
     """Refuse 0 or a negative value for the examples' size arguments `names` (0 would silently mean "the
     model's limit" or give empty examples)."""
@@ -29,6 +43,34 @@ def check_positive_arguments(*argument_groups, names=("max_seq_length",)) -> Non
             value = getattr(group, name, None)
             if value is not None and value <= 0:
                 raise ValueError(f"--{name} must be a positive number, got {value}")
+
+
+def check_percentage_arguments(*argument_groups, names=("validation_split_percentage",)) -> None:
+    """Refuse a share outside [0, 100) (or NaN, which no comparison holds for: nothing would be held out)."""
+    for group in argument_groups:
+        for name in names:
+            value = getattr(group, name, None)
+            if value is not None and not 0 <= value < 100:
+                raise ValueError(f"--{name} must be a percentage in [0, 100), got {value}")
+
+
+def check_training_arguments(training_args) -> None:
+    """Refuse `TrainingArguments` values that transformers lets through and that fail late (a division by zero, an
+    optimizer's "Invalid learning rate"), or that would train nothing without a word (`--num_train_epochs 0`)."""
+    for name in ("per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps"):
+        value = getattr(training_args, name)
+        if value < 1:
+            raise ValueError(f"--{name} must be at least 1, got {value}")
+    for name in ("learning_rate", "weight_decay", "max_grad_norm", "adam_epsilon", "num_train_epochs"):
+        value = getattr(training_args, name)
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"--{name} must be a finite number of at least 0, got {value}")
+    for name in ("adam_beta1", "adam_beta2"):
+        value = getattr(training_args, name)
+        if not 0 <= value < 1:
+            raise ValueError(f"--{name} must be in [0, 1), got {value}")
+    if training_args.do_train and training_args.max_steps <= 0 and training_args.num_train_epochs == 0:
+        raise ValueError("--num_train_epochs 0 trains nothing; give a number of epochs above 0, or --max_steps")
 
 
 def check_conflicting_arguments(pairs, *argument_groups) -> None:

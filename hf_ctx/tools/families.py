@@ -311,10 +311,11 @@ def model_family(config) -> str:
     )
 
 
-def check_tokenizer_fits(config, tokenizer, max_seq_length: int | None, source) -> None:
+def check_tokenizer_fits(config, tokenizer, max_seq_length: int | None, source, pair: bool = False) -> None:
     """The one check of a tokenizer (loaded from `source`) and `--max_seq_length` against a model's config, for a
     model of any library: the family's own check of what its models read, then the limits the config states
-    (`max_position_embeddings`, `vocab_size`; a config without them has none)."""
+    (`max_position_embeddings`, `vocab_size`; a config without them has none), and room for text beside the special
+    tokens the tokenizer adds to one text (or, with `pair`, to a pair of texts)."""
     family = find_family(config)
     if family is not None and family.check_tokenizer is not None:
         family.check_tokenizer(tokenizer, source)
@@ -322,6 +323,12 @@ def check_tokenizer_fits(config, tokenizer, max_seq_length: int | None, source) 
     if max_seq_length is not None and max_positions is not None and max_seq_length > max_positions:
         raise ValueError(
             f"--max_seq_length {max_seq_length} exceeds the model's max_position_embeddings ({max_positions})"
+        )
+    specials = tokenizer.num_special_tokens_to_add(pair=pair) if max_seq_length is not None else 0
+    if max_seq_length is not None and max_seq_length <= specials + pair:
+        raise ValueError(
+            f"--max_seq_length {max_seq_length} leaves no room for the text: the tokenizer adds {specials} special "
+            f"tokens to {'a pair of texts' if pair else 'a text'}, so give more than {specials + pair}"
         )
     vocab_size = getattr(config, "vocab_size", None)
     if vocab_size is not None and len(tokenizer) > vocab_size:

@@ -63,28 +63,25 @@ def push_checkpoint(
         )
 
 
-def finish_run(trainer: Trainer, facts: RunFacts) -> ModelCard | None:
-    """Save the trained model, its tokenizer and its model card in `output_dir`; push them with `--push_to_hub`.
+def save_run(trainer: Trainer, facts: RunFacts) -> ModelCard | None:
+    """Save the trained model, its tokenizer, its training curves and its model card in `output_dir` (no push).
 
-    Call it at the end of an example script, on every process (saving may need all of them), after evaluation.
-    The tokenizer is the Trainer's `processing_class`. The card is built from `facts` (what the script gathered:
-    data, counts, metrics, starting point, its own settings) and what the Trainer knows (`complete_from_trainer`).
-    The Hub repository is `--hub_model_id` (default: the output folder's name), with `--hub_token`,
-    `--hub_private_repo` and `--hub_revision`. `training_curves.png` (the training loss and each evaluation metric
-    against steps, `hf_ctx.tools.plots`) is written beside the checkpoint, shown in the card and pushed with it.
-
-    Returns the card on the main process, `None` on the others.
+    An example script calls it as soon as training (and evaluation) is over, before it predicts or scores a test
+    file, so that nothing after training can lose the trained model; `finish_run` then completes the card with
+    the test scores and pushes. Call it on every process (saving may need all of them). The tokenizer is the
+    Trainer's `processing_class`. Returns the card on the main process, `None` on the others.
     """
-    tokenizer = trainer.processing_class
-    if tokenizer is None:
-        raise ValueError("finish_run saves the Trainer's processing_class with the model; the Trainer has none")
-    args = trainer.args
+    if trainer.processing_class is None:
+        raise ValueError("save_run saves the Trainer's processing_class with the model; the Trainer has none")
     # `_internal_call=True` is how the Trainer saves without calling its own `push_to_hub`, which would upload
     # the whole output folder with a card of its own.
-    trainer.save_model(args.output_dir, _internal_call=True)
-    if not trainer.is_world_process_zero():
-        return None
+    trainer.save_model(trainer.args.output_dir, _internal_call=True)
+    return _write_card(trainer, facts) if trainer.is_world_process_zero() else None
 
+
+def _write_card(trainer: Trainer, facts: RunFacts) -> ModelCard:
+    """`training_curves.png` and the card (README.md) in `output_dir`, from `facts` and the Trainer."""
+    args = trainer.args
     model = trainer.accelerator.unwrap_model(trainer.model)
     curves_file = os.path.join(args.output_dir, TRAINING_CURVES_FILE)
     # Metrics a script measured without logging them (evaluated while predicting) end their curves.
@@ -93,25 +90,52 @@ def finish_run(trainer: Trainer, facts: RunFacts) -> ModelCard | None:
         curves_file, training_curves(trainer.state.log_history, evaluated, trainer.state.global_step)
     )
     facts.training_curves = TRAINING_CURVES_FILE if drawn else None
-    repo_id = trainer.hub_model_id or args.hub_model_id or Path(args.output_dir).absolute().name
-    card = build_model_card(model, complete_from_trainer(facts, trainer), model_id=repo_id)
+    card = build_model_card(model, complete_from_trainer(facts, trainer), model_id=hub_repo_id(trainer))
     write_text(os.path.join(args.output_dir, "README.md"), str(card))
-    logger.info(run_summary(facts))
+    return card
 
+
+def hub_repo_id(trainer: Trainer) -> str:
+    """The Hub repository of a run: `--hub_model_id`, else the output folder's name."""
+    return trainer.hub_model_id or trainer.args.hub_model_id or Path(trainer.args.output_dir).absolute().name
+
+
+def finish_run(trainer: Trainer, facts: RunFacts, *, model_saved: bool = False) -> ModelCard | None:
+    """Save the trained model, its tokenizer and its model card in `output_dir`; push them with `--push_to_hub`.
+
+    Call it at the end of an example script, on every process (saving may need all of them), after evaluation.
+    `model_saved`: `save_run` saved the model already (before the script predicted); the card is written again,
+    with what `facts` gained since (the test scores). The card is built from `facts` (what the script gathered:
+    data, counts, metrics, starting point, its own settings) and what the Trainer knows (`complete_from_trainer`).
+    The Hub repository is `--hub_model_id` (default: the output folder's name), with `--hub_token`,
+    `--hub_private_repo` and `--hub_revision`. `training_curves.png` (the training loss and each evaluation metric
+    against steps, `hf_ctx.tools.plots`) is written beside the checkpoint, shown in the card and pushed with it.
+
+    Returns the card on the main process, `None` on the others.
+    """
+    if not model_saved:
+        card = save_run(trainer, facts)
+    elif trainer.is_world_process_zero():
+        card = _write_card(trainer, facts)
+    if not trainer.is_world_process_zero():
+        return None
+    logger.info(run_summary(facts))
+    args = trainer.args
     if args.push_to_hub:
         # Checkpoint pushes still running would otherwise land after, and over, the final one.
         if trainer.push_in_progress is not None:
             trainer.push_in_progress.wait_until_done()
+        curves_file = os.path.join(args.output_dir, TRAINING_CURVES_FILE)
         push_checkpoint(
-            model,
-            tokenizer,
+            trainer.accelerator.unwrap_model(trainer.model),
+            trainer.processing_class,
             card,
-            repo_id,
+            hub_repo_id(trainer),
             token=args.hub_token,
             private=args.hub_private_repo,
             revision=args.hub_revision,
             commit_message="End of training",
-            extra_files=[curves_file] if drawn else (),
+            extra_files=[curves_file] if facts.training_curves else (),
         )
     return card
 

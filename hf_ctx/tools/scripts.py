@@ -3,7 +3,9 @@ parsing and set-up (logging, seed, argument checks), the arguments several scrip
 `--unpad_inputs`, the text-corpus options of the pretraining scripts), GPU defaults, and the train / evaluate steps
 with their metric files.
 
-The run ends with `hf_ctx.tools.hub.finish_run` (checkpoint, model card, `--push_to_hub`).
+A training run saves its checkpoint and model card with `hf_ctx.tools.hub.save_run` before it predicts (errors
+there pass through `after_saving`) and ends with `hf_ctx.tools.hub.finish_run` (the card's test scores,
+`--push_to_hub`).
 """
 
 import contextlib
@@ -21,12 +23,16 @@ import transformers
 from transformers import HfArgumentParser, Trainer, TrainingArguments
 
 from .argument_checks import (
+    ALWAYS_POSITIVE,
     PATH_ARGUMENTS,
     check_conflicting_arguments,
     check_mixed_precision,
     check_path_arguments,
+    check_percentage_arguments,
     check_positive_arguments,
+    check_training_arguments,
 )
+from .errors import USER_ERRORS
 from .families import MODEL_FAMILIES, families_with, find_family, preset_names
 from .output_files import lock_output
 from .paths import check_output_dir, prepare_output_dir
@@ -117,7 +123,7 @@ def parse_args_and_set_up(
         argv: the arguments (`None`: `sys.argv`).
         logger: the script's logger (see `setup_logging`).
         ignored_together: (argument, argument it makes the script ignore) pairs, refused together.
-        positive: size arguments that must be positive when given.
+        positive: size arguments that must be positive when given (those of `checks.ALWAYS_POSITIVE` always are).
         steps: the script's `--do_*` steps; a run that asks for none of them is refused (it would exit having
             done nothing, or only part of its preparation).
 
@@ -133,7 +139,9 @@ def parse_args_and_set_up(
     setup_logging(training_args, logger)
     transformers.set_seed(training_args.seed)
     check_conflicting_arguments(ignored_together, *script_args)
-    check_positive_arguments(*script_args, names=positive)
+    check_positive_arguments(*script_args, names=(*positive, *ALWAYS_POSITIVE))
+    check_percentage_arguments(*script_args)
+    check_training_arguments(training_args)
     check_mixed_precision(training_args)
     # One process of a multi-process run saves (the main one, or each node's with --save_on_each_node), so that
     # one takes the lock: the others write only where it tells them to.
@@ -297,8 +305,10 @@ def _split_top_level(text: str) -> list[str]:
     return [item for item in items if item.strip()]
 
 
-def parse_config_overrides(overrides: str | None) -> dict:
-    """The value of `--config_overrides`, the same syntax in every example script, as a dict of config fields.
+def parse_config_overrides(overrides: str | None, config_class=None) -> dict:
+    """The value of `--config_overrides`, the same syntax in every example script, as a dict of config fields;
+    with `config_class`, a field that config has not (a typo, which a config would keep as an unused attribute)
+    is a `ValueError` naming it.
 
     Two spellings:
     - a JSON object: '{"lstm": {"dim": 512}, "dropout": 0.1}';
@@ -310,9 +320,18 @@ def parse_config_overrides(overrides: str | None) -> dict:
     text = (overrides or "").strip()
     if text.startswith("{"):
         try:
-            return json.loads(text)  # text starting with "{" is an object or no JSON at all
+            parsed = json.loads(text)  # text starting with "{" is an object or no JSON at all
         except json.JSONDecodeError as error:
             raise ValueError(f"--config_overrides is not valid JSON ({error}): {text!r}") from None
+    else:
+        parsed = _key_value_pairs(text)
+    if config_class is not None:
+        check_config_fields(parsed, config_class)
+    return parsed
+
+
+def _key_value_pairs(text: str) -> dict:
+    """`--config_overrides` spelled as key=value pairs (`parse_config_overrides`)."""
     parsed = {}
     for item in _split_top_level(text):
         key, sep, value = item.partition("=")
@@ -331,6 +350,18 @@ def parse_config_overrides(overrides: str | None) -> dict:
                 raise ValueError(f"--config_overrides sets {key!r}, but {parent!r} is already given a value")
         target[name] = value
     return parsed
+
+
+def check_config_fields(fields: dict, config_class) -> None:
+    """Refuse `--config_overrides` fields that `config_class` does not have, naming them (nested sections, such as
+    ELMo's `lstm.dim`, are checked by the config itself)."""
+    defaults = config_class()
+    unknown = sorted(name for name in fields if not hasattr(defaults, name))
+    if unknown:
+        known = sorted(name for name in defaults.to_dict() if not name.startswith("_"))
+        raise ValueError(
+            f"--config_overrides sets {unknown}, which {config_class.__name__} has no field for; its fields: {known}"
+        )
 
 
 # --- building a model: one way in every script ----------------------------------------------------------------
@@ -369,6 +400,27 @@ class ModelBuildingArguments:
     )
     config_overrides: str | None = field(default=None, metadata={"help": CONFIG_OVERRIDES_HELP})
     cache_dir: str | None = field(default=None, metadata={"help": "where Hub downloads are cached"})
+    ignore_mismatched_sizes: bool = field(
+        default=False,
+        metadata={
+            "help": "with --model_name_or_path: start anew the weights whose shapes differ from the checkpoint's "
+            "(a fine-tuned classifier's head, for a new label set) and keep the others"
+        },
+    )
+
+    def checkpoint_overrides(self) -> dict:
+        """`--config_overrides` for loading `--model_name_or_path`: fields its config has (`parse_config_overrides`)."""
+        if not self.config_overrides:
+            return {}
+        config = transformers.AutoConfig.from_pretrained(self.model_name_or_path, cache_dir=self.cache_dir)
+        return parse_config_overrides(self.config_overrides, type(config))
+
+    def __post_init__(self):
+        if self.ignore_mismatched_sizes and self.model_name_or_path is None:
+            raise ValueError(
+                "--ignore_mismatched_sizes needs --model_name_or_path: it keeps a checkpoint's weights except those "
+                "whose shapes differ; a new model has none"
+            )
 
 
 # (argument, argument it makes the script ignore) for `ModelBuildingArguments`: a checkpoint brings its own config.
@@ -391,7 +443,7 @@ def new_model_config(model_args: ModelBuildingArguments, task: str, tokenizer, *
     """A new model's config: `--model_type`'s family, `--config_name` (a preset sized to `tokenizer`, a config
     folder of the family, or None: the family's default config), `fields` and `--config_overrides` over it."""
     family = new_model_family(model_args, task)
-    fields = {**fields, **parse_config_overrides(model_args.config_overrides)}
+    fields = {**fields, **parse_config_overrides(model_args.config_overrides, family.config_class)}
     if model_args.config_name is None:
         return family.new_config(None, tokenizer, **fields)
     return family.load_config(model_args.config_name, tokenizer, cache_dir=model_args.cache_dir, **fields)
@@ -464,8 +516,8 @@ def train_and_evaluate(
     ("train") with the Trainer state. Evaluation runs on the Trainer's `eval_dataset`, or on each of
     `eval_datasets` (metric-key prefix -> dataset, e.g. MNLI's matched and mismatched dev sets); the metrics are
     logged and saved ("eval"). `evaluate=False` leaves evaluation to the script (which evaluates while predicting
-    on the same split, so that it evaluates once); None: `--do_eval`. The model itself is saved by
-    `hf_ctx.tools.hub.finish_run` at the end of the script.
+    on the same split, so that it evaluates once); None: `--do_eval`. The script saves the model itself
+    (`hf_ctx.tools.hub.save_run` before it predicts, or `finish_run` at its end).
 
     Returns (every metric, the evaluation metrics alone); the latter is empty without `--do_eval`.
     """
@@ -486,3 +538,22 @@ def train_and_evaluate(
         metrics.update(eval_metrics)
         record_metrics(trainer, "eval", eval_metrics)
     return metrics, eval_metrics
+
+
+@contextlib.contextmanager
+def after_saving(trainer: Trainer, saved: bool):
+    """Around what a script does after `hub.save_run` saved the trained model (predicting, scoring a test file):
+    an error there says that the model is saved and where, so that the user fixes the input and predicts with
+    the saved model instead of training again. A user error stays one line; any other error keeps its traceback,
+    with the same note. `saved`: whether this run trained and saved a model (else errors pass unchanged)."""
+    try:
+        yield
+    except Exception as error:
+        if not saved:
+            raise
+        folder = trainer.args.output_dir
+        note = f"the trained model and its card are saved in {folder}; predict with --model_name_or_path {folder}"
+        if isinstance(error, USER_ERRORS):
+            raise (OSError if isinstance(error, OSError) else ValueError)(f"{error} ({note})") from error
+        error.add_note(note)
+        raise

@@ -27,6 +27,7 @@ import torch
 from transformers.pipelines.feature_extraction import FeatureExtractionPipeline
 from transformers.pipelines.token_classification import AggregationStrategy, TokenClassificationPipeline
 
+from ..data.conll import words_as_read
 from ..data.words import split_sentences, word_spans
 
 
@@ -156,9 +157,30 @@ class SubwordTokenClassificationPipeline(TokenClassificationPipeline):
     token that starts with the tokenizer's continuing-subword prefix, WordPiece's `##`, continues the word
     before it; special tokens are no word). The words' scores are the softmax of the CRF max-marginals, so the
     tags are the CRF's Viterbi decoding. Aggregation defaults to "first" (one entry per word, grouped into
-    entities); the other strategies and arguments are `TokenClassificationPipeline`'s. For a model without a CRF
-    it is that pipeline with the "first" default.
+    entities); the other strategies and arguments are `TokenClassificationPipeline`'s. Given a list of words
+    (`is_split_into_words=True`), a word the tokenizer maps to no token (a control character, a soft hyphen, a
+    lone variation selector) is read as the unknown token, as `run_ner.py` reads it: every word gets a tag. For
+    a model without a CRF it is that pipeline with these defaults.
     """
+
+    def preprocess(self, sentence, offset_mapping=None, **preprocess_params):
+        """`TokenClassificationPipeline.preprocess`; a list of words (`is_split_into_words=True`) is read as the
+        tagger was trained to read it (`data.conll.words_as_read`): a word the tokenizer maps to no token is
+        read as its unknown token, and so gets an entry and a tag, with its own text and offsets."""
+        if not (preprocess_params.get("is_split_into_words") and isinstance(sentence, list)):
+            yield from super().preprocess(sentence, offset_mapping, **preprocess_params)
+            return
+        readable = words_as_read(self.tokenizer, [sentence])[0]
+        text, _, offsets = input_sentences(sentence, True, preprocess_params["delimiter"])
+        replaced = {i for i, (given, read) in enumerate(zip(sentence, readable)) if given != read}
+        for model_inputs in super().preprocess(readable, offset_mapping, **preprocess_params):
+            model_inputs["word_to_chars_map"] = offsets[0]  # the words as given, not as read
+            if model_inputs["sentence"] is not None:
+                model_inputs["sentence"] = text
+            for position, word in enumerate(model_inputs["word_ids"]):
+                if word in replaced:  # the unknown token stands for the whole word as given
+                    model_inputs["offset_mapping"][0, position] = torch.tensor([0, len(sentence[word])])
+            yield model_inputs
 
     def _forward(self, model_inputs):
         if getattr(self.model.config, "use_crf", False):
