@@ -799,9 +799,17 @@ def prepare_tagging_and_glue(data: Path, folder: Path, word_vectors: str) -> Non
     save_word_vectors_subset(word_vectors, words, folder / "glove_conll.txt.gz")
 
 
-# The packages the GPU image lacks (KINDS.md), at the versions tested here, and their own missing dependencies.
-WHEELS = ["datasets==5.2.0", "evaluate==0.4.6", "dill==0.4.1", "multiprocess==0.70.19"]
-SOURCE_ONLY = ["seqeval==1.2.2"]  # published as a source archive only: built here into a pure-Python wheel
+# The packages the GPU image lacks (KINDS.md) or holds at another version than CI's oldest supported set, and their
+# own missing dependencies: carried at that set's versions (.ci/oldest.txt), so the window runs a set CI tests.
+WHEELS = ["tokenizers", "datasets", "evaluate", "dill", "multiprocess", "fsspec"]
+SOURCE_ONLY = ["seqeval"]  # published as a source archive only: built here into a pure-Python wheel
+
+
+def oldest_supported(names: list[str]) -> list[str]:
+    """`name==version` for each of `names`, as .ci/oldest.txt pins it."""
+    lines = (line.split("#")[0].strip() for line in (REPO / ".ci" / "oldest.txt").read_text().splitlines())
+    pins = dict(line.split("==") for line in lines if line)
+    return [f"{name}=={pins[name]}" for name in names]
 
 
 def download_wheels(folder: Path) -> None:
@@ -811,8 +819,9 @@ def download_wheels(folder: Path) -> None:
     platforms = [f"--platform={p}" for p in ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")]
     pip = [sys.executable, "-m", "pip"]
     machine = ["--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp", *platforms]
-    subprocess.run([*pip, "download", "-q", "--no-deps", *machine, "-d", str(folder), *WHEELS], check=True)
-    subprocess.run([*pip, "wheel", "-q", "--no-deps", "-w", str(folder), *SOURCE_ONLY], check=True)
+    wheels, source_only = oldest_supported(WHEELS), oldest_supported(SOURCE_ONLY)
+    subprocess.run([*pip, "download", "-q", "--no-deps", *machine, "-d", str(folder), *wheels], check=True)
+    subprocess.run([*pip, "wheel", "-q", "--no-deps", "-w", str(folder), *source_only], check=True)
     with tempfile.TemporaryDirectory() as target:
         install = [*pip, "install", "-q", "--no-index", "--no-deps", "--no-compile", *machine, "--target", target]
         subprocess.run([*install, *map(str, sorted(folder.glob("*.whl")))], check=True)
