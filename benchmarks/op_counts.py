@@ -25,7 +25,8 @@ that are not views: about one GPU launch each) and all ATen ops.
 """
 
 import argparse
-import importlib.util
+import importlib
+import re
 import statistics
 import subprocess
 import sys
@@ -205,7 +206,10 @@ def taglm_model():
         "input_ids": input_ids,
         "attention_mask": mask.long(),
         "input_word_ids": torch.randint(1, 5000, (batch, words), generator=generator) * mask,
-        "labels": torch.randint(0, len(labels), (batch, words), generator=generator),
+        # O and B- tags in any order follow the BIO scheme the CRF checks; padding gets no label
+        "labels": torch.tensor([0, 1, 3, 5, 7])[torch.randint(0, 5, (batch, words), generator=generator)].masked_fill(
+            ~mask, -100
+        ),
     }
 
 
@@ -240,27 +244,37 @@ def crf_model():
     }
 
 
-def module_from_revision(revision: str, path: str, name: str):
-    """Load `path` (a module that imports only torch) as it is at git `revision`."""
-    source = subprocess.run(
-        ["git", "-C", str(REPOSITORY), "show", f"{revision}:{path}"], check=True, capture_output=True, text=True
-    ).stdout
-    folder = Path(tempfile.mkdtemp())
-    (folder / f"{name}.py").write_text(source)
-    spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+def modules_from_revision(revision: str) -> str:
+    """Make the model modules of `hf_ctx` as they are at git `revision` (the flat `hf_ctx/*.py` files, which import
+    each other with single-dot imports only) importable as a package of their own; returns its name, e.g.
+    `importlib.import_module(name + ".layers")`."""
+    name = "hf_ctx_at_" + re.sub(r"\W", "_", revision)
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(REPOSITORY), *args], check=True, capture_output=True, text=True).stdout
+
+    folder = Path(tempfile.mkdtemp()) / name
+    folder.mkdir()
+    for file in git("ls-tree", "--name-only", f"{revision}:hf_ctx").split():
+        if file.endswith(".py") and file != "__init__.py":  # the package's __init__ imports the upper layers
+            (folder / file).write_text(git("show", f"{revision}:hf_ctx/{file}"))
+    (folder / "__init__.py").write_text("")
+    sys.path.insert(0, str(folder.parent))
+    return name
 
 
 def swap_classes(model, modules_from, modules_to):
     """Give every submodule whose class is defined in one of `modules_from` the same-named class of the
-    corresponding module in `modules_to` (same attributes, other code)."""
+    corresponding module in `modules_to` (same attributes, other code). A class whose counterpart lacks one of its
+    public methods (an interface that changed between the revisions) is kept."""
     for module in model.modules():
         for source, target in zip(modules_from, modules_to):
-            if type(module).__module__ == source.__name__ and hasattr(target, type(module).__name__):
-                module.__class__ = getattr(target, type(module).__name__)
+            name = type(module).__name__
+            if type(module).__module__ != source.__name__ or not hasattr(target, name):
+                continue
+            methods = [attribute for attribute in vars(type(module)) if not attribute.startswith("_")]
+            if all(hasattr(getattr(target, name), method) for method in methods):
+                module.__class__ = getattr(target, name)
 
 
 def main():
@@ -282,10 +296,8 @@ def main():
     ratios = []
     baseline = None
     if args.baseline:
-        baseline = (
-            module_from_revision(args.baseline, "hf_ctx/layers.py", "baseline_layers"),
-            module_from_revision(args.baseline, "hf_ctx/crf.py", "baseline_crf"),
-        )
+        package = modules_from_revision(args.baseline)
+        baseline = (importlib.import_module(f"{package}.layers"), importlib.import_module(f"{package}.crf"))
     current = (layers_module, crf_module)
     for label, build in (
         ("ELMo biLM 16x20 (LSTM 512/128, clipped)", elmo_model),

@@ -31,7 +31,7 @@ import run_ner
 from transformers import AutoConfig, AutoModelForTokenClassification, AutoTokenizer, HfArgumentParser, pipeline
 
 from hf_ctx import WordTokenClassificationPipeline
-from hf_ctx.atomic_files import write_text
+from hf_ctx.data.atomic_write import write_text
 from hf_ctx.data.conll import read_conll
 from hf_ctx.data.files import how_generated, mark_generated
 from hf_ctx.data.synthetic_ner import generate_ner_corpus

@@ -37,7 +37,7 @@ import numpy as np
 from datasets import load_dataset
 
 from hf_ctx import BERT_PRESETS, CtxBertConfig, CtxBertForPreTraining
-from hf_ctx.atomic_files import save_pretrained_atomically
+from hf_ctx.data.atomic_write import save_pretrained_atomically
 from hf_ctx.data.masking import DataCollatorForPretraining, MaskingEpochCallback, add_fixed_masks
 from hf_ctx.data.pretraining import (
     OBJECTIVES,

@@ -61,7 +61,7 @@ from .tokenization_elmo import ElmoTokenizer
 from .tools.families import AUTO_CLASSES, MODEL_FAMILIES  # the registry: every family's classes, per task
 from .tools.inspection import plot_attention, plot_scalar_mix
 from .tools.lora import lora_target_modules
-from .tools.question_answering import QuestionAnsweringPipeline  # transformers 5 has no QA pipeline any more
+from .tools.question_answering import QuestionAnsweringPipeline  # transformers 5 has no QA pipeline
 from .tools.word_tagging_pipeline import (
     SubwordTokenClassificationPipeline,
     WordFeatureExtractionPipeline,

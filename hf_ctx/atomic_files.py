@@ -1,29 +1,25 @@
-"""Atomic writing: the one home of how hf_ctx writes files, so that a crash or a full disk never leaves a broken one.
+"""Writing a checkpoint's folder atomically, and finding damaged files in one: what a model's `save_pretrained` and
+`from_pretrained` need, so this module travels with every checkpoint (remote code) and imports only the standard
+library.
 
-- [`atomic_write`] writes one file: a temporary name in the same folder, flush, fsync, rename over the target.
-  A failure (an exception, `ENOSPC`, a kill) leaves the previous file (or none) and no temporary file behind.
-- [`CommittedFile`] is a file updated in place (an HDF5 file that `hf-ctx embed` extends): writes are held in
-  memory and reach the disk at each `flush()`, new space first; a full disk during a flush leaves the file as
-  it was at the previous flush.
-- [`damaged_file_reason`] says why a file that exists cannot be what its name says (a truncated safetensors,
-  `torch.save` archive or JSON file), without loading (or unpickling) it; [`damaged_files`] checks a folder.
 - [`write_into_folder`] runs a function that writes several files (`save_pretrained`) into a temporary folder
   inside the target folder, then moves each file into the target folder (renames within one file system, which
   need no space; `config.json` last) and removes weight files of the previous save that the new one replaced (a
   sharded save over a single file). A failure while writing leaves the target folder as it was.
-- Temporary files and folders are named `.hf_ctx-tmp.*.tmp` and locked (`flock`) while they are written;
-  [`remove_stale_temporaries`] removes those that no live process holds (what a kill -9 left).
-- [`lock_output`] makes one process at a time the writer of an output folder; `CommittedFile` locks its file.
+- [`damaged_file_reason`] says why a file that exists cannot be what its name says (a truncated safetensors,
+  `torch.save` archive or JSON file), without loading (or unpickling) it; [`damaged_files`] checks a folder.
+- Temporary files and folders are named `.hf_ctx-tmp.*.tmp` and locked (`flock`, [`try_lock`]) while they are
+  written; [`remove_stale_temporaries`] removes those that no live process holds (what a kill -9 left).
 - A full disk (`ENOSPC`, a quota, a file-size limit) while writing is an `OSError` naming the file, whichever
-  library raised it ([`full_disk_errno`] recognises one).
+  library raised it ([`full_disk_errno`] recognises one, [`write_failed`] names the file).
 
-See docs/reliability.md for what each writer of hf_ctx guarantees. This module travels with the checkpoints of
-every model and tokenizer that imports it (remote code): it imports only the standard library.
+Writing one file (`hf_ctx.data.atomic_write`) and what a run holds while it writes (`hf_ctx.tools.output_files`:
+the output-folder lock, a file updated in place) build on these. docs/reliability.md says what each writer of
+hf_ctx guarantees.
 """
 
 import contextlib
 import errno
-import io
 import json
 import os
 import shutil
@@ -35,7 +31,7 @@ from collections.abc import Callable
 
 try:
     import fcntl
-except ImportError:  # Windows: no flock; temporaries are then never taken for stale, and outputs are not locked
+except ImportError:  # Windows: no flock; temporaries are then never taken for stale, and nothing is locked
     fcntl = None
 
 # Moved last: a loader reads these first, so until they change the folder is read as the previous save. (Only a
@@ -45,18 +41,8 @@ _WRITTEN_LAST = ("config.json", "tokenizer_config.json")
 _WEIGHT_PREFIXES = ("model.safetensors", "model-", "pytorch_model")
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_FILE_MODE = 0o666 & ~_umask()  # what `open(path, "w")` gives; mkstemp would give 0600
-
 # Every temporary file or folder hf_ctx writes is named so: `remove_stale_temporaries` recognises them.
 TEMPORARY_PREFIX, TEMPORARY_SUFFIX = ".hf_ctx-tmp.", ".tmp"
-# The lock file of an output folder (`lock_output`); never removed, so that two processes always lock one inode.
-LOCK_FILE = ".hf_ctx-lock"
 # What a full disk looks like: errno values, and words of libraries that do not raise an OSError for it
 # (safetensors' SafetensorError, tokenizers' Exception, torch's "file write failed", datasets' wrappers).
 _FULL_DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
@@ -108,7 +94,7 @@ def write_failed(path: str, error: BaseException, folder: str | None = None) -> 
     return WriteFailed(code or error.errno, path)
 
 
-def _try_lock(fd: int) -> bool:
+def try_lock(fd: int) -> bool:
     """Take an exclusive `flock` on `fd` without waiting: False when another open file holds one. Where the
     platform or file system has no flock, True (nothing is locked)."""
     if fcntl is None:
@@ -143,7 +129,7 @@ def remove_stale_temporaries(folder: str | os.PathLike, depth: int = 1) -> list[
                         continue
                     fd = os.open(entry.path, os.O_RDONLY)
                     try:
-                        if fcntl is None or not _try_lock(fd):
+                        if fcntl is None or not try_lock(fd):
                             continue
                         if entry.is_dir(follow_symlinks=False):
                             shutil.rmtree(entry.path)
@@ -157,7 +143,7 @@ def remove_stale_temporaries(folder: str | os.PathLike, depth: int = 1) -> list[
     return removed
 
 
-def _fsync_folder(folder: str) -> None:
+def fsync_folder(folder: str) -> None:
     """Make a rename in `folder` durable (where the platform allows opening a folder)."""
     with contextlib.suppress(OSError):
         fd = os.open(folder, os.O_RDONLY)
@@ -165,44 +151,6 @@ def _fsync_folder(folder: str) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-
-
-@contextlib.contextmanager
-def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8"):
-    """`with atomic_write(path) as f: f.write(...)`: the file appears whole at `path` when the block ends, or
-    not at all (the previous one stays) when it raises. `mode` is "w" (text, `encoding`) or "wb"."""
-    if mode not in ("w", "wb"):
-        raise ValueError(f"atomic_write writes with mode 'w' or 'wb', got {mode!r}")
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, temporary = tempfile.mkstemp(
-        dir=folder, prefix=f"{TEMPORARY_PREFIX}{os.path.basename(path)}.", suffix=TEMPORARY_SUFFIX
-    )
-    held = os.dup(fd)  # the flock that marks the temporary as live, held until it is renamed or removed
-    try:
-        _try_lock(held)
-        with os.fdopen(fd, mode, encoding=encoding if mode == "w" else None) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(temporary, _FILE_MODE)
-        os.replace(temporary, path)
-    except BaseException as error:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        named = write_failed(path, error) if isinstance(error, Exception) else None
-        if named is not None:
-            raise named from error
-        raise
-    finally:
-        os.close(held)
-    _fsync_folder(folder)
-
-
-def write_text(path: str | os.PathLike, text: str) -> None:
-    """Write `text` (UTF-8) to `path` atomically."""
-    with atomic_write(path) as f:
-        f.write(text)
 
 
 def _move_into(source: str, target: str, written: set[str]) -> None:
@@ -218,7 +166,7 @@ def _move_into(source: str, target: str, written: set[str]) -> None:
                 shutil.rmtree(to_path)
             os.replace(from_path, to_path)
         written.add(name)
-    _fsync_folder(target)
+    fsync_folder(target)
 
 
 def _newest_file(folder: str) -> str | None:
@@ -252,7 +200,7 @@ def write_into_folder(folder: str | os.PathLike, write: Callable[[str], object])
     staging = tempfile.mkdtemp(dir=folder, prefix=TEMPORARY_PREFIX, suffix=TEMPORARY_SUFFIX)
     held = os.open(staging, os.O_RDONLY)
     try:
-        _try_lock(held)
+        try_lock(held)
         try:
             result = write(staging)
         except Exception as error:
@@ -283,167 +231,6 @@ def write_into_folder(folder: str | os.PathLike, write: Callable[[str], object])
         if created:
             with contextlib.suppress(OSError):
                 os.rmdir(folder)
-
-
-# Output folders this process holds the writer lock of: real path -> the lock file's descriptor.
-_HELD_LOCKS: dict[str, int] = {}
-
-
-def lock_output(folder: str | os.PathLike, what: str = "the output folder") -> None:
-    """Make this process the one writer of `folder` (created if needed) until it exits, and remove the stale
-    temporaries a killed writer left there (`remove_stale_temporaries`).
-
-    The lock is an `flock` on `folder/.hf_ctx-lock`, which the kernel releases when the process ends, however it
-    ends: a run killed with kill -9 leaves nothing to clean up. A second process asking for it gets an `OSError`
-    naming the folder and the process that holds it; this process asking again is a no-op. `what` names the
-    folder in that message (e.g. "--output_dir").
-    """
-    folder = os.path.abspath(os.fspath(folder))
-    os.makedirs(folder, exist_ok=True)
-    key = os.path.realpath(folder)
-    if key in _HELD_LOCKS:
-        return
-    path = os.path.join(folder, LOCK_FILE)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    if not _try_lock(fd):
-        holder = ""
-        with contextlib.suppress(OSError):
-            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
-        os.close(fd)
-        raise OSError(
-            f"{what} {folder} is being written by another run ({holder or 'a process'}); wait for it to finish, "
-            "or choose another folder"
-        )
-    with contextlib.suppress(OSError, AttributeError):  # who holds it, for the message (not on Windows)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"process {os.getpid()} on {os.uname().nodename}".encode(), 0)
-    _HELD_LOCKS[key] = fd
-    remove_stale_temporaries(folder)
-
-
-class CommittedFile(io.RawIOBase):
-    """A binary file opened for update (h5py's file-object driver writes through it), whose writes reach the disk
-    only at `flush()`, and then so that a full disk cannot damage it.
-
-    Between flushes, writes are held in memory (reads see them). A flush first writes every byte that lies
-    beyond the file's committed end, and fsyncs: this is where space is allocated, so this is where `ENOSPC`
-    happens, while the committed bytes are untouched. The file is then cut back to its committed size and the
-    error raised; later writes are dropped (the writer's own close then changes nothing), so the file stays as
-    it was at the last successful flush. Only then are the bytes inside the committed end overwritten (space
-    that is already allocated) and the file fsynced again. A kill during that second step (milliseconds) is the
-    one case this does not cover, with an error there (an I/O error: the space is already allocated), where
-    `damaged` is set; a kill at any other time leaves the last flushed state. The file is locked (`flock`) while
-    open: a second `CommittedFile` on it, in any process, is an `OSError` naming it.
-
-    Args:
-        path: the file.
-        create: start an empty file (truncating an existing one) instead of updating `path`.
-    """
-
-    def __init__(self, path: str | os.PathLike, create: bool = False):
-        super().__init__()
-        self.path = os.fspath(path)
-        self._fd = os.open(self.path, os.O_RDWR | (os.O_CREAT if create else 0), 0o666)
-        if not _try_lock(self._fd):
-            os.close(self._fd)
-            raise OSError(
-                f"{self.path} is being written by another process; wait for it to finish, or write elsewhere"
-            )
-        if create:  # truncated only once locked: another writer's file is never cut
-            os.ftruncate(self._fd, 0)
-        self._committed_size = self._size = os.fstat(self._fd).st_size
-        self._pending: list[tuple[int, bytes]] = []  # (offset, bytes) written since the last flush, in order
-        self._position = 0
-        self.failed: OSError | None = None  # the error of the flush that failed; nothing is written after it
-        self.damaged = False  # whether it failed while overwriting committed bytes (not a full disk: an I/O error)
-
-    def readable(self) -> bool:
-        return True
-
-    def writable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._size}[whence]
-        self._position = base + offset
-        return self._position
-
-    def tell(self) -> int:
-        return self._position
-
-    def readinto(self, buffer) -> int:
-        view = memoryview(buffer).cast("B")
-        start, end = self._position, min(self._position + len(view), self._size)
-        if end <= start:
-            return 0
-        on_disk = os.pread(self._fd, max(0, min(end, self._committed_size) - start), start) if start < end else b""
-        data = bytearray(on_disk.ljust(end - start, b"\0"))
-        for offset, chunk in self._pending:
-            low, high = max(start, offset), min(end, offset + len(chunk))
-            if low < high:
-                data[low - start : high - start] = chunk[low - offset : high - offset]
-        view[: end - start] = data
-        self._position = end
-        return end - start
-
-    def write(self, data) -> int:
-        data = bytes(data)
-        if self.failed is None:
-            self._pending.append((self._position, data))
-            self._size = max(self._size, self._position + len(data))
-        self._position += len(data)
-        return len(data)
-
-    def truncate(self, size: int | None = None) -> int:
-        size = self._position if size is None else size
-        if self.failed is None:
-            self._pending = [
-                (offset, chunk[: max(0, size - offset)]) for offset, chunk in self._pending if offset < size
-            ]
-            self._size = size
-        return size
-
-    def flush(self) -> None:
-        """Write what was written since the last flush (see the class docstring); an `OSError` leaves the file as
-        it was after the last flush."""
-        if self.failed is not None or self.closed or (not self._pending and self._size == self._committed_size):
-            return
-        committed = self._committed_size
-        try:  # 1. new space: may run out, while the committed bytes stay as they are
-            for offset, chunk in self._pending:
-                if offset + len(chunk) > committed:
-                    cut = max(0, committed - offset)
-                    os.pwrite(self._fd, chunk[cut:], offset + cut)
-            if self._size > committed:
-                os.ftruncate(self._fd, self._size)
-            os.fsync(self._fd)
-        except OSError as error:
-            self.failed = error
-            with contextlib.suppress(OSError):
-                os.ftruncate(self._fd, committed)
-            raise
-        try:  # 2. in place: space that is already allocated
-            for offset, chunk in self._pending:
-                if offset < committed:
-                    os.pwrite(self._fd, chunk[: committed - offset], offset)
-            if self._size < committed:
-                os.ftruncate(self._fd, self._size)
-            os.fsync(self._fd)
-        except OSError as error:
-            self.failed, self.damaged = error, True
-            raise
-        self._committed_size, self._pending = self._size, []
-
-    def close(self) -> None:
-        if not self.closed:
-            try:
-                self.flush()
-            finally:
-                os.close(self._fd)
-                super().close()
 
 
 def _safetensors_reason(path: str) -> str | None:
@@ -505,23 +292,16 @@ def damaged_files(folder: str | os.PathLike, names=None) -> list[str]:
     return found
 
 
-def save_pretrained_atomically(saveable, folder: str | os.PathLike, **kwargs):
-    """`saveable.save_pretrained(folder, **kwargs)` through `write_into_folder`: for objects whose class is not
-    hf_ctx's own (transformers' `BertTokenizer`); hf_ctx's models and tokenizers save atomically themselves."""
-    return write_into_folder(folder, lambda staging: saveable.save_pretrained(staging, **kwargs))
-
-
 __all__ = [
-    "CommittedFile",
-    "atomic_write",
+    "TEMPORARY_PREFIX",
+    "TEMPORARY_SUFFIX",
+    "WriteFailed",
     "damaged_file_reason",
     "damaged_files",
-    "WriteFailed",
+    "fsync_folder",
     "full_disk_errno",
-    "lock_output",
     "remove_stale_temporaries",
-    "save_pretrained_atomically",
-    "write_into_folder",
+    "try_lock",
     "write_failed",
-    "write_text",
+    "write_into_folder",
 ]

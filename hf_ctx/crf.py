@@ -21,8 +21,8 @@ import torch
 from torch import nn
 from transformers import initialization as init
 
+from .input_checks import IGNORE_INDEX, values_outside
 from .tag_schemes import allowed_transitions
-from .tensor_checks import IGNORE_INDEX, host_syncs_allowed, label_range_error
 
 # Score given to a forbidden transition (see the module docstring for why it is finite).
 FORBIDDEN_SCORE = -10000.0
@@ -122,7 +122,8 @@ class ConditionalRandomField(nn.Module):
         if tuple(tags.shape) != tuple(mask.shape):
             raise ValueError(f"tags have shape {tuple(tags.shape)}, emissions {tuple(emissions.shape)}")
         inside = tags.long().masked_fill(~mask, 0)
-        if ((inside < 0) | (inside >= self.num_tags)).any():
+        (outside,), _ = values_outside([(inside, self.num_tags)])
+        if outside is not None:
             raise ValueError(
                 f"tags inside the mask must be in [0, {self.num_tags}), got {inside.min()}..{inside.max()}"
             )
@@ -259,58 +260,6 @@ def init_crf_weights(module: ConditionalRandomField) -> None:
     if module.include_start_end_transitions:
         init.normal_(module.start_transitions)
         init.normal_(module.end_transitions)
-
-
-def check_gold_tags(crf: ConditionalRandomField, labels: torch.Tensor, mask: torch.Tensor, config) -> None:
-    """A `ValueError` unless `labels` (B, S) give every word of the prefix mask `mask` (B, S) a tag id in
-    [0, num_labels) and the tags follow `config.tag_scheme`: the transition error names the sentence, word and
-    transition (O -> I-PER under IOB2). The CRF scores such a transition -10000, so training on it gives a loss of
-    about 10,000 and learns nothing; the data is then in another scheme (IOB1), to be converted first.
-
-    The three checks cost one host sync together and are skipped where `host_syncs_allowed` says no.
-    """
-    if not host_syncs_allowed(labels) or labels.numel() == 0:
-        return
-    allowed, t = crf.allowed, crf.num_tags
-    tags = labels.masked_fill(~mask, 0)
-    negative, high = (mask & (labels < 0)).any(), tags.max()
-    tags = tags.clamp(0, t - 1)  # the transitions are read only when every tag is in range
-    lengths = mask.sum(1)
-    has_words = lengths > 0
-    # (B, S + 1) flags: start -> first tag, tag -> next tag, last tag -> end
-    bad_start = has_words & ~allowed[t, tags[:, 0]]
-    bad_inside = mask[:, 1:] & ~allowed[tags[:, :-1], tags[:, 1:]]
-    last = tags.gather(1, (lengths - 1).clamp(min=0).unsqueeze(1)).squeeze(1)
-    bad_end = has_words & ~allowed[last, t + 1]
-    bad = torch.cat([bad_start.unsqueeze(1), bad_inside, bad_end.unsqueeze(1)], dim=1)
-    negative, high, any_bad = torch.stack([negative.long(), high.long(), bad.any().long()]).tolist()
-    if negative:
-        raise ValueError(
-            f"labels must give every word a tag id; found a negative label (e.g. {IGNORE_INDEX}) on a word"
-        )
-    if high >= t:
-        raise label_range_error(high, t)
-    if not any_bad:
-        return
-    sentence, position = (int(i) for i in bad.nonzero()[0])
-    names = {int(k): v for k, v in config.id2label.items()}
-    row = tags[sentence].tolist()
-    if position == 0:
-        where, transition = "at its first word", f"the sentence start -> {names[row[0]]}"
-    elif position == int(lengths[sentence]):
-        where, transition = "at its last word", f"{names[row[position - 1]]} -> the sentence end"
-    else:
-        where, transition = f"at word {position}", f"{names[row[position - 1]]} -> {names[row[position]]}"
-    hint = (
-        "Tags that start an entity with I- are IOB1: convert them (hf_ctx.tag_schemes.convert_tags(tags, "
-        "'IOB1', 'IOB2'); run_ner.py converts CoNLL files itself)"
-        if transition.split(" -> ")[-1].startswith("I-")
-        else "The data is in another scheme: convert it (hf_ctx.tag_schemes.convert_tags)"
-    )
-    raise ValueError(
-        f"the labels of sentence {sentence} of the batch break the {config.tag_scheme} tag scheme "
-        f"{where}: {transition} is not allowed. {hint}, or give the model the scheme of the data (tag_scheme)"
-    )
 
 
 def crf_logits_and_loss(

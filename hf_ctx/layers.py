@@ -13,7 +13,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from .tensor_checks import IGNORE_INDEX, host_syncs_allowed
+from .input_checks import IGNORE_INDEX, host_syncs_allowed
 
 ACTIVATIONS = {"relu": F.relu, "tanh": torch.tanh}
 
@@ -481,7 +481,8 @@ class WordSoftmax(nn.Module):
     The sampled loss scores each target against `num_sampled` words drawn (with replacement, shared by the batch)
     from the log-uniform distribution P(k) = log((k + 2) / (k + 1)) / log(V + 1), which fits word ids sorted by
     decreasing frequency; every logit is corrected by log(expected count) and sampled words that equal the target
-    are removed. It is used in training mode when 0 < `num_sampled` < V; evaluation uses the full softmax.
+    are removed. It is used in training mode when 0 < `num_sampled` < V; evaluation uses the full softmax. Both
+    score only the rows that have a target, and the sampled loss each distinct drawn word once (`losses`).
 
     weight: (V, D); bias: (V,).
     """
@@ -499,22 +500,53 @@ class WordSoftmax(nn.Module):
     def loss(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """Mean negative log-likelihood of `targets` (N,) given `hidden` (N, D); targets of -100 are skipped
         (0 when all are)."""
-        count = (targets != IGNORE_INDEX).sum().clamp(min=1)
+        return self.losses([(hidden, targets)])[0]
+
+    def losses(self, pairs: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> list[torch.Tensor]:
+        """`loss` of each (hidden, targets) pair, e.g. the forward and the backward LM that share this softmax.
+
+        Skipped rows (padding) are dropped before any scoring where tensor values may be read (elsewhere, under
+        `torch.compile` or on XLA, they are scored and multiplied by 0). With the sampled softmax each pair draws
+        its own `num_sampled` words, in order, and the weight rows all pairs need are gathered in one indexing, so
+        that the backward pass builds one dense (V, D) gradient instead of one per gather.
+        """
+        pairs = [_rows_with_targets(hidden, targets) for hidden, targets in pairs]
         vocab_size = self.weight.shape[0]
         if not (self.training and 0 < self.num_sampled < vocab_size):
-            return F.cross_entropy(self(hidden).float(), targets, ignore_index=IGNORE_INDEX, reduction="sum") / count
-        valid = targets != IGNORE_INDEX
-        targets = targets.clamp(min=0)  # skipped rows score word 0 and are multiplied by 0 below
-        sampled = self.sample_log_uniform(self.num_sampled, vocab_size, hidden.device)
-        true_logits = (hidden * self.weight[targets]).sum(-1) + self.bias[targets]
-        true_logits = true_logits - self.log_expected_count(targets, vocab_size)
-        sampled_logits = F.linear(hidden, self.weight[sampled], self.bias[sampled])
-        sampled_logits = sampled_logits - self.log_expected_count(sampled, vocab_size)
-        accidental_hits = sampled.unsqueeze(0) == targets.unsqueeze(1)
-        sampled_logits = sampled_logits.masked_fill(accidental_hits, torch.finfo(sampled_logits.dtype).min)
-        logits = torch.cat([true_logits.unsqueeze(1), sampled_logits], dim=1).float()
-        nll = torch.logsumexp(logits, dim=1) - logits[:, 0]
-        return (nll * valid).sum() / count
+            return [
+                F.cross_entropy(self(hidden).float(), targets, ignore_index=IGNORE_INDEX, reduction="sum")
+                / _target_count(targets)
+                for hidden, targets in pairs
+            ]
+        samples = [self.sample_distinct(vocab_size, hidden.device) for hidden, _ in pairs]
+        # One gather for the target and sampled words of every pair (skipped rows that are kept score word 0 and
+        # are multiplied by 0). The log(expected count) subtracted from each of a word's logits joins its bias.
+        words = [ids for (_, targets), (sampled, _) in zip(pairs, samples) for ids in (targets.clamp(min=0), sampled)]
+        ids, sizes = torch.cat(words), [len(word_ids) for word_ids in words]
+        biases = self.bias[ids] - self.log_expected_count(ids, vocab_size)
+        rows = zip(self.weight[ids].split(sizes), biases.split(sizes))
+        losses = []
+        for (hidden, targets), (sampled, log_times_drawn) in zip(pairs, samples):
+            (target_weight, target_bias), (sampled_weight, sampled_bias) = next(rows), next(rows)
+            true_logits = ((hidden * target_weight).sum(-1) + target_bias).float()
+            sampled_bias = sampled_bias + log_times_drawn.to(sampled_bias.dtype)
+            sampled_logits = torch.addmm(sampled_bias, hidden, sampled_weight.t()).float()
+            accidental_hits = sampled.unsqueeze(0) == targets.unsqueeze(1)
+            sampled_logits = sampled_logits.masked_fill(accidental_hits, torch.finfo(sampled_logits.dtype).min)
+            nll = torch.logaddexp(true_logits, torch.logsumexp(sampled_logits, dim=1)) - true_logits
+            losses.append((nll * (targets != IGNORE_INDEX)).sum() / _target_count(targets))
+        return losses
+
+    def sample_distinct(self, vocab_size: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+        """`num_sampled` log-uniform draws (`sample_log_uniform`) as (the distinct word ids, log of how often each
+        was drawn). A word drawn m times adds m equal terms to the sampled softmax's sum: one term with log(m)
+        added to its logit is the same sum over fewer columns. Where tensor values may not be read
+        (`host_syncs_allowed`), every draw, with log(1) = 0."""
+        draws = self.sample_log_uniform(self.num_sampled, vocab_size, device)
+        if not host_syncs_allowed(draws):
+            return draws, torch.zeros(draws.shape, device=device)
+        distinct, times_drawn = torch.unique(draws, return_counts=True)
+        return distinct, times_drawn.float().log()
 
     @staticmethod
     def sample_log_uniform(num_sampled: int, vocab_size: int, device) -> torch.Tensor:
@@ -528,6 +560,20 @@ class WordSoftmax(nn.Module):
         ids = ids.double()
         probability = (torch.log(ids + 2) - torch.log(ids + 1)) / math.log(vocab_size + 1)
         return torch.log(self.num_sampled * probability).to(self.weight.dtype)
+
+
+def _rows_with_targets(hidden: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The rows of `hidden` (N, D) and `targets` (N,) whose target is not -100: (N', D), (N',). All rows where
+    tensor values may not be read (`host_syncs_allowed`)."""
+    if not host_syncs_allowed(targets):
+        return hidden, targets
+    scored = targets != IGNORE_INDEX
+    return hidden[scored], targets[scored]
+
+
+def _target_count(targets: torch.Tensor) -> torch.Tensor:
+    """How many targets are not -100, at least 1: the denominator of a mean loss that is 0 without targets."""
+    return (targets != IGNORE_INDEX).sum().clamp(min=1)
 
 
 def checkpointed(module: nn.Module, function, *args):

@@ -7,7 +7,7 @@ checkpoint's remote code). They compute in float32, so a head running in half pr
 import torch
 from torch.nn import functional as F
 
-from .tensor_checks import IGNORE_INDEX, check_label_range
+from .input_checks import IGNORE_INDEX, check_label_range
 
 
 class BatchMeanLossMixin:

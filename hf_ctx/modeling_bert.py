@@ -25,7 +25,6 @@ from transformers.activations import ACT2FN
 from transformers.masking_utils import create_bidirectional_mask
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import (
-    BaseModelOutput,
     BaseModelOutputWithPooling,
     MaskedLMOutput,
     MultipleChoiceModelOutput,
@@ -38,77 +37,20 @@ from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, TransformersKwargs
 from transformers.utils.generic import can_return_tuple
+from transformers.utils.output_capturing import OutputRecorder, capture_outputs, maybe_install_capturing_hooks
 
 from .configuration_bert import CtxBertConfig
-from .crf import ConditionalRandomField, check_gold_tags, crf_logits_and_loss, init_crf_weights, tagger_crf
+from .crf import ConditionalRandomField, crf_logits_and_loss, init_crf_weights, tagger_crf
+from .input_checks import (
+    IGNORE_INDEX,
+    check_bert_inputs,
+    check_gold_tags,
+    host_syncs_allowed,
+    traces_dynamic_output_shapes,
+)
 from .losses import BatchMeanLossMixin, classification_loss, sequence_classification_loss
 from .model_size import ParameterMemoryMixin
 from .remote_code import AutoMapMixin
-from .tensor_checks import IGNORE_INDEX, host_syncs_allowed, traces_dynamic_output_shapes
-
-
-def validate_bert_inputs(config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds):
-    """Check shapes and id ranges before any kernel runs.
-
-    An out-of-range id would otherwise surface as an opaque index error on CPU or a device-side assert on
-    CUDA. The range check costs one small host sync; it is skipped where `host_syncs_allowed` says no (while
-    `torch.compile` traces the model, on XLA devices).
-    """
-    if (input_ids is None) == (inputs_embeds is None):
-        raise ValueError("pass exactly one of input_ids or inputs_embeds")
-    if input_ids is not None:
-        if input_ids.dim() != 2:
-            raise ValueError(f"input_ids must have shape (batch, tokens), got {tuple(input_ids.shape)}")
-        if input_ids.dtype not in (torch.int64, torch.int32):  # what an embedding lookup takes
-            raise ValueError(f"input_ids must be integer token ids (int64 or int32), got dtype {input_ids.dtype}")
-        shape = tuple(input_ids.shape)
-    else:
-        if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != config.hidden_size:
-            raise ValueError(
-                f"inputs_embeds must have shape (batch, tokens, {config.hidden_size}), got {tuple(inputs_embeds.shape)}"
-            )
-        shape = tuple(inputs_embeds.shape[:2])
-    if 0 in shape:
-        raise ValueError(f"the batch is empty (shape {shape}); pass at least one sequence of at least one token")
-    if shape[1] > config.max_position_embeddings:
-        raise ValueError(
-            f"sequence length {shape[1]} is longer than the model allows (max_position_embeddings="
-            f"{config.max_position_embeddings}); truncate the input (tokenizer(..., truncation=True))"
-        )
-    for name, tensor in [("attention_mask", attention_mask), ("token_type_ids", token_type_ids)]:
-        if tensor is not None and tuple(tensor.shape) != shape:
-            raise ValueError(f"{name} has shape {tuple(tensor.shape)} but input_ids has shape {shape}")
-    if position_ids is not None and position_ids.shape[-1] != shape[1]:
-        raise ValueError(f"position_ids has shape {tuple(position_ids.shape)}; expected (..., {shape[1]})")
-    if not host_syncs_allowed(input_ids if input_ids is not None else inputs_embeds):
-        return
-    # One host sync for all range checks. The attention mask holds 1 (or True) for real tokens and 0 for
-    # padding; a mask of other values, e.g. an additive 0 / -inf mask, would be read inverted, so it is refused
-    # (as 0 / 1: its count of other values must be 0).
-    checks = [
-        (name, t, limit)
-        for name, t, limit in [
-            ("input_ids", input_ids, config.vocab_size),
-            ("token_type_ids", token_type_ids, config.type_vocab_size),
-            ("position_ids", position_ids, config.max_position_embeddings),
-        ]
-        if t is not None and t.numel() > 0
-    ]
-    if attention_mask is not None and attention_mask.dtype != torch.bool:
-        not_binary = ((attention_mask != 0) & (attention_mask != 1)).sum()
-        checks.append(("attention_mask values other than 0 and 1", not_binary, 1))
-    if not checks:
-        return
-    bounds = torch.stack([torch.stack([t.min(), t.max()]).long() for _, t, _ in checks]).tolist()
-    for (name, _, limit), (low, high) in zip(checks, bounds):
-        if name.startswith("attention_mask") and high > 0:
-            raise ValueError(
-                f"attention_mask must hold 1 for real tokens and 0 for padding; it has {high} other values (an "
-                "additive 0 / -inf mask? pass (mask == 0) instead)"
-            )
-        if low < 0 or high >= limit:
-            bad = low if low < 0 else high
-            raise ValueError(f"{name} contains {bad}, outside [0, {limit}) (the model's {name} range)")
 
 
 def sinusoidal_position_table(num_positions: int, dim: int) -> torch.Tensor:
@@ -349,13 +291,28 @@ class CtxBertLayer(GradientCheckpointingLayer):
         return hidden_states, probs
 
 
+def batch_shaped(tokens: torch.Tensor, layout: UnpaddedLayout | None, shape: tuple[int, int]) -> torch.Tensor:
+    """The encoder's tokens in the batch's shape: the (N, H) real tokens of an [`UnpaddedLayout`] `layout`, zeros
+    at the padding, or the (B * T, H) flattened tokens of `shape` (B, T) -> (B, T, H)."""
+    return layout.pad(tokens) if layout is not None else tokens.view(*shape, tokens.shape[-1])
+
+
+class CtxBertPaddedStates(nn.Module):
+    """`batch_shaped` as a module: the encoder calls it on each layer's output when hidden states are asked for,
+    and transformers records its output (`_can_record_outputs`), as it records each layer's output in its own
+    models."""
+
+    def forward(self, tokens: torch.Tensor, layout: UnpaddedLayout | None, shape: tuple[int, int]) -> torch.Tensor:
+        return batch_shaped(tokens, layout, shape)
+
+
 class CtxBertEncoder(nn.Module):
     """A stack of `CtxBertLayer`s (plus a final LayerNorm for pre-LN). (B, T, H) -> (B, T, H).
 
-    Given an [`UnpaddedLayout`], the layers run on the (N, H) real tokens and every output is padded back.
-    Otherwise they run on the (B * T, H) tokens of the flattened batch: linear layers then take 2-D inputs as they
-    are, instead of flattening and unflattening (B, T, H) around every matmul, forward and backward (a dozen ATen
-    ops a layer fewer, each host time on a GPU).
+    Given an [`UnpaddedLayout`], the layers run on the (N, H) real tokens and the output is padded back (zeros at
+    the padding). Otherwise they run on the (B * T, H) tokens of the flattened batch: linear layers then take 2-D
+    inputs as they are, instead of flattening and unflattening (B, T, H) around every matmul, forward and backward
+    (a dozen ATen ops a layer fewer, each host time on a GPU).
     """
 
     def __init__(self, config: CtxBertConfig):
@@ -364,41 +321,25 @@ class CtxBertEncoder(nn.Module):
         self.final_norm = (
             nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if config.pre_layer_norm else None
         )
+        self.padded_states = CtxBertPaddedStates()
 
     def forward(
         self, hidden_states, attention_mask=None, output_attentions=False, output_hidden_states=False, layout=None
-    ):
-        all_hidden_states = [hidden_states] if output_hidden_states else None
-        all_attentions = [] if output_attentions else None
-        padded_shape = hidden_states.shape
-        shape = None
+    ) -> torch.Tensor:
+        shape = tuple(hidden_states.shape[:2])
         if layout is not None:
             hidden_states = layout.unpad(hidden_states)
         else:
-            shape = tuple(padded_shape[:2])
-            hidden_states = hidden_states.reshape(-1, padded_shape[-1])
-
-        def padded(tokens):
-            return tokens.view(padded_shape) if layout is None else layout.pad(tokens)
-
+            hidden_states = hidden_states.reshape(-1, hidden_states.shape[-1])
         for layer in self.layer:
-            hidden_states, probs = layer(
+            hidden_states, _ = layer(
                 hidden_states, attention_mask, output_attentions=output_attentions, layout=layout, shape=shape
             )
             if output_hidden_states:
-                all_hidden_states.append(padded(hidden_states))
-            if output_attentions:
-                all_attentions.append(probs)
+                self.padded_states(hidden_states, layout, shape)  # recorded by `capture_outputs`
         if self.final_norm is not None:
             hidden_states = self.final_norm(hidden_states)
-        hidden_states = padded(hidden_states)
-        if output_hidden_states and self.final_norm is not None:
-            all_hidden_states[-1] = hidden_states
-        return BaseModelOutput(
-            last_hidden_state=hidden_states,
-            hidden_states=tuple(all_hidden_states) if output_hidden_states else None,
-            attentions=tuple(all_attentions) if output_attentions else None,
-        )
+        return batch_shaped(hidden_states, layout, shape)
 
 
 class CtxBertPooler(nn.Module):
@@ -446,6 +387,19 @@ class CtxBertPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, BatchMeanLossMi
     _supports_flash_attn = True
     _supports_flex_attn = True
     _supports_attention_backend = True
+    # What `output_hidden_states` and `output_attentions` return, recorded by transformers' `capture_outputs` (on
+    # `CtxBertModel.forward`) with hooks on these modules, as for transformers' own models: the embeddings' output,
+    # then each layer's output in the batch's shape (`CtxBertPaddedStates`: the layers themselves run on flattened
+    # or unpadded tokens, so their inputs and outputs are not (B, T, H)), and each layer's attention probabilities.
+    # `capture_initial_hidden_state` needs transformers >= 5.9; `output_hidden_states` as indices, >= 5.17, numbered
+    # as from 5.23 on (0 = the embeddings; transformers' own models count from the first layer in 5.17 to 5.22).
+    _can_record_outputs = {
+        "hidden_states": [
+            OutputRecorder(CtxBertEmbeddings, capture_initial_hidden_state=False),
+            OutputRecorder(CtxBertPaddedStates, capture_initial_hidden_state=False),
+        ],
+        "attentions": OutputRecorder(CtxBertSelfAttention, index=1),
+    }
     # FSDP's shard units and what `device_map` keeps on one device. Not `CtxBertEmbeddings` (transformers' BERT
     # lists its embeddings): the MLM decoder shares the word embeddings' weight, so FSDP2 must hold the two in one
     # group (accelerate forms it), which fails once the embeddings module is a unit of its own.
@@ -501,6 +455,10 @@ class CtxBertModel(CtxBertPreTrainedModel):
         self.encoder = CtxBertEncoder(config)
         self.pooler = CtxBertPooler(config) if add_pooling_layer else None
         self.post_init()
+        # transformers installs the recording hooks (`_can_record_outputs`) when hidden states or attentions are
+        # first asked for; installed here instead, a first request inside `torch.compile(fullgraph=True)` does not
+        # install them while tracing (dynamo refuses the lock around that). Idle, a hook returns at once.
+        maybe_install_capturing_hooks(self)
 
     def get_input_embeddings(self):
         return self.embeddings.word_embeddings
@@ -508,7 +466,7 @@ class CtxBertModel(CtxBertPreTrainedModel):
     def set_input_embeddings(self, value):
         self.embeddings.word_embeddings = value
 
-    @can_return_tuple
+    @capture_outputs
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -527,8 +485,12 @@ class CtxBertModel(CtxBertPreTrainedModel):
             position_ids (`torch.LongTensor` of shape `(B, T)`, *optional*): defaults to 0..T-1.
             inputs_embeds (`torch.FloatTensor` of shape `(B, T, H)`, *optional*): instead of `input_ids`.
             output_attentions (`bool`, *optional*): also return every layer's attention probabilities.
-            output_hidden_states (`bool`, *optional*): also return the embeddings and every layer's output.
-            return_dict (`bool`, *optional*): return a `ModelOutput` (default) or a tuple (`can_return_tuple`).
+            output_hidden_states (`bool`, `int` or `list[int]`, *optional*): also return the embeddings and every
+                layer's output; an index or a list of indices (0: the embeddings, -1: the last layer) returns those
+                alone, None in the other places.
+            return_dict (`bool`, *optional*): return a `ModelOutput` (default) or a tuple.
+
+        `capture_outputs` records the hidden states and attentions (see `_can_record_outputs`).
 
         Returns:
             `BaseModelOutputWithPooling` with `last_hidden_state` (B, T, H) and `pooler_output` (B, H).
@@ -537,7 +499,7 @@ class CtxBertModel(CtxBertPreTrainedModel):
         output_hidden_states = (
             self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
         )
-        validate_bert_inputs(self.config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds)
+        check_bert_inputs(self.config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds)
 
         embeddings = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)
         if output_attentions:
@@ -561,20 +523,16 @@ class CtxBertModel(CtxBertPreTrainedModel):
                 # Traced with a symbolic number of real tokens; every batch unpads, as testing for padding would
                 # branch on values.
                 layout = UnpaddedLayout.from_attention_mask(attention_mask, mask)
-        # The encoder collects the hidden states itself: on the unpadded path it pads each one back to (B, T, H).
-        encoded = self.encoder(
+        sequence_output = self.encoder(
             embeddings,
             mask,
             output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
+            output_hidden_states=bool(output_hidden_states),
             layout=layout,
         )
-        sequence_output = encoded.last_hidden_state
         return BaseModelOutputWithPooling(
             last_hidden_state=sequence_output,
             pooler_output=self.pooler(sequence_output, attention_mask) if self.pooler is not None else None,
-            hidden_states=encoded.hidden_states,
-            attentions=encoded.attentions,
         )
 
 

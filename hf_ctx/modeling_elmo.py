@@ -25,8 +25,16 @@ from transformers.utils import ModelOutput
 from transformers.utils.generic import can_return_tuple
 
 from .configuration_elmo import ElmoConfig
-from .crf import ConditionalRandomField, check_gold_tags, crf_logits_and_loss, init_crf_weights, tagger_crf
+from .crf import ConditionalRandomField, crf_logits_and_loss, init_crf_weights, tagger_crf
 from .elmo_characters import BOS_TOKEN, EOS_TOKEN, sentence_boundary_char_ids, word_to_char_ids
+from .input_checks import (
+    IGNORE_INDEX,
+    check_bilm_hidden_states,
+    check_gold_tags,
+    check_labels_shape,
+    check_word_ids,
+    elmo_input_mask,
+)
 from .layers import (
     CharacterCNN,
     Highway,
@@ -40,7 +48,6 @@ from .layers import (
 from .losses import BatchMeanLossMixin, classification_loss, sequence_classification_loss
 from .model_size import ParameterMemoryMixin
 from .remote_code import AutoMapMixin
-from .tensor_checks import IGNORE_INDEX, host_syncs_allowed
 
 # Two polynomial hashes of a word's character ids, modulo primes below 2**31, make one 62-bit key per word for the
 # token-embedding cache. Every product and sum stays below 2**47, so int64 never overflows. A key only proposes a
@@ -59,120 +66,6 @@ def char_ids_key(char_ids: torch.Tensor) -> torch.Tensor:
         powers = torch.tensor([pow(base, width - 1 - j, prime) for j in range(width)], device=ids.device)
         key = key * (2**31) + (ids * powers).sum(dim=-1) % prime
     return key
-
-
-def check_character_ids(input_ids, attention_mask, max_characters: int, n_characters: int) -> torch.Tensor:
-    """Check ELMo-encoded words (the inputs of ELMo and TagLM) and return the word mask (B, W) as booleans.
-
-    Args:
-        input_ids: (B, W, max_characters) character ids, as `ElmoTokenizer` returns them.
-        attention_mask: (B, W) 1 on words, 0 on padding (words first), or None: words are the rows of
-            `input_ids` that are not all 0.
-        max_characters, n_characters: the model's width and character-id range.
-
-    Bad input is a `ValueError` before any kernel runs (an out-of-range id would otherwise be a device-side
-    assert on CUDA). The value checks cost one host sync and are skipped where `host_syncs_allowed` says no (while
-    `torch.compile` traces the model, on XLA devices).
-    """
-    if input_ids is None:
-        raise ValueError("input_ids (character ids from ElmoTokenizer) are required")
-    if input_ids.dim() != 3 or input_ids.shape[-1] != max_characters:
-        raise ValueError(
-            f"input_ids must be character ids of shape (batch, words, {max_characters}) as "
-            f"ElmoTokenizer returns them, got {tuple(input_ids.shape)}"
-        )
-    if input_ids.dtype != torch.int64:
-        raise ValueError(
-            f"input_ids must be integer character ids (int64, as ElmoTokenizer returns them), got dtype {input_ids.dtype}"
-        )
-    if input_ids.shape[0] == 0:
-        raise ValueError("input_ids hold no sentences (batch size 0)")
-    if attention_mask is None:
-        attention_mask = (input_ids != 0).any(dim=-1)
-    elif tuple(attention_mask.shape) != tuple(input_ids.shape[:2]):
-        raise ValueError(
-            f"attention_mask has shape {tuple(attention_mask.shape)}, expected (batch, words) = "
-            f"{tuple(input_ids.shape[:2])}"
-        )
-    mask = attention_mask.bool()
-    if not host_syncs_allowed(input_ids) or input_ids.numel() == 0:
-        return mask
-    # Every value check in one read: the id range, a word after padding, a word without characters.
-    word_after_padding = (mask[:, 1:] & ~mask[:, :-1]).any()
-    word_without_characters = (mask & (input_ids == 0).all(dim=-1)).any()
-    low, high, word_after_padding, word_without_characters = torch.stack(
-        [
-            input_ids.min(),
-            input_ids.max(),
-            word_after_padding.to(input_ids.dtype),
-            word_without_characters.to(input_ids.dtype),
-        ]
-    ).tolist()
-    if low < 0 or high >= n_characters:
-        raise ValueError(
-            f"input_ids contains the character id {low if low < 0 else high}, outside [0, {n_characters})"
-        )
-    if word_after_padding:
-        raise ValueError(
-            "attention_mask must mark each sentence's words first and padding after them "
-            "(right padding); found a word after padding"
-        )
-    if word_without_characters:
-        raise ValueError(
-            "attention_mask marks a word whose character ids are all 0 (padding); every word needs its character ids"
-        )
-    return mask
-
-
-def check_sentence_length(config: ElmoConfig, input_ids) -> None:
-    """A `ValueError` when `input_ids` (B, W, C) hold more words per sentence than `config.max_sentence_words`
-    (a shape check: no host sync)."""
-    if input_ids is not None and input_ids.dim() >= 2 and input_ids.shape[1] > config.max_sentence_words:
-        raise ValueError(
-            f"the input has {input_ids.shape[1]} words per sentence, more than this ELMo's max_sentence_words="
-            f"{config.max_sentence_words}; split the text into sentences, encode with truncation=True (the "
-            "tokenizer keeps the first model_max_length words), or raise config.max_sentence_words"
-        )
-
-
-def elmo_input_mask(config: ElmoConfig, input_ids, attention_mask) -> torch.Tensor:
-    """`check_character_ids` with an ELMo config's width and character range, and no more words than
-    `config.max_sentence_words`: the word mask (B, W)."""
-    check_sentence_length(config, input_ids)
-    return check_character_ids(
-        input_ids, attention_mask, config.max_characters_per_token, config.char_cnn["n_characters"]
-    )
-
-
-def check_word_ids(config, input_word_ids: torch.Tensor, mask: torch.Tensor) -> None:
-    """A `ValueError` unless `input_word_ids` has the word mask's shape (B, W) and, at the words, ids in
-    `[0, config.vocab_size)`. It costs one host sync and is skipped where `host_syncs_allowed` says no.
-
-    `config` is an ELMo or a TagLM config: both have `vocab_size`, the size of the tokenizer's word vocabulary.
-    """
-    if tuple(input_word_ids.shape) != tuple(mask.shape):
-        raise ValueError(
-            f"input_word_ids has shape {tuple(input_word_ids.shape)}, expected (batch, words) = {tuple(mask.shape)}"
-        )
-    if host_syncs_allowed(mask) and mask.numel() > 0:
-        words = input_word_ids.masked_fill(~mask, 0)  # padding may hold any id; 0 is in range
-        low, high = torch.stack([words.min(), words.max()]).tolist()
-        if low < 0 or high >= config.vocab_size:
-            raise ValueError(
-                f"input_word_ids contains {low if low < 0 else high}, outside the word vocabulary "
-                f"[0, vocab_size={config.vocab_size})"
-            )
-
-
-def check_bilm_hidden_states(config: ElmoConfig, bilm_hidden_states: torch.Tensor, mask: torch.Tensor) -> None:
-    """A `ValueError` unless precomputed biLM states (what a frozen biLM gives for these words, e.g. from a cache)
-    have the shape (B, W, L + 1, 2P) of `config`'s biLM for the word mask (B, W) and a floating-point dtype."""
-    expected = (*mask.shape, config.num_output_layers, config.hidden_size)
-    if tuple(bilm_hidden_states.shape) != expected or not bilm_hidden_states.dtype.is_floating_point:
-        raise ValueError(
-            f"bilm_hidden_states has shape {tuple(bilm_hidden_states.shape)} and dtype {bilm_hidden_states.dtype}; "
-            f"expected floats of shape (batch, words, layers, 2 * projection_dim) = {expected}"
-        )
 
 
 class ElmoPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, BatchMeanLossMixin, PreTrainedModel):
@@ -509,8 +402,12 @@ class ElmoForBiLM(ElmoPreTrainedModel):
             tokens = self._targets(input_word_ids, mask)
             forward_targets = tokens[:, 1:].masked_fill(~predicted, IGNORE_INDEX)
             backward_targets = tokens[:, :-1].masked_fill(~predicted, IGNORE_INDEX)
-            forward_loss = self.softmax.loss(forward_states.reshape(-1, size), forward_targets.reshape(-1))
-            backward_loss = backward_softmax.loss(backward_states.reshape(-1, size), backward_targets.reshape(-1))
+            forward_pair = (forward_states.reshape(-1, size), forward_targets.reshape(-1))
+            backward_pair = (backward_states.reshape(-1, size), backward_targets.reshape(-1))
+            if self.backward_softmax is None:  # one call: one gather of the softmax rows for both directions
+                forward_loss, backward_loss = self.softmax.losses([forward_pair, backward_pair])
+            else:
+                forward_loss, backward_loss = self.softmax.loss(*forward_pair), backward_softmax.loss(*backward_pair)
             loss = (forward_loss + backward_loss) / 2
         forward_logits = backward_logits = None
         if return_logits:
@@ -732,8 +629,8 @@ class ElmoForTokenClassification(ElmoTaskModel):
         self._add_classifier(self.feature_size)
 
     def _logits_and_loss(self, features, mask, labels):
-        if labels is not None and tuple(labels.shape) != tuple(mask.shape):
-            raise ValueError(f"labels has shape {tuple(labels.shape)}, expected (batch, words) = {tuple(mask.shape)}")
+        if labels is not None:
+            check_labels_shape(labels, mask)
         logits = self.classifier(features)
         if self.crf is not None:
             if labels is not None:
@@ -747,7 +644,6 @@ class ElmoForTokenClassification(ElmoTaskModel):
 
 __all__ = [
     "FrozenBiLMMixin",
-    "check_bilm_hidden_states",
     "ElmoForBiLM",
     "ElmoForBiLMOutput",
     "ElmoForSequenceClassification",

@@ -36,18 +36,19 @@ from transformers.utils.generic import can_return_tuple
 
 from .configuration_elmo import ElmoConfig
 from .configuration_taglm import TagLMConfig
-from .crf import ConditionalRandomField, check_gold_tags, crf_logits_and_loss, init_crf_weights, tagger_crf
-from .layers import checkpointed, run_packed_rnn
-from .losses import BatchMeanLossMixin
-from .model_size import ParameterMemoryMixin
-from .modeling_elmo import (
-    ElmoModel,
-    FrozenBiLMMixin,
+from .crf import ConditionalRandomField, crf_logits_and_loss, init_crf_weights, tagger_crf
+from .input_checks import (
     check_bilm_hidden_states,
     check_character_ids,
+    check_gold_tags,
+    check_labels_shape,
     check_sentence_length,
     check_word_ids,
 )
+from .layers import checkpointed, run_packed_rnn
+from .losses import BatchMeanLossMixin
+from .model_size import ParameterMemoryMixin
+from .modeling_elmo import ElmoModel, FrozenBiLMMixin
 from .remote_code import AutoMapMixin, shareable_name
 
 logger = logging.getLogger(__name__)
@@ -203,32 +204,6 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
         model.bilm.load_state_dict(bilm.state_dict())
         return model
 
-    def _validate(self, input_ids, attention_mask, input_word_ids, labels) -> torch.Tensor:
-        """ELMo's input checks (TagLM reads the same encoding) plus the word ids and labels; the word mask (B, W)."""
-        config = self.config
-        n_characters = config.n_characters
-        if self.bilm is not None:
-            # The biLM reads the same ids and runs without checks of its own (`word_hidden_states`): its limits
-            # are checked here. Its width equals the tagger's (see `__init__`).
-            check_sentence_length(self.bilm.config, input_ids)
-            n_characters = min(n_characters, self.bilm.config.char_cnn["n_characters"])
-        mask = check_character_ids(input_ids, attention_mask, config.max_characters_per_token, n_characters)
-        if input_ids.shape[1] == 0:
-            raise ValueError(f"input_ids hold no words (shape {tuple(input_ids.shape)}); TagLM tags at least one word")
-        if input_word_ids is None:
-            raise ValueError("TagLM needs input_word_ids (batch, words): use an ElmoTokenizer with a word vocabulary")
-        check_word_ids(config, input_word_ids, mask)
-        if labels is not None:
-            self._check_labels(labels, mask)
-        return mask
-
-    def _check_labels(self, labels: torch.Tensor, mask: torch.Tensor) -> None:
-        """A `ValueError` unless `labels` (B, W) give every word of the mask a tag of `config.tag_scheme`
-        (`crf.check_gold_tags`)."""
-        if tuple(labels.shape) != tuple(mask.shape):
-            raise ValueError(f"labels has shape {tuple(labels.shape)}, expected (batch, words) = {tuple(mask.shape)}")
-        check_gold_tags(self.crf, labels, mask, self.config)
-
     @can_return_tuple
     def forward(
         self,
@@ -243,7 +218,7 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
         output_hidden_states = (
             self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
         )
-        mask = self._validate(input_ids, attention_mask, input_word_ids, labels)
+        mask = self._validate(input_ids, attention_mask, input_word_ids, labels, bilm_hidden_states)
         lengths = mask.sum(1)
 
         # Characters are encoded for real words only: padding words can be most of a batch.
@@ -254,11 +229,8 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
         # Padding words may hold any id: only the words' ids were checked.
         tokens = torch.cat([self.word_embeddings(input_word_ids.masked_fill(~mask, 0)), chars], dim=-1)
         first = checkpointed(self, run_packed_rnn, self.first_rnn, self.dropout(tokens), lengths)
-        if self.bilm is None and bilm_hidden_states is not None:
-            raise ValueError("bilm_hidden_states given, but this TagLM has no biLM (bilm_config is None)")
         if self.bilm is not None:
             if bilm_hidden_states is not None:
-                check_bilm_hidden_states(self.bilm.config, bilm_hidden_states, mask)
                 states = bilm_hidden_states.unbind(dim=2)
             else:
                 with torch.no_grad():
@@ -271,6 +243,31 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
         return TokenClassifierOutput(
             loss=loss, logits=logits, hidden_states=(tokens, first, second) if output_hidden_states else None
         )
+
+    def _validate(self, input_ids, attention_mask, input_word_ids, labels, bilm_hidden_states=None) -> torch.Tensor:
+        """`forward`'s inputs checked where they enter (`input_checks`): ELMo's checks of the character ids (TagLM
+        reads the same encoding), then the word ids, labels and cached biLM states; the word mask (B, W)."""
+        config = self.config
+        n_characters = config.n_characters
+        if self.bilm is not None:
+            # The biLM reads the same ids and runs without checks of its own (`word_hidden_states`): its limits
+            # are checked here. Its width equals the tagger's (see `__init__`).
+            check_sentence_length(self.bilm.config, input_ids)
+            n_characters = min(n_characters, self.bilm.config.char_cnn["n_characters"])
+        mask = check_character_ids(input_ids, attention_mask, config.max_characters_per_token, n_characters)
+        if input_ids.shape[1] == 0:
+            raise ValueError(f"input_ids hold no words (shape {tuple(input_ids.shape)}); TagLM tags at least one word")
+        if input_word_ids is None:
+            raise ValueError("TagLM needs input_word_ids (batch, words): use an ElmoTokenizer with a word vocabulary")
+        check_word_ids(config, input_word_ids, mask)
+        if labels is not None:
+            check_labels_shape(labels, mask)
+            check_gold_tags(self.crf, labels, mask, config)
+        if bilm_hidden_states is not None:
+            if self.bilm is None:
+                raise ValueError("bilm_hidden_states given, but this TagLM has no biLM (bilm_config is None)")
+            check_bilm_hidden_states(self.bilm.config, bilm_hidden_states, mask)
+        return mask
 
 
 __all__ = ["TagLMForTokenClassification", "TagLMPreTrainedModel"]

@@ -17,7 +17,7 @@ from transformers import BatchEncoding, PreTrainedTokenizer
 
 from .atomic_files import write_into_folder
 from .elmo_characters import BOS_TOKEN, EOS_TOKEN, MAX_SENTENCE_WORDS, word_to_char_ids
-from .tensor_checks import IGNORE_INDEX
+from .input_checks import IGNORE_INDEX
 
 VOCAB_FILES_NAMES = {"vocab_file": "vocab.txt"}
 

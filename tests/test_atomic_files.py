@@ -11,7 +11,8 @@ import transformers
 from tiny_checkpoints import elmo_bilm, elmo_tokenizer
 
 from hf_ctx import ElmoForBiLM, ElmoTokenizer
-from hf_ctx.atomic_files import atomic_write, write_into_folder, write_text
+from hf_ctx.atomic_files import write_into_folder
+from hf_ctx.data.atomic_write import atomic_write, write_text
 
 
 def disk_full(*args, **kwargs):

@@ -25,9 +25,9 @@ from hf_ctx.data.conll import (
     write_conll_predictions,
 )
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
+from hf_ctx.input_checks import IGNORE_INDEX
 from hf_ctx.metrics import load_metric
 from hf_ctx.tag_schemes import convert_tags, detect_tag_scheme, sort_labels
-from hf_ctx.tensor_checks import IGNORE_INDEX
 
 SAMPLE = """-DOCSTART- -X- -X- O
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from hf_ctx.crf import FORBIDDEN_SCORE, ConditionalRandomField
+from hf_ctx.input_checks import IGNORE_INDEX
 from hf_ctx.tag_schemes import allowed_transitions
-from hf_ctx.tensor_checks import IGNORE_INDEX
 
 BIO_LABELS = {0: "O", 1: "B-PER", 2: "I-PER", 3: "B-LOC", 4: "I-LOC"}
 

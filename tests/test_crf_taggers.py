@@ -17,7 +17,7 @@ from hf_ctx import (
     SubwordTokenClassificationPipeline,
     WordTokenClassificationPipeline,
 )
-from hf_ctx.tensor_checks import IGNORE_INDEX
+from hf_ctx.input_checks import IGNORE_INDEX
 
 NUM_TAGS = len(BIO_LABELS)
 I_PER = 2  # BIO_LABELS[2]: may follow only B-PER or I-PER

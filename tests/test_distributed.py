@@ -28,7 +28,7 @@ from tiny_checkpoints import bert_pretraining, elmo_bilm
 from transformers import TrainingArguments
 
 from hf_ctx import CtxBertConfig, CtxBertForSequenceClassification
-from hf_ctx.tensor_checks import host_syncs_allowed
+from hf_ctx.input_checks import host_syncs_allowed
 from hf_ctx.tools.trainer import CtxTrainer
 
 WORKER = Path(__file__).resolve().parent / "distributed_worker.py"

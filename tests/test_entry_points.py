@@ -19,7 +19,7 @@ from hf_ctx import (
     ElmoModel,
     TagLMConfig,
 )
-from hf_ctx.atomic_files import LOCK_FILE
+from hf_ctx.tools.output_files import LOCK_FILE
 
 # 25 examples a test keeps the suite fast; HF_CTX_HYPOTHESIS_EXAMPLES=500 searches harder.
 FEW = settings(
@@ -403,8 +403,8 @@ def test_a_swag_file_with_fields_of_other_types_is_refused_naming_the_file(data,
 def test_a_checkpoint_option_pointing_at_a_hostile_folder_is_refused_naming_the_file(content, name, tmp_path_factory):
     """--model_name_or_path, --config_name, --tokenizer_name, --bilm_name_or_path and `hf-ctx embed`'s model:
     a folder whose JSON files hold anything at all."""
-    from hf_ctx.tools.checks import check_local_path
     from hf_ctx.tools.loading import check_tokenizer_folder
+    from hf_ctx.tools.paths import check_local_path
 
     folder = tmp_path_factory.mktemp("checkpoint")
     (folder / name).write_bytes(content)

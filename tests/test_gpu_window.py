@@ -1,10 +1,9 @@
-"""benchmarks/gpu_window.py on CPU: --prepare on tiny generated data in the real layout, --plan, the dry run of the
-window end to end (the result files the device tool brings back, the ledger moving on), the deadline that stops a
-step, and --record into a copy of the ledger and docs."""
+"""benchmarks/gpu_window.py on CPU: gpu_window_data.py on tiny generated data in the real layout, --plan, the dry
+run of the window end to end (the result files the device tool brings back, the ledger moving on), the deadline that
+stops a step, and --record into a copy of the ledger and docs."""
 
 import gzip
 import json
-import math
 import re
 import shutil
 import subprocess
@@ -17,6 +16,7 @@ import pytest
 
 pytest.importorskip("datasets")
 import gpu_window
+import gpu_window_data
 
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
 
@@ -62,9 +62,9 @@ def write_data(root: Path, rng) -> Path:
 def prepared(tmp_path_factory):
     root = tmp_path_factory.mktemp("window")
     data = write_data(root / "data", np.random.default_rng(0))
-    argv = ["--prepare", "--data_dir", str(data), "--prepared_dir", str(root / "prepared"), "--no_wheels"]
+    argv = ["--data_dir", str(data), "--prepared_dir", str(root / "prepared"), "--no_wheels"]
     argv += ["--bert_words", "2000", "--elmo_words", "800", "--valid_words", "300", "--tokenizer_samples", "40"]
-    assert gpu_window.main([*argv, "--vocab_size", "200", "--word_vectors", str(data / "glove.txt")]) == 0
+    assert gpu_window_data.main([*argv, "--vocab_size", "200", "--word_vectors", str(data / "glove.txt")]) == 0
     return root / "prepared"
 
 
@@ -77,17 +77,19 @@ def ledger_with(tmp_path: Path, states: dict) -> Path:
     return path
 
 
+def budget_s(name: str) -> float:
+    steps = gpu_window.item_steps(name, gpu_window.GPU, gpu_window.PREPARED, Path("work"))
+    return sum(step.budget_s for step in steps)
+
+
 def test_the_committed_ledger_and_the_plan_fit_one_command_of_nine_minutes():
     """Every ledger item is known to the driver and its steps add up to the 9-minute window less the reserve
     (checks within 3 minutes); --plan names the next item, its steps and "budget: 9 min"."""
     ledger = gpu_window.read_ledger(gpu_window.LEDGER)
     assert [item["name"] for item in ledger["items"]] == list(gpu_window.ITEMS)
-    scale = gpu_window.gpu_scale(gpu_window.WINDOW_MINUTES)
     for item in ledger["items"]:
-        budget_s = gpu_window.item_budget_s(item["name"], scale)
-        assert budget_s <= 9 * 60 - gpu_window.RESERVE_S, item["name"]
-        assert item["budget_min"] == math.ceil(budget_s / 60), item["name"]  # the ledger says what the steps take
-    assert gpu_window.item_budget_s("checks", scale) <= 3 * 60
+        assert budget_s(item["name"]) <= 9 * 60 - gpu_window.RESERVE_S, item["name"]
+    assert budget_s("checks") <= 3 * 60
     script = gpu_window.REPO / "benchmarks" / "gpu_window.sh"  # the command a GPU machine is given, here --plan
     printed = subprocess.run(["bash", str(script), "--plan"], capture_output=True, text=True, check=True).stdout
     assert "budget: 9 min" in printed and "next item: " in printed
@@ -106,7 +108,7 @@ def test_prepare_writes_token_ids_text_tasks_and_vectors_and_prints_the_size(pre
 def test_dry_run_writes_the_result_files_and_the_ledger_moves_on(prepared, tmp_path, capsys):
     """The window's code path on CPU (bert-speedrun: pretraining on the token ids, five fine-tunings): at most 8
     result files under 16 MiB with names the device tool accepts; in the returned ledger the item is done and
-    --plan on it names the next one; --record writes the ledger and appends the tables to the docs given."""
+    --plan on it names the next one; --record writes the ledger and keeps the results in the docs given."""
     ledger = ledger_with(tmp_path, {"checks": "done"})
     out, work = tmp_path / "out", tmp_path / "work"
     argv = [
@@ -131,7 +133,10 @@ def test_dry_run_writes_the_result_files_and_the_ledger_moves_on(prepared, tmp_p
         "gpu_ledger.json",
         "bert_pretraining.png",
     }
-    assert len(files) <= 8 and all(p.stat().st_size < 16 * 2**20 and NAME.match(p.name) for p in files)
+    assert len(files) <= gpu_window.RESULT_FILES_AT_MOST == 8
+    assert all(
+        p.stat().st_size < gpu_window.RESULT_FILE_BYTES_UNDER == 16 * 2**20 and NAME.match(p.name) for p in files
+    )
 
     results = json.loads((out / "results.json").read_text())
     assert results["dry_run"] and [item["name"] for item in results["items"]] == ["bert-speedrun"]
@@ -141,23 +146,22 @@ def test_dry_run_writes_the_result_files_and_the_ledger_moves_on(prepared, tmp_p
     for task, metric in [("sst2", "eval_accuracy"), ("mrpc", "eval_f1"), ("conll", "eval_f1")]:
         assert 0 <= steps[f"{task}_pretrained"]["metrics"][metric] <= 1
     summary = (out / "summary.md").read_text()
-    assert "CPU (dry run; no GPU figures)" in summary and "| sst2 | accuracy |" in summary
+    assert "CPU (dry run; no GPU figures)" in summary
+    assert re.search(r"\| sst2_pretrained \| done \| \d+ \(45\) \| accuracy 0\.\d{4}, global_step 2 \|", summary)
 
     returned = json.loads((out / "gpu_ledger.json").read_text())
     item = next(i for i in returned["items"] if i["name"] == "bert-speedrun")
     assert item["state"] == "done" and item["tries"] == 1 and item["device"].startswith("CPU")
-    assert gpu_window.plan(returned, gpu_window.gpu_scale(9)).startswith("next item: bert-control")
+    assert gpu_window.plan(returned).startswith("next item: bert-control")
 
     docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "results.md").write_text("# Results\n")
     with pytest.raises(SystemExit, match="dry run's results"):
         gpu_window.record(out, gpu_window.LEDGER, docs)
     gpu_window.record(tmp_path, ledger, docs)  # the folder the files came back in, or one above it
-    recorded = (docs / "results.md").read_text()
-    assert recorded.startswith("# Results\n\n## GPU windows\n") and "bert-speedrun (done)" in recorded
     assert next(i for i in json.loads(ledger.read_text())["items"] if i["name"] == "bert-speedrun")["state"] == "done"
-    assert len(list((docs / "results").glob("gpu_window_*_bert-speedrun.json"))) == 1
+    kept = sorted(path.name for path in (docs / "results").glob("gpu_window_*_bert-speedrun.*"))
+    assert [name.rsplit(".", 1)[1] for name in kept] == ["json", "md"]
+    assert "bert-speedrun (done)" in next((docs / "results").glob("*.md")).read_text()
 
 
 def test_the_deadline_stops_a_step_and_keeps_what_it_wrote(prepared, tmp_path):
@@ -165,13 +169,12 @@ def test_the_deadline_stops_a_step_and_keeps_what_it_wrote(prepared, tmp_path):
     longer fits in the window is skipped; an item cut short is "partial" and is tried once more, then passed."""
     script = tmp_path / "slow.py"
     script.write_text("import time\nprint('started', flush=True)\ntime.sleep(60)\n")
-    scale = gpu_window.gpu_scale(gpu_window.WINDOW_MINUTES)
-    step = gpu_window.Step("slow", str(script), [], budget_s=1.5)
+    step = gpu_window.Step("slow", 1.5, "", args=[str(script)])
     started = time.monotonic()
-    result = gpu_window.run_step(step, scale, deadline=time.monotonic() + 60, logs=tmp_path)
+    result = gpu_window.run_step(step, deadline=time.monotonic() + 60, logs=tmp_path)
     assert result["status"] == "cut at its deadline" and time.monotonic() - started < 15
     assert "started" in (tmp_path / "slow.txt").read_text()
-    late = gpu_window.run_step(step, scale, deadline=time.monotonic() + 0.5, logs=tmp_path)
+    late = gpu_window.run_step(step, deadline=time.monotonic() + 0.5, logs=tmp_path)
     assert late["status"] == "skipped: not enough time left in the window"
 
     # A window far too short for the item: every step skipped, the item partial, the result files still written.
@@ -182,9 +185,9 @@ def test_the_deadline_stops_a_step_and_keeps_what_it_wrote(prepared, tmp_path):
     returned = json.loads((out / "gpu_ledger.json").read_text())
     item = next(i for i in returned["items"] if i["name"] == "bert-speedrun")
     assert item["state"] == "partial" and item["tries"] == 1
-    assert "next item: bert-speedrun (partial, tried 1 times)" in gpu_window.plan(returned, scale)
+    assert "next item: bert-speedrun (partial, tried 1 times)" in gpu_window.plan(returned)
     item["tries"] = gpu_window.MAX_TRIES
-    assert gpu_window.plan(returned, scale).startswith("next item: bert-control")
+    assert gpu_window.plan(returned).startswith("next item: bert-control")
 
 
 def test_a_window_runs_the_first_item_then_each_later_one_that_still_fits(tmp_path, monkeypatch):
@@ -193,10 +196,10 @@ def test_a_window_runs_the_first_item_then_each_later_one_that_still_fits(tmp_pa
     waits for a later window, bert-control fits and runs, nothing else fits."""
     ran = []
 
-    def run_item(item, scale, prepared, work, deadline):
-        ran.append(item["name"])
+    def run_item(name, steps, work, deadline, in_process):
+        ran.append(name)
         time.sleep(0.9)
-        return {"name": item["name"], "state": "done", "steps": []}
+        return {"name": name, "state": "done", "steps": []}
 
     monkeypatch.setattr(gpu_window, "run_item", run_item)
     ledger, out = ledger_with(tmp_path, {}), tmp_path / "out"

@@ -2,6 +2,7 @@
 and clipping (per-step numpy reference, cuDNN-path equivalence, gradients), the biLSTM stack's masking, the
 scalar mix and the sampled softmax."""
 
+import itertools
 import math
 
 import numpy as np
@@ -311,6 +312,54 @@ def test_sampled_softmax_loss_matches_its_definition(monkeypatch):
     assert softmax.loss(hidden, targets).item() == pytest.approx(sum(losses) / 2, rel=1e-5)
     softmax.eval()  # evaluation: the full softmax
     torch.testing.assert_close(softmax.loss(hidden, targets), F.cross_entropy(softmax(hidden[:2]), targets[:2]))
+
+
+def sampled_softmax_reference(softmax, hidden, targets, draws):
+    """The sampled softmax's mean loss written out row by row and draw by draw (duplicates scored as often as
+    drawn, draws equal to the target left out), skipping targets of -100; in float64."""
+    vocab_size, num_sampled = softmax.weight.shape[0], softmax.num_sampled
+    weight, bias, hidden = softmax.weight.double(), softmax.bias.double(), hidden.double()
+
+    def logit(h, word):  # corrected by log(expected count)
+        probability = math.log((word + 2) / (word + 1)) / math.log(vocab_size + 1)
+        return h @ weight[word] + bias[word] - math.log(num_sampled * probability)
+
+    losses = []
+    for h, target in zip(hidden, targets.tolist()):
+        if target == -100:
+            continue
+        true = logit(h, target)
+        others = [logit(h, word) for word in draws.tolist() if word != target]
+        losses.append(torch.logsumexp(torch.stack([true, *others]), dim=0) - true)
+    return torch.stack(losses).mean().float()
+
+
+@pytest.mark.parametrize("host_syncs", [True, False])
+def test_sampled_softmax_losses_equal_a_loss_over_every_row_and_every_draw(monkeypatch, host_syncs):
+    """Two pairs sharing one softmax (the biLM's two directions), each with its own draws, duplicates and draws
+    equal to a target among them, and rows without a target: losses and gradients equal the written-out
+    definition (in float64). With host syncs, skipped rows are dropped and each distinct draw is scored once with
+    log(times drawn); without (`torch.compile`), every row and every draw is scored."""
+    import hf_ctx.layers as layers
+
+    monkeypatch.setattr(layers, "host_syncs_allowed", lambda tensor: host_syncs)
+    torch.manual_seed(0)
+    softmax = randomize(WordSoftmax(4, 30, num_sampled=8)).train()
+    draws = [torch.tensor([0, 3, 3, 7, 0, 0, 12, 3]), torch.tensor([1, 1, 5, 29, 2, 5, 0, 9])]
+    sample = itertools.cycle(draws)
+    monkeypatch.setattr(WordSoftmax, "sample_log_uniform", staticmethod(lambda n, v, device: next(sample)))
+    hidden = [torch.randn(5, 4, requires_grad=True) for _ in range(2)]
+    targets = [torch.tensor([3, -100, 12, 0, 20]), torch.tensor([-100, 5, 1, -100, 29])]
+
+    losses = softmax.losses(list(zip(hidden, targets)))
+    gradients = torch.autograd.grad(sum(losses), [softmax.weight, softmax.bias, *hidden])
+    expected = [sampled_softmax_reference(softmax, h, t, d) for h, t, d in zip(hidden, targets, draws)]
+    expected_gradients = torch.autograd.grad(sum(expected), [softmax.weight, softmax.bias, *hidden])
+    torch.testing.assert_close(torch.stack(losses), torch.stack(expected))
+    for gradient, expected_gradient in zip(gradients, expected_gradients):
+        torch.testing.assert_close(gradient, expected_gradient)
+    assert (gradients[2][1] == 0).all() and (gradients[3][[0, 3]] == 0).all()  # rows without a target
+    assert softmax.loss(hidden[0][:2], torch.tensor([-100, -100])).item() == 0.0  # no target at all
 
 
 def test_log_uniform_sampler_follows_zipf():

@@ -17,8 +17,8 @@ from hf_ctx import (
     TagLMConfig,
     TagLMForTokenClassification,
 )
+from hf_ctx.input_checks import IGNORE_INDEX
 from hf_ctx.losses import classification_loss, sequence_classification_loss
-from hf_ctx.tensor_checks import IGNORE_INDEX
 
 VOCAB = ["<S>", "</S>", "<UNK>", "the", "cat", "sat", "on", "mat", "a", "dog"]
 SENTENCES = ["the cat sat on the mat", "a dog", "the dog sat", "a cat on a mat"]
@@ -228,7 +228,7 @@ def test_every_head_gives_loss_zero_when_every_label_is_ignored(sparse_predictio
 
 def test_label_range_check_reads_the_device_once(count_host_syncs):
     """`check_label_range` promises one host sync: no boolean indexing (a second sync) to drop ignored labels."""
-    from hf_ctx.tensor_checks import check_label_range
+    from hf_ctx.input_checks import check_label_range
 
     with count_host_syncs() as counter:
         check_label_range(torch.tensor([0, 3, IGNORE_INDEX]), 5)

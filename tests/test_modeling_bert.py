@@ -19,6 +19,7 @@ from transformers import (
     AutoModelForTokenClassification,
     BertConfig,
 )
+from transformers.utils import output_capturing
 
 import hf_ctx
 from hf_ctx import (
@@ -171,6 +172,77 @@ def test_attentions_match_transformers_eager():
     for mine, theirs in zip(actual, expected):
         # Padded keys get zero probability in both; compare everywhere.
         torch.testing.assert_close(mine, theirs, atol=1e-6, rtol=1e-5)
+
+
+# transformers 5.23 numbers selected hidden states from the embeddings (0) and resolves negative indices; 5.17 to 5.22
+# number them from the first layer.
+SELECTS_FROM_EMBEDDINGS = hasattr(output_capturing, "resolve_hidden_states_indices")
+
+
+@pytest.mark.skipif(not SELECTS_FROM_EMBEDDINGS, reason="needs transformers >= 5.23's numbering of hidden states")
+@pytest.mark.parametrize("unpad_inputs", [True, False])
+@pytest.mark.parametrize("selected", [[0, -1], [1], 2])
+def test_selected_hidden_states_match_transformers(unpad_inputs, selected):
+    """`output_hidden_states` as indices, recorded by transformers' `capture_outputs` from `_can_record_outputs`:
+    the selected states are transformers' BERT's on the same weights (at the real tokens when unpadded, zeros at
+    its padding), the others None."""
+    torch.manual_seed(0)
+    source = transformers.BertModel(BertConfig(**PARITY_CONFIGS[0])).eval()
+    config = convert_bert_config(source.config)
+    config.unpad_inputs = unpad_inputs
+    ours = CtxBertModel(config).eval()
+    ours.load_state_dict(convert_bert_state_dict(source.state_dict()))
+    input_ids, attention_mask, token_type_ids = padded_batch()
+    with torch.no_grad():
+        expected = source(input_ids, attention_mask, token_type_ids, output_hidden_states=selected).hidden_states
+        actual = ours(input_ids, attention_mask, token_type_ids, output_hidden_states=selected).hidden_states
+    real = attention_mask.bool() if unpad_inputs else torch.ones_like(attention_mask, dtype=torch.bool)
+    assert len(actual) == len(expected) == PARITY_CONFIGS[0]["num_hidden_layers"] + 1
+    assert [state is None for state in actual] == [state is None for state in expected]
+    assert sum(state is not None for state in actual) == (len(selected) if isinstance(selected, list) else 1)
+    for index, (mine, theirs) in enumerate(zip(actual, expected)):
+        if mine is not None:
+            torch.testing.assert_close(mine[real], theirs[real], atol=1e-5, rtol=1e-5)
+            assert index == 0 or not mine[~real].any()
+
+
+@pytest.mark.parametrize(
+    "model_class", [CtxBertForPreTraining, CtxBertForTokenClassification, CtxBertForMultipleChoice]
+)
+def test_every_head_records_through_the_base_models_capture_outputs_once(model_class, monkeypatch):
+    """As transformers' `test_capture_outputs_decorator`: the base model's forward alone records (no head chains a
+    second `capture_outputs` around it), and a head returns every layer's hidden states and attentions."""
+    assert set(CtxBertModel._can_record_outputs) == {"hidden_states", "attentions"}
+    active, collectors = [0], []
+    context = output_capturing.CompileableContextVar
+    set_value, reset = context.set, context.reset
+
+    def counted_set(self, value):
+        if value:
+            collectors.append(sorted(value))
+            active[0] += 1
+            assert active[0] == 1, "capture_outputs chained"
+        return set_value(self, value)
+
+    def counted_reset(self, token):
+        if self.get():
+            active[0] -= 1
+        return reset(self, token)
+
+    monkeypatch.setattr(context, "set", counted_set)
+    monkeypatch.setattr(context, "reset", counted_reset)
+    model = model_class(tiny_config(num_labels=3)).eval()
+    input_ids, attention_mask, _ = padded_batch()
+    if model_class is CtxBertForMultipleChoice:
+        input_ids, attention_mask = (t[:, None].expand(-1, 2, -1) for t in (input_ids, attention_mask))
+    with torch.no_grad():
+        output = model(input_ids, attention_mask, output_hidden_states=True, output_attentions=True)
+    assert collectors == [["attentions", "hidden_states"]]
+    assert (
+        len(output.hidden_states) == TINY["num_hidden_layers"] + 1
+        and len(output.attentions) == TINY["num_hidden_layers"]
+    )
+    assert output.attentions[0].shape[-3:] == (TINY["num_attention_heads"], 11, 11)
 
 
 # --- the model's own behaviour ----------------------------------------------------------------------------

@@ -168,6 +168,24 @@ def test_sampled_softmax_trains_and_evaluates_with_the_full_softmax(batch):
     assert after < 0.9 * before
 
 
+@pytest.mark.slow  # a torch.compile trace of the training step: tens of seconds on 2 busy cores
+def test_sampled_training_loss_compiles_as_one_graph_and_equals_eager(batch):
+    """Eager training drops the padding rows and scores each distinct sampled word once; the compiled model (no
+    host reads) scores every row and every draw. Same draws (same seed): same losses and gradients."""
+    model = ElmoForBiLM(tiny_config(num_sampled=6)).train()
+    compiled = torch.compile(model, backend="eager", fullgraph=True)
+    results = []
+    for run in (model, compiled):
+        torch.manual_seed(0)
+        out = run(**batch)
+        gradients = torch.autograd.grad(out.loss, list(model.parameters()))
+        results.append((torch.stack([out.forward_loss, out.backward_loss]), gradients))
+    (eager_losses, eager_gradients), (compiled_losses, compiled_gradients) = results
+    torch.testing.assert_close(compiled_losses, eager_losses)
+    for compiled_gradient, eager_gradient in zip(compiled_gradients, eager_gradients):
+        torch.testing.assert_close(compiled_gradient, eager_gradient)
+
+
 @pytest.mark.parametrize("clip", [3.0, None])
 def test_bilm_compiles_as_one_graph(batch, clip):
     """No graph breaks, so `torch.compile` (e.g. `Trainer --torch_compile`) fuses each LSTM step's elementwise work."""
@@ -510,7 +528,7 @@ def test_a_very_long_sentence_is_refused_or_truncated_as_the_tokenizer_says(toke
 def test_each_input_check_reads_the_device_once_and_still_names_the_problem(count_host_syncs):
     """`check_character_ids` and `check_word_ids` promise one host sync each: one read of every value check,
     whatever errors they look for, so that a CUDA step waits once per check."""
-    from hf_ctx.modeling_elmo import check_character_ids, check_word_ids
+    from hf_ctx.input_checks import check_character_ids, check_word_ids
 
     ids = torch.randint(1, 262, (2, 4, 5))
     attention_mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]])

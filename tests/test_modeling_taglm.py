@@ -372,13 +372,13 @@ def test_each_input_is_checked_once_where_it_enters(bilm_dir, monkeypatch, count
     """TagLM checks the character ids, word ids and labels itself; its biLM and CRF then run unchecked (their
     public forwards would check the same inputs again). The checks read the device three times: once each for
     the character ids, the word ids and the labels (negative, range and transitions together)."""
-    from hf_ctx import crf, modeling_elmo, modeling_taglm
+    from hf_ctx import crf, input_checks, modeling_taglm
 
     model = TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS))).eval()
     inputs = encode(ElmoTokenizer.from_pretrained(bilm_dir), SENTENCES, LABEL_IDS)
     checks = []
-    check_character_ids = modeling_elmo.check_character_ids
-    for module in (modeling_elmo, modeling_taglm):
+    check_character_ids = input_checks.check_character_ids
+    for module in (input_checks, modeling_taglm):
         monkeypatch.setattr(module, "check_character_ids", lambda *a: checks.append("ids") or check_character_ids(*a))
     check_mask = crf.ConditionalRandomField._check
     monkeypatch.setattr(crf.ConditionalRandomField, "_check", lambda *a: checks.append("crf") or check_mask(*a))

@@ -21,14 +21,9 @@ from filesystems import other_filesystem, resize, tmpfs
 from tiny_checkpoints import bert_sequence_classifier, elmo_bilm
 
 from hf_ctx import ElmoForBiLM
-from hf_ctx.atomic_files import (
-    TEMPORARY_PREFIX,
-    CommittedFile,
-    atomic_write,
-    lock_output,
-    remove_stale_temporaries,
-    write_into_folder,
-)
+from hf_ctx.atomic_files import TEMPORARY_PREFIX, remove_stale_temporaries, write_into_folder
+from hf_ctx.data.atomic_write import atomic_write
+from hf_ctx.tools.output_files import CommittedFile, lock_output
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 
@@ -43,19 +38,22 @@ def _assert_same_weights(a, b):
         assert torch.equal(x, y), name
 
 
-# hf_ctx/atomic_files.py alone (standard library only): a second process starts in a fraction of a second, where
-# importing hf_ctx (torch, transformers) would take seconds.
+# hf_ctx's writing modules alone (standard library only), without the package's __init__: a second process starts
+# in a fraction of a second, where importing hf_ctx (torch, transformers) would take seconds.
 _LOAD_ATOMIC_FILES = f"""
-import importlib.util
-spec = importlib.util.spec_from_file_location("atomic_files", {str(REPOSITORY / "hf_ctx" / "atomic_files.py")!r})
-atomic_files = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(atomic_files)
+import sys, types
+package = types.ModuleType("hf_ctx")
+package.__path__ = [{str(REPOSITORY / "hf_ctx")!r}]
+sys.modules["hf_ctx"] = package
+from hf_ctx import atomic_files
+from hf_ctx.data import atomic_write
+from hf_ctx.tools import output_files
 """
 
 
 def _background(code: str, ready: Path) -> subprocess.Popen:
     """Run `code` (which creates `ready` when it has got where the test wants it) in another Python process, with
-    `atomic_files` imported."""
+    hf_ctx's writing modules imported."""
     process = subprocess.Popen([sys.executable, "-c", _LOAD_ATOMIC_FILES + textwrap.dedent(code)])
     deadline = time.monotonic() + 120
     while not ready.exists():
@@ -132,7 +130,7 @@ _SAVE_AS_ANOTHER_USER = """
             f.write("{{}}")
 
     atomic_files.write_into_folder({folder!r}, write)
-    atomic_files.write_text(os.path.join({folder!r}, "all_results.json"), "{{}}")
+    atomic_write.write_text(os.path.join({folder!r}, "all_results.json"), "{{}}")
     print(sorted(os.listdir({folder!r})))
 """
 
@@ -162,7 +160,7 @@ def test_an_output_folder_of_ones_own_under_a_parent_one_cannot_write():
 
 _HOLD_LOCK = """
     import pathlib, time
-    atomic_files.lock_output({folder!r})
+    output_files.lock_output({folder!r})
     pathlib.Path({ready!r}).touch()
     time.sleep(600)
 """
@@ -204,7 +202,7 @@ def test_a_second_run_into_one_output_dir_is_refused_and_a_killed_one_leaves_no_
 
 _HOLD_COMMITTED_FILE = """
     import pathlib, time
-    store = atomic_files.CommittedFile({path!r})
+    store = output_files.CommittedFile({path!r})
     store.write(b"written by the first run")
     pathlib.Path({ready!r}).touch()
     time.sleep(600)
@@ -348,7 +346,7 @@ _KILLED_WHILE_SAVING = """
 
     def write(staging):
         pathlib.Path(staging, "model.safetensors").write_bytes(b"x" * 1000)
-        with atomic_files.atomic_write(pathlib.Path({folder!r}) / "all_results.json") as f:
+        with atomic_write.atomic_write(pathlib.Path({folder!r}) / "all_results.json") as f:
             f.write("{{")
             pathlib.Path({ready!r}).touch()
             time.sleep(600)

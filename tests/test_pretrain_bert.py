@@ -209,7 +209,7 @@ def test_push_to_hub_uploads_the_checkpoint_and_its_card(single_run, corpus, tmp
     assert all(saved[name] == content for name, content in upload["files"].items())
     assert "me/bert-tiny" in saved["README.md"].decode()
     assert set(saved) - set(upload["files"]) == {
-        ".hf_ctx-lock",  # the run's writer lock (hf_ctx.atomic_files.lock_output)
+        ".hf_ctx-lock",  # the run's writer lock (hf_ctx.tools.output_files.lock_output)
         "training_args.bin",
         "trainer_state.json",
         "train_results.json",

@@ -31,7 +31,7 @@ from experiment_lib import (
     write_results_json,
 )
 
-from hf_ctx.atomic_files import write_text
+from hf_ctx.data.atomic_write import write_text
 
 TASKS = {
     "cola": ("CoLA", "matthews_correlation"),

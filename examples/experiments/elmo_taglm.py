@@ -63,7 +63,7 @@ from experiment_lib import (
 from transformers import AutoConfig, AutoTokenizer
 
 from hf_ctx import ElmoForBiLM, ElmoModel
-from hf_ctx.atomic_files import save_pretrained_atomically, write_text
+from hf_ctx.data.atomic_write import save_pretrained_atomically, write_text
 from hf_ctx.data.bilm_cache import BiLMStateCache, states_config
 from hf_ctx.data.conll import read_conll
 from hf_ctx.data.text import iter_text_file_lines

@@ -24,7 +24,7 @@ import torch
 from safetensors.torch import load_file
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from hf_ctx.atomic_files import write_text
+from hf_ctx.data.atomic_write import write_text
 from hf_ctx.tools.trainer import missing_checkpoint_files
 
 EXAMPLES = Path(__file__).resolve().parents[1]

@@ -31,7 +31,7 @@ import torch
 from experiment_lib import markdown_table, pyplot, save_plot, seed_table, verdict
 from transformers import AutoConfig
 
-from hf_ctx.atomic_files import write_text
+from hf_ctx.data.atomic_write import write_text
 from hf_ctx.data.conll import read_conll
 from hf_ctx.modeling_elmo import ElmoModel
 from hf_ctx.tools.embed import ElmoEmbedder, load_elmo

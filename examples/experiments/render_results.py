@@ -30,7 +30,7 @@ from pathlib import Path
 
 from experiment_lib import are_counts, markdown_table, mean_min_max, perplexity_markdown, verdict_word
 
-from hf_ctx.atomic_files import write_text
+from hf_ctx.data.atomic_write import write_text
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = ("README.md", "docs/results.md")

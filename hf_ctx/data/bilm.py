@@ -27,8 +27,8 @@ from datasets import Dataset, Features, IterableDataset, List, Value
 from datasets.utils.tqdm import tqdm  # off where `datasets` progress bars are (output to a file)
 from transformers import EvalPrediction
 
-from ..atomic_files import atomic_write
 from ..tokenization_elmo import BOS_TOKEN, EOS_TOKEN, UNK_TOKEN
+from .atomic_write import atomic_write
 from .text import load_text_documents, map_batches
 from .words import check_word_splitter, sentence_words, split_words
 

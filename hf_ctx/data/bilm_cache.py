@@ -41,7 +41,8 @@ from datasets.utils.tqdm import tqdm  # off where `datasets` progress bars are (
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save as serialize
 
-from ..atomic_files import atomic_write, remove_stale_temporaries
+from ..atomic_files import remove_stale_temporaries
+from .atomic_write import atomic_write
 
 logger = logging.getLogger(__name__)
 
@@ -246,7 +247,7 @@ class BiLMStateCache:
         return len(order)
 
     def _write_shard(self, states: dict[str, torch.Tensor]):
-        """Write one shard atomically (`hf_ctx.atomic_files.atomic_write`) and read it back."""
+        """Write one shard atomically (`hf_ctx.data.atomic_write.atomic_write`) and read it back."""
         self.folder.mkdir(parents=True, exist_ok=True)
         name = hashlib.blake2b("".join(sorted(states)).encode(), digest_size=16).hexdigest()
         path = self.folder / f"states-{name}.safetensors"

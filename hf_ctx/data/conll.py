@@ -20,7 +20,7 @@ from pathlib import Path
 
 from datasets import ClassLabel, Dataset, DatasetDict, Sequence
 
-from ..atomic_files import atomic_write
+from ..input_checks import IGNORE_INDEX
 from ..tag_schemes import (
     canonical_scheme,
     convert_tags,
@@ -30,7 +30,7 @@ from ..tag_schemes import (
     split_tag,
     tag_set_kind,
 )
-from ..tensor_checks import IGNORE_INDEX
+from .atomic_write import atomic_write
 from .files import utf8_lines
 from .words import split_words
 

@@ -6,7 +6,7 @@ import os
 import re
 from pathlib import Path
 
-from ..atomic_files import write_text
+from .atomic_write import write_text
 
 # Characters that show as nothing yet would become part of a line's first word: the byte-order mark that editors
 # put at the start of a UTF-8 file (U+FEFF, also read as the "zero-width no-break space"), and the zero-width space

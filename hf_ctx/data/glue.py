@@ -23,7 +23,7 @@ from pathlib import Path
 
 from datasets import Dataset, DatasetDict
 
-from ..atomic_files import atomic_write
+from .atomic_write import atomic_write
 from .files import utf8_lines
 from .glue_tasks import GlueTask, glue_task
 from .words import split_words

@@ -22,7 +22,7 @@ from datasets import Dataset
 from torch.nn import functional as F
 from transformers import PreTrainedTokenizerBase, TrainerCallback
 
-from ..tensor_checks import IGNORE_INDEX
+from ..input_checks import IGNORE_INDEX
 from .text import map_fingerprint
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import datasets
 from transformers import DataCollatorForMultipleChoice
 
-from ..atomic_files import write_text
+from .atomic_write import write_text
 
 logger = logging.getLogger(__name__)
 
@@ -177,6 +177,6 @@ class MultipleChoiceCollator(DataCollatorForMultipleChoice):
 
 
 def write_json_atomically(path: Path, value) -> Path:
-    """Write `value` as JSON to `path` atomically (`hf_ctx.atomic_files.write_text`): whole or absent."""
+    """Write `value` as JSON to `path` atomically (`hf_ctx.data.atomic_write.write_text`): whole or absent."""
     write_text(path, json.dumps(value))
     return path

@@ -46,9 +46,10 @@ from datasets.fingerprint import Hasher
 from torch.nn import functional as F
 from transformers import BertTokenizer, EvalPrediction, PreTrainedTokenizerBase
 
-from ..atomic_files import atomic_write, save_pretrained_atomically, write_into_folder, write_text
-from ..tensor_checks import IGNORE_INDEX
+from ..atomic_files import write_into_folder
+from ..input_checks import IGNORE_INDEX
 from . import words
+from .atomic_write import atomic_write, save_pretrained_atomically, write_text
 from .text import load_text_documents, map_batches, sample_texts
 
 logger = logging.getLogger(__name__)

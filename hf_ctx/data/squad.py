@@ -14,7 +14,7 @@ from pathlib import Path
 
 from datasets import Dataset, DatasetDict
 
-from ..atomic_files import write_text
+from .atomic_write import write_text
 from .files import read_json_file
 from .qa_windows import answer_token_span, encode_windows
 
@@ -207,7 +207,7 @@ def encode_for_evaluation(batch, tokenizer, max_seq_length: int, doc_stride: int
 
 
 def write_json(path: str | Path, content) -> Path:
-    """Write `content` as JSON to `path` atomically (`hf_ctx.atomic_files.write_text`)."""
+    """Write `content` as JSON to `path` atomically (`hf_ctx.data.atomic_write.write_text`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text(path, json.dumps(content, indent=2, ensure_ascii=False) + "\n")

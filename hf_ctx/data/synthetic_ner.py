@@ -16,8 +16,8 @@ import argparse
 import random
 from pathlib import Path
 
-from ..atomic_files import atomic_write
 from ..tag_schemes import TAG_SCHEMES, convert_tags
+from .atomic_write import atomic_write
 from .files import mark_generated
 
 FIRST_NAMES = [

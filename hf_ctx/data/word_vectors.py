@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..atomic_files import atomic_write
+from .atomic_write import atomic_write
 
 logger = logging.getLogger(__name__)
 

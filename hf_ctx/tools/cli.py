@@ -84,9 +84,9 @@ def _add_train_tokenizer(subparsers):
     )
 
     def run(args):
-        from ..atomic_files import save_pretrained_atomically
+        from ..data.atomic_write import save_pretrained_atomically
         from ..data.wordpiece import train_wordpiece_tokenizer
-        from .checks import check_output_dir
+        from .paths import check_output_dir
 
         check_output_dir(args.output_dir)
         tokenizer = train_wordpiece_tokenizer(

@@ -19,9 +19,9 @@ from transformers import BertConfig
 from .. import modeling_bert
 from ..configuration_bert import CtxBertConfig
 from ..remote_code import check_finite_weights
-from .checks import check_no_checkpoint_in, check_output_dir
 from .loading import load_tokenizer
 from .model_card import save_converted_checkpoint
+from .paths import check_no_checkpoint_in, check_output_dir
 
 logger = logging.getLogger(__name__)
 

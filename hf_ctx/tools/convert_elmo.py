@@ -28,8 +28,8 @@ from ..data.files import read_json_file
 from ..modeling_elmo import ElmoModel
 from ..remote_code import check_finite_weights
 from ..tokenization_elmo import ElmoTokenizer
-from .checks import check_no_checkpoint_in, check_output_dir
 from .model_card import save_converted_checkpoint
+from .paths import check_no_checkpoint_in, check_output_dir
 
 logger = logging.getLogger(__name__)
 
@@ -207,18 +207,34 @@ def _check_argument_order(options_json, weights_hdf5) -> None:
         )
 
 
+def load_bilm_tf(options_json, weights_hdf5) -> ElmoModel:
+    """The `ElmoModel` of bilm-tf's `options_json` + `weights_hdf5`, in eval mode, without writing anything.
+
+    Its vectors are the original's for a batch started from zero LSTM states. Errors name the file: swapped
+    arguments, a file of the wrong kind, a missing or misshapen dataset, weights that are not finite.
+    """
+    _check_argument_order(options_json, weights_hdf5)
+    options = read_json_file(options_json, "bilm-tf's JSON options file")
+    model = ElmoModel(elmo_config_from_options(options, str(options_json)))
+    state = bilm_tf_state_dict(model.config, weights_hdf5)
+    check_finite_weights(state, weights_hdf5)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if missing or unexpected:  # a mismatch here is a bug in this converter, not in the files
+        raise RuntimeError(f"converter produced a wrong state dict: missing {missing}, unexpected {unexpected}")
+    return model.eval()
+
+
 def convert_elmo_checkpoint(options_json, weights_hdf5, output_dir, vocab_file=None) -> ElmoModel:
     """Write the ELMo of `options_json` + `weights_hdf5` as an hf_ctx checkpoint in `output_dir`.
 
     The folder gets an `ElmoModel` (config.json, model.safetensors, the source of hf_ctx's classes) and an
     `ElmoTokenizer`: character ids only, or with the word vocabulary of `vocab_file` (bilm-tf's vocab.txt, e.g.
     for further pretraining with `ElmoForBiLM`, whose softmax the published files do not contain). Returns the
-    converted model. Its vectors are the original's for a batch started from zero LSTM states.
+    converted model (`load_bilm_tf`'s).
     """
-    _check_argument_order(options_json, weights_hdf5)
     check_output_dir(output_dir)
-    options = read_json_file(options_json, "bilm-tf's JSON options file")
-    config = elmo_config_from_options(options, str(options_json))
+    model = load_bilm_tf(options_json, weights_hdf5)
+    config = model.config
     tokenizer = ElmoTokenizer(
         vocab_file=str(vocab_file) if vocab_file is not None else None,
         max_characters_per_token=config.max_characters_per_token,
@@ -227,14 +243,7 @@ def convert_elmo_checkpoint(options_json, weights_hdf5, output_dir, vocab_file=N
         config.vocab_size = tokenizer.vocab_size
         config.bos_token_id, config.eos_token_id = tokenizer.bos_token_id, tokenizer.eos_token_id
         config.unk_token_id = tokenizer.unk_token_id
-    model = ElmoModel(config)
-    state = bilm_tf_state_dict(config, weights_hdf5)
-    check_finite_weights(state, weights_hdf5)
     check_no_checkpoint_in(output_dir)
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    if missing or unexpected:  # a mismatch here is a bug in this converter, not in the files
-        raise RuntimeError(f"converter produced a wrong state dict: missing {missing}, unexpected {unexpected}")
-    model.eval()
     output_dir = Path(output_dir)
     files = [Path(options_json).name, Path(weights_hdf5).name] + ([Path(vocab_file).name] if vocab_file else [])
 
@@ -257,4 +266,4 @@ def convert_elmo_checkpoint(options_json, weights_hdf5, output_dir, vocab_file=N
     return model
 
 
-__all__ = ["bilm_tf_state_dict", "convert_elmo_checkpoint", "elmo_config_from_options"]
+__all__ = ["bilm_tf_state_dict", "convert_elmo_checkpoint", "elmo_config_from_options", "load_bilm_tf"]

@@ -21,7 +21,7 @@ A run can be resumed: lines whose datasets exist are skipped. Each dataset recor
 attribute; its words are `hf_ctx.data.words.split_words(sentence, word_splitter)`) and the file records the model
 (a hash of its weights), the output, the dtype and the word splitter, so a file is only extended with vectors of
 the same kind; anything else is an error asking for `overwrite`. The file is written
-through `hf_ctx.atomic_files.CommittedFile`: after each batch it is a complete HDF5 file, and a full disk (or a
+through `hf_ctx.tools.output_files.CommittedFile`: after each batch it is a complete HDF5 file, and a full disk (or a
 kill) leaves it as it was after the last batch, so the same command resumes from there. The file is locked while
 it is written: a second run into it (`--overwrite` or not) is refused before it reads or truncates anything.
 """
@@ -34,13 +34,13 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from ..atomic_files import CommittedFile
 from ..configuration_elmo import ElmoConfig
 from ..data.files import strip_invisible_prefix, utf8_lines
 from ..data.words import check_word_splitter, split_words
 from ..modeling_elmo import ElmoModel
 from ..tokenization_elmo import ElmoTokenizer, read_vocabulary_file
-from .checks import check_model_type
+from .output_files import CommittedFile
+from .paths import check_model_type
 
 OUTPUTS = ("all", "top", "average")
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -221,12 +221,15 @@ def _open_output(output_path: str, resume: bool):
         raise
 
 
-def _write_sentence_index(file, sentences: list[str]) -> None:
-    """AllenNLP's `sentence_to_index` dataset: one JSON string {sentence: dataset name}, replaced if there."""
+def _write_sentence_index(file, sentences: list[str] | None) -> None:
+    """AllenNLP's `sentence_to_index` dataset: one JSON string {sentence: dataset name}, replaced if there (removed
+    when `sentences` is None)."""
     import h5py
 
     if "sentence_to_index" in file:
         del file["sentence_to_index"]
+    if sentences is None:
+        return
     sentence_to_index = {sentence: str(i) for i, sentence in enumerate(sentences)}
     index = file.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
     index[0] = json.dumps(sentence_to_index)
@@ -337,6 +340,7 @@ class ElmoEmbedder:
         overwrite: bool = False,
         progress: bool = True,
         word_splitter: str = "whitespace",
+        sentence_index: bool = True,
     ) -> dict:
         """Write the vectors of every line of `input_path` (one sentence per line) to the HDF5 file `output_path`,
         in AllenNLP's layout (see the module docstring). Lines are split into words by `hf_ctx.data.words` under
@@ -346,8 +350,9 @@ class ElmoEmbedder:
         Sentences are batched `batch_size` at a time after sorting by length (little padding); datasets are named
         after the line index, so the order of computing does not show in the file. An existing `output_path`
         written by this method is extended (lines already there are kept) unless `overwrite`; its model, output
-        and dtype must be this run's. Returns {"sentences", "embedded", "kept", "words"}: the file's line count,
-        lines embedded now, lines already in the file, and words embedded now.
+        and dtype must be this run's. `sentence_index=False` leaves out the `sentence_to_index` dataset (AllenNLP's
+        `--forget-sentences`). Returns {"sentences", "embedded", "kept", "words"}: the file's line count, lines
+        embedded now, lines already in the file, and words embedded now.
         """
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
@@ -377,7 +382,7 @@ class ElmoEmbedder:
                 }
                 todo = sorted(words_of, key=lambda i: len(words_of[i]), reverse=True)
                 words = self._write_vectors(file, sentences, words_of, todo, layer_output, batch_size, progress)
-                _write_sentence_index(file, sentences)
+                _write_sentence_index(file, sentences if sentence_index else None)
         except Exception as error:
             if store.failed is None:
                 raise

@@ -1,5 +1,5 @@
 """hf_ctx's model families, one registry: one `ModelFamily` record per family, which the Auto registration
-(`hf_ctx/__init__.py`), the example scripts, the model cards and `checks.check_model_type` read.
+(`hf_ctx/__init__.py`), the example scripts, the model cards and `paths.check_model_type` read.
 
 A family is named by a short word ("bert", "elmo", "taglm") and recognised in a checkpoint by its config's
 `model_type` ("hf_ctx_bert", ...). Its record names its config class, its model class per task, its tokenizer
@@ -30,7 +30,7 @@ from .. import (
     modeling_elmo,
     modeling_taglm,
 )
-from ..atomic_files import write_text
+from ..data.atomic_write import write_text
 from ..data.wordpiece import train_wordpiece_tokenizer
 from ..tokenization_elmo import ElmoTokenizer
 

@@ -15,7 +15,7 @@ from huggingface_hub import HfApi, ModelCard
 from transformers import Trainer
 from transformers.modelcard import extract_hyperparameters_from_trainer, parse_log_history
 
-from ..atomic_files import write_text
+from ..data.atomic_write import write_text
 from .model_card import RunFacts, build_model_card
 from .plots import training_curves, write_training_curves
 

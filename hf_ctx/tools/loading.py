@@ -15,8 +15,8 @@ from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
 
 from ..atomic_files import damaged_files
 from ..data.files import read_json_file
-from .checks import check_local_path, check_model_type
 from .families import MODEL_FAMILIES, find_family
+from .paths import check_local_path, check_model_type
 
 logger = logging.getLogger(__name__)
 

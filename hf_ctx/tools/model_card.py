@@ -21,7 +21,8 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers.modelcard import TASK_TAG_TO_NAME_MAPPING, make_markdown_table
 
-from ..atomic_files import write_into_folder, write_text
+from ..atomic_files import write_into_folder
+from ..data.atomic_write import write_text
 from ..data.files import how_generated
 from ..remote_code import registered_auto_class, shareable_name
 from .families import MODEL_FAMILIES

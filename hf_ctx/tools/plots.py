@@ -9,7 +9,7 @@ import io
 import logging
 import os
 
-from ..atomic_files import atomic_write
+from ..data.atomic_write import atomic_write
 
 logger = logging.getLogger(__name__)
 

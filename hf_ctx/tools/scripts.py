@@ -19,14 +19,14 @@ import datasets
 import transformers
 from transformers import HfArgumentParser, Trainer, TrainingArguments
 
-from ..atomic_files import lock_output
-from .checks import (
+from .argument_checks import (
     check_conflicting_arguments,
     check_mixed_precision,
     check_path_arguments,
     check_positive_arguments,
 )
 from .families import MODEL_FAMILIES, families_with, find_family, preset_names
+from .output_files import lock_output
 from .trainer import progress_to_terminal
 
 logger = logging.getLogger(__name__)
@@ -103,8 +103,8 @@ def parse_args_and_set_up(
     steps: tuple[str, ...] = ("do_train", "do_eval", "do_predict"),
 ) -> tuple:
     """The start of every example script: parse the command line, set up logging, seed everything, refuse
-    arguments the run could not use (see `hf_ctx.tools.checks`), and make this run the one writer of
-    `--output_dir` (`hf_ctx.atomic_files.lock_output`: a second run into the same folder is an error; the
+    arguments the run could not use (see `hf_ctx.tools.argument_checks`), and make this run the one writer of
+    `--output_dir` (`hf_ctx.tools.output_files.lock_output`: a second run into the same folder is an error; the
     temporaries a killed run left there are removed).
 
     Args:

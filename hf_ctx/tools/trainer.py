@@ -26,7 +26,8 @@ from transformers import ProgressCallback, Trainer, TrainerCallback, TrainerStat
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy
 from transformers.utils.hub import PushInProgress
 
-from ..atomic_files import damaged_file_reason, damaged_files, write_failed, write_into_folder, write_text
+from ..atomic_files import damaged_file_reason, damaged_files, write_failed, write_into_folder
+from ..data.atomic_write import write_text
 from ..remote_code import check_finite_weights, nonfinite_tensors
 from .cpu_threads import CpuThreadsCallback
 

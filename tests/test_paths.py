@@ -1,12 +1,13 @@
-"""hf_ctx.tools.checks.check_local_path: a name that is no local folder is refused before any data is loaded, with
+"""hf_ctx.tools.paths.check_local_path: a name that is no local folder is refused before any data is loaded, with
 one line that says so first; offline the Hub is never asked, online one existence check decides (a fake Hub)."""
 
 import pytest
 import run_ner
 from huggingface_hub import HfApi, constants
 
-from hf_ctx.tools.checks import check_local_path, check_path_arguments
+from hf_ctx.tools.argument_checks import check_path_arguments
 from hf_ctx.tools.errors import run_script
+from hf_ctx.tools.paths import check_local_path
 
 
 @pytest.fixture

@@ -1,0 +1,310 @@
+"""The checks of the tensors that enter a model: BERT's token ids, ELMo's and TagLM's character and word ids, cached
+biLM states, labels, and a CRF tagger's gold tags. Every family and the CRF import them from here (single-dot
+relative imports, so this file travels with a checkpoint's remote code); a config's fields are checked by the config
+(`configuration_checks.py`).
+
+Each model checks its inputs once, where they enter, and then runs its parts (the biLM inside TagLM, the CRF)
+through their unchecked methods. Bad input is a `ValueError` naming the tensor, its shape or the value, before a
+kernel runs: an out-of-range id would otherwise be an opaque index error on CPU or a device-side assert on CUDA.
+A check that needs tensor values reads all of them back to the host at once (`values_outside`: one host sync),
+and is skipped where `host_syncs_allowed` says no (while `torch.compile` traces, on XLA).
+
+Shapes use B = batch, T = tokens, W = words, C = characters per word, S = a CRF's positions.
+"""
+
+from collections.abc import Sequence
+
+import torch
+
+# Label of a position that gets no loss and no metric (padding, special tokens, a word's later sub-tokens).
+# PyTorch's cross-entropy, transformers' data collators and `Trainer` use the same value.
+IGNORE_INDEX = -100
+
+
+def host_syncs_allowed(tensor: torch.Tensor) -> bool:
+    """Whether a forward pass may read values of `tensor` back to the host (the input checks that cost one host
+    sync, BERT's unpadding). Not while `torch.compile` traces (data-dependent control flow breaks the graph), and
+    not on an XLA device (TPU): there each read runs the lazily built graph and waits for it, every step, and a
+    data-dependent shape compiles a new graph."""
+    return not torch.compiler.is_compiling() and tensor.device.type != "xla"
+
+
+def traces_dynamic_output_shapes() -> bool:
+    """Whether `torch.compile` is tracing with torch's `capture_dynamic_output_shape_ops` (set by the environment
+    variable `TORCHDYNAMO_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS=1` or `torch._dynamo.config`): an op whose output shape
+    depends on tensor values (`nonzero`) is then traced with a symbolic size instead of breaking the graph, so
+    BERT's unpadding can run inside one compiled graph."""
+    return torch.compiler.is_compiling() and bool(torch._dynamo.config.capture_dynamic_output_shape_ops)
+
+
+def values_outside(
+    ranges: Sequence[tuple[torch.Tensor, int]], flags: Sequence[torch.Tensor] = ()
+) -> tuple[list[int | None], list[int]]:
+    """Every value check of one input in one host sync.
+
+    Args:
+        ranges: (tensor, limit) pairs: integer tensors whose values belong in [0, limit).
+        flags: 0-d tensors (a count, a boolean) the check also needs on the host.
+
+    Returns:
+        For each pair, the first of its tensor's minimum (if negative) and maximum (if limit or more) that lies
+        outside [0, limit), or None when every value is inside (an empty tensor is); and each flag as an int.
+    """
+    bounds = [bound for tensor, _ in ranges if tensor.numel() > 0 for bound in (tensor.min(), tensor.max())]
+    values = iter(torch.stack([value.long() for value in bounds + list(flags)]).tolist() if bounds or flags else [])
+    outside = []
+    for tensor, limit in ranges:
+        low, high = (next(values), next(values)) if tensor.numel() > 0 else (0, limit - 1)  # empty: nothing outside
+        outside.append(low if low < 0 else high if high >= limit else None)
+    return outside, list(values)
+
+
+# --- labels -----------------------------------------------------------------------------------------------------
+
+
+def check_label_range(labels: torch.Tensor, num_classes: int) -> None:
+    """A `ValueError` unless every label is a class id in [0, num_classes) or `IGNORE_INDEX` (the classification
+    losses' labels)."""
+    if not host_syncs_allowed(labels):
+        return
+    used = labels.masked_fill(labels == IGNORE_INDEX, 0)  # 0 is a class id: ignored labels pass
+    (outside,), _ = values_outside([(used, num_classes)])
+    if outside is not None:
+        raise label_range_error(outside, num_classes)
+
+
+def label_range_error(label: int, num_classes: int) -> ValueError:
+    """The error of a label outside [0, num_classes) (`check_label_range`'s and `check_gold_tags`')."""
+    return ValueError(
+        f"label {label} is outside [0, num_labels={num_classes}); a label is a class id, or {IGNORE_INDEX} for no loss"
+    )
+
+
+def check_labels_shape(labels: torch.Tensor, mask: torch.Tensor) -> None:
+    """A `ValueError` unless a word tagger's `labels` have the shape of its word mask (B, W)."""
+    if tuple(labels.shape) != tuple(mask.shape):
+        raise ValueError(f"labels has shape {tuple(labels.shape)}, expected (batch, words) = {tuple(mask.shape)}")
+
+
+def check_gold_tags(crf, labels: torch.Tensor, mask: torch.Tensor, config) -> None:
+    """A `ValueError` unless `labels` (B, S) give every word of the prefix mask `mask` (B, S) a tag id in
+    [0, num_labels) and the tags follow `config.tag_scheme` under the CRF `crf`'s allowed transitions: the
+    transition error names the sentence, word and transition (O -> I-PER under IOB2). The CRF scores such a
+    transition -10000, so training on it gives a loss of about 10,000 and learns nothing; the data is then in
+    another scheme (IOB1), to be converted first.
+
+    The three checks (negative, range, transitions) cost one host sync together.
+    """
+    if not host_syncs_allowed(labels) or labels.numel() == 0:
+        return
+    allowed, t = crf.allowed, crf.num_tags
+    tags = labels.masked_fill(~mask, 0)
+    in_range = tags.clamp(0, t - 1)  # the transitions are read only when every tag is in range
+    lengths = mask.sum(1)
+    has_words = lengths > 0
+    # (B, S + 1) flags: start -> first tag, tag -> next tag, last tag -> end
+    bad_start = has_words & ~allowed[t, in_range[:, 0]]
+    bad_inside = mask[:, 1:] & ~allowed[in_range[:, :-1], in_range[:, 1:]]
+    last = in_range.gather(1, (lengths - 1).clamp(min=0).unsqueeze(1)).squeeze(1)
+    bad_end = has_words & ~allowed[last, t + 1]
+    bad = torch.cat([bad_start.unsqueeze(1), bad_inside, bad_end.unsqueeze(1)], dim=1)
+    (outside,), (any_bad,) = values_outside([(tags, t)], [bad.any()])
+    if outside is not None and outside < 0:
+        raise ValueError(
+            f"labels must give every word a tag id; found a negative label (e.g. {IGNORE_INDEX}) on a word"
+        )
+    if outside is not None:
+        raise label_range_error(outside, t)
+    if any_bad:
+        raise tag_scheme_error(bad, in_range, lengths, config)
+
+
+def tag_scheme_error(bad: torch.Tensor, tags: torch.Tensor, lengths: torch.Tensor, config) -> ValueError:
+    """The error of the first transition `bad` (B, S + 1) flags in `tags` (B, S), which `config.tag_scheme`
+    forbids: sentence, word and transition named, with the conversion that fixes it."""
+    sentence, position = (int(i) for i in bad.nonzero()[0])
+    names = {int(k): v for k, v in config.id2label.items()}
+    row = tags[sentence].tolist()
+    if position == 0:
+        where, transition = "at its first word", f"the sentence start -> {names[row[0]]}"
+    elif position == int(lengths[sentence]):
+        where, transition = "at its last word", f"{names[row[position - 1]]} -> the sentence end"
+    else:
+        where, transition = f"at word {position}", f"{names[row[position - 1]]} -> {names[row[position]]}"
+    hint = (
+        "Tags that start an entity with I- are IOB1: convert them (hf_ctx.tag_schemes.convert_tags(tags, "
+        "'IOB1', 'IOB2'); run_ner.py converts CoNLL files itself)"
+        if transition.split(" -> ")[-1].startswith("I-")
+        else "The data is in another scheme: convert it (hf_ctx.tag_schemes.convert_tags)"
+    )
+    return ValueError(
+        f"the labels of sentence {sentence} of the batch break the {config.tag_scheme} tag scheme "
+        f"{where}: {transition} is not allowed. {hint}, or give the model the scheme of the data (tag_scheme)"
+    )
+
+
+# --- BERT: token ids --------------------------------------------------------------------------------------------
+
+
+def check_bert_inputs(config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds) -> None:
+    """A `ValueError` unless BERT's inputs fit `config`: exactly one of `input_ids` (B, T) int64 or int32 and
+    `inputs_embeds` (B, T, hidden_size), not empty, at most `max_position_embeddings` long; `attention_mask` and
+    `token_type_ids` (B, T), `position_ids` (..., T); ids in their embeddings' ranges; a mask of 0 and 1 only."""
+    if (input_ids is None) == (inputs_embeds is None):
+        raise ValueError("pass exactly one of input_ids or inputs_embeds")
+    if input_ids is not None:
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must have shape (batch, tokens), got {tuple(input_ids.shape)}")
+        if input_ids.dtype not in (torch.int64, torch.int32):  # what an embedding lookup takes
+            raise ValueError(f"input_ids must be integer token ids (int64 or int32), got dtype {input_ids.dtype}")
+        shape = tuple(input_ids.shape)
+    else:
+        if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != config.hidden_size:
+            raise ValueError(
+                f"inputs_embeds must have shape (batch, tokens, {config.hidden_size}), got {tuple(inputs_embeds.shape)}"
+            )
+        shape = tuple(inputs_embeds.shape[:2])
+    if 0 in shape:
+        raise ValueError(f"the batch is empty (shape {shape}); pass at least one sequence of at least one token")
+    if shape[1] > config.max_position_embeddings:
+        raise ValueError(
+            f"sequence length {shape[1]} is longer than the model allows (max_position_embeddings="
+            f"{config.max_position_embeddings}); truncate the input (tokenizer(..., truncation=True))"
+        )
+    for name, tensor in [("attention_mask", attention_mask), ("token_type_ids", token_type_ids)]:
+        if tensor is not None and tuple(tensor.shape) != shape:
+            raise ValueError(f"{name} has shape {tuple(tensor.shape)} but input_ids has shape {shape}")
+    if position_ids is not None and position_ids.shape[-1] != shape[1]:
+        raise ValueError(f"position_ids has shape {tuple(position_ids.shape)}; expected (..., {shape[1]})")
+    if host_syncs_allowed(input_ids if input_ids is not None else inputs_embeds):
+        check_bert_values(config, input_ids, attention_mask, token_type_ids, position_ids)
+
+
+def check_bert_values(config, input_ids, attention_mask, token_type_ids, position_ids) -> None:
+    """`check_bert_inputs`' value checks, in one host sync: the ids' ranges, and an attention mask of 1 for real
+    tokens and 0 for padding. A mask of other values, e.g. an additive 0 / -inf mask, would be read inverted, so
+    it is refused."""
+    ids = [
+        (name, tensor, limit)
+        for name, tensor, limit in [
+            ("input_ids", input_ids, config.vocab_size),
+            ("token_type_ids", token_type_ids, config.type_vocab_size),
+            ("position_ids", position_ids, config.max_position_embeddings),
+        ]
+        if tensor is not None
+    ]
+    flags = []
+    if attention_mask is not None and attention_mask.dtype != torch.bool:
+        flags.append(((attention_mask != 0) & (attention_mask != 1)).sum())
+    outside, not_binary = values_outside([(tensor, limit) for _, tensor, limit in ids], flags)
+    for (name, _, limit), bad in zip(ids, outside):
+        if bad is not None:
+            raise ValueError(f"{name} contains {bad}, outside [0, {limit}) (the model's {name} range)")
+    if not_binary and not_binary[0] > 0:
+        raise ValueError(
+            f"attention_mask must hold 1 for real tokens and 0 for padding; it has {not_binary[0]} other values (an "
+            "additive 0 / -inf mask? pass (mask == 0) instead)"
+        )
+
+
+# --- ELMo and TagLM: words as character ids, word ids, cached biLM states ---------------------------------------
+
+
+def elmo_input_mask(config, input_ids, attention_mask) -> torch.Tensor:
+    """`check_character_ids` with an ELMo config's width and character range, and no more words than
+    `config.max_sentence_words`: the word mask (B, W)."""
+    check_sentence_length(config, input_ids)
+    return check_character_ids(
+        input_ids, attention_mask, config.max_characters_per_token, config.char_cnn["n_characters"]
+    )
+
+
+def check_sentence_length(config, input_ids) -> None:
+    """A `ValueError` when `input_ids` (B, W, C) hold more words per sentence than an ELMo config's
+    `max_sentence_words` (a shape check: no host sync)."""
+    if input_ids is not None and input_ids.dim() >= 2 and input_ids.shape[1] > config.max_sentence_words:
+        raise ValueError(
+            f"the input has {input_ids.shape[1]} words per sentence, more than this ELMo's max_sentence_words="
+            f"{config.max_sentence_words}; split the text into sentences, encode with truncation=True (the "
+            "tokenizer keeps the first model_max_length words), or raise config.max_sentence_words"
+        )
+
+
+def check_character_ids(input_ids, attention_mask, max_characters: int, n_characters: int) -> torch.Tensor:
+    """Check ELMo-encoded words (the inputs of ELMo and TagLM) and return the word mask (B, W) as booleans.
+
+    Args:
+        input_ids: (B, W, max_characters) character ids, as `ElmoTokenizer` returns them.
+        attention_mask: (B, W) 1 on words, 0 on padding (words first), or None: words are the rows of
+            `input_ids` that are not all 0.
+        max_characters, n_characters: the model's width and character-id range.
+    """
+    if input_ids is None:
+        raise ValueError("input_ids (character ids from ElmoTokenizer) are required")
+    if input_ids.dim() != 3 or input_ids.shape[-1] != max_characters:
+        raise ValueError(
+            f"input_ids must be character ids of shape (batch, words, {max_characters}) as "
+            f"ElmoTokenizer returns them, got {tuple(input_ids.shape)}"
+        )
+    if input_ids.dtype != torch.int64:
+        raise ValueError(
+            f"input_ids must be integer character ids (int64, as ElmoTokenizer returns them), got dtype {input_ids.dtype}"
+        )
+    if input_ids.shape[0] == 0:
+        raise ValueError("input_ids hold no sentences (batch size 0)")
+    if attention_mask is None:
+        attention_mask = (input_ids != 0).any(dim=-1)
+    elif tuple(attention_mask.shape) != tuple(input_ids.shape[:2]):
+        raise ValueError(
+            f"attention_mask has shape {tuple(attention_mask.shape)}, expected (batch, words) = "
+            f"{tuple(input_ids.shape[:2])}"
+        )
+    mask = attention_mask.bool()
+    if not host_syncs_allowed(input_ids) or input_ids.numel() == 0:
+        return mask
+    word_after_padding = (mask[:, 1:] & ~mask[:, :-1]).any()
+    word_without_characters = (mask & (input_ids == 0).all(dim=-1)).any()
+    (outside,), (word_after_padding, word_without_characters) = values_outside(
+        [(input_ids, n_characters)], [word_after_padding, word_without_characters]
+    )
+    if outside is not None:
+        raise ValueError(f"input_ids contains the character id {outside}, outside [0, {n_characters})")
+    if word_after_padding:
+        raise ValueError(
+            "attention_mask must mark each sentence's words first and padding after them "
+            "(right padding); found a word after padding"
+        )
+    if word_without_characters:
+        raise ValueError(
+            "attention_mask marks a word whose character ids are all 0 (padding); every word needs its character ids"
+        )
+    return mask
+
+
+def check_word_ids(config, input_word_ids: torch.Tensor, mask: torch.Tensor) -> None:
+    """A `ValueError` unless `input_word_ids` has the word mask's shape (B, W) and, at the words, ids in
+    `[0, config.vocab_size)`. `config` is an ELMo or a TagLM config: both have `vocab_size`, the size of the
+    tokenizer's word vocabulary."""
+    if tuple(input_word_ids.shape) != tuple(mask.shape):
+        raise ValueError(
+            f"input_word_ids has shape {tuple(input_word_ids.shape)}, expected (batch, words) = {tuple(mask.shape)}"
+        )
+    if host_syncs_allowed(mask):
+        words = input_word_ids.masked_fill(~mask, 0)  # padding may hold any id; 0 is in range
+        (outside,), _ = values_outside([(words, config.vocab_size)])
+        if outside is not None:
+            raise ValueError(
+                f"input_word_ids contains {outside}, outside the word vocabulary [0, vocab_size={config.vocab_size})"
+            )
+
+
+def check_bilm_hidden_states(config, bilm_hidden_states: torch.Tensor, mask: torch.Tensor) -> None:
+    """A `ValueError` unless precomputed biLM states (what a frozen biLM gives for these words, e.g. from a cache)
+    have the shape (B, W, L + 1, 2P) of the ELMo config `config`'s biLM for the word mask (B, W) and a
+    floating-point dtype."""
+    expected = (*mask.shape, config.num_output_layers, config.hidden_size)
+    if tuple(bilm_hidden_states.shape) != expected or not bilm_hidden_states.dtype.is_floating_point:
+        raise ValueError(
+            f"bilm_hidden_states has shape {tuple(bilm_hidden_states.shape)} and dtype {bilm_hidden_states.dtype}; "
+            f"expected floats of shape (batch, words, layers, 2 * projection_dim) = {expected}"
+        )
