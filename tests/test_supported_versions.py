@@ -4,7 +4,7 @@ that set, and the GPU window carries its wheels at that set's versions."""
 
 from pathlib import Path
 
-import gpu_window
+import gpu_window_data
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -51,7 +51,7 @@ def test_the_readme_names_the_oldest_tested_versions():
 
 
 def test_the_gpu_window_carries_the_oldest_tested_versions():
-    carried = gpu_window.oldest_supported(gpu_window.WHEELS + gpu_window.SOURCE_ONLY)
+    carried = gpu_window_data.oldest_supported(gpu_window_data.WHEELS + gpu_window_data.SOURCE_ONLY)
     pins = oldest_pins()
     assert all(pins[canonicalize_name(name)] == Version(version) for name, version in (w.split("==") for w in carried))
     assert {"tokenizers", "datasets", "evaluate", "seqeval"} <= {w.split("==")[0] for w in carried}
