@@ -23,10 +23,11 @@ from pathlib import Path
 
 from gpu_window import GLUE, PREPARED, REPO
 
-# The packages the GPU machine lacks (it has torch, transformers and accelerate), at the versions tested here, and
-# their own missing dependencies: gpu_window.sh installs these wheels before the window.
-WHEELS = ["datasets==5.2.0", "evaluate==0.4.6", "dill==0.4.1", "multiprocess==0.70.19"]
-SOURCE_ONLY = ["seqeval==1.2.2"]  # published as a source archive only: built here into a pure-Python wheel
+# The packages the GPU machine lacks (it has torch, transformers and accelerate) or holds at another version than
+# CI's oldest supported set, and their own missing dependencies: carried at that set's versions (.ci/oldest.txt), so
+# the window runs a set CI tests. gpu_window.sh installs these wheels before the window.
+WHEELS = ["tokenizers", "datasets", "evaluate", "dill", "multiprocess", "fsspec"]
+SOURCE_ONLY = ["seqeval"]  # published as a source archive only: built here into a pure-Python wheel
 CARRIED_BYTES_AT_MOST = 60 * 2**20  # the folder and the repository, under the device tool's 64 MiB
 
 
@@ -88,6 +89,13 @@ def prepare_tagging_and_glue(data: Path, folder: Path, word_vectors: str) -> Non
     save_word_vectors_subset(word_vectors, words, folder / "glove_conll.txt.gz")
 
 
+def oldest_supported(names: list[str]) -> list[str]:
+    """`name==version` for each of `names`, as .ci/oldest.txt pins it."""
+    lines = (line.split("#")[0].strip() for line in (REPO / ".ci" / "oldest.txt").read_text().splitlines())
+    pins = dict(line.split("==") for line in lines if line)
+    return [f"{name}=={pins[name]}" for name in names]
+
+
 def download_wheels(folder: Path) -> None:
     """Python 3.12 manylinux x86_64 wheels, for `pip install --no-index --no-deps --target` on the GPU machine;
     installed once here the same way (into a temporary folder), so that a wheel that would not install fails now
@@ -95,8 +103,9 @@ def download_wheels(folder: Path) -> None:
     platforms = [f"--platform={p}" for p in ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")]
     pip = [sys.executable, "-m", "pip"]
     machine = ["--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp", *platforms]
-    subprocess.run([*pip, "download", "-q", "--no-deps", *machine, "-d", str(folder), *WHEELS], check=True)
-    subprocess.run([*pip, "wheel", "-q", "--no-deps", "-w", str(folder), *SOURCE_ONLY], check=True)
+    wheels, source_only = oldest_supported(WHEELS), oldest_supported(SOURCE_ONLY)
+    subprocess.run([*pip, "download", "-q", "--no-deps", *machine, "-d", str(folder), *wheels], check=True)
+    subprocess.run([*pip, "wheel", "-q", "--no-deps", "-w", str(folder), *source_only], check=True)
     with tempfile.TemporaryDirectory() as target:
         install = [*pip, "install", "-q", "--no-index", "--no-deps", "--no-compile", *machine, "--target", target]
         subprocess.run([*install, *map(str, sorted(folder.glob("*.whl")))], check=True)

@@ -20,6 +20,7 @@ standard library.
 
 import math
 import os
+import sys
 from collections.abc import Callable, Iterable
 
 # A check takes the field's name and its value, and raises ValueError when the value is not allowed.
@@ -90,6 +91,39 @@ def optional(check: Check, none_means: str) -> Check:
     return check_or_none
 
 
+def _is_label_id(value) -> bool:
+    """A label id: an integer, or its digits (config.json's keys are strings)."""
+    return _is_int(value) and value >= 0 or isinstance(value, str) and value.isdigit()
+
+
+def id_to_label(name: str, value) -> None:
+    """`PreTrainedConfig.id2label`: None, or label id -> label name."""
+    if value is not None and not (
+        isinstance(value, dict) and all(_is_label_id(i) and isinstance(label, str) for i, label in value.items())
+    ):
+        raise ValueError(f"{name} must map label ids to label names, e.g. {{0: 'O', 1: 'B-PER'}}, got {value!r}")
+
+
+def label_to_id(name: str, value) -> None:
+    """`PreTrainedConfig.label2id`: None, or label name -> label id."""
+    if value is not None and not (
+        isinstance(value, dict) and all(isinstance(label, str) and _is_label_id(i) for label, i in value.items())
+    ):
+        raise ValueError(f"{name} must map label names to label ids, e.g. {{'O': 0, 'B-PER': 1}}, got {value!r}")
+
+
+# The checks of `PreTrainedConfig`'s own fields that every hf_ctx config shares.
+SHARED_FIELD_CHECKS = {"id2label": id_to_label, "label2id": label_to_id}
+
+
+def _strict_dataclass_errors() -> tuple:
+    """huggingface_hub's error for a config field of the wrong type, which subclasses only Exception (transformers
+    before 5.18 checks PreTrainedConfig's own fields with it). Taken from the loaded modules, not imported: where
+    transformers can raise it, it has loaded it."""
+    error = getattr(sys.modules.get("huggingface_hub.errors"), "StrictDataclassError", None)
+    return () if error is None else (error,)
+
+
 class CheckedConfig:
     """Mix into a config class (before `PreTrainedConfig`) to run its `field_checks` and its
     `check_fields_together` on every road in (see the module docstring).
@@ -97,14 +131,14 @@ class CheckedConfig:
     `__init__` assigns every field (so each is checked) and calls `check_fields_together()` at its end.
     """
 
-    # field name -> check; each config declares its own.
+    # field name -> check; each config declares its own (SHARED_FIELD_CHECKS are added to them).
     field_checks: dict = {}
 
     def check_fields_together(self) -> None:
         """The rules between fields; a config overrides this. Raise ValueError naming the fields and values."""
 
     def __setattr__(self, name, value):
-        check = type(self).field_checks.get(name)
+        check = type(self).field_checks.get(name) or SHARED_FIELD_CHECKS.get(name)
         if check is not None:
             check(name, value)
         super().__setattr__(name, value)
@@ -112,7 +146,7 @@ class CheckedConfig:
     def validate(self) -> None:
         """Every field's check, then the rules between fields (and transformers' own checks)."""
         super().validate()
-        for name, check in type(self).field_checks.items():
+        for name, check in {**SHARED_FIELD_CHECKS, **type(self).field_checks}.items():
             check(name, getattr(self, name))
         self.check_fields_together()
 
@@ -122,7 +156,7 @@ class CheckedConfig:
         where a size belongs, a list where a mapping belongs) is a `ValueError` naming the file."""
         try:
             return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
-        except (ValueError, TypeError, AttributeError, KeyError) as error:
+        except (ValueError, TypeError, AttributeError, KeyError, *_strict_dataclass_errors()) as error:
             source = (
                 os.fspath(pretrained_model_name_or_path)
                 if isinstance(pretrained_model_name_or_path, (str, os.PathLike))
@@ -131,7 +165,8 @@ class CheckedConfig:
             config_file = os.path.join(source, "config.json") if source and os.path.isdir(source) else source
             if config_file is None or not os.path.isfile(config_file):
                 raise
-            reason = str(error) if isinstance(error, ValueError) else f"a value of the wrong kind ({error})"
+            reason = " ".join(str(error).split())  # one line (huggingface_hub's message spans several)
+            reason = reason if isinstance(error, ValueError) else f"a value of the wrong kind ({reason})"
             raise ValueError(f"{config_file}: {reason}") from error
 
     @classmethod

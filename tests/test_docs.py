@@ -69,7 +69,7 @@ def written_paths(doc: Path) -> list[tuple[int, str]]:
     text, paths = doc.read_text(encoding="utf-8"), []
     for match in [*CODE.finditer(text), *LINK.finditer(text)]:
         for word in re.split(r"[\s,()=]+", match.group(1)):
-            word = word.strip("'\":;.")
+            word = word.strip("'\":;").rstrip(".")  # a leading dot is part of a path (.ci/run)
             if not word or "://" in word or word.startswith(("/", "../", "~", "$", "-")) or PLACEHOLDER.search(word):
                 continue
             is_link = match.re is LINK

@@ -1,10 +1,11 @@
-"""Gradient checkpointing (`activation_checkpointing_enable()`, what `--gradient_checkpointing` calls) on ELMo's biLM
-and on TagLM: the checkpointed layers really are recomputed, and the gradients equal those of a run without it,
-dropout included (the recomputation replays the same random numbers)."""
+"""Gradient checkpointing (`activation_checkpointing_enable()`, `gradient_checkpointing_enable()` before
+transformers 5.23: what `--gradient_checkpointing` calls) on ELMo's biLM and on TagLM: the checkpointed layers
+really are recomputed, and the gradients equal those of a run without it, dropout included (the recomputation
+replays the same random numbers)."""
 
 import pytest
 import torch
-from tiny_checkpoints import WORDS, elmo_bilm, taglm
+from tiny_checkpoints import WORDS, elmo_bilm, enable_activation_checkpointing, taglm
 
 
 def _batch(tokenizer, with_labels):
@@ -35,7 +36,7 @@ def test_checkpointed_gradients_equal_plain_ones(tmp_path, build, checkpointed_m
     batch = _batch(tokenizer, with_labels=build is taglm)
     plain = _gradients(model, batch)
 
-    model.activation_checkpointing_enable()
+    enable_activation_checkpointing(model)
     module = model.get_submodule(checkpointed_module) if checkpointed_module else model
     assert module.gradient_checkpointing
     replayed = []

@@ -43,13 +43,33 @@ def with_config(**fields):
     [
         ({"hidden_size": "big"}, "hidden_size must be a positive integer, got 'big'"),
         ({"layer_norm_eps": "1e-5"}, "layer_norm_eps must be a positive number, got '1e-5'"),
-        ({"id2label": [1, 2]}, r"a value of the wrong kind"),
+        ({"id2label": [1, 2]}, r"id2label must map label ids to label names, e\.g\. .*, got \[1, 2\]"),
+        ({"id2label": {"0": 5}}, r"id2label must map label ids to label names, e\.g\. .*, got \{'0': 5\}"),
+        ({"label2id": ["NEG"]}, r"label2id must map label names to label ids, e\.g\. .*, got \['NEG'\]"),
     ],
 )
 def test_a_config_value_of_the_wrong_kind_names_the_file(bert_folder, tmp_path, fields, message):
     copy = copy_with(bert_folder, tmp_path, "config.json", with_config(**fields))
-    with pytest.raises(ValueError, match=rf"^{copy / 'config.json'}: .*{message}"):
+    with pytest.raises(ValueError, match=rf"^{copy / 'config.json'}: .*{message}$"):
         CtxBertForSequenceClassification.from_pretrained(copy)
+
+
+def test_a_field_transformers_refuses_is_one_line_naming_the_file(bert_folder, monkeypatch):
+    """transformers before 5.18 checks PreTrainedConfig's own fields with huggingface_hub's strict dataclasses,
+    whose error subclasses only Exception and spans two lines: it comes as the same one-line ValueError."""
+    from huggingface_hub.errors import StrictDataclassFieldValidationError
+    from transformers import PreTrainedConfig
+
+    def refuse(cls, *args, **kwargs):
+        raise StrictDataclassFieldValidationError("output_hidden_states", TypeError("expected a bool, got 'yes'"))
+
+    monkeypatch.setattr(PreTrainedConfig, "from_pretrained", classmethod(refuse))
+    with pytest.raises(ValueError) as caught:
+        CtxBertForSequenceClassification.config_class.from_pretrained(bert_folder)
+    assert str(caught.value) == (
+        f"{bert_folder / 'config.json'}: a value of the wrong kind (Validation error for field "
+        "'output_hidden_states': TypeError: expected a bool, got 'yes')"
+    )
 
 
 def test_weights_whose_shapes_disagree_with_the_config_name_the_tensor(bert_folder, tmp_path):

@@ -6,6 +6,7 @@ import math
 import pytest
 import torch
 import transformers
+from tiny_checkpoints import enable_activation_checkpointing
 from transformers import (
     AutoConfig,
     AutoModel,
@@ -408,7 +409,7 @@ def test_gradient_checkpointing_gives_the_same_gradients(unpad_inputs):
     for checkpointing in (False, True):
         model.zero_grad()
         if checkpointing:
-            model.activation_checkpointing_enable()
+            enable_activation_checkpointing(model)
         model.train()
         model(input_ids, attention_mask, labels=input_ids).loss.backward()
         grads.append(model.bert.encoder.layer[0].attention.qkv.weight.grad.clone())

@@ -126,3 +126,10 @@ def taglm(folder):
         tag_scheme="BIO",
     )
     return TagLMForTokenClassification.from_bilm(ElmoModel(_elmo_config(tokenizer)), config), tokenizer
+
+
+def enable_activation_checkpointing(model) -> None:
+    """What `--gradient_checkpointing` calls, by the name of the installed transformers:
+    `activation_checkpointing_enable` from 5.23, `gradient_checkpointing_enable` before (deprecated since)."""
+    enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
+    enable()

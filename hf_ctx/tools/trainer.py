@@ -20,8 +20,9 @@ import transformers
 from accelerate.data_loader import prepare_data_loader
 from datasets.distributed import split_dataset_by_node
 from huggingface_hub import HfApi
+from packaging.version import Version
 from torch.utils.data import DataLoader
-from transformers import ProgressCallback, Trainer, TrainerCallback, TrainingArguments
+from transformers import ProgressCallback, Trainer, TrainerCallback, TrainerState, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy
 from transformers.utils.hub import PushInProgress
 
@@ -31,6 +32,10 @@ from ..remote_code import check_finite_weights, nonfinite_tensors
 from .cpu_threads import CpuThreadsCallback
 
 logger = logging.getLogger(__name__)
+
+# transformers before 5.19 divides a resumed run's train_loss by the global step instead of by the steps the run
+# trained (resumed at step 3 of 6, the loss of steps 4-6 over 6); CtxTrainer corrects it.
+TRAIN_LOSS_OVER_GLOBAL_STEP = Version(transformers.__version__) < Version("5.19")
 
 
 # What a checkpoint folder holds beside the model and its tokenizer: the Trainer's own state. None of it is ever
@@ -503,6 +508,7 @@ class CtxTrainer(Trainer):
             self.cpu_threads = CpuThreadsCallback(getattr(self.args, "num_threads", None))
             self.add_callback(self.cpu_threads)
         self._refuse_unsharded_fsdp()
+        self._resumed_at_step = 0  # set by `train` where TRAIN_LOSS_OVER_GLOBAL_STEP
 
     def _refuse_unsharded_fsdp(self) -> None:
         """FSDP asked for (`--fsdp`, or `accelerate launch` with an FSDP config) but not set up is an error:
@@ -629,7 +635,22 @@ class CtxTrainer(Trainer):
         resume_from_checkpoint = resolve_resume_checkpoint(
             resume_from_checkpoint, self.args.output_dir, **self._checkpoint_checks()
         )
-        return super().train(resume_from_checkpoint, *args, **kwargs)
+        self._resumed_at_step = 0
+        if resume_from_checkpoint is not None and TRAIN_LOSS_OVER_GLOBAL_STEP:
+            state_file = os.path.join(resume_from_checkpoint, "trainer_state.json")
+            self._resumed_at_step = TrainerState.load_from_json(state_file).global_step
+        output = super().train(resume_from_checkpoint, *args, **kwargs)
+        if self._resumed_at_step:
+            output = output._replace(training_loss=output.metrics["train_loss"])  # as `log` corrected it
+        return output
+
+    def log(self, logs: dict, *args, **kwargs) -> None:
+        """`Trainer.log`; the end of a resumed run's training logs its `train_loss` over the steps it trained
+        (see TRAIN_LOSS_OVER_GLOBAL_STEP), into the metrics `train()` returns too."""
+        trained = self.state.global_step - self._resumed_at_step
+        if "train_loss" in logs and self._resumed_at_step and trained > 0:
+            logs["train_loss"] *= self.state.global_step / trained
+        super().log(logs, *args, **kwargs)
 
     def evaluate(self, *args, **kwargs):
         if self.cpu_threads is not None:
