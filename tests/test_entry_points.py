@@ -10,7 +10,7 @@ import re
 
 import pytest
 import torch
-from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import HealthCheck, assume, event, example, given, settings
 from hypothesis import strategies as st
 
 from hf_ctx import (
@@ -477,6 +477,9 @@ UNICODE_TEXT = st.text(
 
 @FEW
 @given(text=UNICODE_TEXT)
+@example(text="a\U0001f3fd")  # a skin tone after a letter: one grapheme
+@example(text="U\u0300+0")  # a number sign after a decomposed letter
+@example(text="x\u0600y 1\u06dd2")  # Arabic number sign and end of ayah: one grapheme with what follows
 def test_words_are_whole_graphemes_at_their_offsets_in_either_normal_form(text):
     """No word starts or ends inside a grapheme (a letter and its combining marks, an emoji sequence); each word
     is the text at its offsets; the composed and decomposed spellings of a text give the same words."""

@@ -34,22 +34,25 @@ import regex
 from ..tokenization_elmo import WORD_SPLITTERS
 
 # Characters inside a word: letters, combining marks, digits, connectors ("_"), and the invisible joiners that sit
-# inside words (zero-width joiner / non-joiner, word joiner, soft hyphen).
-_WORD_CHARACTER = r"[\p{L}\p{M}\p{N}\p{Pc}\u200c\u200d\u2060\u00ad]"
+# inside words (zero-width joiner / non-joiner, word joiner, soft hyphen), and the marks written before the letter
+# or number they belong to (Arabic number sign).
+_WORD_CHARACTER = r"[\p{L}\p{M}\p{N}\p{Pc}\u200c\u200d\u2060\u00ad\p{GCB=Prepend}]"
 _CLITIC_SUFFIX = r"(?:[sSdDmM]|re|RE|ve|VE|ll|LL)(?![\p{L}\p{M}\p{N}])"  # 's 'd 'm 're 've 'll, then no letter
 _ABBREVIATIONS = (
     "Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|Mt|Ft|Gen|Col|Lt|Sgt|Capt|Gov|Sen|Rep|Rev|Inc|Corp|Co|Ltd|Bros|No|vs|etc|"
     "Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec|"
     "Ariz|Calif|Colo|Conn|Fla|Ill|Kan|Mass|Mich|Minn|Neb|Nev|Okla|Ore|Tenn|Tex|Wash|Wis"
 )
+_LETTER = r"\p{L}\p{M}*"  # a letter with its combining marks: the same in composed and decomposed text
+_CAPITAL = r"\p{Lu}\p{M}*"
 WORD_PATTERN = regex.compile(
-    rf"(?:\p{{L}}\.){{2,}}(?:-{_WORD_CHARACTER}+)*(?!\p{{L}})"  # acronyms: U.S., a.m., e.g., U.S.-led
+    rf"(?:{_LETTER}\.){{2,}}(?:-{_WORD_CHARACTER}+)*(?!\p{{L}})"  # acronyms: U.S., a.m., e.g., U.S.-led
     r"|(?<=(?m:^)[ \t]*)\p{N}{1,3}\.(?=\s)"  # a numbered list item at the start of a line: 1. 2.
-    r"|(?<![\p{L}\p{N}.])[+.]\p{N}+(?:[.,]\p{N}+)*"  # numbers with a sign or no leading zero: +44 .500
+    r"|(?<![\p{L}\p{M}\p{N}.])[+.]\p{N}+(?:[.,]\p{N}+)*"  # numbers with a sign or no leading zero: +44 .500
     rf"|(?:{_ABBREVIATIONS})\.(?=[ \t]*[^\s\p{{L}}\p{{N}}]|[ \t]+\S)"  # Mr. Inc. vs. (not ending a line)
-    r"|\p{Lu}\.(?=\s)"  # a single initial: J. Smith
-    r"|\p{Lu}{1,3}\$(?=\s?\p{N})"  # currencies: US$5 -> US$ 5, A$ 5
-    r"|\p{L}+(?=[nN]['’][tT](?![\p{L}\p{N}]))|[nN]['’][tT](?![\p{L}\p{N}])"  # don't -> do n't
+    rf"|{_CAPITAL}\.(?=\s)"  # a single initial: J. Smith
+    rf"|(?:{_CAPITAL}){{1,3}}\$(?=\s?\p{{N}})"  # currencies: US$5 -> US$ 5, A$ 5
+    rf"|(?:{_LETTER})+(?=[nN]['’][tT](?![\p{{L}}\p{{N}}]))|[nN]['’][tT](?![\p{{L}}\p{{N}}])"  # don't -> do n't
     + rf"|['’]{_CLITIC_SUFFIX}"
     + rf"|{_WORD_CHARACTER}+"  # a word: pieces joined by - & / , an inner apostrophe, or . , : between digits
     + rf"(?:(?:[-&/]|['’](?!{_CLITIC_SUFFIX})|(?<=\p{{N}})[.,:](?=\p{{N}})){_WORD_CHARACTER}+)*"
@@ -75,7 +78,24 @@ def word_spans(text: str, splitter: str = "treebank") -> list[Span]:
     """(word, start, end) of each word of `text`; `text[start:end] == word`."""
     if check_word_splitter(splitter) == "whitespace":
         return [(m.group(), m.start(), m.end()) for m in regex.finditer(r"\S+", text)]
-    return [(m.group(), m.start(), m.end()) for m in WORD_PATTERN.finditer(text) if not m.group().isspace()]
+    spans = [(m.group(), m.start(), m.end()) for m in WORD_PATTERN.finditer(text)]
+    if not text.isascii():
+        spans = _whole_graphemes(text, spans)
+    return [span for span in spans if not span[0].isspace()]
+
+
+def _whole_graphemes(text: str, spans: list[Span]) -> list[Span]:
+    """`spans` (which tile `text`) with each span that starts inside a grapheme joined to the one before it. The
+    pattern's letter runs stop before characters that still belong to their grapheme: an emoji skin tone after a
+    letter (`a🏽`)."""
+    boundaries = {m.end() for m in regex.finditer(r"\X", text)}
+    whole = spans[:1]
+    for word, start, end in spans[1:]:
+        if start in boundaries:
+            whole.append((word, start, end))
+        else:
+            whole[-1] = (whole[-1][0] + word, whole[-1][1], end)
+    return whole
 
 
 def split_words(text: str, splitter: str = "treebank") -> list[str]:
