@@ -104,34 +104,45 @@ def starting(stage: str, what: str) -> float:
     return time.perf_counter()
 
 
-# Over 80 lines: the four stages in the order they run, each printing what it did, so that a reader follows
-# the whole story in one function; the work of each stage is in pretrain_elmo.py, run_ner.py and hf_ctx.
 def main(argv: list[str] | None = None) -> dict:
+    """The four stages in the order they run, each printing what it did; their work is in pretrain_elmo.py,
+    run_ner.py and hf_ctx."""
     (args,) = HfArgumentParser(ARGUMENT_CLASSES).parse_args_into_dataclasses(args=argv)
     out = Path(args.output_dir)
     if not args.overwrite_output_dir:  # refused now, not after the biLM has trained
         for stage in ("bilm", "tagger"):
             prepare_output_dir(out / stage, resumable=False)
-    started = starting("data", "preparing the data")
+    train, validation, test, raw = prepare_data(args, out)
+    bilm_metrics = pretrain_bilm(args, out, train, raw)
+    metrics = train_tagger(args, out, train, validation, test)
+    entities = tag_with_the_reloaded_tagger(out / "tagger", args.sentence)
+    return {"bilm": bilm_metrics, "tagger": metrics, "entities": entities}
 
-    if args.train_file is None:
-        data = generate_ner_corpus(
-            out / "data",
-            num_train=args.num_train_sentences,
-            num_validation=args.num_eval_sentences,
-            num_test=args.num_eval_sentences,
-            num_raw=args.num_raw_sentences,
-            seed=args.seed,
-        )
-        train, validation, test, raw = data["train"], data["validation"], data["test"], [data["raw"]]
-        print(f"[1/4] generated a NER corpus in {out / 'data'} ({time.perf_counter() - started:.0f} s)")
-    else:
+
+def prepare_data(args: EndToEndArguments, out: Path) -> tuple:
+    """[1/4] (training, validation and test files, raw text files): the given ones, or a generated NER corpus."""
+    started = starting("data", "preparing the data")
+    if args.train_file is not None:
         if args.validation_file is None:
             raise ValueError("--train_file needs --validation_file (the tagger's F1 is measured on it)")
-        train, validation, test, raw = args.train_file, args.validation_file, args.test_file, args.raw_text_file or []
+        train, validation, test = args.train_file, args.validation_file, args.test_file
         print(f"[1/4] data: {train}, {validation}" + (f", {test}" if test else ""))
+        return train, validation, test, args.raw_text_file or []
+    data = generate_ner_corpus(
+        out / "data",
+        num_train=args.num_train_sentences,
+        num_validation=args.num_eval_sentences,
+        num_test=args.num_eval_sentences,
+        num_raw=args.num_raw_sentences,
+        seed=args.seed,
+    )
+    print(f"[1/4] generated a NER corpus in {out / 'data'} ({time.perf_counter() - started:.0f} s)")
+    return data["train"], data["validation"], data["test"], [data["raw"]]
 
-    # The biLM reads raw text: the given text plus the words of the training sentences, one sentence per line.
+
+def pretrain_bilm(args: EndToEndArguments, out: Path, train, raw: list) -> dict:
+    """[2/4] The biLM, pretrained on the raw text plus the words of the training sentences (one sentence a line),
+    into `out/bilm`; its metrics."""
     training_text = out / "bilm_training_text.txt"
     training_text.parent.mkdir(parents=True, exist_ok=True)
     write_text(training_text, "".join(" ".join(s["tokens"]) + "\n" for s in read_conll(train)))
@@ -139,44 +150,29 @@ def main(argv: list[str] | None = None) -> dict:
         mark_generated(training_text, f"the sentences of {Path(train).name}, {how_generated(train)}")
     bilm_dir = out / "bilm"
     started = starting("bilm", "pretraining the biLM")
-    bilm_metrics = pretrain_elmo.main(
-        [
-            "--train_file",
-            *map(str, raw),
-            str(training_text),
-            "--validation_split_percentage",
-            "5",
-            "--vocab_min_count",
-            "1",
-            "--config_overrides",
-            args.bilm_config,
-            "--do_train",
-            "--do_eval",
-            *training_flags(bilm_dir, args.bilm_epochs, 3e-3, args),
-        ]
+    metrics = pretrain_elmo.main(
+        ["--train_file", *map(str, raw), str(training_text), "--validation_split_percentage", "5"]
+        + ["--vocab_min_count", "1", "--config_overrides", args.bilm_config, "--do_train", "--do_eval"]
+        + training_flags(bilm_dir, args.bilm_epochs, 3e-3, args)
     )
     print(
-        f"[2/4] biLM pretrained: validation perplexity {bilm_metrics['eval_perplexity']:.2f} "
-        f"(forward {bilm_metrics['eval_forward_perplexity']:.2f}, backward "
-        f"{bilm_metrics['eval_backward_perplexity']:.2f}), saved in {bilm_dir} ({time.perf_counter() - started:.0f} s)"
+        f"[2/4] biLM pretrained: validation perplexity {metrics['eval_perplexity']:.2f} "
+        f"(forward {metrics['eval_forward_perplexity']:.2f}, backward "
+        f"{metrics['eval_backward_perplexity']:.2f}), saved in {bilm_dir} ({time.perf_counter() - started:.0f} s)"
     )
+    return metrics
 
+
+def train_tagger(args: EndToEndArguments, out: Path, train, validation, test) -> dict:
+    """[3/4] TagLM on the frozen biLM of `out/bilm`, into `out/tagger`; its metrics."""
     tagger_dir = out / "tagger"
     data_flags = ["--train_file", str(train), "--validation_file", str(validation)]
     if test:
         data_flags += ["--test_file", str(test), "--do_predict"]
     started = starting("tagger", "training TagLM on the frozen biLM")
     metrics = run_ner.main(
-        [
-            "--model_type",
-            "taglm",
-            "--bilm_name_or_path",
-            str(bilm_dir),
-            *data_flags,
-            "--do_train",
-            "--do_eval",
-            *training_flags(tagger_dir, args.tagger_epochs, 1e-2, args),
-        ]
+        ["--model_type", "taglm", "--bilm_name_or_path", str(out / "bilm"), *data_flags, "--do_train", "--do_eval"]
+        + training_flags(tagger_dir, args.tagger_epochs, 1e-2, args)
     )
     per_type = ", ".join(
         f"{k[5:-3]} {v:.3f}"
@@ -190,8 +186,12 @@ def main(argv: list[str] | None = None) -> dict:
         f"{metrics['eval_precision']:.4f}, recall {metrics['eval_recall']:.4f}; {per_type}){test_f1}; saved in "
         f"{tagger_dir} ({time.perf_counter() - started:.0f} s)"
     )
-    started = starting("reload", "reloading the tagger through the Auto classes and tagging a sentence")
+    return metrics
 
+
+def tag_with_the_reloaded_tagger(tagger_dir: Path, sentence: str) -> list[dict]:
+    """[4/4] The tagger reloaded through the Auto classes, tagging `sentence` as a pipeline; its entities."""
+    started = starting("reload", "reloading the tagger through the Auto classes and tagging a sentence")
     config = AutoConfig.from_pretrained(tagger_dir)
     model = AutoModelForTokenClassification.from_pretrained(tagger_dir)
     tokenizer = AutoTokenizer.from_pretrained(tagger_dir)
@@ -202,17 +202,17 @@ def main(argv: list[str] | None = None) -> dict:
         pipeline_class=WordTokenClassificationPipeline,
         aggregation_strategy="simple",
     )
-    entities = tagger(args.sentence)
+    entities = tagger(sentence)
     print(
         f"[4/4] reloaded {type(config).__name__} / {type(model).__name__} / {type(tokenizer).__name__}; "
-        f'pipeline("token-classification") on "{args.sentence}" ({time.perf_counter() - started:.0f} s):'
+        f'pipeline("token-classification") on "{sentence}" ({time.perf_counter() - started:.0f} s):'
     )
     for entity in entities:
         print(
             f"    {entity['entity_group']:5} {entity['word']!r} (characters {entity['start']}-{entity['end']}, "
             f"score {entity['score']:.2f})"
         )
-    return {"bilm": bilm_metrics, "tagger": metrics, "entities": entities}
+    return entities
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ answer_help_at_once(__name__, __file__)  # run with --help: the help at once, be
 
 import logging
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 from datasets import load_dataset
@@ -53,20 +54,11 @@ from hf_ctx.data.pretraining import (
 )
 from hf_ctx.data.subsets import first_examples, hold_out_validation, shuffled_stream
 from hf_ctx.data.text import DOCUMENT_BOUNDARIES, load_text_documents
+from hf_ctx.tools import hub, scripts
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import check_tokenizer_fits
-from hf_ctx.tools.hub import dataset_size, finish_run
 from hf_ctx.tools.loading import load_pretraining_config, load_pretraining_model, load_tokenizer
-from hf_ctx.tools.model_card import RunFacts, vocabulary_origin
-from hf_ctx.tools.scripts import (
-    CONFIG_OVERRIDES_HELP,
-    TextCorpusArguments,
-    apply_learning_rate_default,
-    parse_args_and_set_up,
-    parse_config_overrides,
-    train_and_evaluate,
-    unpad_inputs_field,
-)
+from hf_ctx.tools.model_card import vocabulary_origin
 from hf_ctx.tools.trainer import CtxTrainer, CtxTrainingArguments, resolve_resume_checkpoint
 
 logger = logging.getLogger(__name__)
@@ -91,7 +83,7 @@ class ModelArguments:
     )
     config_overrides: str | None = field(
         default=None,
-        metadata={"help": CONFIG_OVERRIDES_HELP + "; e.g. hidden_dropout_prob=0,pre_layer_norm=true"},
+        metadata={"help": scripts.CONFIG_OVERRIDES_HELP + "; e.g. hidden_dropout_prob=0,pre_layer_norm=true"},
     )
     model_name_or_path: str | None = field(
         default=None, metadata={"help": "continue pretraining this checkpoint folder instead of starting from scratch"}
@@ -111,11 +103,10 @@ class ModelArguments:
     sparse_prediction: bool = field(
         default=True, metadata={"help": "run the MLM decoder only on masked tokens (same loss, less compute)"}
     )
-    unpad_inputs: bool = unpad_inputs_field()
 
 
 @dataclass
-class DataArguments(TextCorpusArguments):
+class DataArguments(scripts.TextCorpusArguments):
     document_boundary: str = field(
         default="blank_line", metadata={"help": f"for text files, one of {DOCUMENT_BOUNDARIES}"}
     )
@@ -211,9 +202,8 @@ def build_model(model_args, tokenizer, continued_config=None):
         "vocab_size": len(tokenizer),
         "pad_token_id": tokenizer.pad_token_id,
         "sparse_prediction": model_args.sparse_prediction,
-        "unpad_inputs": model_args.unpad_inputs,
     }
-    fields.update(parse_config_overrides(model_args.config_overrides, CtxBertConfig))
+    fields.update(scripts.parse_config_overrides(model_args.config_overrides, CtxBertConfig))
     if model_args.config_name in BERT_PRESETS:  # the preset names every script's --config_name takes
         config = CtxBertConfig.from_preset(model_args.config_name, **fields)
     elif model_args.config_name is not None:
@@ -290,18 +280,50 @@ def check_pretokenized_arguments(model_args: ModelArguments, data_args: DataArgu
         raise ValueError(f"--pretokenized_dir brings the text and its tokenizer: drop {', '.join(given)}")
 
 
-def corpus_files(data_args: DataArguments, split: str) -> list[str] | None:
-    """The files a split was read from, for the model card: the text files, or the pre-tokenized id array."""
-    if data_args.pretokenized_dir is not None:
-        return [f"{data_args.pretokenized_dir}/{split}.input_ids.npy"]
-    return data_args.train_file if split == "train" else data_args.validation_file
+def named_data(data_args: DataArguments):
+    """The data arguments as the model card names the data: the text files, or the pre-tokenized id arrays."""
+    if data_args.pretokenized_dir is None:
+        return data_args
+    arrays = {
+        f"{split}_file": [f"{data_args.pretokenized_dir}/{split}.input_ids.npy"] for split in ("train", "validation")
+    }
+    return SimpleNamespace(**{**vars(data_args), **arrays})
 
 
-def examples(data_args: DataArguments, documents, split: str, build: dict):
-    """A split's pretraining examples: read from --pretokenized_dir, else built from its documents."""
-    if data_args.pretokenized_dir is not None:
-        return load_pretokenized(data_args.pretokenized_dir, split, data_args.max_seq_length)
-    return build_pretraining_dataset(documents, **build)
+def pretraining_sets(data_args: DataArguments, training_args, documents: dict, tokenizer, text_column, collator):
+    """(the examples of each split the run reads: "train" and/or "validation", read from --pretokenized_dir or built
+    from the documents and cut to --max_*_samples; the number each had before). The validation examples are
+    masked once (every evaluation scores the same tokens); a streamed training set is shuffled in a buffer."""
+    build = {
+        "tokenizer": tokenizer,
+        "objective": data_args.objective,
+        "max_seq_length": data_args.max_seq_length,
+        "short_seq_prob": data_args.short_seq_probability,
+        "seed": training_args.seed,
+        "text_column": text_column,
+        "num_proc": data_args.preprocessing_num_workers,
+        "split_sentences": data_args.split_sentences,
+    }
+    wanted = {"train": training_args.do_train, "validation": training_args.do_eval}
+    sets, available = {}, {}
+    with training_args.main_process_first(desc="building pretraining examples"):
+        for split in (split for split, asked in wanted.items() if asked):
+            if data_args.pretokenized_dir is not None:
+                dataset = load_pretokenized(data_args.pretokenized_dir, split, data_args.max_seq_length)
+            else:
+                dataset = build_pretraining_dataset(documents[split], **build)
+            available[split] = hub.dataset_size(dataset)  # for the model card: N used of M
+            limit = data_args.max_train_samples if split == "train" else data_args.max_eval_samples
+            sets[split] = first_examples(dataset, limit)
+        if "train" in sets and data_args.objective == "mlm_nsp":
+            warn_if_few_is_next_pairs(sets["train"], data_args.split_sentences)
+        if "train" in sets and data_args.streaming:
+            sets["train"] = shuffled_stream(sets["train"], training_args)
+        if "validation" in sets:
+            sets["validation"] = add_fixed_masks(
+                sets["validation"], collator, num_proc=data_args.preprocessing_num_workers
+            )
+    return sets, available
 
 
 # BERT makes half of its NSP pairs IsNext; well below that, NSP accuracy mostly measures the majority class.
@@ -337,10 +359,8 @@ def warn_if_few_is_next_pairs(dataset, split_sentences: bool) -> float:
     return share
 
 
-# Over 80 lines: the run's steps in the order they happen, as in transformers' run_*.py scripts, each a call
-# of a helper above or of hf_ctx; splitting it would scatter one sequence across functions.
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    model_args, data_args, training_args = parse_args_and_set_up(
+    model_args, data_args, training_args = scripts.parse_args_and_set_up(
         ARGUMENT_CLASSES,
         argv,
         logger,
@@ -361,14 +381,14 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     )
     model, created = build_model(model_args, tokenizer, continued_config)
     new_model = model_args.model_name_or_path is None  # from scratch (a resumed run too, as it started)
-    apply_learning_rate_default(training_args, argv, model.config, "pretraining", new_model)
-    tokenizer.model_max_length = model.config.max_position_embeddings
-    if data_args.max_seq_length > model.config.max_position_embeddings:
+    scripts.apply_learning_rate_default(training_args, argv, model.config, "pretraining", new_model)
+    config = model.config
+    tokenizer.model_max_length = config.max_position_embeddings
+    if data_args.max_seq_length > config.max_position_embeddings:
         raise ValueError(
             f"--max_seq_length {data_args.max_seq_length} exceeds the model's max_position_embeddings "
-            f"({model.config.max_position_embeddings})"
+            f"({config.max_position_embeddings})"
         )
-    config = model.config
     logger.info(
         f"model: {model.num_parameters():,} parameters, {config.num_hidden_layers} layers of "
         f"{config.hidden_size} (config.json has the rest)"
@@ -381,70 +401,40 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         pad_to_multiple_of=data_args.pad_to_multiple_of,
         seed=training_args.seed,
     )
-    build = {
-        "tokenizer": tokenizer,
-        "objective": data_args.objective,
-        "max_seq_length": data_args.max_seq_length,
-        "short_seq_prob": data_args.short_seq_probability,
-        "seed": training_args.seed,
-        "text_column": text_column,
-        "num_proc": data_args.preprocessing_num_workers,
-        "split_sentences": data_args.split_sentences,
-    }
-    train_dataset = eval_dataset = train_available = eval_available = None
-    with training_args.main_process_first(desc="building pretraining examples"):
-        if training_args.do_train:
-            train_dataset = examples(data_args, train_documents, "train", build)
-            train_available = dataset_size(train_dataset)  # for the model card: N used of M
-            train_dataset = first_examples(train_dataset, data_args.max_train_samples)
-            if data_args.objective == "mlm_nsp":
-                warn_if_few_is_next_pairs(train_dataset, data_args.split_sentences)
-            if data_args.streaming:
-                train_dataset = shuffled_stream(train_dataset, training_args)
-        if training_args.do_eval:
-            eval_dataset = examples(data_args, validation_documents, "validation", build)
-            eval_available = dataset_size(eval_dataset)
-            eval_dataset = first_examples(eval_dataset, data_args.max_eval_samples)
-            eval_dataset = add_fixed_masks(eval_dataset, collator, num_proc=data_args.preprocessing_num_workers)
-
+    documents = {"train": train_documents, "validation": validation_documents}
+    data, available = pretraining_sets(data_args, training_args, documents, tokenizer, text_column, collator)
     if training_args.label_names is None:
         with_nsp = data_args.objective == "mlm_nsp"
         training_args.label_names = ["labels", "next_sentence_label"] if with_nsp else ["labels"]
+    evaluating = "validation" in data
     trainer = CtxTrainer(
         model=model,
         args=training_args,
-        train_dataset=train_dataset,
-        eval_dataset=eval_dataset,
+        train_dataset=data.get("train"),
+        eval_dataset=data.get("validation"),
         processing_class=tokenizer,
         data_collator=collator,
-        compute_metrics=compute_pretraining_metrics if eval_dataset is not None else None,
-        preprocess_logits_for_metrics=preprocess_pretraining_logits if eval_dataset is not None else None,
+        compute_metrics=compute_pretraining_metrics if evaluating else None,
+        preprocess_logits_for_metrics=preprocess_pretraining_logits if evaluating else None,
         callbacks=[MaskingEpochCallback(collator)],
     )
 
-    metrics, eval_metrics = train_and_evaluate(trainer)
+    metrics = scripts.train_and_evaluate(trainer)
     if training_args.do_train:
         # Model (safetensors), config, tokenizer and card in --output_dir; with --push_to_hub, on the Hub.
-        facts = RunFacts(
-            "bert", dataset_config=data_args.dataset_config_name, base_model=model_args.model_name_or_path
+        resumed = training_args.resume_from_checkpoint
+        hyperparameters = card_hyperparameters(model_args, data_args, tokenizer, resumed)
+        facts = hub.save_run(
+            trainer,
+            model_args,
+            named_data(data_args),
+            metrics,
+            data,
+            available,
+            created=created,
+            hyperparameters=hyperparameters,
         )
-        facts.created = created
-        facts.hyperparameters = card_hyperparameters(
-            model_args, data_args, tokenizer, training_args.resume_from_checkpoint
-        )
-        train_files = corpus_files(data_args, "train")
-        facts.name_training_data(data_args.dataset_name, train_files)
-        facts.name_evaluation_data(
-            data_args.dataset_name,
-            corpus_files(data_args, "validation"),
-            train_files,
-            validation_documents,
-            data_args.validation_split_percentage,
-        )
-        facts.count("train", dataset_size(train_dataset), train_available)
-        facts.count("validation", dataset_size(eval_dataset), eval_available)
-        facts.add_metrics("validation", eval_metrics)
-        finish_run(trainer, facts)
+        hub.finish_run(trainer, facts, metrics)
     return metrics
 
 

@@ -48,18 +48,10 @@ from hf_ctx.data.bilm import (
     split_into_sentences,
 )
 from hf_ctx.data.subsets import first_examples, hold_out_validation, shuffled_stream
+from hf_ctx.tools import hub, scripts
 from hf_ctx.tools.errors import run_script
-from hf_ctx.tools.hub import dataset_size, finish_run
 from hf_ctx.tools.loading import load_pretraining_config, load_pretraining_model, load_tokenizer
-from hf_ctx.tools.model_card import RunFacts, vocabulary_origin
-from hf_ctx.tools.scripts import (
-    CONFIG_OVERRIDES_HELP,
-    TextCorpusArguments,
-    apply_learning_rate_default,
-    parse_args_and_set_up,
-    parse_config_overrides,
-    train_and_evaluate,
-)
+from hf_ctx.tools.model_card import vocabulary_origin
 from hf_ctx.tools.trainer import CtxTrainer, CtxTrainingArguments
 
 logger = logging.getLogger(__name__)
@@ -75,7 +67,9 @@ class ModelArguments:
     model_size: str = field(default="small", metadata={"help": f"size preset, one of {list(ELMO_PRESETS)}"})
     config_overrides: str | None = field(
         default=None,
-        metadata={"help": CONFIG_OVERRIDES_HELP + "; char_cnn and lstm are merged key by key into the preset's"},
+        metadata={
+            "help": scripts.CONFIG_OVERRIDES_HELP + "; char_cnn and lstm are merged key by key into the preset's"
+        },
     )
     model_name_or_path: str | None = field(
         default=None, metadata={"help": "continue pretraining this ELMo checkpoint (with its tokenizer)"}
@@ -92,7 +86,7 @@ class ModelArguments:
 
 
 @dataclass
-class DataArguments(TextCorpusArguments):
+class DataArguments(scripts.TextCorpusArguments):
     max_words: int = field(default=50, metadata={"help": "longest sentence; longer ones are cut into pieces"})
     split_sentences: bool = field(default=True, metadata={"help": "split lines after . ! ? (else one line = one)"})
     pretokenized: bool = field(
@@ -149,7 +143,7 @@ def sentences(lines, data_args: DataArguments, limit: int | None):
         num_proc=data_args.preprocessing_num_workers,
         splitter=data_args.word_splitter,
     )
-    return first_examples(dataset, limit), dataset_size(dataset)
+    return first_examples(dataset, limit), hub.dataset_size(dataset)
 
 
 def vocabulary_of(train_sentences, model_args: ModelArguments, word_splitter: str, max_characters_per_token: int = 50):
@@ -232,7 +226,7 @@ def build_model_and_tokenizer(model_args: ModelArguments, train_sentences, word_
         check_same_splitter(tokenizer, model_args.tokenizer_name, word_splitter)
     else:
         tokenizer = vocabulary_of(train_sentences, model_args, word_splitter)
-    overrides = parse_config_overrides(model_args.config_overrides, ElmoConfig)
+    overrides = scripts.parse_config_overrides(model_args.config_overrides, ElmoConfig)
     overrides.setdefault("char_cnn", {}).setdefault("max_characters_per_token", tokenizer.max_characters_per_token)
     config = ElmoConfig.from_preset(
         model_args.model_size,
@@ -248,7 +242,7 @@ def build_model_and_tokenizer(model_args: ModelArguments, train_sentences, word_
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    model_args, data_args, training_args = parse_args_and_set_up(
+    model_args, data_args, training_args = scripts.parse_args_and_set_up(
         ARGUMENT_CLASSES,
         argv,
         logger,
@@ -277,7 +271,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         model_args, train_sentences, data_args.word_splitter, continued_config
     )
     new_model = model_args.model_name_or_path is None  # from scratch (a resumed run too, as it started)
-    apply_learning_rate_default(training_args, argv, model.config, "pretraining", new_model)
+    scripts.apply_learning_rate_default(training_args, argv, model.config, "pretraining", new_model)
     if data_args.streaming and training_args.do_train:
         train_sentences = shuffled_stream(train_sentences, training_args)
     lstm = model.config.lstm
@@ -301,20 +295,19 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         preprocess_logits_for_metrics=preprocess_bilm_logits if eval_sentences is not None else None,
     )
 
-    metrics, eval_metrics = train_and_evaluate(trainer)
+    metrics = scripts.train_and_evaluate(trainer)
     if training_args.do_train:
-        facts = RunFacts("elmo", base_model=model_args.model_name_or_path, created=created)
-        facts.hyperparameters = {
+        hyperparameters = {
             "word vocabulary": vocabulary,
             "max_words": data_args.max_words,
             "num_sampled": model_args.num_sampled,
             "word_splitter": data_args.word_splitter,
         }
-        facts.name_data(data_args, validation_lines)
-        facts.count("train", dataset_size(train_sentences), train_available)
-        facts.count("validation", dataset_size(eval_sentences), eval_available)
-        facts.add_metrics("validation", eval_metrics)
-        finish_run(trainer, facts)
+        data = {"train": train_sentences, "validation": eval_sentences}
+        available = {"train": train_available, "validation": eval_available}
+        card = {"created": created, "hyperparameters": hyperparameters}
+        facts = hub.save_run(trainer, model_args, data_args, metrics, data, available, **card)
+        hub.finish_run(trainer, facts, metrics)
     return metrics
 
 

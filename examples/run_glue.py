@@ -40,7 +40,6 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import datasets
 from transformers import (
     AutoConfig,
     AutoModelForSequenceClassification,
@@ -57,37 +56,21 @@ from hf_ctx.data.glue import (
     write_glue_predictions,
 )
 from hf_ctx.data.glue_tasks import GLUE_TASKS, glue_task
-from hf_ctx.data.subsets import first_examples
 from hf_ctx.data.text_classification import (
     PREDICTIONS_FILE,
     load_text_classification_files,
     text_classification_metrics,
 )
+from hf_ctx.tools import hub, scripts
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import MODEL_FAMILIES, check_tokenizer_fits, model_family
-from hf_ctx.tools.hub import finish_run, save_run
-from hf_ctx.tools.loading import load_tokenizer
-from hf_ctx.tools.model_card import RunFacts
-from hf_ctx.tools.scripts import (
-    MODEL_BUILDING_IGNORED_TOGETHER,
-    ModelBuildingArguments,
-    after_saving,
-    apply_gpu_defaults,
-    apply_learning_rate_default,
-    apply_unpad_inputs,
-    max_predict_samples,
-    new_model_config,
-    padding_multiple,
-    parse_args_and_set_up,
-    train_and_evaluate,
-    unpad_inputs_field,
-)
+from hf_ctx.tools.model_card import DataPart
 from hf_ctx.tools.trainer import CtxTrainer, CtxTrainingArguments
 
 logger = logging.getLogger(__name__)
 # (argument, argument it makes the script ignore): refused together.
 IGNORED_TOGETHER = [
-    *MODEL_BUILDING_IGNORED_TOGETHER,
+    *scripts.MODEL_BUILDING_IGNORED_TOGETHER,
     ("task_name", "train_file"),
     ("task_name", "validation_file"),
     ("task_name", "test_file"),
@@ -102,8 +85,8 @@ IGNORED_TOGETHER = [
 
 
 @dataclass
-class ModelArguments(BiLMCacheArguments, ModelBuildingArguments):
-    unpad_inputs: bool = unpad_inputs_field()
+class ModelArguments(BiLMCacheArguments, scripts.ModelBuildingArguments):
+    """How the model is built (`ModelBuildingArguments`) and a frozen biLM's states cached (ELMo)."""
 
 
 @dataclass
@@ -169,11 +152,18 @@ def eval_prefix(split: str) -> str:
 
 def load_task_data(data_args: DataArguments, training_args, model_args: ModelArguments):
     """(task record, raw splits): a GLUE task (--task_name), or a user's own files with their own labels (the
-    training file's, else a fine-tuned checkpoint's)."""
+    training file's, else a fine-tuned checkpoint's). A split the run's steps need and the data lacks is an error."""
     if data_args.task_name is not None:
         task = glue_task(data_args.task_name)
         hub_dataset = data_args.dataset_name or HUB_DATASET
-        return task, load_glue(task, data_args.data_dir, hub_dataset, cache_dir=model_args.cache_dir)
+        raw = load_glue(task, data_args.data_dir, hub_dataset, cache_dir=model_args.cache_dir)
+        missing = [split for split in used_splits(task, training_args) if split not in raw]
+        if missing:
+            raise ValueError(
+                f"{task.name} from {data_args.data_dir or hub_dataset} has no {missing} split (files "
+                f"{[task.split_files[s] for s in missing]}); it has {list(raw)}"
+            )
+        return task, raw
     files = {"train": data_args.train_file, "validation": data_args.validation_file, "test": data_args.test_file}
     if not any(files.values()):
         raise ValueError("give --task_name (a GLUE task) or your own --train_file/--validation_file/--test_file")
@@ -200,6 +190,15 @@ def load_task_data(data_args: DataArguments, training_args, model_args: ModelArg
     return task, raw
 
 
+def used_splits(task, training_args) -> list[str]:
+    """The splits the run's steps read: training, the dev sets (MNLI's two), the test sets."""
+    return (
+        ["train"] * training_args.do_train
+        + task.validation_splits * training_args.do_eval
+        + task.test_splits * training_args.do_predict
+    )
+
+
 def build_model(model_args: ModelArguments, task, tokenizer):
     fields = {"num_labels": task.num_labels}
     if task.is_regression:
@@ -216,124 +215,81 @@ def build_model(model_args: ModelArguments, task, tokenizer):
             ignore_mismatched_sizes=model_args.ignore_mismatched_sizes,
             **fields,
         )
-    config = new_model_config(model_args, "sequence_classification", tokenizer, **fields)
+    config = scripts.new_model_config(model_args, "sequence_classification", tokenizer, **fields)
     return AutoModelForSequenceClassification.from_config(config)
 
 
-def glue_run_facts(task, data_args: DataArguments, base_model: str | None, family: str) -> RunFacts:
-    """What the model card says of the data: the user's own files by name; a GLUE task's local files
-    (`--data_dir`) by name, or the Hub dataset."""
+def glue_data_names(task, data_args: DataArguments) -> dict:
+    """How the model card names a GLUE task's data (`RunFacts` fields): its local files (`--data_dir`) by name,
+    or the Hub dataset. The user's own files are named from the arguments (none here)."""
     if data_args.task_name is None:
-        facts = RunFacts(family, base_model=base_model)
-        facts.hyperparameters = {"max_seq_length": data_args.max_seq_length}
-        facts.name_data(data_args)
-        return facts
-    facts = RunFacts(family, dataset_config=task.name, training_data=f"the {task.folder} training set")
-    facts.base_model, facts.hyperparameters = base_model, {"max_seq_length": data_args.max_seq_length}
+        return {}
+    names = {"dataset_config": task.name, "training_data": f"the {task.folder} training set"}
     if data_args.data_dir:
-        facts.dataset = f"GLUE {task.folder} (the local file {task.split_files['train']})"
-        facts.part("validation").name = f"GLUE {task.folder} " + ", ".join(
-            task.split_files[s] for s in task.validation_splits
-        )
+        validation_files = ", ".join(task.split_files[s] for s in task.validation_splits)
+        names["dataset"] = f"GLUE {task.folder} (the local file {task.split_files['train']})"
+        names["parts"] = {"validation": DataPart(name=f"GLUE {task.folder} {validation_files}")}
     else:
         hub_dataset = data_args.dataset_name or HUB_DATASET
-        facts.dataset, facts.dataset_id = f"GLUE {task.folder}", hub_dataset
-        facts.part("validation").name = facts.part("validation").hub_id = hub_dataset
-    return facts
+        names.update(dataset=f"GLUE {task.folder}", dataset_id=hub_dataset)
+        names["parts"] = {"validation": DataPart(name=hub_dataset, hub_id=hub_dataset)}
+    return names
 
 
-# Over 80 lines: the run's steps in the order they happen, as in transformers' run_*.py scripts, each a call
-# of a helper above or of hf_ctx; splitting it would scatter one sequence across functions.
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    model_args, data_args, training_args = parse_args_and_set_up(
+    model_args, data_args, training_args = scripts.parse_args_and_set_up(
         ARGUMENT_CLASSES, argv, logger, ignored_together=IGNORED_TOGETHER
     )
-    applied = apply_gpu_defaults(training_args, argv, group_by_length=True)
-    if applied:
-        logger.info(f"GPU defaults (give the options to override them): {applied}")
-
+    scripts.apply_gpu_defaults(training_args, argv, group_by_length=True)
     task, raw = load_task_data(data_args, training_args, model_args)
-    for wanted, splits in [
-        (training_args.do_train, ["train"]),
-        (training_args.do_eval, task.validation_splits),
-        (training_args.do_predict, task.test_splits),
-    ]:
-        missing = [s for s in splits if wanted and s not in raw]
-        if missing:
-            raise ValueError(
-                f"{task.name} from {data_args.data_dir or data_args.dataset_name or HUB_DATASET} has no {missing} split "
-                f"(files {[task.split_files[s] for s in missing]}); it has {list(raw)}"
-            )
+    raw, available = scripts.keep_first_examples(raw, data_args)  # available: for the model card, N used of M
 
-    tokenizer_source = model_args.tokenizer_name or model_args.model_name_or_path
-    if tokenizer_source is not None:
-        tokenizer = load_tokenizer(tokenizer_source, cache_dir=model_args.cache_dir)
-    else:  # a new model's own tokenizer, where it needs no training text (ELMo's character ids)
-        family = MODEL_FAMILIES.get(model_args.model_type)
-        tokenizer = family.make_tokenizer() if family is not None else None
-        if tokenizer is None:
-            raise ValueError("give --tokenizer_name (or a --model_name_or_path that holds a tokenizer)")
+    tokenizer = scripts.script_tokenizer(model_args)
     model = build_model(model_args, task, tokenizer)
     family = MODEL_FAMILIES[model_family(model.config)]
     new_model = model_args.model_name_or_path is None  # random weights: the rate of a model from scratch
-    apply_learning_rate_default(training_args, argv, model.config, "sequence_classification", new_model)
-    apply_unpad_inputs(model, model_args.unpad_inputs)
+    scripts.apply_learning_rate_default(training_args, argv, model.config, "sequence_classification", new_model)
+    tokenizer_source = model_args.tokenizer_name or model_args.model_name_or_path
     pair = len(task.text_columns) == 2
     check_tokenizer_fits(model.config, tokenizer, data_args.max_seq_length, tokenizer_source, pair=pair)
     logger.info(f"{task.name}: {type(model).__name__} with {model.num_parameters():,} parameters")
 
-    def limit(split: str) -> int | None:
-        if split == "train":
-            return data_args.max_train_samples
-        return max_predict_samples(data_args) if split.startswith("test") else data_args.max_eval_samples
-
-    available = {split: len(dataset) for split, dataset in raw.items()}  # for the model card: N used of M
-    raw = datasets.DatasetDict({split: first_examples(dataset, limit(split)) for split, dataset in raw.items()})
     with training_args.main_process_first(desc="tokenizing"):
         encode = encode_glue_for_words if family.words_are_tokens else encode_glue_for_subwords
         encoded = encode(raw, task, tokenizer, data_args.max_seq_length, num_proc=data_args.preprocessing_num_workers)
     # Multiples of 8 use tensor cores on a GPU; with length-grouped batches they also keep the shapes few.
-    pad_to = padding_multiple(data_args.pad_to_multiple_of, training_args)
+    pad_to = scripts.padding_multiple(data_args.pad_to_multiple_of, training_args)
     collator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=pad_to)
-    eval_sets = {split: encoded[split] for split in task.validation_splits if split in encoded}
+    used = {split: encoded[split] for split in used_splits(task, training_args)}
     # A frozen biLM's states are computed once for every sentence the run reads (and, on disk, for later runs).
-    used = {"train": training_args.do_train, **dict.fromkeys(eval_sets, training_args.do_eval)}
-    used.update(dict.fromkeys(task.test_splits, training_args.do_predict))
     collator = with_bilm_cache(
-        model,
-        tokenizer,
-        collator,
-        {split: encoded[split] for split, wanted in used.items() if wanted and split in encoded},
-        model_args,
-        training_args.output_dir,
-        training_args.device,
+        model, tokenizer, collator, used, model_args, training_args.output_dir, training_args.device
     )
-    # Evaluations during training: one dev set is reported as eval_*, MNLI's two as eval_matched_* and
-    # eval_mismatched_*, as the final evaluation below does.
-    eval_during_training = {eval_prefix(split).removeprefix("eval_"): data for split, data in eval_sets.items()}
-    if "validation" in eval_sets:
-        eval_during_training = eval_sets["validation"]
+    # One dev set is evaluated as eval_*, MNLI's two as eval_matched_* and eval_mismatched_*, during training too.
+    eval_sets = {eval_prefix(split): encoded[split] for split in task.validation_splits if split in encoded}
     trainer = CtxTrainer(
         model=model,
         args=training_args,
         train_dataset=encoded["train"] if training_args.do_train else None,
-        eval_dataset=eval_during_training or None,
+        eval_dataset=eval_sets.get("eval") or {p.removeprefix("eval_"): d for p, d in eval_sets.items()} or None,
         processing_class=tokenizer,
         data_collator=collator,
         compute_metrics=glue_compute_metrics(task) if data_args.task_name else text_classification_metrics(task),
     )
 
-    metrics, eval_metrics = train_and_evaluate(
-        trainer, eval_datasets={eval_prefix(split): dataset for split, dataset in eval_sets.items()}
-    )
+    metrics = scripts.train_and_evaluate(trainer, eval_datasets=eval_sets)
     if training_args.do_train:  # saved before predicting: nothing after training can lose the model
-        facts = glue_run_facts(task, data_args, model_args.model_name_or_path, family.name)
-        for split in (split for split, wanted in used.items() if wanted and split in raw):
-            part = "train" if split == "train" else "test" if split in task.test_splits else "validation"
-            facts.count(part, len(raw[split]), available[split])
-        facts.add_metrics("validation", eval_metrics)
-        save_run(trainer, facts)
-    with after_saving(trainer, training_args.do_train):
+        facts = hub.save_run(
+            trainer,
+            model_args,
+            data_args,
+            metrics,
+            data={split: raw[split] for split in used},
+            available=available,
+            hyperparameters={"max_seq_length": data_args.max_seq_length},
+            **glue_data_names(task, data_args),
+        )
+    with scripts.after_saving(trainer, training_args.do_train):
         for split in task.test_splits if training_args.do_predict else ():
             test_set = encoded[split].remove_columns("label")  # test labels are hidden (-1) or ignored
             predictions = task.decode(trainer.predict(test_set, metric_key_prefix="predict").predictions)
@@ -343,7 +299,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
                 )
                 logger.info(f"wrote {len(predictions)} {split} predictions to {path}")
     if training_args.do_train:
-        finish_run(trainer, facts, model_saved=True)
+        hub.finish_run(trainer, facts, metrics)
     return metrics
 
 

@@ -62,33 +62,16 @@ from hf_ctx.data import conll
 from hf_ctx.data.bilm_cache import BiLMCacheArguments, with_bilm_cache
 from hf_ctx.data.subsets import hold_out_validation
 from hf_ctx.data.word_vectors import load_word_vectors
+from hf_ctx.tools import hub, scripts
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import MODEL_FAMILIES, check_tokenizer_fits, model_family
-from hf_ctx.tools.hub import finish_run, save_run
 from hf_ctx.tools.loading import load_tokenizer
-from hf_ctx.tools.model_card import RunFacts
-from hf_ctx.tools.scripts import (
-    MODEL_BUILDING_IGNORED_TOGETHER,
-    ModelBuildingArguments,
-    after_saving,
-    apply_gpu_defaults,
-    apply_learning_rate_default,
-    apply_unpad_inputs,
-    max_predict_samples,
-    new_model_config,
-    new_model_family,
-    parse_args_and_set_up,
-    parse_config_overrides,
-    record_metrics,
-    train_and_evaluate,
-    unpad_inputs_field,
-)
 from hf_ctx.tools.trainer import CtxTrainer, CtxTrainingArguments
 
 logger = logging.getLogger(__name__)
 # (argument, argument it makes the script ignore): refused together.
 IGNORED_TOGETHER = [
-    *MODEL_BUILDING_IGNORED_TOGETHER,
+    *scripts.MODEL_BUILDING_IGNORED_TOGETHER,
     ("model_name_or_path", "bilm_name_or_path"),
     ("dataset_name", "train_file"),
     ("validation_file", "validation_split_percentage"),
@@ -96,7 +79,7 @@ IGNORED_TOGETHER = [
 
 
 @dataclass
-class ModelArguments(BiLMCacheArguments, ModelBuildingArguments):
+class ModelArguments(BiLMCacheArguments, scripts.ModelBuildingArguments):
     bilm_name_or_path: str | None = field(
         default=None, metadata={"help": "ELMo/TagLM: the pretrained hf_ctx biLM (with its tokenizer) to build on"}
     )
@@ -119,7 +102,6 @@ class ModelArguments(BiLMCacheArguments, ModelBuildingArguments):
         default=1, metadata={"help": "TagLM without biLM: keep training words seen at least this often"}
     )
     vocab_size: int = field(default=8000, metadata={"help": "new BERT: WordPiece vocabulary trained on the data"})
-    unpad_inputs: bool = unpad_inputs_field()
     early_stopping_patience: int | None = field(
         default=None,
         metadata={
@@ -275,19 +257,16 @@ def load_data(
                 f"--do_{ {'train': 'train', 'validation': 'eval', 'test': 'predict'}[split] } needs a "
                 f"{split} split (--{split}_file or a dataset that has one)"
             )
-    limits = {
-        "train": data_args.max_train_samples,
-        "validation": data_args.max_eval_samples,
-        "test": max_predict_samples(data_args),
-    }
-    used = datasets.DatasetDict(
-        {
-            split: data[split].select(range(min(limits[split], len(data[split])))) if limits[split] else data[split]
-            for split in needed
-            if split in data and needed[split]
-        }
-    )
-    return used, {split: len(data[split]) for split in used}
+    return scripts.keep_first_examples({split: data[split] for split, wanted in needed.items() if wanted}, data_args)
+
+
+def text_word_splitter(model_args: ModelArguments, data_args: DataArguments) -> str:
+    """How plain text (`--test_file_format text`) is split into words: as the model's word vocabulary was made
+    (its tokenizer's `word_splitter`), else "treebank"."""
+    source = model_args.tokenizer_name or model_args.model_name_or_path or model_args.bilm_name_or_path
+    if data_args.test_file_format != "text" or source is None:
+        return "treebank"
+    return getattr(load_tokenizer(source), "word_splitter", "treebank")
 
 
 def labels_for(model_args, data_args, data, label_column: str) -> tuple[list[str], str]:
@@ -316,10 +295,17 @@ def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
     checkpoint, bilm = model_args.model_name_or_path, model_args.bilm_name_or_path
     family = None
     if checkpoint is None:
-        family = new_model_family(model_args, "token_classification")
-        checkpoint = family.starting_checkpoint(bilm)
-        if checkpoint is not None and model_args.config_name is not None:
-            raise ValueError(f"a new {family.name} tagger takes its config from {checkpoint}; leave out --config_name")
+        family = scripts.new_model_family(model_args, "token_classification")
+        if family.bilm_use == "none" and bilm is not None:
+            raise ValueError(f"--model_type {family.name} builds on no biLM; leave out --bilm_name_or_path")
+        if family.bilm_use == "starts_from":  # a new ELMo tagger: the biLM checkpoint with a new head
+            if bilm is None:
+                raise ValueError(
+                    f"--model_type {family.name} needs --bilm_name_or_path, the pretrained hf_ctx biLM to tag with"
+                )
+            checkpoint = bilm
+            if model_args.config_name is not None:
+                raise ValueError(f"a new {family.name} tagger takes its config from {bilm}; leave out --config_name")
     if checkpoint is not None:
         if model_args.word_vectors is not None:
             raise ValueError(
@@ -328,7 +314,7 @@ def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
             )
         config = AutoConfig.from_pretrained(checkpoint, cache_dir=model_args.cache_dir)
         found = MODEL_FAMILIES[model_family(config)]
-        overrides = parse_config_overrides(model_args.config_overrides, type(config))
+        overrides = scripts.parse_config_overrides(model_args.config_overrides, type(config))
         if family is not None and found is not family:
             raise ValueError(f"{checkpoint} is not an hf_ctx {family.name} checkpoint")
         tokenizer = load_tokenizer(model_args.tokenizer_name or checkpoint)
@@ -369,7 +355,7 @@ def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
         **{k: v for k, v in tagger_fields.items() if family.config_has_field(k)},
         **crf_fields(model_args, scheme, family),
     }
-    config = new_model_config(model_args, "token_classification", tokenizer, **fields)
+    config = scripts.new_model_config(model_args, "token_classification", tokenizer, **fields)
     check_tokenizer_fits(config, tokenizer, data_args.max_seq_length, source or "the new tokenizer")
     model_class = family.models["token_classification"]
     model = model_class.from_bilm(bilm, config) if bilm is not None else model_class(config)
@@ -439,53 +425,54 @@ def encode_splits(
     return pieces, encoded
 
 
-# Over 80 lines: the run's steps in the order they happen, as in transformers' run_*.py scripts, each a call
-# of a helper above or of hf_ctx; splitting it would scatter one sequence across functions.
+def early_stopping(model_args: ModelArguments, training_args) -> list:
+    """`--early_stopping_patience` as the Trainer's callback (none without it)."""
+    if model_args.early_stopping_patience is None:
+        return []
+    if not (training_args.load_best_model_at_end and training_args.metric_for_best_model):
+        raise ValueError(
+            "--early_stopping_patience needs --load_best_model_at_end and --metric_for_best_model (e.g. f1)"
+        )
+    return [EarlyStoppingCallback(model_args.early_stopping_patience)]
+
+
+def write_predictions(trainer, split: str, output, pieces, data, label_column: str) -> None:
+    """`predictions_<split>.txt` in `--output_dir`: each word with its input columns, its gold tag where given and
+    the predicted tag (the pieces of sentences split for length joined again)."""
+    id2label = trainer.model.config.id2label
+    predicted, _ = conll.predictions_to_tags(output.predictions, output.label_ids, id2label)
+    if trainer.is_world_process_zero():
+        path = Path(trainer.args.output_dir) / f"predictions_{split}.txt"
+        conll.write_conll_predictions(
+            path, data[split], conll.merge_split_predictions(pieces[split], predicted), label_column
+        )
+        logger.info("wrote %s (word, input columns, gold tag where given, predicted tag)", path)
+
+
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    model_args, data_args, training_args = parse_args_and_set_up(
+    model_args, data_args, training_args = scripts.parse_args_and_set_up(
         ARGUMENT_CLASSES,
         argv,
         logger,
         ignored_together=IGNORED_TOGETHER,
         positive=("max_seq_length", "validation_split_percentage", "early_stopping_patience", "word_min_count"),
     )
-
-    # Raw text is split into words as the model's word vocabulary was made (its tokenizer's `word_splitter`).
-    splitter = "treebank"
-    splitter_source = model_args.tokenizer_name or model_args.model_name_or_path or model_args.bilm_name_or_path
-    if data_args.test_file_format == "text" and splitter_source is not None:
-        splitter = getattr(load_tokenizer(splitter_source), "word_splitter", "treebank")
-    data, available = load_data(
-        data_args, training_args, splitter
-    )  # available: split -> examples before --max_*_samples
+    splitter = text_word_splitter(model_args, data_args)
+    data, available = load_data(data_args, training_args, splitter)  # available: for the card, N used of M
     label_column = conll.TASK_COLUMNS[data_args.task_name]
     labels, scheme = labels_for(model_args, data_args, data, label_column)
     label2id = {label: i for i, label in enumerate(labels)}
     tagged = {split for split, dataset in data.items() if label_column in dataset.column_names}
     for split in tagged:
         conll.check_labels(data[split], label2id, split, label_column)
-    callbacks = []
-    if model_args.early_stopping_patience is not None:
-        if not (training_args.load_best_model_at_end and training_args.metric_for_best_model):
-            raise ValueError(
-                "--early_stopping_patience needs --load_best_model_at_end and --metric_for_best_model (e.g. f1)"
-            )
-        callbacks.append(EarlyStoppingCallback(model_args.early_stopping_patience))
+    callbacks = early_stopping(model_args, training_args)
     model, tokenizer, family, checkpoint = build_tagger(model_args, data_args, labels, data, scheme)
     new_model = model_args.model_name_or_path is None  # random weights: the rate of a model from scratch
-    apply_learning_rate_default(training_args, argv, model.config, "token_classification", new_model)
+    scripts.apply_learning_rate_default(training_args, argv, model.config, "token_classification", new_model)
     # On a GPU: length-grouped batches, and the family's own defaults (TagLM's larger batches).
-    applied = apply_gpu_defaults(training_args, argv, group_by_length=True, **family.gpu_defaults)
-    if applied:
-        logger.info(f"GPU defaults (give the options to override them): {applied}")
-    apply_unpad_inputs(model, model_args.unpad_inputs)
-    logger.info(
-        "%s tagger: %s parameters (%s trained), labels %s",
-        family.name,
-        f"{model.num_parameters():,}",
-        f"{model.num_parameters(only_trainable=True):,}",
-        labels,
-    )
+    scripts.apply_gpu_defaults(training_args, argv, group_by_length=True, **family.gpu_defaults)
+    trained = f"{model.num_parameters(only_trainable=True):,}"
+    logger.info(f"{family.name} tagger: {model.num_parameters():,} parameters ({trained} trained), labels {labels}")
     pieces, encoded = encode_splits(
         data,
         tokenizer,
@@ -516,44 +503,30 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     # Predicting on the validation split evaluates it too: evaluated once, its metrics are the "eval" ones.
     evaluate_while_predicting = training_args.do_eval and training_args.do_predict and "validation" in encoded
-    metrics, eval_metrics = train_and_evaluate(trainer, evaluate=False if evaluate_while_predicting else None)
+    metrics = scripts.train_and_evaluate(trainer, evaluate=False if evaluate_while_predicting else None)
     if training_args.do_train:  # saved before predicting: nothing after training can lose the model
         # A new ELMo tagger starts from the biLM checkpoint; a TagLM tagger's card names its biLM from the config.
-        facts = RunFacts(
-            family.name,
+        facts = hub.save_run(
+            trainer,
+            model_args,
+            data_args,
+            metrics,
+            data,
+            available,
             base_model=checkpoint,
+            data_format=conll.recognised_format(data["train"]),
             hyperparameters={"tag_scheme": scheme, "task_name": data_args.task_name},
         )
-        facts.data_format = conll.recognised_format(data["train"])
-        facts.name_data(data_args, data.get("validation"))
-        for split in data:
-            facts.count(split, len(data[split]), available.get(split))
-        facts.add_metrics("validation", eval_metrics)
-        save_run(trainer, facts)
-    with after_saving(trainer, training_args.do_train):
-        for split in ("validation", "test") if training_args.do_predict else ():
-            if split not in encoded:
-                continue
+    with scripts.after_saving(trainer, training_args.do_train):
+        for split in [s for s in ("validation", "test") if s in encoded] if training_args.do_predict else ():
             prefix = "predict" if split == "test" else "eval" if evaluate_while_predicting else "predict_validation"
             output = trainer.predict(encoded[split], metric_key_prefix=prefix)
-            if prefix == "eval":
-                eval_metrics = output.metrics
-            predicted, _ = conll.predictions_to_tags(output.predictions, output.label_ids, model.config.id2label)
-            path = Path(training_args.output_dir) / f"predictions_{split}.txt"
-            if trainer.is_world_process_zero():
-                merged = conll.merge_split_predictions(pieces[split], predicted)
-                conll.write_conll_predictions(path, data[split], merged, label_column)
-                logger.info("wrote %s (word, input columns, gold tag where given, predicted tag)", path)
+            write_predictions(trainer, split, output, pieces, data, label_column)
             if split in tagged:  # words without tags: predictions only
                 metrics.update(output.metrics)
-                record_metrics(trainer, prefix, output.metrics)
+                scripts.record_metrics(trainer, prefix, output.metrics)
     if training_args.do_train:
-        facts.add_metrics("validation", eval_metrics)
-        test_metrics = {
-            k: v for k, v in metrics.items() if k.startswith("predict_") and not k.startswith("predict_validation")
-        }
-        facts.add_metrics("test", test_metrics)
-        finish_run(trainer, facts, model_saved=True)
+        hub.finish_run(trainer, facts, metrics)
     return metrics
 
 

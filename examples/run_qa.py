@@ -40,43 +40,25 @@ from pathlib import Path
 from transformers import AutoModelForQuestionAnswering, DataCollatorWithPadding
 
 from hf_ctx.data import squad
-from hf_ctx.data.subsets import first_examples
 from hf_ctx.metrics import load_metric
+from hf_ctx.tools import hub, scripts
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import check_tokenizer_fits, model_family
-from hf_ctx.tools.hub import finish_run, save_run
-from hf_ctx.tools.loading import load_tokenizer
-from hf_ctx.tools.model_card import RunFacts
 from hf_ctx.tools.question_answering import postprocess_predictions
-from hf_ctx.tools.scripts import (
-    MODEL_BUILDING_IGNORED_TOGETHER,
-    ModelBuildingArguments,
-    after_saving,
-    apply_gpu_defaults,
-    apply_learning_rate_default,
-    apply_unpad_inputs,
-    max_predict_samples,
-    new_model_config,
-    padding_multiple,
-    parse_args_and_set_up,
-    record_metrics,
-    train_and_evaluate,
-    unpad_inputs_field,
-)
 from hf_ctx.tools.trainer import CtxTrainer, CtxTrainingArguments
 
 logger = logging.getLogger(__name__)
 # (argument, argument it makes the script ignore): refused together.
 IGNORED_TOGETHER = [
-    *MODEL_BUILDING_IGNORED_TOGETHER,
+    *scripts.MODEL_BUILDING_IGNORED_TOGETHER,
     ("train_file", "dataset_name"),
     ("validation_file", "dataset_name"),
 ]
 
 
 @dataclass
-class ModelArguments(ModelBuildingArguments):
-    unpad_inputs: bool = unpad_inputs_field()
+class ModelArguments(scripts.ModelBuildingArguments):
+    """How the model is built: the options every fine-tuning script shares (`ModelBuildingArguments`)."""
 
 
 @dataclass
@@ -205,7 +187,9 @@ def build_model(model_args: ModelArguments, tokenizer):
             ignore_mismatched_sizes=model_args.ignore_mismatched_sizes,
             **model_args.checkpoint_overrides(),
         )
-    return AutoModelForQuestionAnswering.from_config(new_model_config(model_args, "question_answering", tokenizer))
+    return AutoModelForQuestionAnswering.from_config(
+        scripts.new_model_config(model_args, "question_answering", tokenizer)
+    )
 
 
 def answer_test_questions(trainer, windows, source) -> dict[str, float]:
@@ -215,21 +199,19 @@ def answer_test_questions(trainer, windows, source) -> dict[str, float]:
     logger.info("wrote the answers to %s's questions to predict_predictions.json", source)
     if "predict_f1" not in metrics:  # questions without answers: nothing scored
         return {}
-    record_metrics(trainer, "predict", metrics)
+    scripts.record_metrics(trainer, "predict", metrics)
     return metrics
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    model_args, data_args, training_args = parse_args_and_set_up(
+    model_args, data_args, training_args = scripts.parse_args_and_set_up(
         ARGUMENT_CLASSES,
         argv,
         logger,
         ignored_together=IGNORED_TOGETHER,
         positive=("max_seq_length", "n_best_size", "max_answer_length"),
     )
-    applied = apply_gpu_defaults(training_args, argv)
-    if applied:
-        logger.info(f"GPU defaults (give the options to override them): {applied}")
+    scripts.apply_gpu_defaults(training_args, argv)
 
     wanted = {"train": training_args.do_train, "validation": training_args.do_eval, "test": training_args.do_predict}
     files = {"train": data_args.train_file, "validation": data_args.validation_file, "test": data_args.test_file}
@@ -245,31 +227,21 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     for split, flag in (("train", "--do_train"), ("validation", "--do_eval")):
         if wanted[split] and split not in raw:
             raise ValueError(f"{flag} needs {split} data: --{split}_file, or a --dataset_name with a {split} split")
-    sources = {split: files[split] or f"{data_args.dataset_name} ({split})" for split in wanted}
-    limits = {
-        "train": data_args.max_train_samples,
-        "validation": data_args.max_eval_samples,
-        "test": max_predict_samples(data_args),
-    }
-    available = {split: len(raw[split]) for split in wanted if wanted[split]}  # for the card: N used of M
-    raw = {split: first_examples(raw[split], limits.get(split)) for split in wanted if wanted[split]}
+    raw, available = scripts.keep_first_examples({split: raw[split] for split in wanted if wanted[split]}, data_args)
 
-    tokenizer_source = model_args.tokenizer_name or model_args.model_name_or_path
-    if tokenizer_source is None:
-        raise ValueError("give --tokenizer_name (or a --model_name_or_path that holds a tokenizer)")
-    tokenizer = load_tokenizer(tokenizer_source, cache_dir=model_args.cache_dir)
+    tokenizer = scripts.script_tokenizer(model_args)
     model = build_model(model_args, tokenizer)
+    if training_args.do_train:
+        model_family(model.config)  # the card describes hf_ctx models; a transformers BERT only evaluates here
     new_model = model_args.model_name_or_path is None  # random weights: the rate of a model from scratch
-    apply_learning_rate_default(training_args, argv, model.config, "question_answering", new_model)
-    # The card and the Hub upload describe hf_ctx models; a transformers BERT only evaluates here.
-    family = model_family(model.config) if training_args.do_train else None
-    apply_unpad_inputs(model, model_args.unpad_inputs)
+    scripts.apply_learning_rate_default(training_args, argv, model.config, "question_answering", new_model)
+    tokenizer_source = model_args.tokenizer_name or model_args.model_name_or_path
     check_tokenizer_fits(model.config, tokenizer, data_args.max_seq_length, tokenizer_source)
     logger.info(f"{type(model).__name__} with {model.num_parameters():,} parameters")
 
+    sources = {split: files[split] or f"{data_args.dataset_name} ({split})" for split in wanted}
     windows = encode_windows(raw, sources, tokenizer, data_args, training_args)
-
-    pad_to = padding_multiple(data_args.pad_to_multiple_of, training_args)
+    pad_to = scripts.padding_multiple(data_args.pad_to_multiple_of, training_args)
     trainer = QuestionAnsweringTrainer(
         model=model,
         args=training_args,
@@ -282,28 +254,24 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         windows=windows,
         options=data_args,
     )
-    metrics, eval_metrics = train_and_evaluate(trainer)
+    metrics = scripts.train_and_evaluate(trainer)
     if training_args.do_train:  # saved before answering the test questions: nothing after training can lose it
-        facts = RunFacts(family, base_model=model_args.model_name_or_path)
-        facts.hyperparameters = {
-            "max_seq_length": data_args.max_seq_length,
-            "doc_stride": data_args.doc_stride,
-            "version_2_with_negative": data_args.version_2_with_negative,
-        }
-        facts.data_format = "SQuAD v2.0" if data_args.version_2_with_negative else "SQuAD v1.1"
-        facts.name_data(data_args)
-        for split in raw:  # questions, not the windows the Trainer saw
-            facts.count(split, len(raw[split]), available[split])
-        facts.add_metrics("validation", eval_metrics)
-        save_run(trainer, facts)
-    with after_saving(trainer, training_args.do_train):
-        test_metrics = (
-            answer_test_questions(trainer, windows["test"], data_args.test_file) if "test" in windows else {}
+        settings = ("max_seq_length", "doc_stride", "version_2_with_negative")
+        facts = hub.save_run(
+            trainer,
+            model_args,
+            data_args,
+            metrics,
+            raw,  # questions, not the windows the Trainer saw
+            available,
+            data_format="SQuAD v2.0" if data_args.version_2_with_negative else "SQuAD v1.1",
+            hyperparameters={name: getattr(data_args, name) for name in settings},
         )
-    metrics.update(test_metrics)
+    with scripts.after_saving(trainer, training_args.do_train):
+        if "test" in windows:
+            metrics.update(answer_test_questions(trainer, windows["test"], data_args.test_file))
     if training_args.do_train:
-        facts.add_metrics("test", test_metrics)
-        finish_run(trainer, facts, model_saved=True)
+        hub.finish_run(trainer, facts, metrics)
     return metrics
 
 

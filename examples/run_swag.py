@@ -35,36 +35,19 @@ from hf_ctx.data.multiple_choice import (
     read_multiple_choice_file,
     write_json_atomically,
 )
-from hf_ctx.data.subsets import first_examples
+from hf_ctx.tools import hub, scripts
 from hf_ctx.tools.errors import run_script
-from hf_ctx.tools.families import check_tokenizer_fits, model_family
-from hf_ctx.tools.hub import finish_run, save_run
-from hf_ctx.tools.loading import load_tokenizer
-from hf_ctx.tools.model_card import RunFacts
-from hf_ctx.tools.scripts import (
-    MODEL_BUILDING_IGNORED_TOGETHER,
-    ModelBuildingArguments,
-    after_saving,
-    apply_learning_rate_default,
-    apply_unpad_inputs,
-    max_predict_samples,
-    new_model_config,
-    padding_multiple,
-    parse_args_and_set_up,
-    record_metrics,
-    train_and_evaluate,
-    unpad_inputs_field,
-)
+from hf_ctx.tools.families import check_tokenizer_fits
 from hf_ctx.tools.trainer import CtxTrainer, CtxTrainingArguments
 
 logger = logging.getLogger(__name__)
-IGNORED_TOGETHER = MODEL_BUILDING_IGNORED_TOGETHER
+IGNORED_TOGETHER = scripts.MODEL_BUILDING_IGNORED_TOGETHER
 SWAG = MultipleChoiceColumns()
 
 
 @dataclass
-class ModelArguments(ModelBuildingArguments):
-    unpad_inputs: bool = unpad_inputs_field()
+class ModelArguments(scripts.ModelBuildingArguments):
+    """How the model is built: the options every fine-tuning script shares (`ModelBuildingArguments`)."""
 
 
 @dataclass
@@ -114,11 +97,11 @@ def build_model(model_args: ModelArguments, tokenizer):
             ignore_mismatched_sizes=model_args.ignore_mismatched_sizes,
             **model_args.checkpoint_overrides(),
         )
-    return AutoModelForMultipleChoice.from_config(new_model_config(model_args, "multiple_choice", tokenizer))
+    return AutoModelForMultipleChoice.from_config(scripts.new_model_config(model_args, "multiple_choice", tokenizer))
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    model_args, data_args, training_args = parse_args_and_set_up(
+    model_args, data_args, training_args = scripts.parse_args_and_set_up(
         ARGUMENT_CLASSES, argv, logger, ignored_together=IGNORED_TOGETHER
     )
     columns = data_args.columns()
@@ -130,27 +113,18 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     for split, step in (("train", "train"), ("validation", "eval"), ("test", "predict")):
         if getattr(training_args, f"do_{step}") and files[split] is None:
             raise ValueError(f"--do_{step} needs --{split}_file")
-    limits = {
-        "train": data_args.max_train_samples,
-        "validation": data_args.max_eval_samples,
-        "test": max_predict_samples(data_args),
-    }
     raw = {
         split: read_multiple_choice_file(path, columns, labelled=None if split == "test" else True)
         for split, path in files.items()
         if path is not None
     }
-    available = {split: len(data) for split, data in raw.items()}  # for the model card: N used of M
-    raw = {split: first_examples(data, limits.get(split)) for split, data in raw.items()}
+    raw, available = scripts.keep_first_examples(raw, data_args)  # available: for the model card, N used of M
 
-    tokenizer_source = model_args.tokenizer_name or model_args.model_name_or_path
-    if tokenizer_source is None:
-        raise ValueError("give --tokenizer_name (or a --model_name_or_path that holds a tokenizer)")
-    tokenizer = load_tokenizer(tokenizer_source, cache_dir=model_args.cache_dir)
+    tokenizer = scripts.script_tokenizer(model_args)
     model = build_model(model_args, tokenizer)
     new_model = model_args.model_name_or_path is None  # random weights: the rate of a model from scratch
-    apply_learning_rate_default(training_args, argv, model.config, "multiple_choice", new_model)
-    apply_unpad_inputs(model, model_args.unpad_inputs)
+    scripts.apply_learning_rate_default(training_args, argv, model.config, "multiple_choice", new_model)
+    tokenizer_source = model_args.tokenizer_name or model_args.model_name_or_path
     check_tokenizer_fits(model.config, tokenizer, data_args.max_seq_length, tokenizer_source, pair=True)
     logger.info(f"{type(model).__name__} with {model.num_parameters():,} parameters, {len(columns.endings)} choices")
 
@@ -161,7 +135,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             )
             for split, data in raw.items()
         }
-    pad_to = padding_multiple(data_args.pad_to_multiple_of, training_args)
+    pad_to = scripts.padding_multiple(data_args.pad_to_multiple_of, training_args)
     trainer = CtxTrainer(
         model=model,
         args=training_args,
@@ -171,31 +145,24 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         data_collator=MultipleChoiceCollator(tokenizer, pad_to_multiple_of=pad_to),
         compute_metrics=multiple_choice_accuracy,
     )
-    metrics, eval_metrics = train_and_evaluate(trainer)
+    metrics = scripts.train_and_evaluate(trainer)
     if training_args.do_train:  # saved before predicting: nothing after training can lose the model
-        facts = RunFacts(model_family(model.config), base_model=model_args.model_name_or_path)
-        facts.pipeline_tag = "multiple-choice"
-        facts.hyperparameters = {"max_seq_length": data_args.max_seq_length, "choices": len(columns.endings)}
-        facts.name_data(data_args)
-        for split in raw:
-            facts.count(split, len(raw[split]), available[split])
-        facts.add_metrics("validation", eval_metrics)
-        save_run(trainer, facts)
-    with after_saving(trainer, training_args.do_train):
+        card = {"pipeline_tag": "multiple-choice"}
+        card["hyperparameters"] = {"max_seq_length": data_args.max_seq_length, "choices": len(columns.endings)}
+        facts = hub.save_run(trainer, model_args, data_args, metrics, raw, available, **card)
+    with scripts.after_saving(trainer, training_args.do_train):
         if training_args.do_predict:
             result = trainer.predict(encoded["test"], metric_key_prefix="predict")
             if "label" in encoded["test"].column_names:
                 metrics.update(result.metrics)
-                record_metrics(trainer, "predict", result.metrics)
+                scripts.record_metrics(trainer, "predict", result.metrics)
             if trainer.is_world_process_zero():
                 path = write_json_atomically(
                     Path(training_args.output_dir) / "predictions.json", decode_choices(result.predictions).tolist()
                 )
                 logger.info(f"wrote {len(encoded['test'])} predictions to {path}")
     if training_args.do_train:
-        if training_args.do_predict and "label" in encoded["test"].column_names:
-            facts.add_metrics("test", result.metrics)
-        finish_run(trainer, facts, model_saved=True)
+        hub.finish_run(trainer, facts, metrics)
     return metrics
 
 

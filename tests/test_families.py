@@ -98,15 +98,6 @@ def test_new_configs_take_their_sizes_from_the_tokenizer(tmp_path):
         MODEL_FAMILIES["elmo"].load_config(str(tmp_path), words)
 
 
-def test_what_a_biLM_is_to_each_family():
-    assert MODEL_FAMILIES["elmo"].starting_checkpoint("runs/elmo") == "runs/elmo"
-    assert MODEL_FAMILIES["taglm"].starting_checkpoint("runs/elmo") is None  # TagLM.from_bilm builds on it
-    with pytest.raises(ValueError, match="--model_type elmo needs --bilm_name_or_path"):
-        MODEL_FAMILIES["elmo"].starting_checkpoint(None)
-    with pytest.raises(ValueError, match="--model_type bert builds on no biLM"):
-        MODEL_FAMILIES["bert"].starting_checkpoint("runs/elmo")
-
-
 def test_one_check_of_a_tokenizer_against_a_model():
     characters, words = ElmoTokenizer(), ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", "the"])
     bert = hf_ctx.CtxBertConfig(vocab_size=3, max_position_embeddings=16)

@@ -1,4 +1,4 @@
-"""finish_run saves model, tokenizer and card, and with --push_to_hub uploads exactly that, offline.
+"""save_run and finish_run save model, tokenizer and card, and with --push_to_hub upload exactly that, offline.
 
 The Hub is replaced by mocks of `HfApi.create_repo` and `HfApi.upload_folder`; the upload mock records every
 file of the folder it is handed (the folder is temporary), so the test sees what would have been sent.
@@ -8,6 +8,7 @@ import importlib.util
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -20,9 +21,13 @@ from huggingface_hub import ModelCard
 from tiny_checkpoints import bert_sequence_classifier, cat_sentences, taglm
 from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
 
-from hf_ctx.tools.hub import finish_run, push_checkpoint
+from hf_ctx.tools.hub import finish_run, push_checkpoint, save_run
 from hf_ctx.tools.model_card import RunFacts, build_model_card
 from hf_ctx.tools.trainer import CtxTrainer
+
+# A script's parsed arguments as `save_run` reads them: a model from random weights, data named by the card's facts.
+NEW_MODEL = SimpleNamespace(model_name_or_path=None)
+NO_DATA_ARGUMENTS = SimpleNamespace()
 
 
 def test_push_checkpoint_uploads_what_save_pretrained_writes(tmp_path):
@@ -82,10 +87,10 @@ def test_finish_run_saves_and_pushes_the_checkpoint_and_card(tmp_path, push_to_h
         )
         trainer.train()
         metrics = trainer.evaluate()
-        facts = RunFacts("bert", dataset="Toy sentences", hyperparameters={"max_seq_length": 12})
-        facts.add_metrics("validation", metrics)
+        card_facts = {"dataset": "Toy sentences", "hyperparameters": {"max_seq_length": 12}}
+        facts = save_run(trainer, NEW_MODEL, NO_DATA_ARGUMENTS, metrics, **card_facts)
         with caplog.at_level("INFO", logger="hf_ctx.tools.hub"):
-            card = finish_run(trainer, facts)
+            card = finish_run(trainer, facts, metrics)
 
     saved = folder_files(output_dir)
     # The output folder holds a checkpoint the Auto classes load, and the card.
@@ -100,7 +105,7 @@ def test_finish_run_saves_and_pushes_the_checkpoint_and_card(tmp_path, push_to_h
     assert loaded_card.data.model_name == "me/tiny-sst"
     assert "| max_seq_length | 12 |" in loaded_card.text and "| learning_rate | 0.001 |" in loaded_card.text
     assert "Training examples: 16; 2 steps of 8 examples saw 16 examples (1 pass over them)." in loaded_card.text
-    assert "Evaluation examples: 16." in loaded_card.text  # counted by finish_run from the Trainer's eval_dataset
+    assert "Evaluation examples: 16." in loaded_card.text  # counted by save_run from the Trainer's eval_dataset
     assert f"scores validation: accuracy {metrics['eval_accuracy']:.4f}" in caplog.text
     # The picture beside the checkpoint, in the card: 3 panels of 400 x 300 pixels in a row (training loss,
     # eval_loss, eval_accuracy); without matplotlib (an optional dependency) neither.
@@ -168,7 +173,7 @@ def test_no_push_holds_the_token_or_a_local_path_and_every_revision_has_its_code
         hub.repos["me/tiny-safe"] = {"training_args.bin": TOKEN.encode()}  # left by an earlier, unsafe push
         trainer = CtxTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
         trainer.train()
-        finish_run(trainer, RunFacts("bert", dataset="Toy sentences"))
+        finish_run(trainer, save_run(trainer, NEW_MODEL, NO_DATA_ARGUMENTS, {}, dataset="Toy sentences"), {})
 
     assert (output_dir / "checkpoint-1" / "training_args.bin").is_file()  # the token is on disk, not on the Hub
     assert len(hub.uploads) == (3 if hub_strategy == "every_save" else 1)

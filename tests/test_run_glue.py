@@ -193,10 +193,10 @@ def elmo_on_cola(pretrained) -> list[str]:
     ]
 
 
-def fine_tune_on_mrpc(setup, output_dir, pretrained, steps: int, learning_rate: float) -> dict:
+def fine_tune_on_mrpc(setup, output_dir, pretrained, steps: int, learning_rate: float, *extra) -> dict:
     """`steps` steps of MRPC from the checkpoint `pretrained`, then its evaluation."""
     arguments = ["--model_name_or_path", str(pretrained), "--do_train", "--do_eval", "--max_steps", str(steps)]
-    return run(setup, "mrpc", "MRPC", output_dir, *arguments, "--learning_rate", str(learning_rate))
+    return run(setup, "mrpc", "MRPC", output_dir, *arguments, "--learning_rate", str(learning_rate), *extra)
 
 
 def run(setup, task, folder, output_dir, *extra):
@@ -358,8 +358,9 @@ def test_mrpc_from_a_pretrained_checkpoint_keeps_its_encoder(setup, tmp_path):
     pretrained.save_pretrained(tmp_path / "pretrained")
     AutoTokenizer.from_pretrained(root / "tokenizer").save_pretrained(tmp_path / "pretrained")
     out = tmp_path / "out"
-    metrics = fine_tune_on_mrpc(setup, out, tmp_path / "pretrained", steps=2, learning_rate=0)
-    assert AutoConfig.from_pretrained(out).unpad_inputs is True  # --unpad_inputs (default true) over the checkpoint's
+    overrides = ["--config_overrides", "unpad_inputs=true"]  # over the checkpoint's own setting
+    metrics = fine_tune_on_mrpc(setup, out, tmp_path / "pretrained", 2, 0, *overrides)
+    assert AutoConfig.from_pretrained(out).unpad_inputs is True
     assert metrics["eval_combined_score"] == pytest.approx((metrics["eval_accuracy"] + metrics["eval_f1"]) / 2)
     before, after = load_file(tmp_path / "pretrained" / "model.safetensors"), load_file(out / "model.safetensors")
     encoder = [name for name in before if name.startswith("bert.")]

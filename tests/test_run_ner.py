@@ -381,6 +381,15 @@ def test_a_new_bert_tagger_refuses_what_it_cannot_use(corpus, tmp_path, options,
         )
 
 
+def test_a_new_elmo_tagger_needs_its_bilm(corpus, tmp_path):
+    """A new ELMo tagger is its biLM checkpoint with a new head (`bilm_use="starts_from"`): without one, an error."""
+    with pytest.raises(ValueError, match="--model_type elmo needs --bilm_name_or_path"):
+        run_ner.main(
+            ["--model_type", "elmo", "--train_file", str(corpus["train"]), "--do_train"]
+            + ["--output_dir", str(tmp_path / "out"), *COMMON]
+        )
+
+
 @pytest.mark.parametrize("model_type", ["taglm", "elmo"])
 def test_a_bert_folder_given_as_the_bilm_is_named_for_what_it_holds(corpus, tmp_path, model_type):
     """Not a tokenizer problem ("got BertTokenizer") found later: the folder holds a BERT, not an ELMo."""

@@ -676,36 +676,19 @@ def test_output_to_a_file_gets_progress_lines_and_no_terminal_codes(tmp_path, re
 
 
 def test_unpad_inputs_false_keeps_the_padded_path():
-    """`--unpad_inputs false` turns off BERT's default unpadding: the layers then compute every position, padding
-    included (zeros there when unpadded); a model without the option is left alone."""
-    from dataclasses import dataclass
-
-    from transformers import HfArgumentParser
-
+    """`unpad_inputs=false` (`--config_overrides unpad_inputs=false` in the scripts) turns off BERT's default
+    unpadding: the layers then compute every position, padding included (zeros there when unpadded)."""
     from hf_ctx import CtxBertConfig, CtxBertModel
-    from hf_ctx.tools.scripts import apply_unpad_inputs, unpad_inputs_field
 
-    @dataclass
-    class Arguments:
-        unpad_inputs: bool = unpad_inputs_field()
-
-    parser = HfArgumentParser(Arguments)
-    assert parser.parse_args_into_dataclasses([])[0].unpad_inputs is True
-    (arguments,) = parser.parse_args_into_dataclasses(["--unpad_inputs", "false"])
     model = CtxBertModel(CtxBertConfig.from_preset("tiny", vocab_size=20)).eval()
     input_ids, attention_mask = torch.randint(1, 20, (2, 6)), torch.tensor([[1] * 6, [1] * 3 + [0] * 3])
     outputs = {}
-    for unpad_inputs in (True, arguments.unpad_inputs):
-        apply_unpad_inputs(model, unpad_inputs)
+    for unpad_inputs in (True, False):
+        model.config.unpad_inputs = unpad_inputs
         with torch.no_grad():
-            outputs[model.config.unpad_inputs] = model(input_ids, attention_mask).last_hidden_state
+            outputs[unpad_inputs] = model(input_ids, attention_mask).last_hidden_state
     assert not outputs[True][1, 3:].any() and outputs[False][1, 3:].abs().amax(-1).min() > 0
     torch.testing.assert_close(outputs[False][attention_mask.bool()], outputs[True][attention_mask.bool()])
-    plain = transformers.BertModel(
-        BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=1)
-    )
-    apply_unpad_inputs(plain, False)
-    assert not hasattr(plain.config, "unpad_inputs")
 
 
 def test_torch_compile_lets_a_compiled_bert_keep_unpadding(tmp_path, monkeypatch):

@@ -12,7 +12,6 @@ This module is used from the installed package; it never travels with a checkpoi
 modeling and tokenizer modules it imports must never import it).
 """
 
-import enum
 import inspect
 import logging
 import os
@@ -52,14 +51,6 @@ AUTO_CLASSES = {
 }
 
 
-class BiLMUse(enum.Enum):
-    """What a pretrained biLM (`--bilm_name_or_path`) is to a new model of a family."""
-
-    NONE = "none"  # the family builds on no biLM (BERT)
-    STARTS_FROM = "starts_from"  # the new model is the biLM checkpoint with a new head (ELMo); it needs one
-    MAY_BUILD_ON = "may_build_on"  # built on one with its model class's `from_bilm`, or without (TagLM)
-
-
 @dataclass(frozen=True)
 class ModelFamily:
     """One model family.
@@ -76,7 +67,9 @@ class ModelFamily:
         tokenizer_fields: `tokenizer -> dict`: the config fields a new model takes from its tokenizer.
         check_tokenizer: `(tokenizer, source) -> None`: raises a ValueError naming `source` when the family's
             models cannot read what `tokenizer` gives; None where any tokenizer does.
-        bilm_use: what a pretrained biLM (`--bilm_name_or_path`) is to a new model (`BiLMUse`).
+        bilm_use: what a pretrained biLM (`--bilm_name_or_path`) is to a new model: "none" (the family builds on
+            no biLM: BERT), "starts_from" (the new model is the biLM checkpoint with a new head, and needs one:
+            ELMo) or "may_build_on" (built on one with its model class's `from_bilm`, or without: TagLM).
         presets: size preset name -> config fields (`config_class.from_preset`).
         gpu_defaults: Trainer options a GPU run of the family's taggers gets unless given.
         title: the family's name in text ("TagLM").
@@ -96,7 +89,7 @@ class ModelFamily:
     new_tokenizer: Callable
     tokenizer_fields: Callable[[object], dict]
     check_tokenizer: Callable | None = None
-    bilm_use: BiLMUse = BiLMUse.NONE
+    bilm_use: str = "none"
     presets: dict = field(default_factory=dict)
     gpu_defaults: dict = field(default_factory=dict)
     title: str = ""
@@ -129,19 +122,6 @@ class ModelFamily:
         if preset is None or not self.presets:
             return self.config_class(**fields)
         return self.config_class.from_preset(preset, **fields)
-
-    def starting_checkpoint(self, bilm: str | None) -> str | None:
-        """The checkpoint a new model of the family is loaded from, given `--bilm_name_or_path` `bilm`: the biLM
-        for ELMo (which needs one), else None (TagLM builds on the biLM itself, `from_bilm`; BERT takes none)."""
-        if self.bilm_use is BiLMUse.STARTS_FROM:
-            if bilm is None:
-                raise ValueError(
-                    f"--model_type {self.name} needs --bilm_name_or_path, the pretrained hf_ctx biLM to tag with"
-                )
-            return bilm
-        if bilm is not None and self.bilm_use is BiLMUse.NONE:
-            raise ValueError(f"--model_type {self.name} builds on no biLM; leave out --bilm_name_or_path")
-        return None
 
     def load_config(self, name_or_path: str, tokenizer, **kwargs):
         """`--config_name`: a size preset of the family (sized to `tokenizer`) or a config.json / checkpoint
@@ -253,7 +233,7 @@ ELMO = ModelFamily(
     new_tokenizer=_characters_only,
     tokenizer_fields=lambda tokenizer: {},
     check_tokenizer=_check_reads_characters,
-    bilm_use=BiLMUse.STARTS_FROM,
+    bilm_use="starts_from",
     presets=configuration_elmo.ELMO_PRESETS,
     title="ELMo",
     learning_rates={"pretraining": 1e-3, "token_classification": 3e-3},
@@ -270,7 +250,7 @@ TAGLM = ModelFamily(
         "max_characters_per_token": tokenizer.max_characters_per_token,
     },
     check_tokenizer=_check_word_vocabulary,
-    bilm_use=BiLMUse.MAY_BUILD_ON,
+    bilm_use="may_build_on",
     # TagLM's steps are small: batches of 32 instead of 8 keep a GPU busy.
     gpu_defaults={"per_device_train_batch_size": 32, "per_device_eval_batch_size": 32},
     title="TagLM",

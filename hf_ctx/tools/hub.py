@@ -9,13 +9,16 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from huggingface_hub import HfApi, ModelCard
 from transformers import Trainer
 from transformers.modelcard import extract_hyperparameters_from_trainer
 
 from ..data.atomic_write import write_text
+from .families import model_family
 from .model_card import RunFacts, build_model_card, optimizer_in_words, training_results
 from .plots import training_curves, write_training_curves
 
@@ -63,20 +66,64 @@ def push_checkpoint(
         )
 
 
-def save_run(trainer: Trainer, facts: RunFacts) -> ModelCard | None:
-    """Save the trained model, its tokenizer, its training curves and its model card in `output_dir` (no push).
+def save_run(
+    trainer: Trainer,
+    model_args,
+    data_args,
+    metrics: Mapping[str, float],
+    data: Mapping[str, Any] | None = None,
+    available: Mapping[str, int | None] | None = None,
+    **card,
+) -> RunFacts:
+    """Save the trained model, its tokenizer, its training curves and its model card in `output_dir` (no push);
+    returns what the card says, for `finish_run` to complete.
 
     An example script calls it as soon as training (and evaluation) is over, before it predicts or scores a test
-    file, so that nothing after training can lose the trained model; `finish_run` then completes the card with
-    the test scores and pushes. Call it on every process (saving may need all of them). The tokenizer is the
-    Trainer's `processing_class`. Returns the card on the main process, `None` on the others.
+    file, so that nothing after training can lose the trained model. Call it on every process (saving may need
+    all of them); the tokenizer is the Trainer's `processing_class`. The card reads its facts from the run:
+
+    - the family of the Trainer's model, and `model_args.model_name_or_path` as the starting point (`None`: random
+      weights);
+    - the data named from `data_args` (`RunFacts.name_data`: `--dataset_name`, `--dataset_config_name`, the
+      files, the held-out share) with `data["validation"]` as loaded;
+    - `data`: split -> the examples the run used ("train", "validation*", "test*"; MNLI's two dev sets add up),
+      each counted as so many of `available[split]`;
+    - `metrics`: the script's Trainer metrics, `eval_*` the validation scores and `predict_*` the test scores;
+    - `card`: `RunFacts` fields only the script knows (`hyperparameters`, `created`, `data_format`, a
+      `base_model` other than `--model_name_or_path`, a GLUE task's names), over what the arguments gave;
+    - what the Trainer knows: steps, batch size, the training log (`complete_from_trainer`).
     """
     if trainer.processing_class is None:
         raise ValueError("save_run saves the Trainer's processing_class with the model; the Trainer has none")
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    facts = RunFacts(
+        model_family(model.config),
+        base_model=model_args.model_name_or_path,
+        dataset_config=getattr(data_args, "dataset_config_name", None),
+        data_format=card.pop("data_format", None),  # named beside the files' names
+    )
+    data, available = data or {}, available or {}
+    facts.name_data(data_args, data.get("validation"))
+    for name, value in card.items():
+        setattr(facts, name, value)
+    for split, examples in data.items():
+        part = "train" if split == "train" else "test" if split.startswith("test") else "validation"
+        facts.count(part, dataset_size(examples), available.get(split))
+    add_scores(facts, metrics)
     # `_internal_call=True` is how the Trainer saves without calling its own `push_to_hub`, which would upload
     # the whole output folder with a card of its own.
     trainer.save_model(trainer.args.output_dir, _internal_call=True)
-    return _write_card(trainer, facts) if trainer.is_world_process_zero() else None
+    if trainer.is_world_process_zero():
+        _write_card(trainer, facts)
+    return facts
+
+
+def add_scores(facts: RunFacts, metrics: Mapping[str, float]) -> None:
+    """The validation (`eval_*`) and test (`predict_*`) scores of a script's Trainer `metrics` into `facts`; a
+    prediction on the validation split (`predict_validation_*`) is neither."""
+    facts.add_metrics("validation", {k: v for k, v in metrics.items() if k.startswith("eval_")})
+    test = {k: v for k, v in metrics.items() if k.startswith("predict_") and not k.startswith("predict_validation_")}
+    facts.add_metrics("test", test)
 
 
 def _write_card(trainer: Trainer, facts: RunFacts) -> ModelCard:
@@ -100,25 +147,21 @@ def hub_repo_id(trainer: Trainer) -> str:
     return trainer.hub_model_id or trainer.args.hub_model_id or Path(trainer.args.output_dir).absolute().name
 
 
-def finish_run(trainer: Trainer, facts: RunFacts, *, model_saved: bool = False) -> ModelCard | None:
-    """Save the trained model, its tokenizer and its model card in `output_dir`; push them with `--push_to_hub`.
+def finish_run(trainer: Trainer, facts: RunFacts, metrics: Mapping[str, float]) -> ModelCard | None:
+    """Complete the model card that `save_run` wrote with the scores the script measured since (`metrics`: the
+    test scores, a validation split evaluated while predicting) and push the checkpoint with `--push_to_hub`.
 
-    Call it at the end of an example script, on every process (saving may need all of them), after evaluation.
-    `model_saved`: `save_run` saved the model already (before the script predicted); the card is written again,
-    with what `facts` gained since (the test scores). The card is built from `facts` (what the script gathered:
-    data, counts, metrics, starting point, its own settings) and what the Trainer knows (`complete_from_trainer`).
+    Call it at the end of an example script, on every process, with the `RunFacts` that `save_run` returned.
     The Hub repository is `--hub_model_id` (default: the output folder's name), with `--hub_token`,
     `--hub_private_repo` and `--hub_revision`. `training_curves.png` (the training loss and each evaluation metric
     against steps, `hf_ctx.tools.plots`) is written beside the checkpoint, shown in the card and pushed with it.
 
     Returns the card on the main process, `None` on the others.
     """
-    if not model_saved:
-        card = save_run(trainer, facts)
-    elif trainer.is_world_process_zero():
-        card = _write_card(trainer, facts)
+    add_scores(facts, metrics)
     if not trainer.is_world_process_zero():
         return None
+    card = _write_card(trainer, facts)
     logger.info(run_summary(facts))
     args = trainer.args
     if args.push_to_hub:

@@ -127,8 +127,9 @@ class DataPart:
 
 @dataclass
 class RunFacts:
-    """What a training run did, as its model card says it: an example script fills it as it goes and hands it to
-    `hf_ctx.tools.hub.finish_run`, which adds what the Trainer knows (steps, batch size, log) and builds the card.
+    """What a training run did, as its model card says it: `hf_ctx.tools.hub.save_run` reads it from the run (the
+    Trainer, the script's parsed arguments, metrics and data), adds what the Trainer knows (steps, batch size, log)
+    and builds the card; `finish_run` adds the test scores.
 
     Fields:
         family: `"bert"`, `"elmo"` or `"taglm"`: the card's template.
@@ -142,11 +143,11 @@ class RunFacts:
             folder's own card (`README.md`) gives its origin, e.g. `hf-ctx convert-bert` from a Hub model.
         created: what the run made that `base_model` did not hold, one phrase each (a head with random weights, a
             vocabulary built from the training text); the card lists them beside the starting point.
-        hyperparameters: settings outside `TrainingArguments` (the Trainer's are added by `finish_run`).
+        hyperparameters: settings outside `TrainingArguments` (the Trainer's are added with the card).
         pipeline_tag, task_name: by default derived from the model class.
-        train_steps, train_batch_size, training_log: filled by `finish_run` from the Trainer (`training_results`).
+        train_steps, train_batch_size, training_log: filled from the Trainer (`training_results`).
         training_curves: the file name of the run's `training_curves.png` beside the card, which the card shows
-            (`finish_run` draws it); None: none.
+            (`save_run` draws it); None: none.
         data_format: what the data's reader recognised the files as ("CoNLL-2003", "SQuAD v1.1"), named beside
             their names; set it before `name_data`.
     """
@@ -207,7 +208,9 @@ class RunFacts:
 
     def name_training_data(self, dataset_name: str | None, train_files: str | Iterable[str] | None) -> None:
         """Name the training data: the `datasets` dataset `dataset_name`, else the training files (by their names,
-        never their local paths), marked generated where `mark_generated` recorded so."""
+        never their local paths), marked generated where `mark_generated` recorded so. Neither: nothing named."""
+        if dataset_name is None and not train_files:
+            return
         self.dataset_id = dataset_name
         self.dataset = training_data_name(dataset_name, train_files, self.data_format)
         self.part("train").name = self.dataset
@@ -229,7 +232,7 @@ class RunFacts:
         if validation_files:
             part.name = _file_names(validation_files) + _format(self.data_format)
             self.generated = self.generated or _generated_by(validation_files)
-        elif validation is not None and str(getattr(validation, "split", None)) != "validation":
+        elif validation_split_percentage and str(getattr(validation, "split", "validation")) != "validation":
             source = shareable_name(dataset_name) if dataset_name is not None else _file_names(train_files or ())
             part.name = f"{validation_split_percentage:g}% of {source} held out from training"
         elif dataset_name is not None:

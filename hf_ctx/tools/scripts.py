@@ -1,11 +1,11 @@
 """What the example scripts (`examples/*.py`) share between their arguments and their end, so that they stay thin:
 parsing and set-up (logging, seed, argument checks), the arguments several scripts take (`--config_overrides`,
-`--unpad_inputs`, the text-corpus options of the pretraining scripts), GPU defaults, and the train / evaluate steps
-with their metric files.
+the model-building options, the text-corpus options of the pretraining scripts), GPU defaults, the examples a run
+keeps, the tokenizer it reads with, and the train / evaluate steps with their metric files.
 
 A training run saves its checkpoint and model card with `hf_ctx.tools.hub.save_run` before it predicts (errors
 there pass through `after_saving`) and ends with `hf_ctx.tools.hub.finish_run` (the card's test scores,
-`--push_to_hub`).
+`--push_to_hub`); both read the card's facts from the Trainer and the parsed arguments.
 """
 
 import contextlib
@@ -22,6 +22,7 @@ import datasets
 import transformers
 from transformers import HfArgumentParser, Trainer, TrainingArguments
 
+from ..data.subsets import first_examples
 from .argument_checks import (
     ALWAYS_POSITIVE,
     PATH_ARGUMENTS,
@@ -34,6 +35,7 @@ from .argument_checks import (
 )
 from .errors import USER_ERRORS
 from .families import MODEL_FAMILIES, families_with, find_family, preset_names
+from .loading import load_tokenizer
 from .output_files import lock_output
 from .paths import check_output_dir, prepare_output_dir
 from .trainer import progress_to_terminal
@@ -162,24 +164,6 @@ def parse_args_and_set_up(
 # --- arguments several scripts take ------------------------------------------------------------------------
 
 
-def unpad_inputs_field():
-    """The examples' `--unpad_inputs` argument (BERT's `CtxBertConfig.unpad_inputs`, on by default)."""
-    return field(
-        default=True,
-        metadata={
-            "help": "BERT: run the layers on the real tokens only, so padding costs "
-            "nothing (outputs at real tokens are unchanged)"
-        },
-    )
-
-
-def apply_unpad_inputs(model, unpad_inputs: bool) -> None:
-    """`--unpad_inputs` on a model whose config has the option (hf_ctx's BERT); other models (ELMo, TagLM, a
-    transformers BERT) have no such path, and the argument leaves them as they are."""
-    if hasattr(model.config, "unpad_inputs"):
-        model.config.unpad_inputs = unpad_inputs
-
-
 def padding_multiple(pad_to_multiple_of: int | None, training_args: TrainingArguments) -> int | None:
     """`--pad_to_multiple_of`, else 8 under mixed precision or on a GPU (tensor cores want dimensions divisible by
     8), else none: on a CPU padding only adds work."""
@@ -190,20 +174,44 @@ def padding_multiple(pad_to_multiple_of: int | None, training_args: TrainingArgu
     return pad_to_multiple_of
 
 
-def max_predict_samples(data_args) -> int | None:
-    """How many test examples a run keeps: `--max_predict_samples`; without it, where `--test_file` is the
-    `--validation_file` (one file scored as both), `--max_eval_samples`, said in one line, so that the one file
-    is scored on the same examples both times."""
-    given = getattr(data_args, "max_predict_samples", None)
+def keep_first_examples(raw: Mapping[str, datasets.Dataset], data_args) -> tuple[datasets.DatasetDict, dict[str, int]]:
+    """(each split of `raw` cut to its first `--max_train_samples`, `--max_eval_samples` (validation splits) or
+    `--max_predict_samples` (test splits) examples, the number each split had before: the model card's "N of M").
+
+    Without `--max_predict_samples`, where `--test_file` is the `--validation_file` (one file scored as both), the
+    test splits keep `--max_eval_samples`, said in one line, so that the one file is scored on the same examples
+    both times."""
+    test_limit = getattr(data_args, "max_predict_samples", None)
     test, validation = getattr(data_args, "test_file", None), getattr(data_args, "validation_file", None)
-    if given is not None or not (test and validation) or os.path.realpath(test) != os.path.realpath(validation):
-        return given
-    if data_args.max_eval_samples is not None:
+    one_file = bool(test and validation) and os.path.realpath(test) == os.path.realpath(validation)
+    testing = any(split.startswith("test") for split in raw)
+    if test_limit is None and one_file and testing and data_args.max_eval_samples is not None:
+        test_limit = data_args.max_eval_samples
         logger.info(
-            f"--test_file is the --validation_file: its test scores read its first {data_args.max_eval_samples:,} "
-            "examples (--max_eval_samples), as the validation scores do; --max_predict_samples sets another number"
+            f"--test_file is the --validation_file: its test scores read its first {test_limit:,} examples "
+            "(--max_eval_samples), as the validation scores do; --max_predict_samples sets another number"
         )
-    return data_args.max_eval_samples
+    available, kept = {split: len(dataset) for split, dataset in raw.items()}, {}
+    for split, dataset in raw.items():
+        if split == "train":
+            limit = data_args.max_train_samples
+        else:
+            limit = test_limit if split.startswith("test") else data_args.max_eval_samples
+        kept[split] = first_examples(dataset, limit)
+    return datasets.DatasetDict(kept), available
+
+
+def script_tokenizer(model_args: "ModelBuildingArguments"):
+    """The tokenizer a fine-tuning script reads with: `--tokenizer_name`, else `--model_name_or_path`'s; else (a
+    new model) its family's own where it needs no training text (ELMo's character ids)."""
+    source = model_args.tokenizer_name or model_args.model_name_or_path
+    if source is not None:
+        return load_tokenizer(source, cache_dir=model_args.cache_dir)
+    family = MODEL_FAMILIES.get(model_args.model_type)
+    tokenizer = family.make_tokenizer() if family is not None else None
+    if tokenizer is None:
+        raise ValueError("give --tokenizer_name (or a --model_name_or_path that holds a tokenizer)")
+    return tokenizer
 
 
 def given_options(argv: list[str] | None) -> set[str]:
@@ -275,6 +283,8 @@ def apply_gpu_defaults(training_args: TrainingArguments, argv: list[str] | None,
         if name not in given:
             setattr(training_args, name, value)
             applied[name] = value
+    if applied:
+        logger.info(f"GPU defaults (give the options to override them): {applied}")
     return applied
 
 
@@ -509,20 +519,19 @@ def record_metrics(trainer: Trainer, split: str, metrics: dict[str, float]) -> N
 
 def train_and_evaluate(
     trainer: Trainer, eval_datasets: Mapping[str, datasets.Dataset] | None = None, *, evaluate: bool | None = None
-) -> tuple[dict[str, float], dict[str, float]]:
-    """The `--do_train` and `--do_eval` steps of an example script, each as its arguments ask.
+) -> dict[str, float]:
+    """The `--do_train` and `--do_eval` steps of an example script, each as its arguments ask; returns their
+    metrics (`train_*`, `eval_*`).
 
     Training resumes from `--resume_from_checkpoint` when that is given; its metrics are logged and saved
     ("train") with the Trainer state. Evaluation runs on the Trainer's `eval_dataset`, or on each of
     `eval_datasets` (metric-key prefix -> dataset, e.g. MNLI's matched and mismatched dev sets); the metrics are
     logged and saved ("eval"). `evaluate=False` leaves evaluation to the script (which evaluates while predicting
     on the same split, so that it evaluates once); None: `--do_eval`. The script saves the model itself
-    (`hf_ctx.tools.hub.save_run` before it predicts, or `finish_run` at its end).
-
-    Returns (every metric, the evaluation metrics alone); the latter is empty without `--do_eval`.
+    (`hf_ctx.tools.hub.save_run` before it predicts, `finish_run` at its end).
     """
     args = trainer.args
-    metrics, eval_metrics = {}, {}
+    metrics = {}
     if args.do_train:
         match_special_tokens(trainer.model, trainer.processing_class)
         result = trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
@@ -530,6 +539,7 @@ def train_and_evaluate(
         record_metrics(trainer, "train", result.metrics)
         trainer.save_state()
     if args.do_eval if evaluate is None else evaluate:
+        eval_metrics = {}
         if eval_datasets is None:
             eval_metrics = trainer.evaluate()
         else:
@@ -537,7 +547,7 @@ def train_and_evaluate(
                 eval_metrics.update(trainer.evaluate(eval_dataset=dataset, metric_key_prefix=prefix))
         metrics.update(eval_metrics)
         record_metrics(trainer, "eval", eval_metrics)
-    return metrics, eval_metrics
+    return metrics
 
 
 @contextlib.contextmanager
