@@ -244,7 +244,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     task, raw = load_task_data(data_args, training_args, model_args)
     raw, available = scripts.keep_first_examples(raw, data_args)  # available: for the model card, N used of M
 
-    tokenizer = scripts.script_tokenizer(model_args)
+    tokenizer = scripts.fine_tuning_tokenizer(model_args)
     model = build_model(model_args, task, tokenizer)
     family = MODEL_FAMILIES[model_family(model.config)]
     new_model = model_args.model_name_or_path is None  # random weights: the rate of a model from scratch

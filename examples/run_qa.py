@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             raise ValueError(f"{flag} needs {split} data: --{split}_file, or a --dataset_name with a {split} split")
     raw, available = scripts.keep_first_examples({split: raw[split] for split in wanted if wanted[split]}, data_args)
 
-    tokenizer = scripts.script_tokenizer(model_args)
+    tokenizer = scripts.fine_tuning_tokenizer(model_args)
     model = build_model(model_args, tokenizer)
     if training_args.do_train:
         model_family(model.config)  # the card describes hf_ctx models; a transformers BERT only evaluates here

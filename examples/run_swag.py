@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     }
     raw, available = scripts.keep_first_examples(raw, data_args)  # available: for the model card, N used of M
 
-    tokenizer = scripts.script_tokenizer(model_args)
+    tokenizer = scripts.fine_tuning_tokenizer(model_args)
     model = build_model(model_args, tokenizer)
     new_model = model_args.model_name_or_path is None  # random weights: the rate of a model from scratch
     scripts.apply_learning_rate_default(training_args, argv, model.config, "multiple_choice", new_model)

@@ -201,7 +201,7 @@ def keep_first_examples(raw: Mapping[str, datasets.Dataset], data_args) -> tuple
     return datasets.DatasetDict(kept), available
 
 
-def script_tokenizer(model_args: "ModelBuildingArguments"):
+def fine_tuning_tokenizer(model_args: "ModelBuildingArguments"):
     """The tokenizer a fine-tuning script reads with: `--tokenizer_name`, else `--model_name_or_path`'s; else (a
     new model) its family's own where it needs no training text (ELMo's character ids)."""
     source = model_args.tokenizer_name or model_args.model_name_or_path
