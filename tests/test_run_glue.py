@@ -758,6 +758,21 @@ def test_a_two_label_checkpoint_fine_tunes_on_three_labels_with_ignore_mismatche
         run_files(setup, tmp_path / "new", {"train": three}, "--do_train", "--ignore_mismatched_sizes")
 
 
+def test_a_failure_while_evaluating_keeps_the_trained_model_and_says_so(setup, tmp_path, monkeypatch):
+    """The trained model is saved before `--do_eval` evaluates it: an error there (a bug, memory) loses nothing."""
+    files = write_reviews(tmp_path / "data", random.Random(7))
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("out of memory while evaluating")
+
+    monkeypatch.setattr(run_glue.CtxTrainer, "evaluate", broken)
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError, match="out of memory") as error:
+        run_files(setup, out, {"train": files["train"], "validation": files["validation"]}, "--do_train", "--do_eval")
+    assert error.value.__notes__ == [f"the trained model is saved in {out}; predict with --model_name_or_path {out}"]
+    assert AutoConfig.from_pretrained(out).id2label == {0: "neg", 1: "pos"} and (out / "model.safetensors").exists()
+
+
 def test_a_failure_while_predicting_keeps_the_trained_model_and_says_so(setup, tmp_path, monkeypatch):
     files = write_reviews(tmp_path / "data", random.Random(7))
 

@@ -526,8 +526,9 @@ def train_and_evaluate(
     Training resumes from `--resume_from_checkpoint` when that is given; its metrics are logged and saved
     ("train") with the Trainer state. Evaluation runs on the Trainer's `eval_dataset`, or on each of
     `eval_datasets` (metric-key prefix -> dataset, e.g. MNLI's matched and mismatched dev sets); the metrics are
-    logged and saved ("eval"). `evaluate=False` leaves evaluation to the script (which evaluates while predicting
-    on the same split, so that it evaluates once); None: `--do_eval`. The script saves the model itself
+    logged and saved ("eval"), after the trained model is saved into `--output_dir` (an error while evaluating then
+    says where it is). `evaluate=False` leaves evaluation to the script (which evaluates while predicting on the
+    same split, so that it evaluates once); None: `--do_eval`. The script saves the model and its card itself
     (`hf_ctx.tools.hub.save_run` before it predicts, `finish_run` at its end).
     """
     args = trainer.args
@@ -539,30 +540,35 @@ def train_and_evaluate(
         record_metrics(trainer, "train", result.metrics)
         trainer.save_state()
     if args.do_eval if evaluate is None else evaluate:
+        if args.do_train:  # saved before it is evaluated: an error there (a bug, memory) cannot lose the model
+            trainer.save_model(args.output_dir, _internal_call=True)
         eval_metrics = {}
-        if eval_datasets is None:
-            eval_metrics = trainer.evaluate()
-        else:
-            for prefix, dataset in eval_datasets.items():
-                eval_metrics.update(trainer.evaluate(eval_dataset=dataset, metric_key_prefix=prefix))
+        with after_saving(trainer, args.do_train, card=False):
+            if eval_datasets is None:
+                eval_metrics = trainer.evaluate()
+            else:
+                for prefix, dataset in eval_datasets.items():
+                    eval_metrics.update(trainer.evaluate(eval_dataset=dataset, metric_key_prefix=prefix))
         metrics.update(eval_metrics)
         record_metrics(trainer, "eval", eval_metrics)
     return metrics
 
 
 @contextlib.contextmanager
-def after_saving(trainer: Trainer, saved: bool):
-    """Around what a script does after `hub.save_run` saved the trained model (predicting, scoring a test file):
-    an error there says that the model is saved and where, so that the user fixes the input and predicts with
-    the saved model instead of training again. A user error stays one line; any other error keeps its traceback,
-    with the same note. `saved`: whether this run trained and saved a model (else errors pass unchanged)."""
+def after_saving(trainer: Trainer, saved: bool, card: bool = True):
+    """Around what a script does after it saved the trained model (`hub.save_run` before predicting or scoring a
+    test file; `train_and_evaluate` before evaluating): an error there says that the model (and its `card`) is
+    saved and where, so that the user fixes the input and predicts with the saved model instead of training
+    again. A user error stays one line; any other error keeps its traceback, with the same note. `saved`: whether
+    this run trained and saved a model (else errors pass unchanged)."""
     try:
         yield
     except Exception as error:
         if not saved:
             raise
         folder = trainer.args.output_dir
-        note = f"the trained model and its card are saved in {folder}; predict with --model_name_or_path {folder}"
+        saved_what = "the trained model and its card are" if card else "the trained model is"
+        note = f"{saved_what} saved in {folder}; predict with --model_name_or_path {folder}"
         if isinstance(error, USER_ERRORS):
             raise (OSError if isinstance(error, OSError) else ValueError)(f"{error} ({note})") from error
         error.add_note(note)
