@@ -229,3 +229,13 @@ def test_transformers_push_to_hub_sends_no_token_and_no_local_path(tmp_path, bui
     files = hub.repos["me/pushed"]
     assert {"config.json", "model.safetensors", "README.md"} <= set(files)
     assert _code_files_needed(files) <= set(files), sorted(files)
+
+
+def test_save_run_refuses_a_card_fact_runfacts_has_not(tmp_path):
+    """A misspelt card fact is an error naming it, not an attribute the card never reads."""
+    model, tokenizer = bert_sequence_classifier(tmp_path)
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), report_to=[], use_cpu=True)
+    trainer = Trainer(model=model, args=args, processing_class=tokenizer)
+    with pytest.raises(TypeError, match=r"\['hyperparameter'\] are not RunFacts fields"):
+        save_run(trainer, NEW_MODEL, NO_DATA_ARGUMENTS, {}, hyperparameter={"max_seq_length": 12})
+    assert not (tmp_path / "out" / "model.safetensors").exists()

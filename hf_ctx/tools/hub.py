@@ -5,6 +5,7 @@ source files of hf_ctx's classes, tokenizer files) plus the card, in one commit.
 upload the whole output folder (training state, `training_args.bin`) and replace the card with its own.
 """
 
+import dataclasses
 import logging
 import os
 import shutil
@@ -102,6 +103,9 @@ def save_run(
         dataset_config=getattr(data_args, "dataset_config_name", None),
         data_format=card.pop("data_format", None),  # named beside the files' names
     )
+    unknown = sorted(set(card) - {f.name for f in dataclasses.fields(RunFacts)})
+    if unknown:
+        raise TypeError(f"save_run: {unknown} are not RunFacts fields (hf_ctx.tools.model_card.RunFacts)")
     data, available = data or {}, available or {}
     facts.name_data(data_args, data.get("validation"))
     for name, value in card.items():
