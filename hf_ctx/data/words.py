@@ -60,6 +60,9 @@ WORD_PATTERN = regex.compile(
     + r"|\X",  # any other grapheme on its own: punctuation, symbols, emoji (with their modifiers)
     regex.VERSION1,
 )
+# The characters that join a grapheme across the pattern's pieces: marks and joiners after a character (emoji skin
+# tones included), and marks written before one. Text without them needs no grapheme pass.
+_JOINS_A_GRAPHEME = regex.compile(r"[\p{GCB=Extend}\p{GCB=ZWJ}\p{GCB=SpacingMark}\p{GCB=Prepend}]")
 SENTENCE_ENDS = {".", "!", "?"}
 CLOSING = {'"', "'", ")", "]", "}", "''", "’", "”"}
 OPENING = {'"', "'", "(", "[", "``", "`", "‘", "“"}
@@ -79,7 +82,7 @@ def word_spans(text: str, splitter: str = "treebank") -> list[Span]:
     if check_word_splitter(splitter) == "whitespace":
         return [(m.group(), m.start(), m.end()) for m in regex.finditer(r"\S+", text)]
     spans = [(m.group(), m.start(), m.end()) for m in WORD_PATTERN.finditer(text)]
-    if not text.isascii():
+    if not text.isascii() and _JOINS_A_GRAPHEME.search(text):
         spans = _whole_graphemes(text, spans)
     return [span for span in spans if not span[0].isspace()]
 
