@@ -10,34 +10,63 @@ from torch.nn import functional as F
 from .input_checks import IGNORE_INDEX, check_label_range
 
 
-class BatchMeanLossMixin:
-    """Mixed into hf_ctx's `PreTrainedModel` classes, whose losses are means over each batch.
+class AccumulatedBatchLossMixin:
+    """Mixed into hf_ctx's `PreTrainedModel` classes: their losses are means over the whole accumulated batch.
 
-    Their `forward` takes `**kwargs` (options for the base model), so `Trainer` would take them for models that
-    normalise the loss by its `num_items_in_batch` argument, and then skip dividing the loss by the
-    gradient-accumulation steps. Saying they do not keeps accumulated steps an average, as one larger batch.
+    Under gradient accumulation (and across processes), transformers' `Trainer` counts the labels that are not
+    `IGNORE_INDEX` in every micro-batch of an optimizer step (on every process, with
+    `average_tokens_across_devices`) and passes the count to `forward` as `num_items_in_batch`; the heads divide
+    their loss sums by it (`classification_loss`), so 2 micro-batches of 4 sentences give the gradient of one batch
+    of 8, however many tokens each holds. A loss that is a mean over something else than the labels counted (a CRF's
+    sentences, next-sentence prediction's pairs) is its micro-batch's mean weighted by the micro-batch's share of
+    the items (`accumulated_mean`). Without `num_items_in_batch` (a plain forward, or a batch without `labels`) the
+    losses are means over the batch given, and `Trainer` divides them by the accumulation steps.
     """
 
-    accepts_loss_kwargs = False
+    accepts_loss_kwargs = True
 
 
-def classification_loss(logits: torch.Tensor, labels: torch.Tensor, num_classes: int) -> torch.Tensor:
+def classification_loss(
+    logits: torch.Tensor, labels: torch.Tensor, num_classes: int, num_items_in_batch=None
+) -> torch.Tensor:
     """Mean cross-entropy over the labels that are not `IGNORE_INDEX`; 0 when every label is ignored.
 
     Args:
         logits: (..., num_classes) unnormalised scores.
         labels: (...) class ids, one per row of `logits`, or `IGNORE_INDEX`.
+        num_items_in_batch: the count of such labels in the whole accumulated batch (`Trainer` passes it; see
+            `AccumulatedBatchLossMixin`): the sum is divided by it instead of by this batch's count.
     """
     labels = labels.reshape(-1)
     check_label_range(labels, num_classes)
     total = F.cross_entropy(
         logits.reshape(-1, num_classes).float(), labels, ignore_index=IGNORE_INDEX, reduction="sum"
     )
+    if num_items_in_batch is not None:
+        return total / num_items_in_batch
     # Dividing by the count ourselves (not reduction="mean") gives 0, not NaN, for a batch without labels.
     return total / (labels != IGNORE_INDEX).sum().clamp(min=1)
 
 
-def sequence_classification_loss(config, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+def accumulated_mean(mean: torch.Tensor, labels: torch.Tensor, num_items_in_batch=None) -> torch.Tensor:
+    """A loss that is a mean over this micro-batch (of sentences, say) as its part of the accumulated batch's:
+    weighted by the micro-batch's share of the labels counted in `num_items_in_batch` (its `labels` that are not
+    `IGNORE_INDEX`), so the parts of an optimizer step add up to a weighted mean; `mean` itself without
+    `num_items_in_batch`."""
+    if num_items_in_batch is None:
+        return mean
+    return mean * (labels != IGNORE_INDEX).sum() / num_items_in_batch
+
+
+def _element_mean(per_element: torch.Tensor, num_items_in_batch=None) -> torch.Tensor:
+    """The mean of a loss given per label value: over this batch, or over the `num_items_in_batch` values of the
+    accumulated batch (`Trainer` counts every value of float or multi-hot labels)."""
+    return per_element.mean() if num_items_in_batch is None else per_element.sum() / num_items_in_batch
+
+
+def sequence_classification_loss(
+    config, logits: torch.Tensor, labels: torch.Tensor, num_items_in_batch=None
+) -> torch.Tensor:
     """The loss of a sequence-classification head, chosen by `config.problem_type` as in transformers.
 
     - "regression": mean squared error. `labels` are (B,) floats with one output (`num_labels == 1`), or
@@ -53,6 +82,7 @@ def sequence_classification_loss(config, logits: torch.Tensor, labels: torch.Ten
         config: the model config (`num_labels`, `problem_type`).
         logits: (B, num_labels) scores.
         labels: as described above.
+        num_items_in_batch: the labels' count in the whole accumulated batch (see `AccumulatedBatchLossMixin`).
     """
     num_labels = config.num_labels
     if config.problem_type is None:
@@ -69,26 +99,28 @@ def sequence_classification_loss(config, logits: torch.Tensor, labels: torch.Ten
                 raise ValueError(
                     f"regression labels must have shape ({batch},) (one value per sentence), got {tuple(labels.shape)}"
                 )
-            return F.mse_loss(logits.reshape(-1).float(), labels.reshape(-1).float())
+            squared = F.mse_loss(logits.reshape(-1).float(), labels.reshape(-1).float(), reduction="none")
+            return _element_mean(squared, num_items_in_batch)
         if tuple(labels.shape) != (batch, num_labels):
             raise ValueError(
                 f"regression labels must have shape ({batch}, num_labels={num_labels}), got {tuple(labels.shape)}"
             )
-        return F.mse_loss(logits.float(), labels.float())
+        return _element_mean(F.mse_loss(logits.float(), labels.float(), reduction="none"), num_items_in_batch)
     if config.problem_type == "single_label_classification":
         if labels.numel() != batch:
             raise ValueError(
                 f"single-label classification labels must have shape ({batch},) (one class id per "
                 f"sentence), got {tuple(labels.shape)}"
             )
-        return classification_loss(logits, labels, num_labels)
+        return classification_loss(logits, labels, num_labels, num_items_in_batch)
     if config.problem_type == "multi_label_classification":
         if tuple(labels.shape) != (batch, num_labels):
             raise ValueError(
                 f"multi-label classification labels must have shape ({batch}, num_labels="
                 f"{num_labels}), got {tuple(labels.shape)}"
             )
-        return F.binary_cross_entropy_with_logits(logits.float(), labels.float())
+        binary = F.binary_cross_entropy_with_logits(logits.float(), labels.float(), reduction="none")
+        return _element_mean(binary, num_items_in_batch)
     raise ValueError(
         f"problem_type must be 'regression', 'single_label_classification' or "
         f"'multi_label_classification', got {config.problem_type!r}"

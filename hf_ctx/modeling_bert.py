@@ -48,7 +48,7 @@ from .input_checks import (
     host_syncs_allowed,
     traces_dynamic_output_shapes,
 )
-from .losses import BatchMeanLossMixin, classification_loss, sequence_classification_loss
+from .losses import AccumulatedBatchLossMixin, accumulated_mean, classification_loss, sequence_classification_loss
 from .model_size import ParameterMemoryMixin
 from .remote_code import AutoMapMixin
 
@@ -377,7 +377,7 @@ class CtxBertLMHead(nn.Module):
         return self.decoder(self.LayerNorm(self.activation(self.dense(hidden_states))))
 
 
-class CtxBertPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, BatchMeanLossMixin, PreTrainedModel):
+class CtxBertPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, AccumulatedBatchLossMixin, PreTrainedModel):
     """Weight initialisation, attention-implementation support and loading for all CtxBert models."""
 
     config_class = CtxBertConfig
@@ -536,7 +536,7 @@ class CtxBertModel(CtxBertPreTrainedModel):
         )
 
 
-def masked_lm_logits_and_loss(lm_head, sequence_output, labels, config):
+def masked_lm_logits_and_loss(lm_head, sequence_output, labels, config, num_items_in_batch=None):
     """MLM logits and, when `labels` (B, T) are given, the cross-entropy over the positions whose label is not
     `IGNORE_INDEX` (-100).
 
@@ -552,7 +552,7 @@ def masked_lm_logits_and_loss(lm_head, sequence_output, labels, config):
     else:
         logits = lm_head(sequence_output)
     # 0, not NaN, for a batch without a masked token (as every hf_ctx head: see `classification_loss`).
-    return logits, classification_loss(logits, labels, config.vocab_size)
+    return logits, classification_loss(logits, labels, config.vocab_size, num_items_in_batch)
 
 
 def _classifier_dropout(config):
@@ -598,6 +598,7 @@ class CtxBertForPreTraining(CtxBertPreTrainedModel):
         inputs_embeds=None,
         labels: torch.LongTensor | None = None,
         next_sentence_label: torch.LongTensor | None = None,
+        num_items_in_batch=None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> CtxBertForPreTrainingOutput | tuple:
         r"""
@@ -616,11 +617,15 @@ class CtxBertForPreTraining(CtxBertPreTrainedModel):
             **kwargs,
         )
         prediction_logits, loss = masked_lm_logits_and_loss(
-            self.cls.predictions, outputs.last_hidden_state, labels, self.config
+            self.cls.predictions, outputs.last_hidden_state, labels, self.config, num_items_in_batch
         )
         seq_relationship_logits = self.cls.seq_relationship(outputs.pooler_output)
         if next_sentence_label is not None:
             nsp_loss = classification_loss(seq_relationship_logits, next_sentence_label, 2)
+            if labels is not None:  # num_items_in_batch counts the masked tokens: weight by their share
+                nsp_loss = accumulated_mean(nsp_loss, labels, num_items_in_batch)
+            elif num_items_in_batch is not None:  # NSP alone: it counts the pairs
+                nsp_loss = classification_loss(seq_relationship_logits, next_sentence_label, 2, num_items_in_batch)
             loss = nsp_loss if loss is None else loss + nsp_loss
         return CtxBertForPreTrainingOutput(
             loss=loss,
@@ -658,6 +663,7 @@ class CtxBertForMaskedLM(CtxBertPreTrainedModel):
         position_ids=None,
         inputs_embeds=None,
         labels=None,
+        num_items_in_batch=None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> MaskedLMOutput | tuple:
         r"""`labels` (B, T): original ids at masked positions, -100 elsewhere. Returns `logits` (B, T, V), or (N, V)
@@ -671,7 +677,9 @@ class CtxBertForMaskedLM(CtxBertPreTrainedModel):
             return_dict=True,
             **kwargs,
         )
-        logits, loss = masked_lm_logits_and_loss(self.cls.predictions, outputs.last_hidden_state, labels, self.config)
+        logits, loss = masked_lm_logits_and_loss(
+            self.cls.predictions, outputs.last_hidden_state, labels, self.config, num_items_in_batch
+        )
         return MaskedLMOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
@@ -696,6 +704,7 @@ class CtxBertForNextSentencePrediction(CtxBertPreTrainedModel):
         position_ids=None,
         inputs_embeds=None,
         labels=None,
+        num_items_in_batch=None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> NextSentencePredictorOutput | tuple:
         outputs = self.bert(
@@ -708,7 +717,7 @@ class CtxBertForNextSentencePrediction(CtxBertPreTrainedModel):
             **kwargs,
         )
         logits = self.cls.seq_relationship(outputs.pooler_output)
-        loss = classification_loss(logits, labels, 2) if labels is not None else None
+        loss = classification_loss(logits, labels, 2, num_items_in_batch) if labels is not None else None
         return NextSentencePredictorOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
@@ -734,6 +743,7 @@ class CtxBertForSequenceClassification(CtxBertPreTrainedModel):
         position_ids=None,
         inputs_embeds=None,
         labels=None,
+        num_items_in_batch=None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> SequenceClassifierOutput | tuple:
         r"""`labels`: (B,) class ids (-100: no loss), (B,) floats for regression or (B, num_labels) floats for
@@ -748,7 +758,9 @@ class CtxBertForSequenceClassification(CtxBertPreTrainedModel):
             **kwargs,
         )
         logits = self.classifier(self.dropout(outputs.pooler_output))
-        loss = sequence_classification_loss(self.config, logits, labels) if labels is not None else None
+        loss = (
+            sequence_classification_loss(self.config, logits, labels, num_items_in_batch) if labels is not None else None
+        )
         return SequenceClassifierOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
@@ -789,6 +801,7 @@ class CtxBertForTokenClassification(CtxBertPreTrainedModel):
         inputs_embeds=None,
         labels=None,
         word_mask=None,
+        num_items_in_batch=None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> TokenClassifierOutput | tuple:
         r"""`word_mask` (`torch.Tensor` of shape `(B, T)`, *optional*): with `config.use_crf`, 1 (or True) at the
@@ -806,8 +819,9 @@ class CtxBertForTokenClassification(CtxBertPreTrainedModel):
         logits = self.classifier(self.dropout(outputs.last_hidden_state))
         if self.crf is not None:
             logits, loss = self._crf_logits_and_loss(logits, word_mask, attention_mask, labels)
+            loss = accumulated_mean(loss, labels, num_items_in_batch) if loss is not None else None
         else:
-            loss = classification_loss(logits, labels, self.num_labels) if labels is not None else None
+            loss = classification_loss(logits, labels, self.num_labels, num_items_in_batch) if labels is not None else None
         return TokenClassifierOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
@@ -885,6 +899,7 @@ class CtxBertForQuestionAnswering(CtxBertPreTrainedModel):
         inputs_embeds=None,
         start_positions=None,
         end_positions=None,
+        num_items_in_batch=None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> QuestionAnsweringModelOutput | tuple:
         r"""`start_positions`/`end_positions` (B,): answer span token indices; positions past the end are ignored.
@@ -913,6 +928,7 @@ class CtxBertForQuestionAnswering(CtxBertPreTrainedModel):
                 classification_loss(start_logits, span_labels(start_positions), length)
                 + classification_loss(end_logits, span_labels(end_positions), length)
             ) / 2
+            loss = accumulated_mean(loss, span_labels(start_positions), num_items_in_batch)
         return QuestionAnsweringModelOutput(
             loss=loss,
             start_logits=start_logits,
@@ -941,6 +957,7 @@ class CtxBertForMultipleChoice(CtxBertPreTrainedModel):
         position_ids=None,
         inputs_embeds=None,
         labels=None,
+        num_items_in_batch=None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> MultipleChoiceModelOutput | tuple:
         reference = input_ids if input_ids is not None else inputs_embeds
@@ -961,7 +978,7 @@ class CtxBertForMultipleChoice(CtxBertPreTrainedModel):
             **kwargs,
         )
         logits = self.classifier(self.dropout(outputs.pooler_output)).view(-1, num_choices)
-        loss = classification_loss(logits, labels, num_choices) if labels is not None else None
+        loss = classification_loss(logits, labels, num_choices, num_items_in_batch) if labels is not None else None
         return MultipleChoiceModelOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )

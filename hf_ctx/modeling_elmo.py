@@ -45,7 +45,7 @@ from .layers import (
     WordSoftmax,
     run_packed_rnn,
 )
-from .losses import BatchMeanLossMixin, classification_loss, sequence_classification_loss
+from .losses import AccumulatedBatchLossMixin, accumulated_mean, classification_loss, sequence_classification_loss
 from .model_size import ParameterMemoryMixin
 from .remote_code import AutoMapMixin
 
@@ -68,7 +68,7 @@ def char_ids_key(char_ids: torch.Tensor) -> torch.Tensor:
     return key
 
 
-class ElmoPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, BatchMeanLossMixin, PreTrainedModel):
+class ElmoPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, AccumulatedBatchLossMixin, PreTrainedModel):
     """Weight initialisation (bilm-tf's) and loading for ELMo models."""
 
     config_class = ElmoConfig
@@ -382,6 +382,7 @@ class ElmoForBiLM(ElmoPreTrainedModel):
         input_word_ids: torch.Tensor | None = None,
         output_hidden_states: bool | None = None,
         return_logits: bool | None = None,
+        num_items_in_batch=None,
         **kwargs,
     ) -> ElmoForBiLMOutput | tuple:
         output_hidden_states = (
@@ -408,6 +409,9 @@ class ElmoForBiLM(ElmoPreTrainedModel):
                 forward_loss, backward_loss = self.softmax.losses([forward_pair, backward_pair])
             else:
                 forward_loss, backward_loss = self.softmax.loss(*forward_pair), backward_softmax.loss(*backward_pair)
+            # num_items_in_batch: the predictions (words + 1 per sentence and direction) of the accumulated batch
+            forward_loss = accumulated_mean(forward_loss, forward_targets, num_items_in_batch)
+            backward_loss = accumulated_mean(backward_loss, backward_targets, num_items_in_batch)
             loss = (forward_loss + backward_loss) / 2
         forward_logits = backward_logits = None
         if return_logits:
@@ -422,6 +426,13 @@ class ElmoForBiLM(ElmoPreTrainedModel):
             backward_logits=backward_logits,
             hidden_states=self.elmo.word_layers(layers, mask) if output_hidden_states else None,
         )
+
+    def num_loss_items(self, inputs: dict) -> torch.Tensor:
+        """The predictions a batch's loss is a mean over, in each direction: its words and one sentence boundary per
+        sentence. `CtxTrainer` sums them over an optimizer step's micro-batches (and processes) and passes that as
+        `num_items_in_batch`: the batches have no `labels` that `Trainer` could count."""
+        mask = elmo_input_mask(self.config, inputs["input_ids"], inputs.get("attention_mask"))
+        return mask.sum() + mask.shape[0]
 
     def _targets(self, input_word_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """[<S>, w_1 ... w_n, </S>, padding] word ids: (B, W + 2)."""
@@ -565,6 +576,7 @@ class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
         labels: torch.Tensor | None = None,
         output_hidden_states: bool | None = None,
         bilm_hidden_states: torch.Tensor | None = None,
+        num_items_in_batch=None,
         **kwargs,
     ) -> ModelOutput | tuple:
         """The task's `output_class` with `logits`, `loss` when `labels` are given, and the word features as
@@ -573,13 +585,14 @@ class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
         (B, W, L + 1, 2P): the frozen biLM's layers for these words, computed beforehand (e.g. by
         `hf_ctx.data.bilm_cache`); the biLM does not run then."""
         features, mask = self.word_features(input_ids, attention_mask, input_word_ids, bilm_hidden_states)
-        logits, loss = self._logits_and_loss(features, mask, labels)
+        logits, loss = self._logits_and_loss(features, mask, labels, num_items_in_batch)
         return self.output_class(loss=loss, logits=logits, hidden_states=(features,) if output_hidden_states else None)
 
     def _logits_and_loss(
-        self, features: torch.Tensor, mask: torch.Tensor, labels: torch.Tensor | None
+        self, features: torch.Tensor, mask: torch.Tensor, labels: torch.Tensor | None, num_items_in_batch=None
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """(logits, loss or None) from the word features (B, W, feature_size) and word mask (B, W)."""
+        """(logits, loss or None) from the word features (B, W, feature_size) and word mask (B, W); the loss is
+        normalised over `num_items_in_batch` labels when given (see `losses.AccumulatedBatchLossMixin`)."""
         raise NotImplementedError
 
 
@@ -599,13 +612,15 @@ class ElmoForSequenceClassification(ElmoTaskModel):
         super().__init__(config)
         self._add_classifier(2 * self.feature_size)  # max- and mean-pooled features side by side
 
-    def _logits_and_loss(self, features, mask, labels):
+    def _logits_and_loss(self, features, mask, labels, num_items_in_batch=None):
         keep = mask.unsqueeze(-1)
         mean = (features * keep).sum(1) / keep.sum(1).clamp(min=1)
         largest = features.masked_fill(~keep, torch.finfo(features.dtype).min).amax(dim=1)
         largest = torch.where(keep.any(dim=1), largest, torch.zeros_like(largest))  # an empty sentence pools to 0
         logits = self.classifier(torch.cat([largest, mean], dim=-1))
-        loss = sequence_classification_loss(self.config, logits, labels) if labels is not None else None
+        loss = None
+        if labels is not None:
+            loss = sequence_classification_loss(self.config, logits, labels, num_items_in_batch)
         return logits, loss
 
 
@@ -628,17 +643,19 @@ class ElmoForTokenClassification(ElmoTaskModel):
         self.crf = tagger_crf(config) if config.use_crf else None
         self._add_classifier(self.feature_size)
 
-    def _logits_and_loss(self, features, mask, labels):
+    def _logits_and_loss(self, features, mask, labels, num_items_in_batch=None):
         if labels is not None:
             check_labels_shape(labels, mask)
         logits = self.classifier(features)
         if self.crf is not None:
             if labels is not None:
                 check_gold_tags(self.crf, labels, mask, self.config)
-            return crf_logits_and_loss(self.crf, logits, mask, labels)
+            logits, loss = crf_logits_and_loss(self.crf, logits, mask, labels)
+            return logits, accumulated_mean(loss, labels, num_items_in_batch) if loss is not None else None
         loss = None
         if labels is not None:
-            loss = classification_loss(logits, labels.masked_fill(~mask, IGNORE_INDEX), self.num_labels)
+            labels = labels.masked_fill(~mask, IGNORE_INDEX)
+            loss = classification_loss(logits, labels, self.num_labels, num_items_in_batch)
         return logits, loss
 
 

@@ -46,7 +46,7 @@ from .input_checks import (
     check_word_ids,
 )
 from .layers import checkpointed, run_packed_rnn
-from .losses import BatchMeanLossMixin
+from .losses import AccumulatedBatchLossMixin, accumulated_mean
 from .model_size import ParameterMemoryMixin
 from .modeling_elmo import ElmoModel, FrozenBiLMMixin
 from .remote_code import AutoMapMixin, shareable_name
@@ -86,7 +86,7 @@ class CharacterEncoder(nn.Module):
         return torch.cat([final[0], final[1]], dim=-1)
 
 
-class TagLMPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, BatchMeanLossMixin, PreTrainedModel):
+class TagLMPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, AccumulatedBatchLossMixin, PreTrainedModel):
     """Weight initialisation and loading for TagLM models."""
 
     config_class = TagLMConfig
@@ -213,6 +213,7 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
         labels: torch.Tensor | None = None,
         output_hidden_states: bool | None = None,
         bilm_hidden_states: torch.Tensor | None = None,
+        num_items_in_batch=None,
         **kwargs,
     ) -> TokenClassifierOutput | tuple:
         output_hidden_states = (
@@ -240,6 +241,8 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
         emissions = self.classifier(self.dropout(second))
 
         logits, loss = crf_logits_and_loss(self.crf, emissions, mask, labels)
+        if loss is not None:  # a mean over sentences, weighted by their share of the accumulated batch's words
+            loss = accumulated_mean(loss, labels, num_items_in_batch)
         return TokenClassifierOutput(
             loss=loss, logits=logits, hidden_states=(tokens, first, second) if output_hidden_states else None
         )

@@ -153,10 +153,9 @@ def taglm():
 
 @pytest.mark.parametrize("build", [lambda: bert(2), lambda: elmo(2), taglm], ids=["bert", "elmo", "taglm"])
 def test_gradient_accumulation_averages_the_micro_batches(build, tmp_path):
-    """Two micro-batches of 2 accumulated make the same update as one batch of 4.
-
-    The heads take `**kwargs`, so `Trainer` would pass them `num_items_in_batch` and skip dividing the loss by
-    the accumulation steps, unless the model says it does not use it (`accepts_loss_kwargs = False`)."""
+    """Two micro-batches of 2 accumulated make the same update as one batch of 4: `Trainer` passes the heads
+    `num_items_in_batch` (`accepts_loss_kwargs`) and they divide by it (tests/hostile/test_outputs.py checks
+    token losses over micro-batches of unequal token counts)."""
     if build is taglm:
         model, labels = taglm()
         encoded = ElmoTokenizer(vocab=VOCAB)(SENTENCES, padding=True)
@@ -183,7 +182,7 @@ def test_gradient_accumulation_averages_the_micro_batches(build, tmp_path):
             seed=0,
         )
         trainer = Trainer(model=model, args=args, train_dataset=Dataset.from_list(rows))
-        assert trainer.model_accepts_loss_kwargs is False
+        assert trainer.model_accepts_loss_kwargs is True
         trainer.train()
         return {k: v.clone() for k, v in model.state_dict().items()}
 

@@ -20,20 +20,25 @@ L + 1 layers) or `scalar_mix_weights` w_0 ... w_L (sum_k w_k h_k, the weights us
 A run can be resumed: lines whose datasets exist are skipped. Each dataset records its sentence (an HDF5
 attribute; its words are `hf_ctx.data.words.split_words(sentence, word_splitter)`) and the file records the model
 (a hash of its weights), the output, the dtype and the word splitter, so a file is only extended with vectors of
-the same kind; anything else is an error asking for `overwrite`. The file is written
+the same kind; anything else is an error asking for `overwrite`. Every line is checked (words within the model's
+`max_sentence_words`) before the output is touched, and a file replaced (`overwrite`) is written beside it and
+renamed over it once whole, so a failure keeps the old file. A new file is written
 through `hf_ctx.tools.output_files.CommittedFile`: after each batch it is a complete HDF5 file, and a full disk (or a
 kill) leaves it as it was after the last batch, so the same command resumes from there. The file is locked while
 it is written: a second run into it (`--overwrite` or not) is refused before it reads or truncates anything.
 """
 
+import contextlib
 import hashlib
 import json
 import os
+import tempfile
 from collections.abc import Sequence
 
 import numpy as np
 import torch
 
+from ..atomic_files import TEMPORARY_PREFIX, TEMPORARY_SUFFIX, fsync_folder, try_lock
 from ..data.files import strip_invisible_prefix, utf8_lines
 from ..data.words import check_word_splitter, split_words
 from ..modeling_elmo import ElmoModel
@@ -214,6 +219,33 @@ def _open_output(output_path: str, resume: bool):
         raise
 
 
+@contextlib.contextmanager
+def _replacing(output_path: str):
+    """The path to write a replacement of the existing file `output_path` at: a locked temporary beside it that
+    is renamed over `output_path` when the block ends, and removed (the old file kept whole) when it raises.
+    `output_path` itself is locked meanwhile, so a second run into it is refused as for a file extended."""
+    lock = os.open(output_path, os.O_RDONLY)
+    try:
+        if not try_lock(lock):
+            raise OSError(f"{output_path} is being written by another process; wait for it to finish, or write elsewhere")
+        folder = os.path.dirname(os.path.abspath(output_path))
+        fd, temporary = tempfile.mkstemp(
+            dir=folder, prefix=f"{TEMPORARY_PREFIX}{os.path.basename(output_path)}.", suffix=TEMPORARY_SUFFIX
+        )
+        os.close(fd)
+        try:
+            yield temporary
+            os.chmod(temporary, os.stat(output_path).st_mode & 0o777)
+            os.replace(temporary, output_path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+        fsync_folder(folder)
+    finally:
+        os.close(lock)
+
+
 def _write_sentence_index(file, sentences: list[str] | None) -> None:
     """AllenNLP's `sentence_to_index` dataset: one JSON string {sentence: dataset name}, replaced if there (removed
     when `sentences` is None)."""
@@ -228,14 +260,17 @@ def _write_sentence_index(file, sentences: list[str] | None) -> None:
     index[0] = json.dumps(sentence_to_index)
 
 
-def _write_failure(output_path: str, store: CommittedFile) -> OSError:
+def _write_failure(output_path: str, store: CommittedFile, replacing: bool = False) -> OSError:
     """The error of a write that failed (a full disk, say): what happened, and whether running the same command
-    again resumes or the file must go; it keeps the failure's errno."""
+    again resumes or the file must go (or, `replacing`, that the file is as it was); it keeps the failure's
+    errno."""
     failed = store.failed
     error = OSError(
         f"writing {output_path} failed ({failed.strerror or failed}); "
         + (
-            "the file may be damaged: delete it, or run the same command with --overwrite"
+            "its replacement was not written and it is as it was: free space and run the same command again"
+            if replacing
+            else "the file may be damaged: delete it, or run the same command with --overwrite"
             if store.damaged
             else "it keeps every sentence embedded before the failure: free space and run the same "
             "command again to resume"
@@ -360,9 +395,38 @@ class ElmoEmbedder:
         }
         output_path = os.fspath(output_path)
         _check_output_path(input_path, output_path)
+        # Every line is split and checked before the output is touched: a line the model cannot take is an error
+        # naming it, not a failure half-way through the file.
+        words_of = {i: split_words(sentence, word_splitter) for i, sentence in enumerate(sentences)}
+        self._check_lengths(input_path, words_of)
         # An empty file is what a run that failed before its first flush leaves: nothing to resume.
-        resume = os.path.exists(output_path) and os.path.getsize(output_path) > 0 and not overwrite
-        store, file = _open_output(output_path, resume)
+        exists = os.path.exists(output_path) and os.path.getsize(output_path) > 0
+        resume = exists and not overwrite
+        # A file replaced (--overwrite) is written beside it and renamed over it once whole: a failure keeps it.
+        with _replacing(output_path) if exists and overwrite else contextlib.nullcontext(output_path) as target:
+            done, todo, words = self._embed_into(
+                target, output_path, resume, settings, sentences, words_of, layer_output, batch_size, progress,
+                sentence_index,
+            )
+        return {"sentences": len(sentences), "embedded": len(todo), "kept": len(done), "words": words}
+
+    def _check_lengths(self, input_path, words_of: dict[int, list[str]]) -> None:
+        """A `ValueError` naming the first line with more words than the model's `max_sentence_words`."""
+        limit = self.model.config.max_sentence_words
+        for i, words in words_of.items():
+            if len(words) > limit:
+                raise ValueError(
+                    f"{input_path}:{i + 1}: {len(words)} words, more than this ELMo's max_sentence_words={limit}; "
+                    "split the line into sentences (nothing was written)"
+                )
+
+    def _embed_into(
+        self, target, output_path, resume, settings, sentences, words_of, layer_output, batch_size, progress,
+        sentence_index,
+    ):
+        """Write the lines not yet in the file at `target` (`output_path`, or its replacement being written);
+        returns (lines kept, lines embedded, words embedded)."""
+        store, file = _open_output(target, resume)
         done, todo, words = set(), [], 0
         try:
             with file:
@@ -370,19 +434,16 @@ class ElmoEmbedder:
                 if not resume:
                     file.attrs.update(settings)
                 file.flush()
-                words_of = {
-                    i: split_words(sentences[i], word_splitter) for i in range(len(sentences)) if i not in done
-                }
-                todo = sorted(words_of, key=lambda i: len(words_of[i]), reverse=True)
+                todo = sorted((i for i in words_of if i not in done), key=lambda i: len(words_of[i]), reverse=True)
                 words = self._write_vectors(file, sentences, words_of, todo, layer_output, batch_size, progress)
                 _write_sentence_index(file, sentences if sentence_index else None)
         except Exception as error:
             if store.failed is None:
                 raise
-            raise _write_failure(output_path, store) from error
+            raise _write_failure(output_path, store, replacing=target != output_path) from error
         finally:
             store.close()
-        return {"sentences": len(sentences), "embedded": len(todo), "kept": len(done), "words": words}
+        return done, todo, words
 
     def _write_vectors(self, file, sentences, words_of, todo, layer_output, batch_size: int, progress: bool) -> int:
         """Embed the lines `todo` (indices into `sentences`; `words_of`: index -> the line's words) `batch_size` at

@@ -522,6 +522,26 @@ class CtxTrainer(Trainer):
                 "each hold the whole model (plain DDP). Leave out --fsdp (DDP) or run on GPUs"
             )
 
+    def _get_num_items_in_batch(self, batch_samples: list, device: torch.device):
+        """`Trainer`'s count of the labels of an optimizer step's micro-batches (on every process with
+        `average_tokens_across_devices`), which the model's loss is normalised by; for a model whose batches have no
+        `labels` but that says what its loss is a mean over (`num_loss_items`: ELMo's biLM, whose targets are its
+        input words), that count."""
+        count = getattr(self.accelerator.unwrap_model(self.model), "num_loss_items", None)
+        # Evaluation keeps each batch's mean: the biLM's per-direction losses are its perplexity metrics.
+        if (
+            count is None
+            or not self.model_accepts_loss_kwargs
+            or not self.model.training
+            or not batch_samples
+            or "labels" in batch_samples[0]
+        ):
+            return super()._get_num_items_in_batch(batch_samples, device)
+        items = sum(count(batch) for batch in batch_samples).to(device)
+        if self.args.average_tokens_across_devices and self.args.world_size > 1:
+            items = self.accelerator.gather(items).sum()
+        return items
+
     def get_train_dataloader(self):
         """As `Trainer`'s, except for a streamed training set (`datasets.IterableDataset`) on several processes:
         each process reads its own share of the stream (`datasets.distributed.split_dataset_by_node`: its own

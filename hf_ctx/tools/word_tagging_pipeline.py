@@ -222,8 +222,9 @@ class WordFeatureExtractionPipeline(FeatureExtractionPipeline):
     mean of the L + 1 layers) or "all" (each vector then is (L + 1, 2P)); `scalar_mix_weights`: one weight per
     layer, the vectors being the weighted sum of the layers (weights used as given); `return_tensors=True`:
     vectors as torch tensors instead of lists; `is_split_into_words` and `delimiter` as for the token-classification
-    pipeline. The model is an `ElmoModel` (`AutoModel` of an ELMo checkpoint); one sentence runs at a time, so a
-    vector does not depend on the other inputs. For many sentences, `hf_ctx.tools.embed.ElmoEmbedder` batches them.
+    pipeline. The model is an `ElmoModel` (`AutoModel` of an ELMo checkpoint). With `batch_size` > 1 sentences run
+    padded together, and each vector equals that of its sentence run alone (up to float rounding). For whole
+    files, `hf_ctx.tools.embed.ElmoEmbedder` (`hf-ctx embed`) sorts sentences by length first.
     """
 
     def _sanitize_parameters(
@@ -266,22 +267,26 @@ class WordFeatureExtractionPipeline(FeatureExtractionPipeline):
         return word_inputs(self.tokenizer, text, words[0], offsets[0])
 
     def _forward(self, model_inputs, layer_output=None):
+        # Batched (`batch_size` > 1), the inputs are padded to the longest sentence and "words" is a list per
+        # sentence; the vectors keep their batch axis, which the pipeline splits, and `postprocess` cuts the padding.
         extras = {key: model_inputs.pop(key) for key in ("sentence", "words", "word_offsets")}
         if layer_output is None:
             from .embed import LayerOutput
 
             layer_output = LayerOutput(self.model.config.num_output_layers, "top")
-        if not extras["words"]:
-            return {"vectors": torch.zeros(0, self.model.config.hidden_size), **extras}
+        batch, width = model_inputs["input_ids"].shape[:2]
+        if width == 0:
+            return {"vectors": torch.zeros(batch, 0, self.model.config.hidden_size), **extras}
         layers = self.model(**model_inputs, output_hidden_states=True, return_dict=True).hidden_states
-        vectors = layer_output(layers)[0]  # (W, D), or (L + 1, W, D) for "all"
-        if vectors.dim() == 3:
-            vectors = vectors.transpose(0, 1)  # one (L + 1, D) block per word
+        vectors = layer_output(layers)  # (B, W, D), or (B, L + 1, W, D) for "all"
+        if vectors.dim() == 4:
+            vectors = vectors.transpose(1, 2)  # one (L + 1, D) block per word
         return {"vectors": vectors, **extras}
 
     def postprocess(self, model_outputs, return_tensors=False):
-        vectors = model_outputs["vectors"].float()
+        words = model_outputs["words"]
+        vectors = model_outputs["vectors"][0, : len(words)].float()
         return [
             {"word": word, "start": start, "end": end, "vector": vector if return_tensors else vector.tolist()}
-            for word, (start, end), vector in zip(model_outputs["words"], model_outputs["word_offsets"], vectors)
+            for word, (start, end), vector in zip(words, model_outputs["word_offsets"], vectors)
         ]

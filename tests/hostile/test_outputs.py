@@ -1,0 +1,226 @@
+"""Outputs a user relies on: nothing silently wrong, nothing lost. An output being replaced is replaced only once
+the new one is whole; a text longer than a model's window is tagged to its end; a batched pipeline call equals the
+single calls; a loss over tokens is normalised over the whole accumulated batch; the predictions of a text file
+align with its lines. Each case is a function named after what it tries."""
+
+import subprocess
+import sys
+
+import h5py
+import torch
+import numpy as np
+import pytest
+from tiny_checkpoints import elmo_bilm
+
+from hf_ctx import ElmoConfig
+
+
+@pytest.fixture(scope="module")
+def elmo_folder(tmp_path_factory):
+    """A tiny ELMo biLM checkpoint that reads sentences of at most 12 words."""
+    root = tmp_path_factory.mktemp("elmo")
+    model, tokenizer = elmo_bilm(root)
+    config = ElmoConfig.from_dict({**model.config.to_dict(), "max_sentence_words": 12})
+    type(model)(config).save_pretrained(root / "elmo")
+    tokenizer.save_pretrained(root / "elmo")
+    return root / "elmo"
+
+
+def hf_ctx_cli(*arguments, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "hf_ctx.tools.cli", *map(str, arguments)], capture_output=True, text=True, cwd=cwd
+    )
+
+
+def test_embed_overwrite_failing_on_a_too_long_line_keeps_the_old_file(elmo_folder, tmp_path):
+    """The issue's case: `hf-ctx embed --overwrite` whose new input has a line over the model's limit left 0 of
+    the previous file's datasets. Now the line is refused before anything is written, and the old file stays."""
+    old_text, output = tmp_path / "old.txt", tmp_path / "vectors.hdf5"
+    old_text.write_text("".join(f"red cat {i}\n" for i in range(21)))
+    assert hf_ctx_cli("embed", elmo_folder, old_text, output, "--no_progress").returncode == 0
+    before = output.read_bytes()
+    new_text = tmp_path / "new.txt"
+    new_text.write_text("red cat\n" + "cat " * 13 + "\nblue dog\n")
+    run = hf_ctx_cli("embed", elmo_folder, new_text, output, "--overwrite", "--no_progress")
+    assert run.returncode == 1
+    assert "new.txt:2: 13 words, more than this ELMo's max_sentence_words=12" in run.stderr
+    assert "Traceback" not in run.stderr
+    assert output.read_bytes() == before
+    with h5py.File(output, "r") as f:
+        assert len([key for key in f if key.isdigit()]) == 21
+
+
+def test_embed_overwrite_failing_half_way_keeps_the_old_file_and_leaves_no_temporary(elmo_folder, tmp_path, monkeypatch):
+    """A failure the input check cannot see (here the model raising on the third batch) keeps the old file whole,
+    and no temporary is left beside it."""
+    from hf_ctx.tools.embed import ElmoEmbedder
+
+    old_text, output = tmp_path / "old.txt", tmp_path / "vectors.hdf5"
+    old_text.write_text("".join(f"red cat {i}\n" for i in range(21)))
+    embedder = ElmoEmbedder(str(elmo_folder), device="cpu")
+    embedder.embed_file(old_text, output, progress=False)
+    before = output.read_bytes()
+    calls = []
+    real = embedder.embed_batch
+
+    def failing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("out of memory")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(embedder, "embed_batch", failing)
+    new_text = tmp_path / "new.txt"
+    new_text.write_text("".join(f"blue dog {i}\n" for i in range(10)))
+    with pytest.raises(RuntimeError, match="out of memory"):
+        embedder.embed_file(new_text, output, overwrite=True, batch_size=2, progress=False)
+    assert output.read_bytes() == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["new.txt", "old.txt", "vectors.hdf5"]
+    # and a replacement that completes is the new text's vectors, whole
+    monkeypatch.undo()
+    assert embedder.embed_file(new_text, output, overwrite=True, progress=False)["embedded"] == 10
+    with h5py.File(output, "r") as f:
+        assert sorted(int(key) for key in f if key.isdigit()) == list(range(10))
+        assert f["3"].attrs["sentence"] == "blue dog 3"
+
+
+# --- gradient accumulation: the big batch ---------------------------------------------------------------------
+
+# Eight sentences of very unequal lengths: micro-batches of 4 hold unequal token counts, so a mean per micro-batch
+# (the old losses) weighs a token of the short micro-batch more than one of the long.
+ACCUMULATION_SENTENCES = [
+    "red cat",
+    "green dog runs fast",
+    "blue bird",
+    "cat",
+    "red green blue cat dog bird runs sleeps eats fast slow red",
+    "dog eats slow",
+    "bird sleeps red green blue cat dog",
+    "fast cat runs",
+]
+
+
+def _no_dropout(config):
+    for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "classifier_dropout"):
+        if hasattr(config, name) and getattr(config, name) is not None:
+            setattr(config, name, 0.0)
+    if hasattr(config, "bilm_state_norm"):
+        config.bilm_state_norm = "none"  # "center" uses each batch's statistics, as batch norm does
+    return config
+
+
+def _bert_rows(tmp_path, kind):
+    from tiny_checkpoints import NER_LABELS, bert_tokenizer
+
+    from hf_ctx import CtxBertConfig, CtxBertForMaskedLM, CtxBertForPreTraining, CtxBertForTokenClassification
+
+    tokenizer = bert_tokenizer(tmp_path)
+    config = _no_dropout(
+        CtxBertConfig.from_preset(
+            "tiny", vocab_size=len(tokenizer), max_position_embeddings=32, id2label=dict(enumerate(NER_LABELS))
+        )
+    )
+    model = {"mlm": CtxBertForMaskedLM, "pretraining": CtxBertForPreTraining, "tagger": CtxBertForTokenClassification}[
+        kind
+    ](config)
+    rows = []
+    for i, sentence in enumerate(ACCUMULATION_SENTENCES):
+        ids = tokenizer(sentence)["input_ids"]
+        if kind == "tagger":
+            labels = [-100] + [(i + j) % 3 for j in range(len(ids) - 2)] + [-100]
+        else:  # every other token masked, its id the label
+            labels = [ids[j] if j % 2 else -100 for j in range(len(ids))]
+            ids = [tokenizer.mask_token_id if j % 2 else ids[j] for j in range(len(ids))]
+        rows.append({"input_ids": ids, "attention_mask": [1] * len(ids), "labels": labels})
+    from transformers import DataCollatorForTokenClassification
+
+    return model, rows, DataCollatorForTokenClassification(tokenizer)
+
+
+def _elmo_rows(tmp_path, kind):
+    from tiny_checkpoints import NER_LABELS, elmo_bilm, elmo_token_classifier, taglm
+
+    from hf_ctx.data.bilm import BiLMDataCollator
+
+    build = {"bilm": elmo_bilm, "tagger": elmo_token_classifier, "taglm": taglm}[kind]
+    model, tokenizer = build(tmp_path)
+    model = type(model)(_no_dropout(model.config)) if kind != "taglm" else model
+    if kind == "taglm":
+        _no_dropout(model.config)
+        for module in model.modules():
+            if isinstance(module, torch.nn.Dropout):
+                module.p = 0.0
+    words = [sentence.split() for sentence in ACCUMULATION_SENTENCES]
+    if kind == "bilm":
+        return model, [{"words": w} for w in words], BiLMDataCollator(tokenizer)
+    rows = []
+    for i, sentence in enumerate(words):
+        encoded = tokenizer(sentence, is_split_into_words=True)
+        labels = [(i + j) % len(NER_LABELS) if kind != "taglm" else 0 for j in range(len(sentence))]
+        rows.append({**{k: encoded[k] for k in encoded}, "labels": labels})
+
+    def collate(features):
+        width = max(len(f["labels"]) for f in features)
+        batch = tokenizer.pad([{k: f[k] for k in f if k != "labels"} for f in features], return_tensors="pt")
+        batch["labels"] = torch.tensor([f["labels"] + [-100] * (width - len(f["labels"])) for f in features])
+        return batch
+
+    return model, rows, collate
+
+
+ACCUMULATION_FAMILIES = {
+    "bert_masked_lm": lambda tmp_path: _bert_rows(tmp_path, "mlm"),
+    "bert_pretraining_mlm": lambda tmp_path: _bert_rows(tmp_path, "pretraining"),
+    "bert_token_classification": lambda tmp_path: _bert_rows(tmp_path, "tagger"),
+    "elmo_bilm": lambda tmp_path: _elmo_rows(tmp_path, "bilm"),
+    "elmo_token_classification": lambda tmp_path: _elmo_rows(tmp_path, "tagger"),
+}
+
+
+def _one_step_update(model, rows, collate, tmp_path, batch_size, accumulation, accepts_loss_kwargs=True):
+    """The weights' change after one SGD step (learning rate 1, no clipping) of CtxTrainer on `rows`."""
+    from datasets import Dataset
+    from transformers import TrainingArguments
+
+    from hf_ctx.tools.trainer import CtxTrainer
+
+    initial = {k: v.clone() for k, v in model.state_dict().items()}
+    args = TrainingArguments(
+        output_dir=str(tmp_path / "run"),
+        per_device_train_batch_size=batch_size,
+        gradient_accumulation_steps=accumulation,
+        max_steps=1,
+        learning_rate=1.0,
+        max_grad_norm=0.0,
+        optim="sgd",
+        lr_scheduler_type="constant",
+        report_to=[],
+        save_strategy="no",
+        use_cpu=True,
+        disable_tqdm=True,
+        remove_unused_columns=False,
+        seed=0,
+    )
+    trainer = CtxTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), data_collator=collate)
+    trainer.model_accepts_loss_kwargs = accepts_loss_kwargs
+    trainer.train()
+    update = {k: (v - initial[k]).clone() for k, v in model.state_dict().items() if v.is_floating_point()}
+    model.load_state_dict(initial)
+    return update
+
+
+@pytest.mark.parametrize("family", ACCUMULATION_FAMILIES)
+def test_two_accumulated_micro_batches_of_4_update_as_one_batch_of_8(family, tmp_path):
+    """The issue's case: --per_device_train_batch_size 4 --gradient_accumulation_steps 2 gave another update than
+    batch 8 on the same sentences (relative difference 0.05): each micro-batch's token loss was its own mean. The
+    update is now the big batch's; with the loss kwargs off (the old behaviour) it differs."""
+    model, rows, collate = ACCUMULATION_FAMILIES[family](tmp_path)
+    whole = _one_step_update(model, rows, collate, tmp_path, 8, 1)
+    accumulated = _one_step_update(model, rows, collate, tmp_path, 4, 2)
+    changed = [k for k in whole if whole[k].abs().max() > 0]
+    assert changed
+    for key in changed:
+        torch.testing.assert_close(accumulated[key], whole[key], atol=1e-6, rtol=1e-4, msg=key)
+    old = _one_step_update(model, rows, collate, tmp_path, 4, 2, accepts_loss_kwargs=False)
+    difference = max((old[k] - whole[k]).norm() / whole[k].norm() for k in changed)
+    assert difference > 1e-3
