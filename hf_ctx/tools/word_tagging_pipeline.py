@@ -22,6 +22,8 @@ For TagLM (and ELMo with `use_crf`) the per-word scores are the softmax of the C
 the CRF's Viterbi decoding.
 """
 
+import logging
+
 import numpy as np
 import torch
 from transformers.pipelines.feature_extraction import FeatureExtractionPipeline
@@ -29,6 +31,11 @@ from transformers.pipelines.token_classification import AggregationStrategy, Tok
 
 from ..data.conll import words_as_read
 from ..data.words import split_sentences, word_spans
+
+logger = logging.getLogger(__name__)
+
+# A window's overlap with the next, as a share of the tokens a window holds (transformers' QA default: 128 of 384).
+STRIDE_SHARE = 1 / 4
 
 
 def input_sentences(
@@ -74,7 +81,8 @@ class WordTokenClassificationPipeline(TokenClassificationPipeline):
 
     Call arguments as for `TokenClassificationPipeline`: `aggregation_strategy` ("none", "simple"; "first", "max"
     and "average" give the same result as "simple", since every position is a whole word), `ignore_labels`,
-    `is_split_into_words` and `delimiter`. `stride` and `offset_mapping` do not apply (no sub-words, no windows).
+    `is_split_into_words` and `delimiter`. `stride` and `offset_mapping` do not apply (no sub-words, no windows):
+    a sentence longer than the model's `max_sentence_words` is tagged in pieces of that many words, with a warning.
     """
 
     def _sanitize_parameters(
@@ -103,11 +111,33 @@ class WordTokenClassificationPipeline(TokenClassificationPipeline):
             postprocess_params["ignore_labels"] = ignore_labels
         return preprocess_params, {}, postprocess_params
 
+    def max_sentence_words(self) -> int | None:
+        """The most words the model reads in one sentence (its biLM's `max_sentence_words`), None when unlimited."""
+        bilm = getattr(self.model, "bilm", None)
+        config = bilm.config if bilm is not None else self.model.config
+        return getattr(config, "max_sentence_words", None)
+
     def preprocess(self, sentence, is_split_into_words=False, delimiter=" "):
         splitter = getattr(self.tokenizer, "word_splitter", "treebank")
         text, sentences, offsets = input_sentences(sentence, is_split_into_words, delimiter, splitter=splitter)
-        for i, (words, word_offsets) in enumerate(zip(sentences, offsets)):
-            yield {**word_inputs(self.tokenizer, text, words, word_offsets), "is_last": i == len(sentences) - 1}
+        # A sentence longer than the model reads is tagged in pieces of that many words (as run_ner.py splits it).
+        limit = self.max_sentence_words()
+        pieces = []
+        for words, word_offsets in zip(sentences, offsets):
+            if limit and len(words) > limit:
+                logger.warning(
+                    "a sentence of %d words (characters %d-%d) is longer than the %d words this model reads: it is "
+                    "tagged in pieces of %d words",
+                    len(words),
+                    word_offsets[0][0],
+                    word_offsets[-1][1],
+                    limit,
+                    limit,
+                )
+            step = limit if limit and len(words) > limit else max(len(words), 1)
+            pieces += [(words[i : i + step], word_offsets[i : i + step]) for i in range(0, max(len(words), 1), step)]
+        for i, (words, word_offsets) in enumerate(pieces):
+            yield {**word_inputs(self.tokenizer, text, words, word_offsets), "is_last": i == len(pieces) - 1}
 
     def _forward(self, model_inputs):
         extras = {key: model_inputs.pop(key) for key in ("sentence", "words", "word_offsets", "is_last")}
@@ -159,11 +189,68 @@ class SubwordTokenClassificationPipeline(TokenClassificationPipeline):
     tags are the CRF's Viterbi decoding. Aggregation defaults to "first" (one entry per word, grouped into
     entities); the other strategies and arguments are `TokenClassificationPipeline`'s. Given a list of words
     (`is_split_into_words=True`), a word the tokenizer maps to no token (a control character, a soft hyphen, a
-    lone variation selector) is read as the unknown token, as `run_ner.py` reads it: every word gets a tag. For
-    a model without a CRF it is that pipeline with these defaults.
+    lone variation selector) is read as the unknown token, as `run_ner.py` reads it: every word gets a tag. A text
+    longer than the tokenizer's `model_max_length` is read in windows that overlap by `stride` tokens (default a
+    quarter of a window), so it is tagged to its end; transformers' pipeline, without `stride`, tags the first
+    window only. For a model without a CRF it is that pipeline with these defaults.
     """
 
+    def _sanitize_parameters(self, aggregation_strategy=None, stride=None, **kwargs):
+        """`TokenClassificationPipeline`'s, with windows by default: a text longer than the model's window is read in
+        windows of `tokenizer.model_max_length` tokens that overlap by `stride` (default: a quarter of a window), so
+        every word is tagged. With `aggregation_strategy="none"` (one entry per overlapping token) or a slow
+        tokenizer there are no windows, and a text that is cut is a warning saying where."""
+        aggregation = aggregation_strategy  # this call's, else the one given at construction, else "first"
+        if aggregation is None:
+            aggregation = getattr(self, "_postprocess_params", {}).get("aggregation_strategy", "first")
+        if isinstance(aggregation, str):
+            aggregation = AggregationStrategy[aggregation.upper()]
+        limit = self.tokenizer.model_max_length
+        if stride is None and aggregation != AggregationStrategy.NONE and self.tokenizer.is_fast and limit < 10**6:
+            stride = max(1, int((limit - self.tokenizer.num_special_tokens_to_add()) * STRIDE_SHARE))
+        preprocess_params, forward_params, postprocess_params = super()._sanitize_parameters(
+            aggregation_strategy=aggregation_strategy, stride=stride, **kwargs
+        )
+        if stride is None:  # no windows, also where the construction's arguments had them
+            preprocess_params["tokenizer_params"] = {}
+        return preprocess_params, forward_params, postprocess_params
+
+    def _warn_if_cut(self, sentence, chunks: list[dict]) -> None:
+        """A warning when a text read in one window (no stride) lost tokens to truncation, saying where its tags
+        stop."""
+        if len(chunks) != 1:
+            return
+        if isinstance(sentence, list):  # words: the last one read
+            read = max((word for word in chunks[0]["word_ids"] if word is not None), default=-1) + 1
+            if read < len(sentence):
+                logger.warning(
+                    "the text has %d words; the model reads %d tokens, up to word %d: the rest is not tagged (an "
+                    "aggregation_strategy other than 'none' reads it all, in windows)",
+                    len(sentence),
+                    self.tokenizer.model_max_length,
+                    read,
+                )
+            return
+        offsets = chunks[0]["offset_mapping"][0]
+        read = int(offsets[:, 1].max()) if len(offsets) else 0
+        if sentence[read:].strip():
+            logger.warning(
+                "the text has %d characters; the model reads %d tokens, up to character %d: the rest is not "
+                "tagged (an aggregation_strategy other than 'none' reads it all, in windows)",
+                len(sentence),
+                self.tokenizer.model_max_length,
+                read,
+            )
+
     def preprocess(self, sentence, offset_mapping=None, **preprocess_params):
+        if not preprocess_params.get("tokenizer_params") and self.tokenizer.is_fast:
+            chunks = list(self._preprocess(sentence, offset_mapping, **preprocess_params))
+            self._warn_if_cut(sentence, chunks)
+            yield from chunks
+            return
+        yield from self._preprocess(sentence, offset_mapping, **preprocess_params)
+
+    def _preprocess(self, sentence, offset_mapping=None, **preprocess_params):
         """`TokenClassificationPipeline.preprocess`; a list of words (`is_split_into_words=True`) is read as the
         tagger was trained to read it (`data.conll.words_as_read`): a word the tokenizer maps to no token is
         read as its unknown token, and so gets an entry and a tag, with its own text and offsets."""
@@ -205,7 +292,46 @@ class SubwordTokenClassificationPipeline(TokenClassificationPipeline):
         return torch.tensor(starts, dtype=torch.bool) & ~special_tokens_mask.bool()
 
     def postprocess(self, all_outputs, aggregation_strategy=AggregationStrategy.FIRST, ignore_labels=None):
-        return super().postprocess(all_outputs, aggregation_strategy, ignore_labels)
+        """`TokenClassificationPipeline.postprocess`; the windows of a long text are joined token by token before
+        sub-tokens are joined into words and words into entities: each token is taken from one window, the one
+        it lies in beyond the middle of the overlap. (transformers groups each window into entities first and then
+        keeps the longest of overlapping entities, which drops the words of the shorter one that lie outside it.)"""
+        if len(all_outputs) == 1:
+            return super().postprocess(all_outputs, aggregation_strategy, ignore_labels)
+        ignore_labels = ["O"] if ignore_labels is None else ignore_labels
+        windows = []
+        for output in all_outputs:
+            logits = output["logits"][0].float().numpy()
+            scores = np.exp(logits - logits.max(-1, keepdims=True))
+            scores /= scores.sum(-1, keepdims=True)
+            offsets = output["offset_mapping"][0] if output["offset_mapping"] is not None else None
+            windows.append(
+                self.gather_pre_entities(
+                    all_outputs[0]["sentence"],
+                    output["input_ids"][0],
+                    scores,
+                    offsets,
+                    output["special_tokens_mask"][0].numpy(),
+                    aggregation_strategy,
+                    word_ids=output.get("word_ids"),
+                    word_to_chars_map=all_outputs[0].get("word_to_chars_map"),
+                )
+            )
+        windows = [window for window in windows if window]
+        # Between two windows, the middle of their overlap: the tokens starting before it come from the first.
+        middles = [(after[0]["start"] + before[-1]["end"]) / 2 for before, after in zip(windows, windows[1:])]
+        bounds = [-np.inf, *middles, np.inf]
+        tokens = [
+            token
+            for window, low, high in zip(windows, bounds, bounds[1:])
+            for token in window
+            if low <= token["start"] < high
+        ]
+        return [
+            entity
+            for entity in self.aggregate(tokens, aggregation_strategy)
+            if entity.get("entity", entity.get("entity_group")) not in ignore_labels
+        ]
 
 
 class WordFeatureExtractionPipeline(FeatureExtractionPipeline):

@@ -297,3 +297,101 @@ def test_batched_pipeline_calls_equal_the_single_calls(tmp_path):
             assert [len(words) for words in alone] == [5, 10, 10, 1]
         for batch_size in (1, 2, 3):
             assert _comparable(run(texts, batch_size=batch_size, **options)) == alone, (name, batch_size)
+
+
+# --- long texts are tagged to their end -----------------------------------------------------------------------
+
+LONG_TEXT = " ".join(f"{'red green blue cat dog bird runs sleeps eats fast slow'.split()[i % 11]}" for i in range(150))
+
+
+def _word_spans(text):
+    import re
+
+    return [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+
+
+def _covered(entities, spans):
+    """The words (start, end) that lie inside some entity's characters."""
+    return [span for span in spans if any(e["start"] <= span[0] and span[1] <= e["end"] for e in entities)]
+
+
+@pytest.mark.parametrize("builder", ["bert_token_classifier", "bert_crf_tagger"])
+def test_bert_pipeline_tags_a_text_longer_than_its_window_to_its_end(builder, tmp_path):
+    """The issue's case: a BERT token-classification pipeline on a long text tagged its first window (here 30
+    sub-tokens) and left the other words without a tag. SubwordTokenClassificationPipeline reads windows with a
+    stride: every one of the 150 words is in an entity; transformers' pipeline without stride covers the first
+    window only (the old behaviour); a short text's tags are those of transformers' pipeline."""
+    import tiny_checkpoints
+    from transformers import pipeline
+
+    from hf_ctx import SubwordTokenClassificationPipeline
+
+    model, tokenizer = getattr(tiny_checkpoints, builder)(tmp_path)
+    model.eval()
+    tagger = pipeline(
+        "token-classification",
+        model=model,
+        tokenizer=tokenizer,
+        pipeline_class=SubwordTokenClassificationPipeline,
+        ignore_labels=[],
+    )
+    spans = _word_spans(LONG_TEXT)
+    assert len(tokenizer(LONG_TEXT)["input_ids"]) > 3 * tokenizer.model_max_length
+    entities = tagger(LONG_TEXT, aggregation_strategy="first")
+    assert _covered(entities, spans) == spans
+    words = tagger(LONG_TEXT, aggregation_strategy="none")  # no windows: one entry per token, and a warning
+    assert max(e["end"] for e in words) < len(LONG_TEXT) // 3
+    if builder == "bert_token_classifier":
+        plain = pipeline("token-classification", model=model, tokenizer=tokenizer, ignore_labels=[])
+        assert len(_covered(plain(LONG_TEXT, aggregation_strategy="first"), spans)) < len(spans) // 3
+        short = "red cat runs fast"
+        assert tagger(short, aggregation_strategy="first") == plain(short, aggregation_strategy="first")
+
+
+def test_bert_pipeline_without_windows_says_where_the_tags_stop(tmp_path, caplog):
+    """aggregation_strategy="none" cannot use windows (overlapping tokens would be listed twice): the cut is a
+    warning naming the character where the tags stop, not silence."""
+    from tiny_checkpoints import bert_token_classifier
+    from transformers import pipeline
+
+    from hf_ctx import SubwordTokenClassificationPipeline
+
+    model, tokenizer = bert_token_classifier(tmp_path)
+    tagger = pipeline(
+        "token-classification", model=model.eval(), tokenizer=tokenizer, pipeline_class=SubwordTokenClassificationPipeline
+    )
+    with caplog.at_level("WARNING"):
+        tagger(LONG_TEXT, aggregation_strategy="none")
+    assert f"the text has {len(LONG_TEXT)} characters; the model reads 32 tokens, up to character" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        tagger("red cat", aggregation_strategy="none")
+    assert "not tagged" not in caplog.text
+
+
+def test_word_pipeline_tags_a_sentence_longer_than_the_model_reads_in_pieces(tmp_path, caplog):
+    """A TagLM or ELMo tagger reads at most max_sentence_words words a sentence: a longer one was an error; it is
+    now tagged in pieces (as run_ner.py splits it), every word tagged, with a warning."""
+    from tiny_checkpoints import taglm
+    from transformers import pipeline
+
+    from hf_ctx import WordTokenClassificationPipeline
+
+    model, tokenizer = taglm(tmp_path)
+    model.bilm.config.max_sentence_words = 40
+    tagger = pipeline(
+        "token-classification",
+        model=model.eval(),
+        tokenizer=tokenizer,
+        pipeline_class=WordTokenClassificationPipeline,
+        ignore_labels=[],
+    )
+    with caplog.at_level("WARNING"):
+        tags = tagger(LONG_TEXT)
+    assert [(t["start"], t["end"]) for t in tags] == _word_spans(LONG_TEXT)
+    assert "a sentence of 150 words (characters 0-" in caplog.text and "pieces of 40 words" in caplog.text
+    short = "red cat runs fast"
+    model.bilm.config.max_sentence_words = 1024
+    alone = tagger(short)
+    model.bilm.config.max_sentence_words = 40
+    assert tagger(short) == alone
