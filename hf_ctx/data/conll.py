@@ -214,16 +214,30 @@ def _first_word_line_fields(path) -> int | None:
 def read_plain_text(path: str | Path, splitter: str = "treebank") -> Dataset:
     """A plain-text file, one sentence a line, as sentences of words to tag ("tokens", split by `hf_ctx.data.words`
     under `splitter`: "treebank" as CoNLL data is, "whitespace" for text already tokenized), with "line" and "file";
-    blank lines are skipped."""
+    blank lines (no words) are skipped, with a warning naming them: the predictions' sentences are the other lines,
+    in order."""
     path = Path(path)
-    sentences = []
+    sentences, blank = [], []
     with path.open(encoding="utf-8-sig") as f:
         for line_number, line in enumerate(utf8_lines(f, path), start=1):
             words = split_words(line, splitter)
             if words:
                 sentences.append({"tokens": words, "line": line_number, "file": str(path)})
+            else:
+                blank.append(line_number)
     if not sentences:
         raise ValueError(f"{path} holds no text; give one sentence a line")
+    if blank:
+        shown = ", ".join(map(str, blank[:10])) + (f" and {len(blank) - 10} more" if len(blank) > 10 else "")
+        logger.warning(
+            "%s: line%s %s hold%s no words and get no sentence in the predictions: its %d sentences are the "
+            "file's other lines, in order",
+            path,
+            "s" if len(blank) > 1 else "",
+            shown,
+            "" if len(blank) > 1 else "s",
+            len(sentences),
+        )
     logger.info("%s: %d sentences to tag", path, len(sentences))
     return Dataset.from_list(sentences)
 

@@ -395,3 +395,45 @@ def test_word_pipeline_tags_a_sentence_longer_than_the_model_reads_in_pieces(tmp
     alone = tagger(short)
     model.bilm.config.max_sentence_words = 40
     assert tagger(short) == alone
+
+
+# --- predictions of a text file align with its lines ----------------------------------------------------------
+
+
+def test_run_ner_text_file_with_blank_lines_says_which_lines_get_no_sentence(tmp_path, caplog):
+    """run_ner --test_file x.txt --test_file_format text skipped blank lines silently, so the predictions' sentence
+    N was not the file's line N. Each sentence keeps its line number, and the blank lines are a warning."""
+    from hf_ctx.data.conll import read_plain_text
+
+    text = tmp_path / "x.txt"
+    text.write_text("red cat runs\n\nblue dog .\n \t \nfast\n\n")
+    with caplog.at_level("WARNING"):
+        sentences = read_plain_text(text)
+    assert sentences["line"] == [1, 3, 5]
+    assert sentences["tokens"] == [["red", "cat", "runs"], ["blue", "dog", "."], ["fast"]]
+    assert "x.txt: lines 2, 4, 6 hold no words and get no sentence in the predictions: its 3 sentences" in caplog.text
+
+
+def test_embed_text_file_with_a_blank_line_is_refused_by_line_before_writing(elmo_folder, tmp_path):
+    """hf-ctx embed names its datasets after line indices, so a blank line would shift nothing but have no
+    vectors: it is refused, naming the line, and no output is created."""
+    from hf_ctx.tools.embed import ElmoEmbedder
+
+    text, output = tmp_path / "x.txt", tmp_path / "vectors.hdf5"
+    text.write_text("red cat\n\nblue dog\n")
+    with pytest.raises(ValueError, match=r"x.txt: line 2 is empty"):
+        ElmoEmbedder(str(elmo_folder), device="cpu").embed_file(text, output, progress=False)
+    assert not output.exists()
+
+
+def test_embed_datasets_are_named_after_their_lines_whatever_the_batch_order(elmo_folder, tmp_path):
+    """Sentences are embedded sorted by length; dataset "i" still holds line i + 1's sentence and its vectors."""
+    from hf_ctx.tools.embed import ElmoEmbedder
+
+    lines = ["red cat", "blue dog runs fast slow", "bird", "green cat eats"]
+    text, output = tmp_path / "x.txt", tmp_path / "vectors.hdf5"
+    text.write_text("\n".join(lines) + "\n")
+    ElmoEmbedder(str(elmo_folder), device="cpu").embed_file(text, output, batch_size=3, progress=False)
+    with h5py.File(output, "r") as f:
+        assert [f[str(i)].attrs["sentence"] for i in range(4)] == lines
+        assert [f[str(i)].shape[1] for i in range(4)] == [len(line.split()) for line in lines]
