@@ -759,7 +759,9 @@ class CtxBertForSequenceClassification(CtxBertPreTrainedModel):
         )
         logits = self.classifier(self.dropout(outputs.pooler_output))
         loss = (
-            sequence_classification_loss(self.config, logits, labels, num_items_in_batch) if labels is not None else None
+            sequence_classification_loss(self.config, logits, labels, num_items_in_batch)
+            if labels is not None
+            else None
         )
         return SequenceClassifierOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
@@ -821,7 +823,11 @@ class CtxBertForTokenClassification(CtxBertPreTrainedModel):
             logits, loss = self._crf_logits_and_loss(logits, word_mask, attention_mask, labels)
             loss = accumulated_mean(loss, labels, num_items_in_batch) if loss is not None else None
         else:
-            loss = classification_loss(logits, labels, self.num_labels, num_items_in_batch) if labels is not None else None
+            loss = (
+                classification_loss(logits, labels, self.num_labels, num_items_in_batch)
+                if labels is not None
+                else None
+            )
         return TokenClassifierOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )

@@ -227,7 +227,9 @@ def _replacing(output_path: str):
     lock = os.open(output_path, os.O_RDONLY)
     try:
         if not try_lock(lock):
-            raise OSError(f"{output_path} is being written by another process; wait for it to finish, or write elsewhere")
+            raise OSError(
+                f"{output_path} is being written by another process; wait for it to finish, or write elsewhere"
+            )
         folder = os.path.dirname(os.path.abspath(output_path))
         fd, temporary = tempfile.mkstemp(
             dir=folder, prefix=f"{TEMPORARY_PREFIX}{os.path.basename(output_path)}.", suffix=TEMPORARY_SUFFIX
@@ -405,7 +407,15 @@ class ElmoEmbedder:
         # A file replaced (--overwrite) is written beside it and renamed over it once whole: a failure keeps it.
         with _replacing(output_path) if exists and overwrite else contextlib.nullcontext(output_path) as target:
             done, todo, words = self._embed_into(
-                target, output_path, resume, settings, sentences, words_of, layer_output, batch_size, progress,
+                target,
+                output_path,
+                resume,
+                settings,
+                sentences,
+                words_of,
+                layer_output,
+                batch_size,
+                progress,
                 sentence_index,
             )
         return {"sentences": len(sentences), "embedded": len(todo), "kept": len(done), "words": words}
@@ -421,7 +431,16 @@ class ElmoEmbedder:
                 )
 
     def _embed_into(
-        self, target, output_path, resume, settings, sentences, words_of, layer_output, batch_size, progress,
+        self,
+        target,
+        output_path,
+        resume,
+        settings,
+        sentences,
+        words_of,
+        layer_output,
+        batch_size,
+        progress,
         sentence_index,
     ):
         """Write the lines not yet in the file at `target` (`output_path`, or its replacement being written);

@@ -7,9 +7,9 @@ import subprocess
 import sys
 
 import h5py
-import torch
 import numpy as np
 import pytest
+import torch
 from tiny_checkpoints import elmo_bilm
 
 from hf_ctx import ElmoConfig
@@ -52,7 +52,9 @@ def test_embed_overwrite_failing_on_a_too_long_line_keeps_the_old_file(elmo_fold
         assert len([key for key in f if key.isdigit()]) == 21
 
 
-def test_embed_overwrite_failing_half_way_keeps_the_old_file_and_leaves_no_temporary(elmo_folder, tmp_path, monkeypatch):
+def test_embed_overwrite_failing_half_way_keeps_the_old_file_and_leaves_no_temporary(
+    elmo_folder, tmp_path, monkeypatch
+):
     """A failure the input check cannot see (here the model raising on the third batch) keeps the old file whole,
     and no temporary is left beside it."""
     from hf_ctx.tools.embed import ElmoEmbedder
@@ -260,7 +262,10 @@ def _tiny_pipelines(tmp_path):
         )
     model, tokenizer = elmo_bilm(tmp_path)
     features = pipeline(
-        "feature-extraction", model=model.elmo.eval(), tokenizer=tokenizer, pipeline_class=WordFeatureExtractionPipeline
+        "feature-extraction",
+        model=model.elmo.eval(),
+        tokenizer=tokenizer,
+        pipeline_class=WordFeatureExtractionPipeline,
     )
     made["elmo_features"] = features
     made["elmo_features_all_layers"] = (features, {"output": "all"})
@@ -358,7 +363,10 @@ def test_bert_pipeline_without_windows_says_where_the_tags_stop(tmp_path, caplog
 
     model, tokenizer = bert_token_classifier(tmp_path)
     tagger = pipeline(
-        "token-classification", model=model.eval(), tokenizer=tokenizer, pipeline_class=SubwordTokenClassificationPipeline
+        "token-classification",
+        model=model.eval(),
+        tokenizer=tokenizer,
+        pipeline_class=SubwordTokenClassificationPipeline,
     )
     with caplog.at_level("WARNING"):
         tagger(LONG_TEXT, aggregation_strategy="none")
