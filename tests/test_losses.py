@@ -237,3 +237,28 @@ def test_label_range_check_reads_the_device_once(count_host_syncs):
         check_label_range(torch.tensor([0, 5, IGNORE_INDEX]), 5)
     with pytest.raises(ValueError, match=r"label -3 is outside \[0, num_labels=5\)"):
         check_label_range(torch.tensor([-3, 1, IGNORE_INDEX]), 5)
+
+
+def test_losses_divide_by_the_accumulated_batch_count_when_given():
+    """With `num_items_in_batch` (the labels of every micro-batch of an optimizer step), a token loss is its sum
+    over that count, and a mean over sentences (`accumulated_mean`) is weighted by the micro-batch's share: the
+    parts of a step add up to the mean over the step."""
+    from hf_ctx.losses import accumulated_mean
+
+    logits, labels = torch.randn(2, 5, 3), torch.tensor([[0, 1, -100, 2, -100], [1, -100, -100, -100, -100]])
+    first, second = (logits[:1], labels[:1]), (logits[1:], labels[1:])
+    count = (labels != IGNORE_INDEX).sum()
+    whole = classification_loss(logits, labels, 3)
+    parts = sum(classification_loss(x, y, 3, num_items_in_batch=count) for x, y in (first, second))
+    torch.testing.assert_close(parts, whole)
+    means = torch.tensor([2.0, 5.0])
+    weighted = accumulated_mean(means[0], first[1], count) + accumulated_mean(means[1], second[1], count)
+    torch.testing.assert_close(weighted, (3 * means[0] + 1 * means[1]) / 4)
+    assert accumulated_mean(means[0], first[1]) is means[0]
+    regression = Config(1, "regression")
+    scores, targets = torch.randn(4, 1), torch.randn(4)
+    halves = sum(
+        sequence_classification_loss(regression, scores[i : i + 2], targets[i : i + 2], num_items_in_batch=4)
+        for i in (0, 2)
+    )
+    torch.testing.assert_close(halves, F.mse_loss(scores[:, 0], targets))
