@@ -1,12 +1,16 @@
-"""save_run and finish_run save model, tokenizer and card, and with --push_to_hub upload exactly that, offline.
+"""save_run and finish_run save model, tokenizer and card, and with --push_to_hub upload exactly that; what was
+pushed loads back.
 
-The Hub is replaced by mocks of `HfApi.create_repo` and `HfApi.upload_folder`; the upload mock records every
-file of the folder it is handed (the folder is temporary), so the test sees what would have been sent.
+The Hub is `hub_server.HubServer`, on 127.0.0.1 over HTTP, and the client is the real one (huggingface_hub, and
+transformers through it): the server keeps every file a commit sent, so a test sees what a reader of the
+repository downloads.
 """
 
 import importlib.util
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -16,34 +20,57 @@ import pytest
 pytest.importorskip("datasets")
 import torch
 from datasets import Dataset
-from fake_hub import FakeHub, folder_files
+from hub_server import TOKEN, HubServer, point_client_at
 from huggingface_hub import ModelCard
-from tiny_checkpoints import bert_sequence_classifier, cat_sentences, taglm
-from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
+from safetensors.torch import load_file
+from tiny_checkpoints import bert_pretraining, bert_sequence_classifier, cat_sentences, elmo_bilm, taglm
+from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments, pipeline
 
 from hf_ctx.tools.hub import finish_run, push_checkpoint, save_run
 from hf_ctx.tools.model_card import RunFacts, build_model_card
 from hf_ctx.tools.trainer import CtxTrainer
+
+
+def folder_files(folder) -> dict[str, bytes]:
+    """Every file below `folder`: its path relative to `folder` -> its bytes."""
+    folder = Path(folder)
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def hub_server():
+    with HubServer() as server:
+        yield server
+
+
+@pytest.fixture
+def hub(hub_server, monkeypatch, tmp_path):
+    """The Hub, empty, with this process's client online and pointed at it."""
+    hub_server.reset()
+    point_client_at(monkeypatch, hub_server, tmp_path / "hf_home")
+    yield hub_server
+    assert hub_server.unknown == [], "the client called routes hub_server does not serve"
+
 
 # A script's parsed arguments as `save_run` reads them: a model from random weights, data named by the card's facts.
 NEW_MODEL = SimpleNamespace(model_name_or_path=None)
 NO_DATA_ARGUMENTS = SimpleNamespace()
 
 
-def test_push_checkpoint_uploads_what_save_pretrained_writes(tmp_path):
+def test_push_checkpoint_uploads_what_save_pretrained_writes(tmp_path, hub):
     model, tokenizer = bert_sequence_classifier(tmp_path)
     card = build_model_card(model, RunFacts("bert", dataset="a toy corpus"), model_id="me/tiny")
-    with FakeHub() as hub:
-        push_checkpoint(model, tokenizer, card, "me/tiny", revision="main")
+    push_checkpoint(model, tokenizer, card, "me/tiny", token=TOKEN, revision="main")
     saved = tmp_path / "saved"
     model.save_pretrained(saved)
     tokenizer.save_pretrained(saved)
     (saved / "README.md").write_text(str(card))
 
     assert hub.created == ["me/tiny"]
-    [upload] = hub.uploads
+    [upload] = hub.commits
     assert upload["repo_id"] == "me/tiny" and upload["revision"] == "main"
     assert upload["files"] == folder_files(saved)
+    assert set(hub.files("me/tiny")) == {".gitattributes", *folder_files(saved)}
     assert {
         "config.json",
         "model.safetensors",
@@ -56,7 +83,7 @@ def test_push_checkpoint_uploads_what_save_pretrained_writes(tmp_path):
 
 
 @pytest.mark.parametrize("push_to_hub", [False, True])
-def test_finish_run_saves_and_pushes_the_checkpoint_and_card(tmp_path, push_to_hub, caplog):
+def test_finish_run_saves_and_pushes_the_checkpoint_and_card(tmp_path, push_to_hub, caplog, hub):
     model, tokenizer = bert_sequence_classifier(tmp_path)
     data = cat_sentences(tokenizer, 16, words=5, max_length=12)
     output_dir = tmp_path / "run"
@@ -70,27 +97,27 @@ def test_finish_run_saves_and_pushes_the_checkpoint_and_card(tmp_path, push_to_h
         save_strategy="no",
         push_to_hub=push_to_hub,
         hub_model_id="me/tiny-sst",
+        hub_token=TOKEN,
         use_cpu=True,
     )
 
     def accuracy(prediction):
         return {"accuracy": float((prediction.predictions.argmax(-1) == prediction.label_ids).mean())}
 
-    with FakeHub() as hub:
-        trainer = Trainer(
-            model=model,
-            args=args,
-            train_dataset=data,
-            eval_dataset=data,
-            processing_class=tokenizer,
-            compute_metrics=accuracy,
-        )
-        trainer.train()
-        metrics = trainer.evaluate()
-        card_facts = {"dataset": "Toy sentences", "hyperparameters": {"max_seq_length": 12}}
-        facts = save_run(trainer, NEW_MODEL, NO_DATA_ARGUMENTS, metrics, **card_facts)
-        with caplog.at_level("INFO", logger="hf_ctx.tools.hub"):
-            card = finish_run(trainer, facts, metrics)
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=data,
+        eval_dataset=data,
+        processing_class=tokenizer,
+        compute_metrics=accuracy,
+    )
+    trainer.train()
+    metrics = trainer.evaluate()
+    card_facts = {"dataset": "Toy sentences", "hyperparameters": {"max_seq_length": 12}}
+    facts = save_run(trainer, NEW_MODEL, NO_DATA_ARGUMENTS, metrics, **card_facts)
+    with caplog.at_level("INFO", logger="hf_ctx.tools.hub"):
+        card = finish_run(trainer, facts, metrics)
 
     saved = folder_files(output_dir)
     # The output folder holds a checkpoint the Auto classes load, and the card.
@@ -119,18 +146,15 @@ def test_finish_run_saves_and_pushes_the_checkpoint_and_card(tmp_path, push_to_h
         assert imread(output_dir / "training_curves.png").shape[:2] == (300, 1200)
 
     if not push_to_hub:
-        assert hub.created == [] and hub.uploads == []
+        assert hub.requests == []
         return
     # The Trainer created the repository when it started; the end of the run uploads once, exactly what
     # save_pretrained wrote plus the card: no training state, no pickled training arguments.
-    assert set(hub.created) == {"me/tiny-sst"}
-    [upload] = hub.uploads
-    assert upload["repo_id"] == "me/tiny-sst"
+    assert hub.created == ["me/tiny-sst"]
+    [upload] = hub.commits
+    assert upload["repo_id"] == "me/tiny-sst" and upload["summary"] == "End of training"
     assert "training_args.bin" in saved
     assert upload["files"] == {name: content for name, content in saved.items() if name != "training_args.bin"}
-
-
-TOKEN = "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"
 
 
 def _code_files_needed(files: dict[str, bytes]) -> set[str]:
@@ -148,7 +172,7 @@ def _code_files_needed(files: dict[str, bytes]) -> set[str]:
 
 
 @pytest.mark.parametrize("hub_strategy", ["every_save", "end"])
-def test_no_push_holds_the_token_or_a_local_path_and_every_revision_has_its_code(tmp_path, hub_strategy):
+def test_no_push_holds_the_token_or_a_local_path_and_every_revision_has_its_code(tmp_path, hub_strategy, hub):
     """--push_to_hub with checkpoints: the mid-run pushes and the final one send model files only (never the
     pickled training arguments, which hold the token and local paths), and each revision of the repository has
     the code files its config.json's auto_map needs for trust_remote_code."""
@@ -169,45 +193,48 @@ def test_no_push_holds_the_token_or_a_local_path_and_every_revision_has_its_code
         hub_strategy=hub_strategy,
         use_cpu=True,
     )
-    with FakeHub() as hub:
-        hub.repos["me/tiny-safe"] = {"training_args.bin": TOKEN.encode()}  # left by an earlier, unsafe push
-        trainer = CtxTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
-        trainer.train()
-        finish_run(trainer, save_run(trainer, NEW_MODEL, NO_DATA_ARGUMENTS, {}, dataset="Toy sentences"), {})
+    hub.add_repo("me/tiny-safe", {"training_args.bin": TOKEN.encode()})  # left by an earlier, unsafe push
+    trainer = CtxTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
+    trainer.train()
+    finish_run(trainer, save_run(trainer, NEW_MODEL, NO_DATA_ARGUMENTS, {}, dataset="Toy sentences"), {})
 
     assert (output_dir / "checkpoint-1" / "training_args.bin").is_file()  # the token is on disk, not on the Hub
-    assert len(hub.uploads) == (3 if hub_strategy == "every_save" else 1)
+    summaries = [upload["summary"] for upload in hub.commits]
+    # every_save: a push per checkpoint (the Trainer skips one while the last is still uploading), then the end's.
+    assert summaries[-1] == "End of training"
+    assert any(s.startswith("Training in progress") for s in summaries[:-1]) == (hub_strategy == "every_save")
     local_paths = {str(tmp_path), str(tmp_path.resolve()), str(Path.home())}
-    for upload in hub.uploads:
+    for upload in hub.commits:
         for name, content in upload["files"].items():
             assert TOKEN.encode() not in content, name
             assert not any(path.encode() in content for path in local_paths), name
             assert not name.endswith((".bin", ".pt", ".pth")) and name != "trainer_state.json", name
-    assert "training_args.bin" not in hub.repos["me/tiny-safe"]  # the final push removed the old one
-    for repo_id, files in hub.revisions[-1:] if hub_strategy == "end" else hub.revisions:
-        assert repo_id == "me/tiny-safe"
+    assert "training_args.bin" not in hub.files("me/tiny-safe")  # the final push removed the old one
+    revisions = hub.repos["me/tiny-safe"].commits[1:]  # after the unsafe push
+    for _, files in revisions[-1:] if hub_strategy == "end" else revisions:
         assert {"config.json", "model.safetensors", "tokenizer.json"} <= set(files)
         assert _code_files_needed(files) <= set(files), sorted(files)
 
 
 @pytest.mark.parametrize("hub_strategy", ["checkpoint", "all_checkpoints"])
-def test_hub_strategies_that_upload_the_training_state_are_refused(tmp_path, hub_strategy):
+def test_hub_strategies_that_upload_the_training_state_are_refused(tmp_path, hub_strategy, hub):
     model, tokenizer = bert_sequence_classifier(tmp_path)
     args = TrainingArguments(
         output_dir=str(tmp_path / "run"),
         push_to_hub=True,
         hub_model_id="me/x",
         hub_strategy=hub_strategy,
+        hub_token=TOKEN,
         report_to=[],
         use_cpu=True,
     )
-    with FakeHub() as hub, pytest.raises(ValueError, match=f"hub_strategy={hub_strategy}.*training_args.bin"):
+    with pytest.raises(ValueError, match=f"hub_strategy={hub_strategy}.*training_args.bin"):
         CtxTrainer(model=model, args=args, processing_class=tokenizer)
-    assert hub.uploads == []
+    assert hub.commits == []
 
 
 @pytest.mark.parametrize("build", [bert_sequence_classifier, taglm])
-def test_transformers_push_to_hub_sends_no_token_and_no_local_path(tmp_path, build):
+def test_transformers_push_to_hub_sends_no_token_and_no_local_path(tmp_path, build, hub):
     """`model.push_to_hub(...)` and `tokenizer.push_to_hub(...)`, transformers' own calls (through
     `HfApi.create_commit`), on a model loaded from a local folder: every file sent holds neither the token nor a
     local path, and the repository holds what `trust_remote_code` needs to load it."""
@@ -216,19 +243,92 @@ def test_transformers_push_to_hub_sends_no_token_and_no_local_path(tmp_path, bui
     model.save_pretrained(local)
     tokenizer.save_pretrained(local)
     model = type(model).from_pretrained(local)
-    with FakeHub() as hub:
-        model.push_to_hub("me/pushed", token=TOKEN)
-        tokenizer.push_to_hub("me/pushed", token=TOKEN)
+    model.push_to_hub("me/pushed", token=TOKEN)
+    tokenizer.push_to_hub("me/pushed", token=TOKEN)
 
-    assert hub.created == ["me/pushed", "me/pushed"] and len(hub.uploads) == 2
+    assert hub.created == ["me/pushed"] and len(hub.commits) == 2
     local_paths = {str(tmp_path), str(tmp_path.resolve()), str(Path.home())}
-    for upload in hub.uploads:
+    for upload in hub.commits:
         for name, content in upload["files"].items():
             assert TOKEN.encode() not in content, name
             assert not any(path.encode() in content for path in local_paths), name
-    files = hub.repos["me/pushed"]
+    files = hub.files("me/pushed")
     assert {"config.json", "model.safetensors", "README.md"} <= set(files)
     assert _code_files_needed(files) <= set(files), sorted(files)
+
+
+def test_what_was_pushed_loads_back_by_hub_id_at_each_revision_and_in_a_pipeline(tmp_path, hub):
+    """Two pushes; `from_pretrained("me/tiny")` gets the second's weights, `revision=` the first's commit its
+    weights, and a pipeline on the Hub id classifies as one on the model loaded at that revision. The second
+    push sends only what changed (the server answered each file's id at preupload)."""
+    model, tokenizer = bert_sequence_classifier(tmp_path)
+    card = build_model_card(model, RunFacts("bert", dataset="a toy corpus"), model_id="me/tiny")
+    first = push_checkpoint(model, tokenizer, card, "me/tiny", token=TOKEN)
+    first_weights = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    with torch.no_grad():
+        model.classifier.bias.copy_(torch.tensor([3.0, -3.0]))
+    second = push_checkpoint(model, tokenizer, card, "me/tiny", token=TOKEN)
+
+    assert first.oid != second.oid and set(hub.commits[1]["files"]) == {"model.safetensors"}
+    latest = AutoModelForSequenceClassification.from_pretrained("me/tiny")
+    older = AutoModelForSequenceClassification.from_pretrained("me/tiny", revision=first.oid)
+    for name, tensor in model.state_dict().items():
+        torch.testing.assert_close(latest.state_dict()[name], tensor, rtol=0, atol=0)
+        torch.testing.assert_close(older.state_dict()[name], first_weights[name], rtol=0, atol=0)
+    sentences = ["red cat runs", "blue dog sleeps fast"]
+    from_hub = pipeline("text-classification", model="me/tiny", revision=first.oid)(sentences)
+    assert from_hub == pipeline("text-classification", model=older, tokenizer=tokenizer)(sentences)
+    assert pipeline("text-classification", model="me/tiny")(sentences)[0]["label"] == latest.config.id2label[0]
+    # The weights came as the Hub serves LFS files: a redirect to another host, followed.
+    assert any(method == "GET" and path.startswith("/cdn/") for method, path, _ in hub.requests)
+
+
+def test_pushed_checkpoints_load_with_trust_remote_code_where_hf_ctx_is_not_importable(tmp_path, hub):
+    """A BERT, an ELMo biLM and a TagLM tagger pushed with `push_to_hub`, loaded by Hub id with
+    `trust_remote_code=True` through each Auto class of their family in a fresh Python that cannot import hf_ctx
+    (test_remote_code's loader), give the pushed models' outputs."""
+    from test_remote_code import LOADER, SENTENCES, extra_inputs, loaded_auto_classes
+
+    jobs, pushed = [], {}
+    for name, build in {"bert": bert_pretraining, "elmo": elmo_bilm, "taglm": taglm}.items():
+        model, tokenizer = build(tmp_path)
+        model.eval()
+        model.push_to_hub(f"me/{name}", token=TOKEN)
+        tokenizer.push_to_hub(f"me/{name}", token=TOKEN)
+        pushed[name] = model, tokenizer
+        auto_classes = loaded_auto_classes(name, model)
+        jobs.append({"name": name, "path": f"me/{name}", "text": SENTENCES, "auto_classes": auto_classes})
+        jobs[-1]["extra_inputs"] = extra_inputs(model, tokenizer)
+    script = tmp_path / "load_checkpoints.py"
+    script.write_text(LOADER)
+    env = hub.client_environment(tmp_path / "fresh_home")
+    done = subprocess.run(
+        [sys.executable, str(script), "remote", json.dumps(jobs), str(tmp_path / "remote")],
+        cwd=tmp_path,  # the repository is not on the path
+        env={**env, "TRANSFORMERS_VERBOSITY": "error"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    tensors, classes = load_file(tmp_path / "remote.safetensors"), json.loads((tmp_path / "remote.json").read_text())
+    for job in jobs:
+        name = job["name"]
+        model, tokenizer = pushed[name]
+        assert "error" not in classes[name], classes[name].get("error")
+        assert classes[name][job["auto_classes"][0]].startswith("transformers_modules.")
+        own_auto = next(auto for auto in job["auto_classes"] if classes[name][auto].endswith(type(model).__name__))
+        with torch.no_grad():
+            expected = model(**tokenizer(SENTENCES, padding=True, return_tensors="pt"))
+        compared = [key for key, value in expected.items() if isinstance(value, torch.Tensor)]
+        assert compared, name
+        for key in compared:
+            torch.testing.assert_close(tensors[f"{name}/{own_auto}/{key}"], expected[key], rtol=1e-5, atol=1e-5)
+    # The loader downloaded the code from the server: each repository's auto_map source files.
+    for job in jobs:
+        assert _code_files_needed(hub.files(job["path"])) <= set(hub.files(job["path"]))
+        assert any(path.startswith(f"/{job['path']}/resolve/") and path.endswith(".py") for _, path, _ in hub.requests)
 
 
 def test_save_run_refuses_a_card_fact_runfacts_has_not(tmp_path):
