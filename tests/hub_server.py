@@ -6,7 +6,7 @@ client (and transformers through it) calls:
 - `GET /api/whoami-v2` (who the token is),
 - `POST /api/repos/create` (409 when it exists: `exist_ok`), `POST /api/validate-yaml` (a card's metadata),
 - `GET /api/models/{repo}` and `.../revision/{rev}` (model info: `sha`, `siblings`),
-- `GET /api/models/{repo}/tree/{rev}` (the files, for `delete_patterns`),
+- `GET /api/models/{repo}/tree/{rev}` (the files, for `delete_patterns`), `.../auth-check` (may the token read it),
 - `POST /api/models/{repo}/preupload/{rev}` (every file "regular": the payload carries the bytes, so no LFS or
   Xet storage is needed; a file the repository has already gets its `oid`, and the client skips it unchanged),
 - `POST /api/models/{repo}/commit/{rev}` (the NDJSON commit: `header`, `file`, `deletedFile`, `deletedFolder`),
@@ -16,8 +16,9 @@ client (and transformers through it) calls:
   (`/cdn/{sha256}`, on `localhost`: another host) with `X-Linked-Etag` and `X-Linked-Size`.
 
 The Hub's failures: a token not in `tokens` is a 401 on any route, a write without a token a 401, a missing
-repository a 404 `RepoNotFound`, a missing revision `RevisionNotFound`, a missing file `EntryNotFound`, a repository
-in `gated` a 403 `GatedRepo`, and `drop_commits` commits are read and then answered by a closed connection.
+repository a 404 `RepoNotFound`, a missing revision `RevisionNotFound`, a missing file `EntryNotFound`, a file of a
+repository in `gated` a 403 `GatedRepo`, and `drop_commits` commits are read and then answered by a closed
+connection.
 Everything received is kept: `requests` (method, path, whether a token came), `commits` (repo, the files sent).
 A route it does not know is a 404 recorded in `unknown`, for the test to assert there is none.
 """
@@ -136,6 +137,7 @@ def _handler(hub: HubServer):
                 ("POST", r"/api/repos/create", self._create),
                 ("POST", r"/api/validate-yaml", self._validate_yaml),
                 ("GET", _MODELS + r"(?:/revision/(?P<revision>.+))?", self._info),
+                ("GET", _MODELS + r"/auth-check", self._auth_check),
                 ("GET", _MODELS + r"/tree/(?P<revision>[^/]+)(?P<folder>/.*)?", self._tree),
                 ("POST", _MODELS + r"/preupload/(?P<revision>.+)", self._preupload),
                 ("POST", _MODELS + r"/commit/(?P<revision>.+)", self._commit),
@@ -151,11 +153,11 @@ def _handler(hub: HubServer):
                     writes = answer in (self._whoami, self._create, self._preupload, self._commit, self._branch)
                     if writes and token is None:
                         return self._error(401, "You must be authenticated to access this route")
-                    if "repo" in match.groupdict() and answer is not self._create:
+                    if "repo" in match.groupdict() and answer != self._create:
                         repo_id = match["repo"]
                         if repo_id not in hub.repos:
                             return self._error(404, "Repository not found", "RepoNotFound")
-                        if repo_id in hub.gated:
+                        if repo_id in hub.gated and answer in (self._resolve, self._auth_check):  # info is public
                             return self._error(403, f"Access to model {repo_id} is restricted", "GatedRepo")
                     return answer(method=method, body=body, **match.groupdict())
             with hub._lock:
@@ -206,7 +208,7 @@ def _handler(hub: HubServer):
                     "modelId": repo,
                     "sha": sha,
                     "private": False,
-                    "gated": False,
+                    "gated": "auto" if repo in hub.gated else False,
                     "disabled": False,
                     "downloads": 0,
                     "likes": 0,
@@ -216,6 +218,9 @@ def _handler(hub: HubServer):
                     "createdAt": "2026-12-02T00:00:00.000Z",
                 }
             )
+
+        def _auth_check(self, **_):
+            self._json({})
 
         def _tree(self, repo, revision, folder=None, **_):
             files = self._files(repo, revision)

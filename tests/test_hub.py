@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,9 +24,21 @@ from datasets import Dataset
 from hub_server import TOKEN, HubServer, point_client_at
 from huggingface_hub import ModelCard
 from safetensors.torch import load_file
-from tiny_checkpoints import bert_pretraining, bert_sequence_classifier, cat_sentences, elmo_bilm, taglm
+from tiny_checkpoints import (
+    QUICK_RUN,
+    bert_pretraining,
+    bert_sequence_classifier,
+    bert_tokenizer,
+    cat_sentences,
+    elmo_bilm,
+    new_bert_arguments,
+    taglm,
+)
 from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments, pipeline
 
+from hf_ctx import CtxBertConfig
+from hf_ctx.tools.cli import main as cli_main
+from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.hub import finish_run, push_checkpoint, save_run
 from hf_ctx.tools.model_card import RunFacts, build_model_card
 from hf_ctx.tools.trainer import CtxTrainer
@@ -339,3 +352,156 @@ def test_save_run_refuses_a_card_fact_runfacts_has_not(tmp_path):
     with pytest.raises(TypeError, match=r"\['hyperparameter'\] are not RunFacts fields"):
         save_run(trainer, NEW_MODEL, NO_DATA_ARGUMENTS, {}, hyperparameter={"max_seq_length": 12})
     assert not (tmp_path / "out" / "model.safetensors").exists()
+
+
+# --- what the Hub refuses: one line at each entry point, before anything is trained --------------------------
+
+RUN_GLUE = Path(__file__).resolve().parents[1] / "examples" / "run_glue.py"
+
+
+@pytest.fixture
+def pushed(tmp_path, hub):
+    """`me/tiny` on the Hub (a BERT classifier) and `me/gated`, the same behind a gate; the local folder."""
+    model, tokenizer = bert_sequence_classifier(tmp_path)
+    folder = tmp_path / "model"
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    hub.add_repo("me/tiny", folder_files(folder))
+    hub.add_repo("me/gated", folder_files(folder))
+    hub.gated.add("me/gated")
+    return folder
+
+
+def _one_line_error(run, capsys) -> str:
+    """What `run()` printed on stderr, where it exits with status 1 printing one line."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        run()
+    assert exit_.value.code == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    return lines[0]
+
+
+def new_bert_arguments_for(tmp_path) -> list[str]:
+    """run_glue's arguments for a new tiny BERT (a config and a tokenizer saved in `tmp_path`)."""
+    tokenizer = bert_tokenizer(tmp_path)
+    tokenizer.save_pretrained(tmp_path / "tokenizer")
+    CtxBertConfig.from_preset("tiny", vocab_size=len(tokenizer), max_position_embeddings=32).save_pretrained(
+        tmp_path / "config"
+    )
+    return new_bert_arguments(tmp_path)
+
+
+def _run_glue(tmp_path, *arguments):
+    import runpy
+
+    csv = tmp_path / "train.csv"
+    csv.write_text("sentence,label\n" + "red cat runs,1\nblue dog sleeps,0\n" * 4)
+    run_glue = runpy.run_path(str(RUN_GLUE), run_name="run_glue")
+    args = ["--train_file", str(csv), "--do_train", "--max_steps", "1", "--max_seq_length", "16", *QUICK_RUN]
+    return lambda: run_script(run_glue["main"], args + ["--output_dir", str(tmp_path / "run"), *arguments])
+
+
+# What each entry point says of a Hub id the Hub refuses: (what run_glue's check of --model_name_or_path says,
+# what every entry point's line says).
+REFUSED = {
+    "missing": (
+        r"'me/missing' is neither a local folder nor a model on the Hub, given for --model_name_or_path",
+        r"answered 404 .*me/missing.*no such repository",
+    ),
+    "bad token": (
+        r"^error: no folder 'me/tiny', and on the Hub: .*given for --model_name_or_path",
+        r"answered 401 .*the token was refused.*HF_TOKEN",
+    ),
+    "gated": (
+        r"^error: 'me/gated': .*given for --model_name_or_path",
+        r"answered 403 .*/me/gated/.*: a gated repository; ask for access",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", REFUSED)
+def test_a_hub_model_the_hub_refuses_is_one_line_at_each_entry_point(tmp_path, capsys, monkeypatch, pushed, case):
+    """run_glue's --model_name_or_path and `hf-ctx embed` given a Hub id that is missing, asked with a token
+    the Hub refuses, or gated: one line saying what the Hub answered, before any data is read or anything
+    written."""
+    name = {"missing": "me/missing", "bad token": "me/tiny", "gated": "me/gated"}[case]
+    if case == "bad token":
+        monkeypatch.setenv("HF_TOKEN", "hf_NotAToken")
+    text = tmp_path / "text.txt"
+    text.write_text("red cat runs\n")
+    run_glue_says, every_line_says = REFUSED[case]
+    glue_line = _one_line_error(_run_glue(tmp_path, "--model_name_or_path", name), capsys)
+    assert re.search(run_glue_says, glue_line) and (case == "missing" or re.search(every_line_says, glue_line)), (
+        glue_line
+    )
+    embed_line = _one_line_error(lambda: cli_main(["embed", name, str(text), str(tmp_path / "out.hdf5")]), capsys)
+    assert re.search(every_line_says, embed_line), embed_line
+    assert not (tmp_path / "run").exists() and not (tmp_path / "out.hdf5").exists()
+
+
+@pytest.mark.parametrize("case", ["offline", "no token", "bad token"])
+def test_push_to_hub_that_cannot_push_is_one_line_before_training(tmp_path, capsys, monkeypatch, hub, case):
+    """--push_to_hub offline, without a token, or with a refused one: one line naming --push_to_hub and the way
+    on, before the model is built and trained (there was an 85-line traceback offline)."""
+    from huggingface_hub import constants
+
+    token = []
+    if case == "offline":
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+        token = ["--hub_token", TOKEN]
+    elif case == "bad token":
+        token = ["--hub_token", "hf_NotAToken"]
+    monkeypatch.setenv("HF_HUB_DISABLE_IMPLICIT_TOKEN", "1")  # no token of the machine's own
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    model_args = new_bert_arguments_for(tmp_path)
+    line = _one_line_error(
+        _run_glue(tmp_path, *model_args, "--push_to_hub", "--hub_model_id", "me/run", *token), capsys
+    )
+    expected = {
+        "offline": r"--push_to_hub me/run: the Hub is not reached offline \(HF_HUB_OFFLINE is set\)",
+        "no token": r"--push_to_hub me/run: .* answered 401 .*: no token was given; give one \(HF_TOKEN.*--hub_token",
+        "bad token": r"--push_to_hub me/run: .* answered 401 .*: the token was refused",
+    }[case]
+    assert re.search(expected, line), line
+    assert not (tmp_path / "run" / "model.safetensors").exists() and hub.created == []
+
+
+def test_a_push_the_connection_drops_keeps_the_model_and_says_what_was_not_uploaded(tmp_path, hub, monkeypatch):
+    """The server drops the connection of the end of training's commit: finish_run's error names the files,
+    says the Hub did not confirm them, where the model is saved and how to publish it; the repository is as it
+    was, the saved model loads."""
+    model, tokenizer = bert_sequence_classifier(tmp_path)
+    args = TrainingArguments(
+        output_dir=str(tmp_path / "run"),
+        max_steps=1,
+        per_device_train_batch_size=4,
+        report_to=[],
+        save_strategy="no",
+        push_to_hub=True,
+        hub_model_id="me/dropped",
+        hub_token=TOKEN,
+        use_cpu=True,
+    )
+    trainer = Trainer(model=model, args=args, train_dataset=cat_sentences(tokenizer, 8), processing_class=tokenizer)
+    trainer.train()
+    facts = save_run(trainer, NEW_MODEL, NO_DATA_ARGUMENTS, {}, dataset="Toy sentences")
+    # huggingface_hub 2 retries a commit whose connection dropped, 5 times in 23 s: every try is dropped here,
+    # and the waits are skipped.
+    hub.drop_commits = 100
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)
+    with pytest.raises(OSError) as error:
+        finish_run(trainer, facts, {})
+    assert 1 <= 100 - hub.drop_commits <= 6
+    message = str(error.value)
+    assert "\n" not in message
+    assert re.search(
+        r"pushing \d+ files \(.*config\.json.*model\.safetensors.*\) to me/dropped failed: cannot reach", message
+    )
+    assert "the Hub did not confirm the commit" in message
+    assert f"saved in {tmp_path / 'run'}; publish them with `hf upload me/dropped {tmp_path / 'run'}" in message
+    assert set(hub.files("me/dropped")) == {".gitattributes"} and hub.commits == []
+    reloaded = AutoModelForSequenceClassification.from_pretrained(tmp_path / "run")
+    for name, tensor in trainer.model.state_dict().items():
+        torch.testing.assert_close(reloaded.state_dict()[name], tensor)

@@ -31,6 +31,7 @@ from .argument_checks import (
     check_path_arguments,
     check_percentage_arguments,
     check_positive_arguments,
+    check_push_to_hub,
     check_training_arguments,
 )
 from .errors import USER_ERRORS
@@ -158,6 +159,7 @@ def parse_args_and_set_up(
             overwrite=getattr(training_args, "overwrite_output_dir", False),
             resume=bool(training_args.resume_from_checkpoint),
         )
+    check_push_to_hub(training_args)  # last: a run refused above creates no repository
     return tuple(parsed)
 
 
