@@ -31,6 +31,7 @@ import re
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import yaml
@@ -38,6 +39,12 @@ import yaml
 TOKEN = "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"
 USER = "me"
 _MODELS = r"/api/models/(?P<repo>[^/]+/[^/]+)"
+
+
+def folder_files(folder) -> dict[str, bytes]:
+    """Every file below `folder`: its path relative to `folder` -> its bytes."""
+    folder = Path(folder)
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def git_blob_sha1(content: bytes) -> str:

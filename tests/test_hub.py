@@ -21,7 +21,7 @@ import pytest
 pytest.importorskip("datasets")
 import torch
 from datasets import Dataset
-from hub_server import TOKEN, HubServer, point_client_at
+from hub_server import TOKEN, folder_files
 from huggingface_hub import ModelCard
 from safetensors.torch import load_file
 from tiny_checkpoints import (
@@ -42,28 +42,6 @@ from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.hub import finish_run, push_checkpoint, save_run
 from hf_ctx.tools.model_card import RunFacts, build_model_card
 from hf_ctx.tools.trainer import CtxTrainer
-
-
-def folder_files(folder) -> dict[str, bytes]:
-    """Every file below `folder`: its path relative to `folder` -> its bytes."""
-    folder = Path(folder)
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-@pytest.fixture(scope="module")
-def hub_server():
-    with HubServer() as server:
-        yield server
-
-
-@pytest.fixture
-def hub(hub_server, monkeypatch, tmp_path):
-    """The Hub, empty, with this process's client online and pointed at it."""
-    hub_server.reset()
-    point_client_at(monkeypatch, hub_server, tmp_path / "hf_home")
-    yield hub_server
-    assert hub_server.unknown == [], "the client called routes hub_server does not serve"
-
 
 # A script's parsed arguments as `save_run` reads them: a model from random weights, data named by the card's facts.
 NEW_MODEL = SimpleNamespace(model_name_or_path=None)

@@ -98,6 +98,8 @@ def _hub_answer(error: BaseException, hub_errors) -> str | None:
         return f"{what}: no such repository (or a private one the token cannot see)"
     if isinstance(error, hub_errors.RevisionNotFoundError):
         return f"{what}: the repository has no such revision (branch, tag or commit)"
+    if isinstance(error, hub_errors.EntryNotFoundError):
+        return f"{what}: the repository has no such file"
     if status == 403:
         return f"{what}: not allowed with this token{f' ({server})' if server else ''}; a write token is needed"
     return f"{what}{f': {server}' if server else ''}"
