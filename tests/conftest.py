@@ -87,3 +87,23 @@ def count_host_syncs(monkeypatch):
             return super().__exit__(*exc)
 
     return Counting
+
+
+@pytest.fixture(scope="module")
+def hub_server():
+    """A Hub on 127.0.0.1 over HTTP (`hub_server.HubServer`), one per test module."""
+    from hub_server import HubServer
+
+    with HubServer() as server:
+        yield server
+
+
+@pytest.fixture
+def hub(hub_server, monkeypatch, tmp_path):
+    """The Hub, empty, with this process's client (and the processes a test starts) online and pointed at it."""
+    from hub_server import point_client_at
+
+    hub_server.reset()
+    point_client_at(monkeypatch, hub_server, tmp_path / "hf_home")
+    yield hub_server
+    assert hub_server.unknown == [], "the client called routes hub_server does not serve"

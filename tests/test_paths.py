@@ -2,6 +2,8 @@
 says so first (offline the Hub is never asked, online one existence check decides: a fake Hub); an output folder
 that holds an earlier run is refused, or cleared as --overwrite_output_dir or --resume_from_checkpoint say."""
 
+from types import SimpleNamespace
+
 import end_to_end
 import pretrain_bert
 import pretrain_elmo
@@ -11,6 +13,7 @@ import run_ner
 import run_qa
 import run_swag
 from huggingface_hub import HfApi, constants
+from huggingface_hub.errors import RepositoryNotFoundError
 
 from hf_ctx.tools.argument_checks import check_path_arguments
 from hf_ctx.tools.errors import run_script
@@ -25,13 +28,15 @@ def hub(monkeypatch, tmp_path):
     class FakeHub:
         models, reachable, asked = set(), True, []
 
-    def repo_exists(api, repo_id, **kwargs):
+    def auth_check(api, repo_id, **kwargs):
         FakeHub.asked.append(repo_id)
         if not FakeHub.reachable:
             raise ConnectionError("Name or service not known")
-        return repo_id in FakeHub.models
+        if repo_id not in FakeHub.models:
+            answer = SimpleNamespace(headers={}, request=None, status_code=404, url=repo_id, reason_phrase="")
+            raise RepositoryNotFoundError("404 Client Error", response=answer)
 
-    monkeypatch.setattr(HfApi, "repo_exists", repo_exists)
+    monkeypatch.setattr(HfApi, "auth_check", auth_check)
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     return FakeHub
@@ -57,7 +62,9 @@ def test_online_a_name_neither_on_disk_nor_on_the_hub_is_refused(hub):
     check_local_path("owner/model", "--model_name_or_path")  # on the Hub: transformers downloads it
     assert hub.asked == ["runs/does-not-exist", "owner/model"]
     hub.reachable = False
-    with pytest.raises(FileNotFoundError, match=r"^no folder 'owner/model' \(and the Hub could not be reached: "):
+    with pytest.raises(
+        FileNotFoundError, match=r"^no folder 'owner/model', and on the Hub: ConnectionError: Name or "
+    ):
         check_local_path("owner/model", "--model_name_or_path")
 
 

@@ -22,7 +22,7 @@ from accelerate.commands.config.config_args import load_config_from_file
 from accelerate.commands.launch import _validate_launch_command, launch_command_parser
 from accelerate.utils import DistributedType, FullyShardedDataParallelPlugin
 from accelerate.utils.launch import prepare_multi_gpu_env
-from fake_hub import FakeHub, folder_files
+from hub_server import TOKEN, folder_files
 from huggingface_hub import ModelCard, metadata_load
 from huggingface_hub.repocard_data import model_index_to_eval_results
 from safetensors.torch import load_file
@@ -187,34 +187,41 @@ def test_model_card_reports_the_run(single_run, corpus):
     assert re.search(r"### Training results\n\n\| Step +\| Epoch +\| Training Loss +\|", card.text)
 
 
-def test_push_to_hub_uploads_the_checkpoint_and_its_card(single_run, corpus, tmp_path):
-    """--push_to_hub: one upload at the end, of what save_pretrained wrote and the card, without training state."""
+def test_push_to_hub_uploads_the_checkpoints_and_at_the_end_the_model_and_its_card(single_run, corpus, tmp_path, hub):
+    """--push_to_hub --hub_strategy every_save, to the Hub over HTTP: checkpoint pushes while training, then one at
+    the end; the repository ends with what save_pretrained wrote and the card, without training state."""
     output_dir, _ = single_run
     args = common_args(corpus, tmp_path) + [
         "--max_steps",
-        "1",
+        "2",
         "--per_device_train_batch_size",
         "8",
         "--save_strategy",
-        "no",
+        "steps",
+        "--save_steps",
+        "1",
         "--tokenizer_name",
         str(output_dir),
         "--push_to_hub",
         "--hub_model_id",
         "me/bert-tiny",
+        "--hub_strategy",
+        "every_save",
+        "--hub_token",
+        TOKEN,
     ]
-    with FakeHub() as hub:
-        pretrain_bert.main(args)
-    assert set(hub.created) == {"me/bert-tiny"}
-    [upload] = hub.uploads
-    assert upload["repo_id"] == "me/bert-tiny" and upload["commit_message"] == "End of training"
-    saved = folder_files(tmp_path)
-    assert {"config.json", "model.safetensors", "tokenizer.json", "README.md", "modeling_bert.py"} <= set(
-        upload["files"]
-    )
-    assert all(saved[name] == content for name, content in upload["files"].items())
+    pretrain_bert.main(args)
+    assert hub.created == ["me/bert-tiny"]
+    summaries = [commit["summary"] for commit in hub.commits]
+    assert summaries[0].startswith("Training in progress") and summaries[-1] == "End of training", summaries
+    saved, pushed = folder_files(tmp_path), hub.files("me/bert-tiny")
+    assert {"config.json", "model.safetensors", "tokenizer.json", "README.md", "modeling_bert.py"} <= set(pushed)
+    assert all(saved[name] == content for name, content in pushed.items() if name != ".gitattributes")
     assert "me/bert-tiny" in saved["README.md"].decode()
-    assert set(saved) - set(upload["files"]) == {
+    assert not any(TOKEN.encode() in content for commit in hub.commits for content in commit["files"].values())
+    # (hf_home: the test's Hub client's own folder)
+    kept_local = {name for name in set(saved) - set(pushed) if not name.startswith(("checkpoint-", "hf_home/"))}
+    assert kept_local == {
         ".hf_ctx-lock",  # the run's writer lock (hf_ctx.tools.output_files.lock_output)
         "training_args.bin",
         "trainer_state.json",

@@ -1,9 +1,11 @@
 """Checks of the example scripts' arguments, before anything is loaded: the paths they name, sizes, shares,
 training options transformers lets through, options that override each other, mixed precision the device cannot
-run."""
+run, and a `--push_to_hub` the Hub would refuse."""
 
 import math
+from pathlib import Path
 
+from .errors import hub_error_message
 from .families import MODEL_FAMILIES
 from .paths import check_elmo_checkpoint, check_local_path
 
@@ -97,3 +99,30 @@ def check_mixed_precision(training_args) -> None:
             "--fp16 has no effect on a CPU (float16 mixed precision needs a GPU): the run would train in float32 "
             "all the same. Leave out --fp16, or pass --bf16 for bfloat16 mixed precision on the CPU"
         )
+
+
+def check_push_to_hub(training_args) -> None:
+    """`--push_to_hub`: the Hub reached and the token allowed to write the repository (`--hub_model_id`, else the
+    output folder's name), before anything is loaded. The repository is created here, as the Trainer creates it
+    when it starts, so that an offline machine, a refused or missing token, or a repository the token cannot
+    write is one line now rather than a traceback before training (or a lost upload after it)."""
+    if not training_args.push_to_hub or training_args.process_index != 0:
+        return
+    from huggingface_hub import HfApi, constants
+
+    repo_id = training_args.hub_model_id or Path(training_args.output_dir).absolute().name
+    if constants.HF_HUB_OFFLINE:
+        raise OSError(
+            f"--push_to_hub {repo_id}: the Hub is not reached offline (HF_HUB_OFFLINE is set): unset HF_HUB_OFFLINE, "
+            f"or drop --push_to_hub (the run saves its model in --output_dir, and `hf upload {repo_id} OUTPUT_DIR` "
+            "publishes it later)"
+        )
+    try:
+        HfApi(token=training_args.hub_token).create_repo(
+            repo_id, private=training_args.hub_private_repo, exist_ok=True
+        )
+    except Exception as error:
+        answer = hub_error_message(error)
+        if answer is None:
+            raise
+        raise OSError(f"--push_to_hub {repo_id}: {answer}") from None

@@ -8,7 +8,9 @@ terminal the traceback around such a message is noise, so the entry points print
 
 and exit with status 1. A full disk is shown the same way whatever a library raised for it (safetensors'
 `SafetensorError`, tokenizers' `Exception`, `datasets`' `DatasetGenerationError`): hf_ctx's writers name the file
-(`hf_ctx.atomic_files.WriteFailed`), and this is the net for a writer that does not. `--debug` on the command
+(`hf_ctx.atomic_files.WriteFailed`), and this is the net for a writer that does not. What the Hub answered (a bad
+token, a missing or gated repository, offline mode, a connection that failed), raised by huggingface_hub or by
+transformers around it, is one line too (`hub_error_message`). `--debug` on the command
 line, or `HF_CTX_DEBUG=1` in the environment, lets the exception through with its traceback. Every other exception
 (a bug, an interrupted run) keeps its traceback.
 
@@ -42,6 +44,67 @@ def error_message(error: BaseException) -> str:
     return f"error: {message}"
 
 
+def hub_error_message(error: BaseException) -> str | None:
+    """One line for an error that huggingface_hub raised, or that one it raised caused (transformers wraps them):
+    what the Hub (`HF_ENDPOINT`) answered and the way on; `None` for any other error.
+
+    huggingface_hub is looked up among the loaded modules, not imported: an error it raised means it is loaded.
+    """
+    hub_errors = sys.modules.get("huggingface_hub.errors")
+    if hub_errors is None:
+        return None
+    seen = []
+    while error is not None and error not in seen:
+        seen.append(error)
+        message = _hub_answer(error, hub_errors)
+        if message is not None:
+            return message
+        # `raise ... from None` ends the chain: the error it raised says what it has to say.
+        error = error.__cause__ if error.__cause__ is not None or error.__suppress_context__ else error.__context__
+    return None
+
+
+def _hub_answer(error: BaseException, hub_errors) -> str | None:
+    endpoint = sys.modules["huggingface_hub.constants"].ENDPOINT
+    if isinstance(error, hub_errors.OfflineModeIsEnabled):
+        return (
+            "the Hub is not reached offline (HF_HUB_OFFLINE is set): unset HF_HUB_OFFLINE to reach "
+            f"{endpoint}, or use a local folder"
+        )
+    if any(cls.__name__ == "TransportError" for cls in type(error).__mro__):  # httpx's (1.x) or httpx2's (2.x)
+        return (
+            f"cannot reach the Hub at {endpoint} ({type(error).__name__}: {error}): check the network "
+            "(and HF_ENDPOINT), or use a local folder"
+        )
+    response = getattr(error, "response", None)
+    if not isinstance(error, hub_errors.HfHubHTTPError) or response is None:
+        return None
+    status, url = response.status_code, str(response.url)
+    what = f"the Hub answered {status} {response.reason_phrase or ''}".rstrip() + f" for {url}"
+    server = response.headers.get("X-Error-Message") or ""
+    if isinstance(error, hub_errors.GatedRepoError):
+        return (
+            f"{what}: a gated repository; ask for access on its page and give a token of an account that has "
+            "it (HF_TOKEN or `hf auth login`)"
+        )
+    if status == 401 and response.request is not None and "authorization" not in response.request.headers:
+        return f"{what}: no token was given; give one (HF_TOKEN or `hf auth login`; --hub_token for --push_to_hub)"
+    if status == 401:
+        return (
+            f"{what}: the token was refused{f' ({server})' if server else ''}; give a valid one (HF_TOKEN or "
+            "`hf auth login`; --hub_token for --push_to_hub)"
+        )
+    if isinstance(error, hub_errors.RepositoryNotFoundError):
+        return f"{what}: no such repository (or a private one the token cannot see)"
+    if isinstance(error, hub_errors.RevisionNotFoundError):
+        return f"{what}: the repository has no such revision (branch, tag or commit)"
+    if isinstance(error, hub_errors.EntryNotFoundError):
+        return f"{what}: the repository has no such file"
+    if status == 403:
+        return f"{what}: not allowed with this token{f' ({server})' if server else ''}; a write token is needed"
+    return f"{what}{f': {server}' if server else ''}"
+
+
 @contextmanager
 def user_errors_as_messages(debug: bool = False):
     """Inside the block, an expected user error (`USER_ERRORS`), or any exception a full disk caused
@@ -50,10 +113,12 @@ def user_errors_as_messages(debug: bool = False):
     try:
         yield
     except Exception as error:
+        hub_message = hub_error_message(error)
         full_disk = not isinstance(error, USER_ERRORS) and full_disk_errno(error) is not None
-        if not (isinstance(error, USER_ERRORS) or full_disk) or debug or debug_from_environment():
+        if not (isinstance(error, USER_ERRORS) or full_disk or hub_message) or debug or debug_from_environment():
             raise
-        message = error_message(error)
+        # The Hub's answer, unless hf_ctx's own message (naming the option, what was saved) says it already.
+        message = error_message(error) if hub_message is None or hub_message in str(error) else f"error: {hub_message}"
         if full_disk:
             message += f" ({type(error).__name__}: the disk is full; free space and run the same command again)"
         print(message, file=sys.stderr)

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from huggingface_hub import HfApi, ModelCard
+from huggingface_hub.errors import HfHubHTTPError
 from transformers import Trainer
 from transformers.modelcard import extract_hyperparameters_from_trainer
 
 from ..data.atomic_write import write_text
+from .errors import hub_error_message
 from .families import model_family
 from .model_card import RunFacts, build_model_card, optimizer_in_words, training_results
 from .plots import training_curves, write_training_curves
@@ -58,13 +60,29 @@ def push_checkpoint(
             shutil.copyfile(extra, Path(staging) / Path(extra).name)
         # `delete_patterns`: a training_args.bin that an earlier push (transformers' own Trainer) left in the
         # repository holds a Hub token; it goes.
-        return api.upload_folder(
-            repo_id=repo_id,
-            folder_path=staging,
-            commit_message=commit_message,
-            revision=revision,
-            delete_patterns=["training_args.bin"],
-        )
+        try:
+            return api.upload_folder(
+                repo_id=repo_id,
+                folder_path=staging,
+                commit_message=commit_message,
+                revision=revision,
+                delete_patterns=["training_args.bin"],
+            )
+        except Exception as error:
+            answer = hub_error_message(error)
+            if answer is None:
+                raise
+            files = sorted(path.name for path in Path(staging).iterdir())
+            # A commit lands whole or not at all; an answer the connection lost leaves which one unknown.
+            landed = (
+                "none of them was uploaded: the repository is as it was"
+                if isinstance(error, HfHubHTTPError)
+                else f"the Hub did not confirm the commit: the repository holds all of them or none ({repo_id}'s "
+                "commits on the Hub say which)"
+            )
+            raise OSError(
+                f"pushing {len(files)} files ({', '.join(files)}) to {repo_id} failed: {answer}; {landed}"
+            ) from None
 
 
 def save_run(
@@ -173,17 +191,26 @@ def finish_run(trainer: Trainer, facts: RunFacts, metrics: Mapping[str, float]) 
         if trainer.push_in_progress is not None:
             trainer.push_in_progress.wait_until_done()
         curves_file = os.path.join(args.output_dir, TRAINING_CURVES_FILE)
-        push_checkpoint(
-            trainer.accelerator.unwrap_model(trainer.model),
-            trainer.processing_class,
-            card,
-            hub_repo_id(trainer),
-            token=args.hub_token,
-            private=args.hub_private_repo,
-            revision=args.hub_revision,
-            commit_message="End of training",
-            extra_files=[curves_file] if facts.training_curves else (),
-        )
+        repo_id = hub_repo_id(trainer)
+        try:
+            push_checkpoint(
+                trainer.accelerator.unwrap_model(trainer.model),
+                trainer.processing_class,
+                card,
+                repo_id,
+                token=args.hub_token,
+                private=args.hub_private_repo,
+                revision=args.hub_revision,
+                commit_message="End of training",
+                extra_files=[curves_file] if facts.training_curves else (),
+            )
+        except OSError as error:
+            # The upload, not the model, is lost: say where the model is and how to publish it later, without
+            # the training state (training_args.bin holds the token).
+            raise OSError(
+                f"{error}. The trained model and its card are saved in {args.output_dir}; publish them with `hf "
+                f"upload {repo_id} {args.output_dir} --exclude 'checkpoint-*' --exclude training_args.bin`"
+            ) from error
     return card
 
 

@@ -15,6 +15,7 @@ import re
 import shutil
 
 from huggingface_hub import HfApi, constants
+from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
 from huggingface_hub.file_download import repo_folder_name
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers import CONFIG_MAPPING
@@ -22,6 +23,7 @@ from transformers import CONFIG_MAPPING
 from ..configuration_elmo import ElmoConfig
 from ..data.files import read_json_file
 from ..data.glue_tasks import GLUE_TASKS
+from .errors import hub_error_message
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +48,8 @@ def check_local_path(name_or_path: str | os.PathLike, what: str = "checkpoint") 
 
     transformers would read such a name as a Hub id and fail later, after the data are loaded, blaming the
     network ("We couldn't connect to 'https://huggingface.co'") or the id's form. Offline
-    (`HF_HUB_OFFLINE=1`) the Hub is not asked; online a missing name costs one `repo_info` request.
+    (`HF_HUB_OFFLINE=1`) the Hub is not asked; online a Hub id costs one `auth_check` request, which also finds
+    a refused token or a gated repository (`hf_ctx.tools.errors.hub_error_message` says what the Hub answered).
     """
     text = os.fspath(name_or_path)
     if os.path.exists(os.path.expanduser(text)):
@@ -59,13 +62,16 @@ def check_local_path(name_or_path: str | os.PathLike, what: str = "checkpoint") 
     if constants.HF_HUB_OFFLINE:
         raise FileNotFoundError(f"no folder {text!r} (and the Hub is not tried offline), given for {what}")
     try:
-        found = HfApi().repo_exists(text)
-    except Exception as error:  # the HTTP client's connection errors, which differ between huggingface_hub versions
+        HfApi().auth_check(text)  # the repository is there and the token may read it (a gated one: has access)
+    except RepositoryNotFoundError as error:
+        if isinstance(error, GatedRepoError):
+            raise PermissionError(f"{text!r}: {hub_error_message(error)}; given for {what}") from None
         raise FileNotFoundError(
-            f"no folder {text!r} (and the Hub could not be reached: {error}), given for {what}"
+            f"{text!r} is neither a local folder nor a model on the Hub, given for {what}"
         ) from None
-    if not found:
-        raise FileNotFoundError(f"{text!r} is neither a local folder nor a model on the Hub, given for {what}")
+    except Exception as error:  # a refused token; the HTTP client's connection errors (they differ by version)
+        answer = hub_error_message(error) or f"{type(error).__name__}: {error}"
+        raise FileNotFoundError(f"no folder {text!r}, and on the Hub: {answer}; given for {what}") from None
 
 
 def check_model_type(name_or_path: str | os.PathLike, what: str = "checkpoint") -> None:

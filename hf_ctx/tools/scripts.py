@@ -31,6 +31,7 @@ from .argument_checks import (
     check_path_arguments,
     check_percentage_arguments,
     check_positive_arguments,
+    check_push_to_hub,
     check_training_arguments,
 )
 from .errors import USER_ERRORS
@@ -118,7 +119,8 @@ def parse_args_and_set_up(
     `--output_dir` (`hf_ctx.tools.output_files.lock_output`: a second run into the same folder is an error; the
     temporaries a killed run left there are removed). A folder that holds an earlier run's model, checkpoints or
     results is refused unless `--overwrite_output_dir` or `--resume_from_checkpoint` says what to do with them
-    (`hf_ctx.tools.paths.prepare_output_dir`).
+    (`hf_ctx.tools.paths.prepare_output_dir`). Last, `--push_to_hub` creates its repository, so that a push the
+    Hub would refuse is one line before training (`hf_ctx.tools.argument_checks.check_push_to_hub`).
 
     Args:
         argument_classes: the script's argument dataclasses, `TrainingArguments` last.
@@ -158,6 +160,7 @@ def parse_args_and_set_up(
             overwrite=getattr(training_args, "overwrite_output_dir", False),
             resume=bool(training_args.resume_from_checkpoint),
         )
+    check_push_to_hub(training_args)  # last: a run refused above creates no repository
     return tuple(parsed)
 
 
