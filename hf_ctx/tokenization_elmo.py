@@ -8,6 +8,7 @@ The word vocabulary file is bilm-tf's `vocab.txt`: one word per line, in id orde
 `<UNK>`. bilm-tf's vocabularies are sorted by decreasing frequency and load as they are.
 """
 
+import logging
 import os
 import sys
 from collections.abc import Iterable
@@ -15,13 +16,13 @@ from collections.abc import Iterable
 import numpy as np
 import torch
 from transformers import BatchEncoding, PreTrainedTokenizer
-from transformers.utils import logging, to_py_obj
+from transformers.utils import to_py_obj
 
 from .atomic_files import write_into_folder
 from .elmo_characters import BOS_TOKEN, EOS_TOKEN, MAX_SENTENCE_WORDS, char_ids_to_word, word_to_char_ids
 from .input_checks import IGNORE_INDEX
 
-logger = logging.get_logger(__name__)
+logger = logging.getLogger(__name__)
 
 VOCAB_FILES_NAMES = {"vocab_file": "vocab.txt"}
 
