@@ -51,3 +51,29 @@ def word_to_char_ids(word: str, max_characters: int = 50) -> tuple[int, ...]:
         return sentence_boundary_char_ids(max_characters)[1]
     # "ignore" drops what UTF-8 cannot encode (lone surrogates), as the original does.
     return _marked(list(word.encode("utf-8", "ignore")[: max_characters - 2]), max_characters)
+
+
+def char_ids_to_word(char_ids: list[int]) -> str | None:
+    """The word that `word_to_char_ids` encoded as `char_ids` (`<S>` and `</S>` too), or None for the padding word
+    (all 0). A word cut inside a character (past `max_characters - 2` bytes) ends in U+FFFD. Ids that no word
+    encodes to (a sentence's word ids, say) are a ValueError."""
+    if not any(char_ids):
+        return None
+    shifted = [i - 1 for i in char_ids]
+    end = shifted.index(END_OF_WORD) if END_OF_WORD in shifted else None
+    content = shifted[1:end] if end is not None else None
+    if (
+        shifted[0] != BEGIN_OF_WORD
+        or content is None
+        or any(i != PADDING_CHARACTER for i in shifted[end + 1 :])
+        or not (content in ([BEGIN_OF_SENTENCE], [END_OF_SENTENCE]) or all(0 <= i < 256 for i in content))
+    ):
+        raise ValueError(
+            f"not the character ids of a word: {BEGIN_OF_WORD + 1}, bytes + 1, {END_OF_WORD + 1}, then "
+            f"{PADDING_CHARACTER_ID}s, got {list(char_ids)[:8]}..."
+        )
+    if content == [BEGIN_OF_SENTENCE]:
+        return BOS_TOKEN
+    if content == [END_OF_SENTENCE]:
+        return EOS_TOKEN
+    return bytes(content).decode("utf-8", "replace")

@@ -8,16 +8,21 @@ The word vocabulary file is bilm-tf's `vocab.txt`: one word per line, in id orde
 `<UNK>`. bilm-tf's vocabularies are sorted by decreasing frequency and load as they are.
 """
 
+import logging
 import os
+import sys
 from collections.abc import Iterable
 
 import numpy as np
 import torch
 from transformers import BatchEncoding, PreTrainedTokenizer
+from transformers.utils import to_py_obj
 
 from .atomic_files import write_into_folder
-from .elmo_characters import BOS_TOKEN, EOS_TOKEN, MAX_SENTENCE_WORDS, word_to_char_ids
+from .elmo_characters import BOS_TOKEN, EOS_TOKEN, MAX_SENTENCE_WORDS, char_ids_to_word, word_to_char_ids
 from .input_checks import IGNORE_INDEX
+
+logger = logging.getLogger(__name__)
 
 VOCAB_FILES_NAMES = {"vocab_file": "vocab.txt"}
 
@@ -79,12 +84,17 @@ class ElmoTokenizer(PreTrainedTokenizer):
           batched); padding words are all 0;
         - `attention_mask`: (words,) 1 for words, 0 for padding;
         - `input_word_ids`: (words,) word ids, only when the tokenizer has a word vocabulary; unknown words get
-          `<UNK>`'s id; padding gets the id of `pad_token` (`</S>`: ELMo has no padding word, and the attention
-          mask tells padding apart).
+          `<UNK>`'s id, words added by `add_tokens` theirs; padding gets the id of `pad_token` (`</S>`: ELMo has no
+          padding word, and the attention mask tells padding apart);
+        - on request, as transformers' tokenizers: `special_tokens_mask` (0 for every word: the model adds `<S>`
+          and `</S>` itself; 1 at padding), `token_type_ids` (0: one sentence), `length`.
     `padding=True` pads to the longest sentence, `padding="max_length"` to `max_length`;
-    `truncation=True, max_length=N` keeps a sentence's first N words, `truncation=True` alone its first
-    `model_max_length` (default 1024, the model's `max_sentence_words`). Padding is always on the right.
+    `truncation=True, max_length=N` keeps a sentence's first N words (its last N with `truncation_side="left"`,
+    on the tokenizer or in the call), `truncation=True` alone `model_max_length` words (default 1024, the model's
+    `max_sentence_words`); a longer sentence without truncation is a warning. Padding is always on the right.
     `word_ids(i)` maps each position to its word, as a fast tokenizer's does (see `WordBatchEncoding`).
+    `decode` reads `input_ids` (character ids) back to words, as it reads `input_word_ids`. There are no sentence
+    pairs, overflowing windows or character offsets: those options are refused by name.
 
     Args:
         vocab_file (`str`, *optional*): a word vocabulary file (one word per line, in id order, with `<S>`, `</S>`
@@ -182,7 +192,8 @@ class ElmoTokenizer(PreTrainedTokenizer):
         return len(self.words)
 
     def get_vocab(self) -> dict[str, int]:
-        return dict(self.vocab)
+        """The word vocabulary and the words `add_tokens` added after it (transformers keeps those apart)."""
+        return {**self.vocab, **getattr(self, "_added_tokens_encoder", {})}
 
     def _convert_token_to_id(self, token: str) -> int:
         if self.lowercase_words and token not in (BOS_TOKEN, EOS_TOKEN, str(self.unk_token)):
@@ -194,6 +205,29 @@ class ElmoTokenizer(PreTrainedTokenizer):
 
     def convert_tokens_to_string(self, tokens: list[str]) -> str:
         return " ".join(tokens)
+
+    def decode(self, token_ids, skip_special_tokens: bool = False, **kwargs) -> str | list[str]:
+        """transformers' `decode`, which also reads what `__call__` returns as `input_ids`: a sentence's character
+        ids (words, max_characters_per_token) decode to its words joined by spaces (a padding word to `pad_token`),
+        a batch of them to a list of strings. Word ids (`input_word_ids`) decode as any tokenizer's ids."""
+        ids = to_py_obj(token_ids)
+        if self._are_character_ids_of_a_sentence(ids):
+            words = [char_ids_to_word(row) for row in ids]
+            if skip_special_tokens:
+                return " ".join(w for w in words if w is not None and w not in self.all_special_tokens)
+            return " ".join(str(self.pad_token) if w is None else w for w in words)
+        if isinstance(ids, list) and any(self._are_character_ids_of_a_sentence(s) and s for s in ids):
+            return [self.decode(sentence, skip_special_tokens, **kwargs) for sentence in ids]
+        return super().decode(ids, skip_special_tokens=skip_special_tokens, **kwargs)
+
+    def _are_character_ids_of_a_sentence(self, ids) -> bool:
+        """Whether `ids` is one sentence's character ids: rows of max_characters_per_token ids, each a word's
+        (beginning with begin-of-word) or the padding word (all 0); a sentence's word ids are ints."""
+        begin_of_word = self.char_ids("")[0]
+        return isinstance(ids, list) and all(
+            isinstance(row, list) and len(row) == self.max_characters_per_token and row[0] in (begin_of_word, 0)
+            for row in ids
+        )
 
     def tokenize(self, text: str, **kwargs) -> list[str]:
         """ELMo's words are the whitespace-separated pieces of the text."""
@@ -235,35 +269,61 @@ class ElmoTokenizer(PreTrainedTokenizer):
         pad_to_multiple_of: int | None = None,
         padding_side: str | None = None,
         return_tensors=None,
+        return_token_type_ids: bool | None = None,
         return_attention_mask: bool | None = None,
         return_overflowing_tokens: bool = False,
+        return_special_tokens_mask: bool = False,
         return_offsets_mapping: bool = False,
         return_length: bool = False,
+        verbose: bool = True,
+        truncation_side: str | None = None,
         **kwargs,
     ) -> BatchEncoding:
         # `add_special_tokens` is accepted and has no effect: ELMo adds <S> and </S> inside the model.
         if text_pair is not None:
             raise ValueError("ElmoTokenizer encodes single sentences; sentence pairs (text_pair) are not supported")
-        if return_overflowing_tokens or return_offsets_mapping:
-            raise ValueError("ElmoTokenizer returns neither overflowing tokens nor offsets")
-        if kwargs.get("return_special_tokens_mask"):
-            # What transformers' TokenClassificationPipeline asks for: it works on sub-word ids, not on words.
+        if return_overflowing_tokens:
             raise ValueError(
-                "ElmoTokenizer adds no special tokens and has no special_tokens_mask: transformers' "
-                "token-classification pipeline works on sub-word tokens. For ELMo and TagLM taggers, pass "
+                "ElmoTokenizer returns no overflowing tokens (return_overflowing_tokens): the model reads a sentence "
+                "whole; split long text into sentences, or cut them with truncation=True, max_length=N"
+            )
+        if return_offsets_mapping:
+            raise ValueError(
+                "ElmoTokenizer returns no character offsets (return_offsets_mapping): its words are the text's "
+                "whitespace-separated pieces, and word_ids(i) maps each position to its word"
+            )
+        if return_special_tokens_mask and _called_by_sub_word_tagging_pipeline():
+            # It would read each position's id as one vocabulary id (a word's are max_characters_per_token ids).
+            raise ValueError(
+                "transformers' token-classification pipeline works on sub-word ids, not on ElmoTokenizer's "
+                "character ids. For ELMo and TagLM taggers, pass "
                 'pipeline_class=hf_ctx.WordTokenClassificationPipeline to pipeline("token-classification", ...)'
             )
+        side = truncation_side or self.truncation_side
+        if side not in ("left", "right"):
+            raise ValueError(f"truncation_side must be 'left' or 'right', got {side!r}")
         batched, sentences = self._as_batch(text, is_split_into_words)
-        if getattr(truncation_strategy, "value", truncation_strategy) != "do_not_truncate" and max_length:
-            sentences = [words[:max_length] for words in sentences]
+        if getattr(truncation_strategy, "value", truncation_strategy) != "do_not_truncate" and max_length is not None:
+            if side == "left":
+                sentences = [words[max(len(words) - max_length, 0) :] for words in sentences]
+            else:
+                sentences = [words[:max_length] for words in sentences]
+        elif max_length is None and verbose:
+            self._warn_about_a_too_long_sentence(max(map(len, sentences), default=0))
         lengths = [len(words) for words in sentences]
         encoded = {"input_ids": [[list(self.char_ids(word)) for word in words] for words in sentences]}
         if self.has_word_vocabulary:
-            encoded["input_word_ids"] = [[self._convert_token_to_id(word) for word in words] for words in sentences]
+            encoded["input_word_ids"] = [
+                [self._convert_token_to_id_with_added_voc(word) for word in words] for words in sentences
+            ]
         if return_attention_mask is not False:
-            encoded["attention_mask"] = [[1] * len(words) for words in sentences]
+            encoded["attention_mask"] = [[1] * n for n in lengths]
+        if return_token_type_ids:
+            encoded["token_type_ids"] = [[0] * n for n in lengths]
+        if return_special_tokens_mask:
+            encoded["special_tokens_mask"] = [[0] * n for n in lengths]
         if return_length:
-            encoded["length"] = [len(words) for words in sentences]
+            encoded["length"] = lengths
         padding = getattr(padding_strategy, "value", padding_strategy)
         if padding != "do_not_pad" or return_tensors is not None:
             encoded = self._pad_batch(
@@ -274,6 +334,17 @@ class ElmoTokenizer(PreTrainedTokenizer):
         if not batched and return_tensors is None:
             encoded = {key: value[0] for key, value in encoded.items()}
         return WordBatchEncoding(encoded, word_ids=word_ids, tensor_type=return_tensors)
+
+    def _warn_about_a_too_long_sentence(self, words: int) -> None:
+        """Once per tokenizer, as transformers' tokenizers warn of a sequence longer than `model_max_length`."""
+        key = "sequence-length-is-longer-than-the-specified-maximum"
+        if words > self.model_max_length > 0 and not self.deprecation_warnings.get(key):
+            logger.warning(
+                f"a sentence has {words} words, more than this tokenizer's model_max_length="
+                f"{self.model_max_length}, the longest the model reads (its max_sentence_words); pass "
+                "truncation=True to cut it"
+            )
+            self.deprecation_warnings[key] = True
 
     @staticmethod
     def _as_batch(text, is_split_into_words: bool) -> tuple[bool, list[list[str]]]:
@@ -389,6 +460,8 @@ class ElmoTokenizer(PreTrainedTokenizer):
         for key, pad_value in {
             "attention_mask": 0,
             "input_word_ids": self.pad_token_id,
+            "token_type_ids": self.pad_token_type_id,
+            "special_tokens_mask": 1,
             "labels": IGNORE_INDEX,
         }.items():
             if key not in batch or not all(isinstance(row, list) for row in batch[key]):
@@ -406,6 +479,21 @@ class ElmoTokenizer(PreTrainedTokenizer):
             raise ValueError(f"return_tensors must be 'pt', 'np' or None, got {return_tensors!r}")
         convert = {None: lambda a: a.tolist(), "np": lambda a: a, "pt": torch.from_numpy}[kind]
         return {key: convert(value) if isinstance(value, np.ndarray) else value for key, value in padded.items()}
+
+
+def _called_by_sub_word_tagging_pipeline() -> bool:
+    """Whether transformers' TokenClassificationPipeline (or a subclass) is encoding the text: it asks for a
+    special_tokens_mask, then reads every position as one vocabulary id. Its caller is looked up on the stack
+    (the pipeline calls __call__, which calls _encode_plus) because nothing in the call tells it apart."""
+    frame = sys._getframe(2)
+    for _ in range(4):
+        if frame is None:
+            break
+        caller = frame.f_locals.get("self")
+        if any(cls.__name__ == "TokenClassificationPipeline" for cls in type(caller).__mro__):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _to_list(value):

@@ -6,6 +6,7 @@ warnings only once per process (an earlier test would hide them), on tiny stand-
 name (the published ELMo files, a corpus, a trained tagger). Blocks marked ```` ```python allennlp ```` or
 ```` ```python flair ```` (the code a document migrates from) are shown, not run."""
 
+import json
 import os
 import re
 import shlex
@@ -23,7 +24,7 @@ MIGRATING = (ROOT / "docs" / "migrating.md").read_text(encoding="utf-8")
 # head's LOAD REPORT.
 DOCUMENTS = {
     "README.md": (USAGE, ["convert-elmo", "embed", "embed"], False),
-    "docs/migrating.md": (MIGRATING, ["convert-elmo", "embed"], True),
+    "docs/migrating.md": (MIGRATING, ["convert-elmo", "embed", "embed"], True),
 }
 
 # Python's default filters show every warning but the deprecation ones outside __main__; an error here is a
@@ -137,3 +138,36 @@ def test_the_documents_snippets_import_only_what_they_use(document):
         for names in re.findall(r"^from \S+ import (.+)$", block, re.M):
             for name in (n.strip() for n in names.split("#")[0].split(",")):
                 assert re.search(rf"\b{name}\b", block.split(names, 1)[1]), f"unused import {name} in:\n{block}"
+
+
+def test_the_flair_users_file_reads_back_as_elmo_embedders_vectors(tmp_path, monkeypatch):
+    """docs/migrating.md part 3: what its `hf-ctx embed` command writes, read back by its h5py block (flair's side),
+    is per word the 3 layers that hf_ctx's ElmoEmbedder gives for the same words, concatenated in layer order as
+    flair's embedding_mode="all" concatenates them."""
+    import numpy as np
+    from test_convert_elmo import options_for, write_weights
+
+    import hf_ctx_cli
+    from hf_ctx.allennlp import ElmoEmbedder
+
+    part_3 = MIGRATING[MIGRATING.index("## 3. flair") :]
+    (command,) = hf_ctx_commands(part_3)
+    (read_back,) = [block for block in python_blocks(part_3) if "h5py.File" in block]
+    monkeypatch.chdir(tmp_path)
+    options, weights = tmp_path / "options.json", tmp_path / "weights.hdf5"
+    options.write_text(json.dumps(options_for(True)))
+    write_weights(weights, options_for(True), np.random.default_rng(0))
+    hf_ctx_cli.main(["convert-elmo", str(options), str(weights), "elmo-original"])
+    sentences = ["The grass is green .", "It is", "Zürich 's ( grass ) , green and long is what it is ."]
+    (tmp_path / "sentences.txt").write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    hf_ctx_cli.main(command)
+    namespace = {}
+    exec(compile(read_back, "docs/migrating.md", "exec"), namespace)
+
+    embedder = ElmoEmbedder(str(options), str(weights))
+    assert [len(v) for v in namespace["vectors"]] == [len(s.split()) for s in sentences]
+    for sentence, vectors in zip(sentences, namespace["vectors"]):
+        layers = embedder.embed_sentence(sentence.split())  # (3, words, 2P)
+        expected = np.concatenate(list(layers), axis=-1)  # word j: layer 0, layer 1, layer 2
+        assert vectors.shape == (len(sentence.split()), 3 * layers.shape[-1])
+        np.testing.assert_allclose(vectors, expected, rtol=0, atol=1e-5)

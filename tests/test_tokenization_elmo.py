@@ -1,6 +1,7 @@
 """ElmoTokenizer: the original character encoding (checked against hand-written ids and bilm-tf's algorithm
 written out here), word ids, padding, truncation, collators, saving and loading, bad input."""
 
+import logging
 import pickle
 
 import pytest
@@ -177,3 +178,103 @@ def test_bad_input_is_a_clear_error():
         tokenizer([["the", "cat"]])
     with pytest.raises(ValueError, match="character ids"):
         tokenizer.pad([{"input_ids": [[1] * 49]}])
+
+
+# transformers' tokenizer contract where it applies (transformers' own tests of it: test_tokenization_elmo_contract.py)
+
+
+def test_left_truncation_keeps_the_last_words_set_on_the_tokenizer_or_in_the_call():
+    tokenizer = ElmoTokenizer(vocab=VOCAB)
+    sentences = ["the cat sat", "cat"]
+    assert tokenizer(sentences, truncation=True, max_length=2)["input_word_ids"] == [[3, 4], [4]]
+    in_the_call = tokenizer(sentences, truncation=True, max_length=2, truncation_side="left")
+    assert in_the_call["input_word_ids"] == [[4, 5], [4]]
+    assert in_the_call["input_ids"][0] == [bilm_tf_char_ids("cat"), bilm_tf_char_ids("sat")]
+    tokenizer.truncation_side = "left"
+    assert tokenizer(sentences, truncation=True, max_length=2)["input_word_ids"] == [[4, 5], [4]]
+    left = ElmoTokenizer(vocab=VOCAB, truncation_side="left")
+    assert left(["the cat sat"], truncation=True, max_length=1, padding="max_length")["input_word_ids"] == [[5]]
+    with pytest.raises(ValueError, match="truncation_side must be 'left' or 'right'"):
+        tokenizer("the cat", truncation=True, max_length=1, truncation_side="middle")
+
+
+def test_added_words_are_encoded_counted_and_saved(tmp_path):
+    """As a BERT tokenizer: add_tokens gives the new words the next ids, len() and get_vocab() count them, the
+    text encodes to them, and they survive save/load (in tokenizer_config.json; vocab.txt stays bilm-tf's)."""
+    tokenizer = ElmoTokenizer(vocab=VOCAB)
+    assert tokenizer.add_tokens(["bim", "bambam", "cat"]) == 2  # "cat" is a word already
+    assert len(tokenizer) == len(VOCAB) + 2
+    assert tokenizer.get_vocab() == {**{w: i for i, w in enumerate(VOCAB)}, "bim": 6, "bambam": 7}
+    assert tokenizer("the bim bambam dog")["input_word_ids"] == [3, 6, 7, 2]
+    assert tokenizer.convert_ids_to_tokens([6, 7]) == ["bim", "bambam"]
+    tokenizer.save_pretrained(tmp_path)
+    assert (tmp_path / "vocab.txt").read_text().split() == VOCAB
+    loaded = ElmoTokenizer.from_pretrained(tmp_path)
+    assert len(loaded) == len(VOCAB) + 2 and loaded.get_vocab() == tokenizer.get_vocab()
+    assert loaded("the bim bambam dog")["input_word_ids"] == [3, 6, 7, 2]
+
+
+def test_decode_reads_back_input_ids_and_input_word_ids():
+    tokenizer = ElmoTokenizer(vocab=VOCAB)
+    sentences = ["the cat sat", "Zürich", "", "<S> 日本語"]
+    batch = tokenizer(sentences, padding=True, return_tensors="pt")
+    assert tokenizer.batch_decode(batch["input_ids"], skip_special_tokens=True) == [
+        "the cat sat",
+        "Zürich",
+        "",
+        "日本語",
+    ]
+    assert tokenizer.decode(batch["input_ids"]) == tokenizer.batch_decode(batch["input_ids"])
+    assert tokenizer.decode(batch["input_ids"][1]) == "Zürich </S> </S>"  # padding words are pad_token, as ids
+    assert tokenizer.decode(batch["input_word_ids"][1]) == "<UNK> </S> </S>"
+    assert tokenizer.decode(tokenizer("the dog")["input_ids"]) == "the dog"
+    assert tokenizer.decode(tokenizer("the dog")["input_word_ids"]) == "the <UNK>"
+    # A word longer than 48 bytes keeps its first 48, cut here inside a character.
+    assert tokenizer.decode(tokenizer("a" + "é" * 30)["input_ids"]) == "a" + "é" * 23 + "\ufffd"
+    not_a_word = [259] + [300] * 49
+    with pytest.raises(ValueError, match="not the character ids of a word"):
+        tokenizer.decode([not_a_word])
+
+
+def test_special_tokens_mask_and_token_type_ids_are_a_fast_tokenizers(tmp_path):
+    """On words a BERT fast tokenizer keeps whole, without its special tokens, both give the same masks and types:
+    0 at every word, and the mask 1 at padding."""
+    from hf_ctx.data.wordpiece import train_wordpiece_tokenizer
+
+    text = tmp_path / "text.txt"
+    text.write_text("the cat sat\n" * 20)
+    bert = train_wordpiece_tokenizer([text], vocab_size=60, min_frequency=1, model_max_length=16)
+    options = {"return_special_tokens_mask": True, "return_token_type_ids": True, "padding": True}
+    sentences = [["the", "cat", "sat"], ["cat"]]
+    ours = ElmoTokenizer(vocab=VOCAB)(sentences, is_split_into_words=True, return_tensors="pt", **options)
+    theirs = bert(sentences, is_split_into_words=True, add_special_tokens=False, return_tensors="pt", **options)
+    assert ours["special_tokens_mask"].tolist() == theirs["special_tokens_mask"].tolist() == [[0, 0, 0], [0, 1, 1]]
+    assert ours["token_type_ids"].tolist() == theirs["token_type_ids"].tolist() == [[0, 0, 0], [0, 0, 0]]
+    single = ElmoTokenizer()("the cat", return_special_tokens_mask=True)
+    assert single["special_tokens_mask"] == [0, 0] and "token_type_ids" not in single
+
+
+def test_a_sentence_longer_than_model_max_length_is_a_warning(caplog):
+    tokenizer = ElmoTokenizer(vocab=VOCAB, model_max_length=3)
+    with caplog.at_level(logging.WARNING):
+        tokenizer("the cat sat")
+        assert caplog.text == ""
+        tokenizer(["the cat", "the cat sat the cat"])
+        tokenizer("the cat sat the cat sat")  # once per tokenizer, as transformers' tokenizers warn
+    assert caplog.text.count("a sentence has 5 words, more than this tokenizer's model_max_length=3") == 1
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        ElmoTokenizer(vocab=VOCAB, model_max_length=3)("the cat sat the cat", truncation=True)
+    assert caplog.text == ""
+
+
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        ({"return_overflowing_tokens": True}, r"no overflowing tokens \(return_overflowing_tokens\)"),
+        ({"return_offsets_mapping": True}, r"no character offsets \(return_offsets_mapping\)"),
+    ],
+)
+def test_options_it_cannot_honour_are_refused_by_name(option, message):
+    with pytest.raises(ValueError, match=message):
+        ElmoTokenizer(vocab=VOCAB)(["the cat sat"], truncation=True, max_length=2, **option)
