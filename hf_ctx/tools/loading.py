@@ -9,12 +9,16 @@ it "works" and learns nothing.
 
 import logging
 import os
+import pickle
 
+import torch
 from transformers import AutoConfig, AutoTokenizer
 from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
+from transformers.trainer_pt_utils import safe_globals
 
 from ..atomic_files import damaged_files
 from ..data.files import read_json_file
+from ..remote_code import pickle_refusal
 from .families import MODEL_FAMILIES, find_family
 from .paths import check_local_path, check_model_type
 
@@ -47,6 +51,25 @@ def check_tokenizer_vocabulary(tokenizer, source: str | os.PathLike):
         f"would become {tokenizer.unk_token}: {where}. Point to a folder with the tokenizer files (e.g. "
         "--tokenizer_name), or train one with `hf-ctx train-tokenizer`"
     )
+
+
+def check_pickle_loads_safely(path: str | os.PathLike, what: str) -> None:
+    """A `ValueError` (`pickle_refusal`: the file and the way on, in one line) when the pickle at `path` (a
+    `torch.save` file: `what` says which, e.g. "the optimizer state") holds anything but tensors, numbers and
+    plain containers: torch's weights-only unpickler refuses it and runs nothing. Its storages are memory-mapped,
+    so a whole file costs no read of its tensors. torch itself would raise a 10-frame traceback advising
+    `weights_only=False`, the one thing not to do with a file from someone else."""
+    path = os.fspath(path)
+    try:
+        with safe_globals():  # the numpy types of the Trainer's RNG state, as transformers allows them
+            try:
+                torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+            except RuntimeError as error:
+                if "mmap" not in str(error):  # a pickle of the legacy format, which cannot be memory-mapped
+                    raise
+                torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        raise ValueError(pickle_refusal(path, what)) from None
 
 
 # The files a tokenizer folder may hold that are read as JSON.

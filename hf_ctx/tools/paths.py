@@ -22,6 +22,7 @@ from transformers import CONFIG_MAPPING
 from ..configuration_elmo import ElmoConfig
 from ..data.files import read_json_file
 from ..data.glue_tasks import GLUE_TASKS
+from ..remote_code import check_no_pickled_weights
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +76,10 @@ def check_model_type(name_or_path: str | os.PathLike, what: str = "checkpoint") 
     config_file = os.path.join(os.path.expanduser(os.fspath(name_or_path)), "config.json")
     if not os.path.isfile(config_file):
         return
+    try:
+        check_no_pickled_weights(name_or_path)
+    except OSError as error:
+        raise ValueError(f"{what}: {error}") from None
     try:
         config = read_json_file(config_file, "a model's config, one JSON object")
     except ValueError as error:

@@ -30,6 +30,7 @@ from ..atomic_files import damaged_file_reason, damaged_files, write_failed, wri
 from ..data.atomic_write import write_text
 from ..remote_code import check_finite_weights, nonfinite_tensors
 from .cpu_threads import CpuThreadsCallback
+from .loading import check_pickle_loads_safely
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +119,7 @@ def resolve_resume_checkpoint(
             folder = os.path.join(output_dir, f"{PREFIX_CHECKPOINT_DIR}-{step}")
             problems = checkpoint_problems(folder, **check)
             if not problems:
-                return folder
+                return check_training_state_pickles(folder)
             logger.warning(
                 f"skipping the incomplete checkpoint {folder} ({'; '.join(problems)}); it was "
                 "probably being saved when the run stopped"
@@ -137,6 +138,17 @@ def resolve_resume_checkpoint(
             f"while saving it): {'; '.join(problems)}. Resume from an earlier checkpoint, or "
             f"pass 'latest' to use the latest complete one in {output_dir}"
         )
+    return check_training_state_pickles(folder)
+
+
+def check_training_state_pickles(folder: str) -> str:
+    """`folder` once every pickle the Trainer reads when it resumes from it (the optimizer, scheduler, gradient
+    scaler and RNG states: `*.pt`, `*.pth`) holds only tensors and plain values (`check_pickle_loads_safely`,
+    which runs nothing); else a `ValueError` naming the first that holds more. `training_args.bin` is never
+    read."""
+    for name in sorted(os.listdir(folder)):
+        if name.endswith((".pt", ".pth")):
+            check_pickle_loads_safely(os.path.join(folder, name), "training state --resume_from_checkpoint reads")
     return folder
 
 

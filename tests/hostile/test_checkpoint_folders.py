@@ -1,0 +1,189 @@
+"""Hostile or damaged checkpoint folders, as an attacker handing one over (or a damaged copy) would make them:
+each is refused in one line naming the folder or file before anything is built, read or unpickled
+(issue 51, item 2; issue 50's model-folder messages). Each case is a function named after what it tries."""
+
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class _Hostile:
+    """Unpickled, creates `marker`: whether anything of a pickle ran is a file on disk."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def write_hostile_pickle(path, marker, *, zip_format=True):
+    """A pickle whose unpickling would create `marker`: `torch.save`'s format, or a plain pickle."""
+    payload = {"state": _Hostile(marker)}
+    if zip_format:
+        torch.save(payload, path)
+    else:
+        with open(path, "wb") as f:
+            pickle.dump(payload, f)
+
+
+def one_line_refusal(text: str) -> str:
+    """The error line of a command's output, asserted to be its only one, without a traceback or torch's advice."""
+    assert "Traceback" not in text and "weights_only" not in text, text
+    errors = [line for line in text.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, text
+    return errors[0]
+
+
+def hf_ctx_command(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "hf_ctx.tools.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd or REPO,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"},
+    )
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """Tiny saved checkpoints of each family: name -> folder."""
+    import tiny_checkpoints
+
+    root = tmp_path_factory.mktemp("saved")
+    folders = {}
+    for name in ("bert_token_classifier", "elmo_bilm", "taglm"):
+        model, tokenizer = getattr(tiny_checkpoints, name)(root)
+        folders[name] = root / name
+        model.save_pretrained(folders[name])
+        tokenizer.save_pretrained(folders[name])
+    return folders
+
+
+def copy_of(folder, tmp_path, name="copy"):
+    target = tmp_path / name
+    shutil.copytree(folder, target)
+    return target
+
+
+# --- pickles ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("zip_format", [True, False], ids=["torch_save", "plain_pickle"])
+def test_a_folder_whose_only_weights_are_a_hostile_pytorch_model_bin_is_refused_unread(saved, tmp_path, zip_format):
+    """transformers would unpickle it (weights_only refuses the code, in a 10-frame traceback advising
+    weights_only=False); hf_ctx refuses the folder before reading it, naming the file."""
+    from transformers import AutoModel, AutoModelForTokenClassification
+
+    from hf_ctx import CtxBertForTokenClassification
+
+    folder = copy_of(saved["bert_token_classifier"], tmp_path)
+    (folder / "model.safetensors").unlink()
+    marker = tmp_path / "executed"
+    write_hostile_pickle(folder / "pytorch_model.bin", marker, zip_format=zip_format)
+    for load in (CtxBertForTokenClassification.from_pretrained, AutoModelForTokenClassification.from_pretrained):
+        with pytest.raises(OSError) as raised:
+            load(folder)
+        message = str(raised.value)
+        assert f"{folder / 'pytorch_model.bin'} is a pickle" in message and "Convert it to safetensors" in message
+        assert "weights_only" not in message and "\n" not in message
+    with pytest.raises(OSError, match="is a pickle"):
+        AutoModel.from_pretrained(folder)
+    assert not marker.exists()
+
+
+def test_a_hostile_pytorch_model_bin_given_to_convert_bert_is_refused_in_one_line(tmp_path):
+    """convert-bert reads a transformers BERT's pytorch_model.bin (with weights_only): one holding code is named
+    in one line, nothing runs, and torch's weights_only=False advice is not shown."""
+    from transformers import BertConfig
+
+    source = tmp_path / "bert"
+    BertConfig(
+        vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8
+    ).save_pretrained(source)
+    marker = tmp_path / "executed"
+    write_hostile_pickle(source / "pytorch_model.bin", marker)
+    result = hf_ctx_command("convert-bert", source, tmp_path / "out", "--weights_only")
+    assert result.returncode == 1
+    line = one_line_refusal(result.stderr + result.stdout)
+    assert "pytorch_model.bin is a pickle" in line and "Convert it to safetensors" in line
+    assert not marker.exists() and not (tmp_path / "out").exists()
+
+
+@pytest.fixture(scope="module")
+def run_with_checkpoints(tmp_path_factory):
+    """A tiny CtxTrainer run with checkpoints at steps 1 and 2 (model, optimizer, scheduler, RNG, state)."""
+    from tiny_checkpoints import bert_sequence_classifier, cat_sentences
+    from transformers import TrainingArguments
+
+    from hf_ctx.tools.trainer import CtxTrainer
+
+    root = tmp_path_factory.mktemp("run")
+    model, tokenizer = bert_sequence_classifier(root)
+    args = TrainingArguments(
+        output_dir=str(root / "run"),
+        max_steps=2,
+        per_device_train_batch_size=4,
+        save_steps=1,
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+    )
+    trainer = CtxTrainer(model=model, args=args, train_dataset=cat_sentences(tokenizer, 8), processing_class=tokenizer)
+    trainer.train()
+    return trainer
+
+
+@pytest.mark.parametrize("planted", ["optimizer.pt", "scheduler.pt", "rng_state.pth"])
+def test_resuming_from_a_checkpoint_with_a_hostile_training_state_pickle_is_refused_naming_it(
+    run_with_checkpoints, tmp_path, planted
+):
+    """The Trainer reads these with weights_only (nothing ran) but failed in a traceback advising
+    weights_only=False; the resume is refused before training, naming the file; 'latest' too."""
+    output_dir = copy_of(run_with_checkpoints.args.output_dir, tmp_path, "run")
+    marker = tmp_path / "executed"
+    write_hostile_pickle(output_dir / "checkpoint-2" / planted, marker)
+    from hf_ctx.tools.trainer import resolve_resume_checkpoint
+
+    checks = run_with_checkpoints._checkpoint_checks()
+    for resume in (
+        lambda: run_with_checkpoints.train(resume_from_checkpoint=str(output_dir / "checkpoint-2")),
+        lambda: resolve_resume_checkpoint("latest", output_dir, **checks),
+    ):
+        with pytest.raises(ValueError) as raised:
+            resume()
+        message = str(raised.value)
+        assert message.startswith(f"{output_dir / 'checkpoint-2' / planted} is a pickle"), message
+        assert "weights_only" not in message and "\n" not in message
+    assert not marker.exists()
+
+
+def test_a_hostile_training_args_bin_is_never_read_on_resume(run_with_checkpoints, tmp_path):
+    """training_args.bin is a pickle of the run's arguments that the Trainer writes and never reads: a hostile
+    one neither runs nor keeps a resume from checking the files it does read (held)."""
+    from hf_ctx.tools.trainer import resolve_resume_checkpoint
+
+    output_dir = copy_of(run_with_checkpoints.args.output_dir, tmp_path, "run")
+    marker = tmp_path / "executed"
+    write_hostile_pickle(output_dir / "checkpoint-2" / "training_args.bin", marker)
+    checks = run_with_checkpoints._checkpoint_checks()
+    assert resolve_resume_checkpoint("latest", output_dir, **checks) == str(output_dir / "checkpoint-2")
+    assert not marker.exists()
+
+
+def test_the_trainers_own_training_state_pickles_pass_the_check(run_with_checkpoints):
+    """The check refuses what torch's weights-only unpickler refuses, not the Trainer's own files (numpy RNG
+    state included)."""
+    from hf_ctx.tools.trainer import check_training_state_pickles
+
+    checkpoint = os.path.join(run_with_checkpoints.args.output_dir, "checkpoint-2")
+    assert {"optimizer.pt", "scheduler.pt", "rng_state.pth"} <= set(os.listdir(checkpoint))
+    assert check_training_state_pickles(checkpoint) == checkpoint
