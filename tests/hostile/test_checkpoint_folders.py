@@ -2,6 +2,7 @@
 each is refused in one line naming the folder or file before anything is built, read or unpickled
 (issue 51, item 2; issue 50's model-folder messages). Each case is a function named after what it tries."""
 
+import json
 import os
 import pickle
 import shutil
@@ -187,3 +188,103 @@ def test_the_trainers_own_training_state_pickles_pass_the_check(run_with_checkpo
     checkpoint = os.path.join(run_with_checkpoints.args.output_dir, "checkpoint-2")
     assert {"optimizer.pt", "scheduler.pt", "rng_state.pth"} <= set(os.listdir(checkpoint))
     assert check_training_state_pickles(checkpoint) == checkpoint
+
+
+# --- sizes that set memory, bounded by the weights before the model is built ----------------------------------
+
+
+def edited_copy(folder, tmp_path, change, name="edited"):
+    """A copy of the checkpoint `folder` whose config.json `change` (a function of the dict) edited."""
+    target = copy_of(folder, tmp_path, name)
+    config = json.loads((target / "config.json").read_text())
+    change(config)
+    (target / "config.json").write_text(json.dumps(config))
+    return target
+
+
+DEEP_CONFIGS = {
+    "bert_num_hidden_layers": (
+        "bert_token_classifier",
+        "num_hidden_layers",
+        lambda c: c.update(num_hidden_layers=10**6),
+    ),
+    "bert_intermediate_size": (
+        "bert_token_classifier",
+        "intermediate_size",
+        lambda c: c.update(intermediate_size=10**6),
+    ),
+    "bert_max_position_embeddings": (
+        "bert_token_classifier",
+        "max_position_embeddings",
+        lambda c: c.update(max_position_embeddings=10**7),
+    ),
+    "elmo_highway_layers": ("elmo_bilm", "char_cnn.n_highway", lambda c: c["char_cnn"].update(n_highway=10**6)),
+    "elmo_lstm_layers": ("elmo_bilm", "lstm.n_layers", lambda c: c["lstm"].update(n_layers=10**6)),
+    "elmo_lstm_width": ("elmo_bilm", "lstm.dim", lambda c: c["lstm"].update(dim=10**6)),
+    "elmo_convolutions": ("elmo_bilm", "char_cnn.filters", lambda c: c["char_cnn"].update(filters=[[1, 4]] * 1000)),
+    "elmo_vocabulary": ("elmo_bilm", "vocab_size", lambda c: c.update(vocab_size=10**9)),
+    "taglm_bilm_highway_layers": (
+        "taglm",
+        "bilm_config.char_cnn.n_highway",
+        lambda c: c["bilm_config"]["char_cnn"].update(n_highway=10**6),
+    ),
+    "taglm_word_vocabulary": ("taglm", "vocab_size", lambda c: c.update(vocab_size=10**9)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DEEP_CONFIGS))
+def test_a_config_asking_for_more_layers_or_width_than_its_weights_hold_is_refused_before_building(
+    saved, tmp_path, case
+):
+    """num_hidden_layers 10^6 (or 10^6 highway layers) built the layers for > 90 s before any check; now the
+    safetensors header bounds each declared size, naming the folder's config.json, the field and the weights."""
+    from transformers import AutoModelForTokenClassification
+
+    import hf_ctx
+
+    family, field, change = DEEP_CONFIGS[case]
+    folder = edited_copy(saved[family], tmp_path, change)
+    model_class = {"bert_token_classifier": hf_ctx.CtxBertForTokenClassification, "elmo_bilm": hf_ctx.ElmoForBiLM}.get(
+        family, hf_ctx.TagLMForTokenClassification
+    )
+    loaders = [model_class.from_pretrained]
+    if family != "elmo_bilm":
+        loaders.append(AutoModelForTokenClassification.from_pretrained)
+    for load in loaders:
+        with pytest.raises(ValueError) as raised:
+            load(folder)
+        message = str(raised.value)
+        assert message.startswith(f"cannot load {folder}: {folder / 'config.json'} has {field}="), message
+        assert "model.safetensors holds" in message and "\n" not in message
+
+
+def test_the_sizes_in_weights_declarations_match_each_familys_saved_weights(saved):
+    """Every declared size is found in the weights of a model of its family and equals the config's value: a
+    renamed tensor would silently switch the check off."""
+    import hf_ctx
+    from hf_ctx.model_size import _config_value, safetensors_shapes, size_in_weights
+
+    configs = {
+        "bert_token_classifier": hf_ctx.CtxBertConfig,
+        "elmo_bilm": hf_ctx.ElmoConfig,
+        "taglm": hf_ctx.TagLMConfig,
+    }
+    for family, config_class in configs.items():
+        config = config_class.from_pretrained(saved[family])
+        _, shapes = safetensors_shapes(saved[family])
+        for field, (pattern, axis) in config_class.sizes_in_weights.items():
+            if family == "elmo_bilm" and field == "task_hidden_size":
+                continue  # a biLM has no task LSTM
+            held = size_in_weights(shapes, pattern, axis)
+            assert held is not None and held[0] == _config_value(config, field), (family, field, held)
+
+
+def test_a_deep_elmo_config_given_to_hf_ctx_embed_is_one_line(saved, tmp_path):
+    folder = edited_copy(saved["elmo_bilm"], tmp_path, lambda c: c["char_cnn"].update(n_highway=10**6))
+    text = tmp_path / "text.txt"
+    text.write_text("red cat runs\n")
+    result = hf_ctx_command("embed", folder, text, tmp_path / "out.hdf5")
+    assert result.returncode == 1
+    line = one_line_refusal(result.stderr + result.stdout)
+    assert "char_cnn.n_highway=1000000" in line and str(folder / "config.json") in line
+    assert not (tmp_path / "out.hdf5").exists()
