@@ -15,9 +15,11 @@ This module travels with the checkpoints of every model that imports it: it impo
 """
 
 import fnmatch
+import json
 import os
 
 from .atomic_files import damaged_files, write_into_folder
+from .configuration_checks import check_model_type_of
 
 
 def shareable_name(name_or_path) -> str | None:
@@ -62,6 +64,20 @@ def check_no_pickled_weights(folder) -> None:
     pickled = matching(PICKLED_WEIGHT_FILES)
     if pickled and not matching(SAFETENSORS_WEIGHT_FILES):
         raise OSError(pickle_refusal(os.path.join(folder, pickled[0]), "the folder's only weights"))
+
+
+def check_config_file_type(config_class, folder) -> None:
+    """`check_model_type_of(config_class, ...)` on the config.json of the local folder `folder`, read before
+    transformers reads it (which warns "You are using a model of type ..." first, twice)."""
+    if not isinstance(folder, (str, os.PathLike)):
+        return
+    config_file = os.path.join(os.path.expanduser(os.fspath(folder)), "config.json")
+    try:
+        with open(config_file, encoding="utf-8") as f:
+            config_dict = json.load(f)
+    except (OSError, ValueError):
+        return  # none, or damaged: the loading says so
+    check_model_type_of(config_class, config_dict, config_file)
 
 
 # model_type -> {Auto class name: "<module file>.<Class>"} of every model class registered for that config.
@@ -224,6 +240,7 @@ class AutoMapMixin:
         metadata", names none), and weights holding NaN or infinite values a `ValueError` naming the tensors
         (`check_finite_weights`: one pass over the loaded values)."""
         check_no_pickled_weights(pretrained_model_name_or_path)
+        check_config_file_type(cls.config_class, pretrained_model_name_or_path)
         try:
             loaded = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
         except Exception as error:

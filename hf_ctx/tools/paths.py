@@ -19,6 +19,7 @@ from huggingface_hub.file_download import repo_folder_name
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers import CONFIG_MAPPING
 
+from ..configuration_checks import check_model_type_of
 from ..configuration_elmo import ElmoConfig
 from ..data.files import read_json_file
 from ..data.glue_tasks import GLUE_TASKS
@@ -86,6 +87,10 @@ def check_model_type(name_or_path: str | os.PathLike, what: str = "checkpoint") 
         raise ValueError(f"{what}: {error}") from None
     if not isinstance(config, dict):
         raise ValueError(f"{what}: {config_file} holds a JSON {type(config).__name__}, not a config (one JSON object)")
+    try:
+        check_model_type_of(None, config, config_file)
+    except ValueError as error:
+        raise ValueError(f"{what}: {error}") from None
     model_type = config.get("model_type")
     if model_type is not None and model_type not in CONFIG_MAPPING:
         ours = sorted(name for name in CONFIG_MAPPING if name.startswith("hf_ctx_"))  # registered by `import hf_ctx`

@@ -288,3 +288,61 @@ def test_a_deep_elmo_config_given_to_hf_ctx_embed_is_one_line(saved, tmp_path):
     line = one_line_refusal(result.stderr + result.stdout)
     assert "char_cnn.n_highway=1000000" in line and str(folder / "config.json") in line
     assert not (tmp_path / "out.hdf5").exists()
+
+
+# --- a model_type that lies -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "family, lie", [("elmo_bilm", "hf_ctx_bert"), ("bert_token_classifier", "hf_ctx_elmo"), ("taglm", "hf_ctx_elmo")]
+)
+def test_a_model_type_edited_to_another_hf_ctx_familys_is_named_with_its_config_json(saved, tmp_path, family, lie):
+    """An ELMo folder claiming to be a BERT failed with `classifier_dropout must be in [0, 1), got None`,
+    naming neither the folder, config.json nor the type; now its auto_map (the class that saved it) gives it
+    away, through AutoModel and through the family's own class."""
+    from transformers import AutoModel
+
+    import hf_ctx
+
+    folder = edited_copy(saved[family], tmp_path, lambda c: c.update(model_type=lie))
+    own_class = {"elmo_bilm": hf_ctx.ElmoForBiLM, "bert_token_classifier": hf_ctx.CtxBertForTokenClassification}
+    for load in (AutoModel.from_pretrained, own_class.get(family, hf_ctx.TagLMForTokenClassification).from_pretrained):
+        with pytest.raises(ValueError) as raised:
+            load(folder)
+        message = str(raised.value)
+        assert message.startswith(f"{folder / 'config.json'} has model_type {lie!r}, but was saved by "), message
+        assert "\n" not in message
+
+
+def test_a_family_class_given_another_familys_folder_names_the_type_and_the_file(saved):
+    """CtxBertModel.from_pretrained on an (honest) ELMo folder: transformers warned "You are using a model of
+    type ..." twice and failed on a field; now one error naming config.json and both types."""
+    from hf_ctx import CtxBertModel
+
+    folder = saved["elmo_bilm"]
+    with pytest.raises(
+        ValueError, match=rf"^{folder / 'config.json'} has model_type 'hf_ctx_elmo', not 'hf_ctx_bert'"
+    ):
+        CtxBertModel.from_pretrained(folder)
+
+
+@pytest.mark.parametrize("lie", ["bert", "hf_ctx_elmo_v2"])
+def test_a_model_type_edited_to_transformers_or_an_unknown_type_is_refused_by_hf_ctx_embed_without_a_prompt(
+    saved, tmp_path, lie
+):
+    """An unknown model_type made transformers ask "Do you wish to run the custom code? [y/N]" (the folder's
+    auto_map names hf_ctx's code); 'bert' would load transformers' BERT with random weights. The entry points
+    read config.json first and name it."""
+    folder = edited_copy(saved["elmo_bilm"], tmp_path, lambda c: c.update(model_type=lie))
+    text = tmp_path / "text.txt"
+    text.write_text("red cat runs\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "hf_ctx.tools.cli", "embed", str(folder), str(text), str(tmp_path / "out.hdf5")],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"},
+    )
+    assert result.returncode == 1 and "[y/N]" not in result.stdout + result.stderr
+    line = one_line_refusal(result.stderr + result.stdout)
+    assert str(folder / "config.json") in line and repr(lie) in line, line
