@@ -560,8 +560,15 @@ class CtxTrainer(Trainer):
 
     def _write_atomically(self, write, output_dir: str | None):
         """Run `write(folder)` on a temporary folder and move its files into `output_dir` (`write_into_folder`);
-        directly where several processes write into the same folder (sharded saves)."""
+        directly where several processes write into the same folder (sharded saves). A subfolder of --output_dir
+        (a checkpoint) that is a symbolic link is refused."""
         output_dir = output_dir if output_dir is not None else self.args.output_dir
+        if os.path.islink(output_dir) and os.path.abspath(output_dir) != os.path.abspath(self.args.output_dir):
+            # A `checkpoint-N` planted as a link would take the checkpoint out of --output_dir.
+            raise OSError(
+                f"{output_dir} is a symbolic link (to {os.readlink(output_dir)}); hf_ctx does not write a "
+                "checkpoint through a link. Remove it, or give another --output_dir"
+            )
         if self.args.world_size > 1 or self.is_deepspeed_enabled or self.is_fsdp_enabled:
             return write(output_dir)
         return write_into_folder(output_dir, write)
