@@ -183,6 +183,8 @@ def convert_bert_checkpoint(
     Returns the converted hf_ctx model (in eval mode).
     """
     src_dir, out_dir = os.fspath(src_dir), os.fspath(out_dir)
+    if not os.path.isdir(src_dir):
+        raise FileNotFoundError(f"no folder {src_dir!r}: convert-bert converts a local transformers BERT folder")
     if not os.path.isfile(os.path.join(src_dir, "config.json")):
         raise FileNotFoundError(f"{src_dir} has no config.json; expected a transformers BERT checkpoint folder")
     check_output_dir(out_dir, source_dir=src_dir)

@@ -70,6 +70,21 @@ def check_local_path(name_or_path: str | os.PathLike, what: str = "checkpoint") 
         raise FileNotFoundError(f"{text!r} is neither a local folder nor a model on the Hub, given for {what}")
 
 
+def check_model_folder(name_or_path: str | os.PathLike, what: str = "checkpoint") -> None:
+    """`check_local_path`, and a local folder must hold a config.json: transformers says "Should have a
+    `model_type` key in its config.json" of a folder that holds none, where a user wants to hear that the folder
+    is not a model's. `what` names the argument."""
+    check_local_path(name_or_path, what)
+    folder = os.path.expanduser(os.fspath(name_or_path))
+    if os.path.isdir(folder) and not os.path.isfile(os.path.join(folder, "config.json")):
+        names = sorted(os.listdir(folder))
+        held = f"it holds {_listed(names)}" if names else "it is empty"
+        raise ValueError(
+            f"{what} {os.fspath(name_or_path)}: no config.json there, so it does not look like a model folder "
+            f"({held}); give the folder a run saved its model into (config.json, model.safetensors)"
+        )
+
+
 def check_model_type(name_or_path: str | os.PathLike, what: str = "checkpoint") -> None:
     """A `ValueError` naming the type when the local folder `name_or_path` holds a config.json whose `model_type`
     neither transformers nor hf_ctx registers. transformers would instead ask whether to run the checkpoint's own
