@@ -5,6 +5,7 @@ each is refused in one line naming the folder or file before anything is built, 
 import json
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -346,3 +347,63 @@ def test_a_model_type_edited_to_transformers_or_an_unknown_type_is_refused_by_hf
     assert result.returncode == 1 and "[y/N]" not in result.stdout + result.stderr
     line = one_line_refusal(result.stderr + result.stdout)
     assert str(folder / "config.json") in line and repr(lie) in line, line
+
+
+# --- tokenizer files against the model they ship with ---------------------------------------------------------
+
+
+def test_a_taglm_tagger_whose_vocab_txt_was_cut_is_refused_naming_the_file_and_both_sizes(saved, tmp_path):
+    """A vocab.txt cut to part of its words loaded silently, and every word after the cut got another id (the
+    tagger's scores changed by up to 0.53)."""
+    from hf_ctx import ElmoTokenizer, TagLMConfig
+    from hf_ctx.tools.families import check_tokenizer_fits
+
+    folder = copy_of(saved["taglm"], tmp_path)
+    words = (folder / "vocab.txt").read_text().splitlines()
+    (folder / "vocab.txt").write_text("\n".join(words[:8]) + "\n")
+    config = TagLMConfig.from_pretrained(folder)
+    with pytest.raises(ValueError) as raised:
+        check_tokenizer_fits(config, ElmoTokenizer.from_pretrained(folder), None, folder)
+    assert str(raised.value).startswith(
+        f"the tokenizer of {folder} has 8 words (vocab.txt) but the model's word vocabulary has {len(words)}"
+    )
+    check_tokenizer_fits(config, ElmoTokenizer.from_pretrained(saved["taglm"]), None, saved["taglm"])  # whole: fits
+
+
+# --- folders that are no model, and local paths that do not exist --------------------------------------------
+
+
+def test_a_folder_that_is_not_a_model_is_named_with_what_it_lacks(tmp_path):
+    """transformers said "Should have a `model_type` key in its config.json" of a folder without one."""
+    from types import SimpleNamespace
+
+    from hf_ctx.tools.argument_checks import check_path_arguments
+    from hf_ctx.tools.question_answering import QuestionAnsweringPipeline
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("not a model\n")
+    expected = r"no config.json there, so it does not look like a model folder \(it holds notes.txt\)"
+    with pytest.raises(ValueError, match=rf"^--model_name_or_path {folder}: {expected}"):
+        check_path_arguments(SimpleNamespace(model_name_or_path=str(folder)))
+    with pytest.raises(ValueError, match=rf"^model {folder}: {expected}"):
+        QuestionAnsweringPipeline.from_pretrained(str(folder))
+
+
+@pytest.mark.parametrize("name", ["./runs/x", "runs/x/", "/abs/missing/path", "~/x", "a/b/c", "../runs/x"])
+def test_a_name_that_looks_like_a_local_path_but_does_not_exist_is_a_missing_folder(name):
+    """Not a Hub connection failure ("We couldn't connect to 'https://huggingface.co'") nor "Repo id must be in
+    the form": the scripts' paths, the QA pipeline and convert-bert say the folder is missing."""
+    from types import SimpleNamespace
+
+    from hf_ctx.tools.argument_checks import check_path_arguments
+    from hf_ctx.tools.convert_bert import convert_bert_checkpoint
+    from hf_ctx.tools.question_answering import QuestionAnsweringPipeline
+
+    for option in ("model_name_or_path", "tokenizer_name", "bilm_name_or_path"):
+        with pytest.raises(FileNotFoundError, match=rf"^no folder {re.escape(repr(name))}, given for --{option}$"):
+            check_path_arguments(SimpleNamespace(**{option: name}))
+    with pytest.raises(FileNotFoundError, match=rf"^no folder {re.escape(repr(name))}, given for model$"):
+        QuestionAnsweringPipeline.from_pretrained(name)
+    with pytest.raises(FileNotFoundError, match=rf"^no folder {re.escape(repr(name))}: convert-bert converts"):
+        convert_bert_checkpoint(name, "/nonexistent/out")
