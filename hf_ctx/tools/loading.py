@@ -12,6 +12,7 @@ import os
 import pickle
 
 import torch
+from tokenizers import Tokenizer
 from transformers import AutoConfig, AutoTokenizer
 from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
 from transformers.trainer_pt_utils import safe_globals
@@ -78,7 +79,8 @@ TOKENIZER_JSON_FILES = ("tokenizer.json", "tokenizer_config.json", "special_toke
 
 def check_tokenizer_folder(folder: str | os.PathLike, trust_remote_code: bool = False) -> None:
     """Refuse, naming the file, a local tokenizer folder whose JSON files are truncated or damaged (transformers
-    says "EOF while parsing" or "Expecting value" without a name), and one whose config asks for code of its own
+    says "EOF while parsing" or "Expecting value" without a name) or whose tokenizer.json has another structure
+    than a `tokenizers` file (`KeyError: 'added_tokens'`), and one whose config asks for code of its own
     (`auto_map`) naming a tokenizer class neither transformers nor hf_ctx has, unless `trust_remote_code`:
     transformers would ask "[y/N]" on the terminal, or fail where there is none."""
     folder = os.path.expanduser(os.fspath(folder))
@@ -89,6 +91,15 @@ def check_tokenizer_folder(folder: str | os.PathLike, trust_remote_code: bool = 
         raise ValueError(
             f"tokenizer: in {folder}, {', '.join(damaged)} is incomplete or corrupt; save or copy it again"
         )
+    tokenizer_file = os.path.join(folder, "tokenizer.json")
+    if os.path.isfile(tokenizer_file):
+        try:  # valid JSON of another structure: transformers failed with `KeyError: 'added_tokens'`
+            Tokenizer.from_file(tokenizer_file)
+        except Exception as error:  # tokenizers raises a bare Exception naming the field
+            raise ValueError(
+                f"tokenizer: {tokenizer_file} is not a tokenizer file of the `tokenizers` library ({error}); save "
+                "or copy it again"
+            ) from None
     for name in ("tokenizer_config.json", "config.json"):
         path = os.path.join(folder, name)
         config = read_json_file(path, "a JSON object") if os.path.isfile(path) else {}

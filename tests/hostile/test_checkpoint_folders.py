@@ -407,3 +407,20 @@ def test_a_name_that_looks_like_a_local_path_but_does_not_exist_is_a_missing_fol
         QuestionAnsweringPipeline.from_pretrained(name)
     with pytest.raises(FileNotFoundError, match=rf"^no folder {re.escape(repr(name))}: convert-bert converts"):
         convert_bert_checkpoint(name, "/nonexistent/out")
+
+
+@pytest.mark.parametrize(
+    "content",
+    ['{"version": "1.0", "model": {"type": "WordPiece"}}', '{"added_tokens": []}', "[1, 2]", '{"vocab": {"a": 0}}'],
+    ids=["model_without_fields", "added_tokens_only", "a_list", "a_vocabulary_dict"],
+)
+def test_a_tokenizer_json_of_the_wrong_structure_is_named_in_one_line(saved, tmp_path, content):
+    """Valid JSON that is no `tokenizers` file gave `KeyError: 'added_tokens'` (or a TypeError) in a traceback."""
+    from hf_ctx.tools.loading import load_tokenizer
+
+    folder = copy_of(saved["bert_token_classifier"], tmp_path)
+    (folder / "tokenizer.json").write_text(content)
+    with pytest.raises(ValueError) as raised:
+        load_tokenizer(folder)
+    assert str(raised.value).startswith(f"tokenizer: {folder / 'tokenizer.json'} is not a tokenizer file")
+    assert "\n" not in str(raised.value)
