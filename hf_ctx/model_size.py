@@ -88,7 +88,8 @@ _MAX_HEADER_BYTES = 1 << 28
 
 
 def safetensors_shapes(folder) -> tuple[str, dict[str, list[int]]] | None:
-    """(the weights file's name, tensor name -> shape) of the local checkpoint `folder`, read from the headers
+    """(the weights file's name with its verb, for a message: "model.safetensors holds"; tensor name -> shape)
+    of the local checkpoint `folder`, read from the headers
     of its safetensors files (`model.safetensors`, or the shards `model.safetensors.index.json` lists) without
     reading a tensor; None when it has none, or one cannot be read (the loading says why)."""
     if not isinstance(folder, (str, os.PathLike)) or not os.path.isdir(folder):
@@ -96,11 +97,11 @@ def safetensors_shapes(folder) -> tuple[str, dict[str, list[int]]] | None:
     single, index = os.path.join(folder, "model.safetensors"), os.path.join(folder, "model.safetensors.index.json")
     try:
         if os.path.isfile(single):
-            name, files = "model.safetensors", [single]
+            name, files = "model.safetensors holds", [single]
         elif os.path.isfile(index):
             with open(index, encoding="utf-8") as f:
                 shards = sorted(set(json.load(f)["weight_map"].values()))
-            name, files = "the weights (model.safetensors.index.json)", [os.path.join(folder, s) for s in shards]
+            name, files = "the shards of model.safetensors.index.json hold", [os.path.join(folder, s) for s in shards]
         else:
             return None
         shapes = {}
@@ -168,7 +169,7 @@ def check_sizes_against_weights(config, folder) -> None:
             in_file = None
         source = config_file if in_file == value else "the config passed to from_pretrained"
         raise ValueError(
-            f"cannot load {os.fspath(folder)}: {source} has {field}={value}, but {weights_file} holds {held[0]} "
+            f"cannot load {os.fspath(folder)}: {source} has {field}={value}, but {weights_file} {held[0]} "
             f"({held[1]}); config.json and the weights come from different models, or config.json was edited"
         )
 
