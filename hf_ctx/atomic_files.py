@@ -154,11 +154,14 @@ def fsync_folder(folder: str) -> None:
 
 
 def _move_into(source: str, target: str, written: set[str]) -> None:
-    """Move the files of `source` into `target` (renames), subfolders merged, `_WRITTEN_LAST` last."""
+    """Move the files of `source` into `target` (renames), subfolders merged, `_WRITTEN_LAST` last. A symbolic
+    link in `target` where a file or subfolder goes is replaced: nothing is written through it."""
     os.makedirs(target, exist_ok=True)
     names = sorted(os.listdir(source), key=lambda name: (name in _WRITTEN_LAST, name))
     for name in names:
         from_path, to_path = os.path.join(source, name), os.path.join(target, name)
+        if os.path.islink(to_path):  # planted: replaced, never written through (nor merged into its target)
+            os.unlink(to_path)
         if os.path.isdir(from_path) and os.path.isdir(to_path):
             _move_into(from_path, to_path, set())
         else:

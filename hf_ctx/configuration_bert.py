@@ -117,6 +117,18 @@ class CtxBertConfig(CheckedConfig, PreTrainedConfig):
         super().__init__(pad_token_id=pad_token_id, tie_word_embeddings=tie_word_embeddings, **kwargs)
         self.check_fields_together()
 
+    # The sizes a checkpoint's weights show: field -> (tensor name pattern, axis of its shape, or None to count
+    # the modules the pattern's number indexes). `from_pretrained` refuses a config.json asking for more
+    # (`model_size.check_sizes_against_weights`) before building the model.
+    sizes_in_weights = {
+        "num_hidden_layers": (r"(?:^|\.)encoder\.layer\.(\d+)\.", None),
+        "vocab_size": (r"(?:^|\.)embeddings\.word_embeddings\.weight$", 0),
+        "hidden_size": (r"(?:^|\.)embeddings\.word_embeddings\.weight$", 1),
+        "max_position_embeddings": (r"(?:^|\.)embeddings\.position_embeddings\.weight$", 0),
+        "type_vocab_size": (r"(?:^|\.)embeddings\.token_type_embeddings\.weight$", 0),
+        "intermediate_size": (r"(?:^|\.)encoder\.layer\.0\.feed_forward\.intermediate\.weight$", 0),
+    }
+
     # Each field's own check, run on every assignment (see `configuration_checks`).
     field_checks = {
         **dict.fromkeys(

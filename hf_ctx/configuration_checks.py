@@ -124,6 +124,52 @@ def _strict_dataclass_errors() -> tuple:
     return () if error is None else (error,)
 
 
+# Class name -> each config class that mixes in CheckedConfig (hf_ctx's own), for `check_model_type_of`.
+_CHECKED_CONFIGS: dict[str, type] = {}
+
+
+def _config_file_being_read() -> str:
+    """ "<folder>/config.json" of the `from_pretrained` call (transformers' AutoConfig or a config class's) that is
+    reading the config now, found in its frame, as `remote_code._mismatched_shapes` finds a load report; "config.json"
+    when none is found."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        source = frame.f_locals.get("pretrained_model_name_or_path")
+        if isinstance(source, (str, os.PathLike)):
+            source = os.fspath(source)
+            return os.path.join(source, "config.json") if os.path.isdir(source) else f"config.json of {source}"
+        frame = frame.f_back
+    return "config.json"
+
+
+def check_model_type_of(config_class: type | None, config_dict: dict, config_file: str | None = None) -> None:
+    """A `ValueError` naming the config file when `config_dict` (a config.json) lies about its type, or is read
+    as another class than its own: its `auto_map` (which hf_ctx writes into every checkpoint) names an hf_ctx
+    config class of another `model_type` than the file's (a `model_type` edited by hand or by an attacker), or
+    its `model_type` is not `config_class`'s (None: only the first check). Read as the wrong class, its fields
+    failed with errors naming neither the file nor the type (`classifier_dropout must be in [0, 1), got None`),
+    or transformers asked whether to run the folder's code. `config_file` names the file (default: that of the
+    `from_pretrained` reading it)."""
+    if not isinstance(config_dict, dict):
+        return
+    config_file = config_file or _config_file_being_read()
+    model_type = config_dict.get("model_type")
+    auto_map = config_dict.get("auto_map")
+    saved_by = auto_map.get("AutoConfig") if isinstance(auto_map, dict) else None
+    saved_class = _CHECKED_CONFIGS.get(saved_by.rsplit(".", 1)[-1]) if isinstance(saved_by, str) else None
+    if saved_class is not None and saved_class.model_type != model_type:
+        raise ValueError(
+            f"{config_file} has model_type {model_type!r}, but was saved by {saved_class.__name__} "
+            f"(its auto_map), whose model_type is {saved_class.model_type!r}: the file was edited, or mixes two "
+            "models' configs; restore its model_type, or copy the checkpoint again"
+        )
+    if config_class is not None and model_type is not None and model_type != config_class.model_type:
+        raise ValueError(
+            f"{config_file} has model_type {model_type!r}, not {config_class.model_type!r}: it is "
+            f"not a {config_class.__name__} config; load it with the classes of its own model type (or AutoModel)"
+        )
+
+
 class CheckedConfig:
     """Mix into a config class (before `PreTrainedConfig`) to run its `field_checks` and its
     `check_fields_together` on every road in (see the module docstring).
@@ -166,11 +212,18 @@ class CheckedConfig:
             if config_file is None or not os.path.isfile(config_file):
                 raise
             reason = " ".join(str(error).split())  # one line (huggingface_hub's message spans several)
+            if reason.startswith(config_file):  # named already (`check_model_type_of`)
+                raise
             reason = reason if isinstance(error, ValueError) else f"a value of the wrong kind ({reason})"
             raise ValueError(f"{config_file}: {reason}") from error
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _CHECKED_CONFIGS[cls.__name__] = cls
+
     @classmethod
     def from_dict(cls, config_dict, **kwargs):
+        check_model_type_of(cls, config_dict)
         result = super().from_dict(config_dict, **kwargs)
         # transformers sets the keyword overrides one by one after `__init__`: check the whole again.
         (result[0] if isinstance(result, tuple) else result).validate()

@@ -267,6 +267,19 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
         super().__init__(**kwargs)
         self.check_fields_together()
 
+    # The sizes a checkpoint's weights show (see `CtxBertConfig.sizes_in_weights`); "char_cnn.filters" counts
+    # the convolutions.
+    sizes_in_weights = {
+        "char_cnn.n_highway": (r"(?:^|\.)char_cnn\.highway\.layers\.(\d+)\.", None),
+        "char_cnn.filters": (r"(?:^|\.)char_cnn\.convolutions\.(\d+)\.", None),
+        "char_cnn.embedding.dim": (r"(?:^|\.)char_cnn\.char_embeddings\.weight$", 1),
+        "lstm.n_layers": (r"(?:^|\.)encoder\.forward_layers\.(\d+)\.", None),
+        "lstm.dim": (r"(?:^|\.)encoder\.forward_layers\.0\.weight_hr$", 1),
+        "lstm.projection_dim": (r"(?:^|\.)encoder\.forward_layers\.0\.weight_hr$", 0),
+        "vocab_size": (r"^softmax\.weight$", 0),
+        "task_hidden_size": (r"^task_encoder\.weight_hh_l0$", 1),
+    }
+
     # Each field's own check, run on every assignment (see `configuration_checks`).
     field_checks = {
         "char_cnn": _check_char_cnn,

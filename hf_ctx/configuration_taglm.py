@@ -114,6 +114,19 @@ class TagLMConfig(CheckedConfig, PreTrainedConfig):
         super().__init__(**kwargs)
         self.check_fields_together()
 
+    # The sizes a checkpoint's weights show (see `CtxBertConfig.sizes_in_weights`), the biLM's included.
+    sizes_in_weights = {
+        "vocab_size": (r"^word_embeddings\.weight$", 0),
+        "word_embedding_dim": (r"^word_embeddings\.weight$", 1),
+        "char_embedding_dim": (r"^char_encoder\.embeddings\.weight$", 1),
+        "char_cnn_filters": (r"^char_encoder\.conv\.weight$", 0),
+        "rnn_hidden_size": (r"^first_rnn\.weight_hh_l0$", 1),
+        "bilm_config.char_cnn.n_highway": (r"^bilm\.char_cnn\.highway\.layers\.(\d+)\.", None),
+        "bilm_config.char_cnn.filters": (r"^bilm\.char_cnn\.convolutions\.(\d+)\.", None),
+        "bilm_config.lstm.n_layers": (r"^bilm\.encoder\.forward_layers\.(\d+)\.", None),
+        "bilm_config.lstm.dim": (r"^bilm\.encoder\.forward_layers\.0\.weight_hr$", 1),
+    }
+
     # Each field's own check, run on every assignment (see `configuration_checks`).
     field_checks = {
         **dict.fromkeys(

@@ -14,9 +14,12 @@ and [`AutoMapMixin`], mixed into the family's `PreTrainedModel` base class, name
 This module travels with the checkpoints of every model that imports it: it imports only the standard library.
 """
 
+import fnmatch
+import json
 import os
 
 from .atomic_files import damaged_files, write_into_folder
+from .configuration_checks import check_model_type_of
 
 
 def shareable_name(name_or_path) -> str | None:
@@ -28,6 +31,53 @@ def shareable_name(name_or_path) -> str | None:
     name = os.fspath(name_or_path).rstrip("/\\")
     is_local = os.path.isabs(name) or os.path.exists(name) or name.startswith((".", "~")) or name.count("/") > 1
     return os.path.basename(name) if is_local else name
+
+
+# Weight files in transformers' pickled format (`torch.save`): reading a pickle can run any code it holds, so
+# hf_ctx loads weights from safetensors only (`model.safetensors`, or its shards).
+PICKLED_WEIGHT_FILES = ("pytorch_model*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl", "*.pickle")
+SAFETENSORS_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "model-*-of-*.safetensors")
+
+
+def pickle_refusal(path, what: str = "this file") -> str:
+    """The one line that refuses to read the pickle at `path`: what it is, and the way on (a conversion by a tool
+    the user trusts, where running the file's code can do no harm)."""
+    return (
+        f"{os.fspath(path)} is a pickle ({what}); reading one can run any code it holds, so hf_ctx does not. "
+        "Convert it to safetensors with a tool you trust, on a machine where its code can do no harm, or use a "
+        "copy saved as safetensors"
+    )
+
+
+def check_no_pickled_weights(folder) -> None:
+    """An `OSError` when the local folder `folder` holds its weights only in pickles (`pytorch_model.bin`, ...)
+    and none in safetensors: transformers would unpickle them (safely refused by `weights_only`, but in a
+    traceback advising `weights_only=False`, the one thing not to do with a file from someone else)."""
+    if not isinstance(folder, (str, os.PathLike)):
+        return
+    folder = os.path.expanduser(os.fspath(folder))
+    names = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+
+    def matching(patterns):
+        return [name for name in names if any(fnmatch.fnmatch(name, pattern) for pattern in patterns)]
+
+    pickled = matching(PICKLED_WEIGHT_FILES)
+    if pickled and not matching(SAFETENSORS_WEIGHT_FILES):
+        raise OSError(pickle_refusal(os.path.join(folder, pickled[0]), "the folder's only weights"))
+
+
+def check_config_file_type(config_class, folder) -> None:
+    """`check_model_type_of(config_class, ...)` on the config.json of the local folder `folder`, read before
+    transformers reads it (which warns "You are using a model of type ..." first, twice)."""
+    if not isinstance(folder, (str, os.PathLike)):
+        return
+    config_file = os.path.join(os.path.expanduser(os.fspath(folder)), "config.json")
+    try:
+        with open(config_file, encoding="utf-8") as f:
+            config_dict = json.load(f)
+    except (OSError, ValueError):
+        return  # none, or damaged: the loading says so
+    check_model_type_of(config_class, config_dict, config_file)
 
 
 # model_type -> {Auto class name: "<module file>.<Class>"} of every model class registered for that config.
@@ -189,6 +239,8 @@ class AutoMapMixin:
         or damaged gets an `OSError` naming the file (transformers' own error, e.g. safetensors' "incomplete
         metadata", names none), and weights holding NaN or infinite values a `ValueError` naming the tensors
         (`check_finite_weights`: one pass over the loaded values)."""
+        check_no_pickled_weights(pretrained_model_name_or_path)
+        check_config_file_type(cls.config_class, pretrained_model_name_or_path)
         try:
             loaded = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
         except Exception as error:

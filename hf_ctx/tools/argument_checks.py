@@ -7,10 +7,12 @@ from pathlib import Path
 
 from .errors import hub_error_message
 from .families import MODEL_FAMILIES
-from .paths import check_elmo_checkpoint, check_local_path
+from .paths import check_elmo_checkpoint, check_local_path, check_model_folder
 
 # The examples' arguments that name a checkpoint, config or tokenizer: a Hub id or a local path.
 PATH_ARGUMENTS = ("model_name_or_path", "config_name", "tokenizer_name", "bilm_name_or_path")
+# Those that name a model, whose local folder must hold a config.json (`check_model_folder`).
+MODEL_PATH_ARGUMENTS = ("model_name_or_path", "bilm_name_or_path")
 
 
 def check_path_arguments(*argument_groups) -> None:
@@ -21,7 +23,8 @@ def check_path_arguments(*argument_groups) -> None:
         for name in PATH_ARGUMENTS:
             value = getattr(group, name, None)
             if value is not None and not (name == "config_name" and value in presets):
-                check_local_path(value, f"--{name}")
+                check = check_model_folder if name in MODEL_PATH_ARGUMENTS else check_local_path
+                check(value, f"--{name}")
         if getattr(group, "bilm_name_or_path", None) is not None:
             check_elmo_checkpoint(group.bilm_name_or_path, "--bilm_name_or_path", "a biLM to build on")
 

@@ -6,6 +6,7 @@ and value projections are concatenated into hf_ctx's fused QKV projection.
     hf-ctx convert-bert SRC_DIR OUT_DIR
 """
 
+import fnmatch
 import json
 import logging
 import os
@@ -19,7 +20,7 @@ from transformers import BertConfig
 from .. import modeling_bert
 from ..configuration_bert import CtxBertConfig
 from ..remote_code import check_finite_weights
-from .loading import load_tokenizer
+from .loading import check_pickle_loads_safely, load_tokenizer
 from .model_card import save_converted_checkpoint
 from .paths import check_no_checkpoint_in, check_output_dir
 
@@ -110,9 +111,13 @@ def _load_source(src_dir: str, architecture: str):
     """The transformers `architecture` model of `src_dir`, refusing weights the architecture needs that the files
     lack or hold with another shape (transformers would initialise them at random), by name; weights it does not
     need are left out with a warning."""
-    # transformers reads safetensors, or a .bin with torch.load(weights_only=True): nothing is unpickled.
-    # It initialises weights missing from the files at random and, with `ignore_mismatched_sizes`, those of
-    # another shape: both are refused here, by name.
+    # transformers reads safetensors, or a .bin with torch.load(weights_only=True): nothing is unpickled. A .bin
+    # that holds more than tensors is refused first, in one line. transformers initialises weights missing from
+    # the files at random and, with `ignore_mismatched_sizes`, those of another shape: both are refused here, by
+    # name.
+    for name in sorted(os.listdir(src_dir)) if os.path.isdir(src_dir) else []:
+        if fnmatch.fnmatch(name, "pytorch_model*.bin"):
+            check_pickle_loads_safely(os.path.join(src_dir, name), "the weights to convert")
     source, loading = getattr(transformers, architecture).from_pretrained(
         src_dir, output_loading_info=True, ignore_mismatched_sizes=True
     )
@@ -178,6 +183,8 @@ def convert_bert_checkpoint(
     Returns the converted hf_ctx model (in eval mode).
     """
     src_dir, out_dir = os.fspath(src_dir), os.fspath(out_dir)
+    if not os.path.isdir(src_dir):
+        raise FileNotFoundError(f"no folder {src_dir!r}: convert-bert converts a local transformers BERT folder")
     if not os.path.isfile(os.path.join(src_dir, "config.json")):
         raise FileNotFoundError(f"{src_dir} has no config.json; expected a transformers BERT checkpoint folder")
     check_output_dir(out_dir, source_dir=src_dir)

@@ -9,12 +9,17 @@ it "works" and learns nothing.
 
 import logging
 import os
+import pickle
 
+import torch
+from tokenizers import Tokenizer
 from transformers import AutoConfig, AutoTokenizer
 from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
+from transformers.trainer_pt_utils import safe_globals
 
 from ..atomic_files import damaged_files
 from ..data.files import read_json_file
+from ..remote_code import pickle_refusal
 from .families import MODEL_FAMILIES, find_family
 from .paths import check_local_path, check_model_type
 
@@ -49,13 +54,33 @@ def check_tokenizer_vocabulary(tokenizer, source: str | os.PathLike):
     )
 
 
+def check_pickle_loads_safely(path: str | os.PathLike, what: str) -> None:
+    """A `ValueError` (`pickle_refusal`: the file and the way on, in one line) when the pickle at `path` (a
+    `torch.save` file: `what` says which, e.g. "the optimizer state") holds anything but tensors, numbers and
+    plain containers: torch's weights-only unpickler refuses it and runs nothing. Its storages are memory-mapped,
+    so a whole file costs no read of its tensors. torch itself would raise a 10-frame traceback advising
+    `weights_only=False`, the one thing not to do with a file from someone else."""
+    path = os.fspath(path)
+    try:
+        with safe_globals():  # the numpy types of the Trainer's RNG state, as transformers allows them
+            try:
+                torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+            except RuntimeError as error:
+                if "mmap" not in str(error):  # a pickle of the legacy format, which cannot be memory-mapped
+                    raise
+                torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        raise ValueError(pickle_refusal(path, what)) from None
+
+
 # The files a tokenizer folder may hold that are read as JSON.
 TOKENIZER_JSON_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json")
 
 
 def check_tokenizer_folder(folder: str | os.PathLike, trust_remote_code: bool = False) -> None:
     """Refuse, naming the file, a local tokenizer folder whose JSON files are truncated or damaged (transformers
-    says "EOF while parsing" or "Expecting value" without a name), and one whose config asks for code of its own
+    says "EOF while parsing" or "Expecting value" without a name) or whose tokenizer.json has another structure
+    than a `tokenizers` file (`KeyError: 'added_tokens'`), and one whose config asks for code of its own
     (`auto_map`) naming a tokenizer class neither transformers nor hf_ctx has, unless `trust_remote_code`:
     transformers would ask "[y/N]" on the terminal, or fail where there is none."""
     folder = os.path.expanduser(os.fspath(folder))
@@ -66,6 +91,15 @@ def check_tokenizer_folder(folder: str | os.PathLike, trust_remote_code: bool = 
         raise ValueError(
             f"tokenizer: in {folder}, {', '.join(damaged)} is incomplete or corrupt; save or copy it again"
         )
+    tokenizer_file = os.path.join(folder, "tokenizer.json")
+    if os.path.isfile(tokenizer_file):
+        try:  # valid JSON of another structure: transformers failed with `KeyError: 'added_tokens'`
+            Tokenizer.from_file(tokenizer_file)
+        except Exception as error:  # tokenizers raises a bare Exception naming the field
+            raise ValueError(
+                f"tokenizer: {tokenizer_file} is not a tokenizer file of the `tokenizers` library ({error}); save "
+                "or copy it again"
+            ) from None
     for name in ("tokenizer_config.json", "config.json"):
         path = os.path.join(folder, name)
         config = read_json_file(path, "a JSON object") if os.path.isfile(path) else {}

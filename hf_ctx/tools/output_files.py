@@ -21,11 +21,26 @@ LOCK_FILE = ".hf_ctx-lock"
 _HELD_LOCKS: dict[str, int] = {}
 
 
+def open_no_link(path: str, flags: int) -> int:
+    """`os.open(path, flags)` that never follows a symbolic link at `path`: one planted there (pointing at a
+    file outside the output folder, which the writer would truncate or overwrite) is an `OSError` naming it."""
+    try:
+        return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    except OSError as error:
+        if os.path.islink(path):
+            raise OSError(
+                error.errno,
+                f"{path} is a symbolic link (to {os.readlink(path)}); hf_ctx does not write through links. Remove "
+                "it, or write elsewhere",
+            ) from None
+        raise
+
+
 def lock_output(folder: str | os.PathLike, what: str = "the output folder") -> None:
     """Make this process the one writer of `folder` (created if needed) until it exits, and remove the stale
     temporaries a killed writer left there (`remove_stale_temporaries`).
 
-    The lock is an `flock` on `folder/.hf_ctx-lock`, which the kernel releases when the process ends, however it
+    The lock is an `flock` on `folder/.hf_ctx-lock` (never a link planted there: `open_no_link`), which the kernel releases when the process ends, however it
     ends: a run killed with kill -9 leaves nothing to clean up. A second process asking for it gets an `OSError`
     naming the folder and the process that holds it; this process asking again is a no-op. `what` names the
     folder in that message (e.g. "--output_dir").
@@ -36,7 +51,7 @@ def lock_output(folder: str | os.PathLike, what: str = "the output folder") -> N
     if key in _HELD_LOCKS:
         return
     path = os.path.join(folder, LOCK_FILE)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    fd = open_no_link(path, os.O_RDWR | os.O_CREAT)
     if not try_lock(fd):
         holder = ""
         with contextlib.suppress(OSError):
@@ -75,7 +90,7 @@ class CommittedFile(io.RawIOBase):
     def __init__(self, path: str | os.PathLike, create: bool = False):
         super().__init__()
         self.path = os.fspath(path)
-        self._fd = os.open(self.path, os.O_RDWR | (os.O_CREAT if create else 0), 0o666)
+        self._fd = open_no_link(self.path, os.O_RDWR | (os.O_CREAT if create else 0))
         if not try_lock(self._fd):
             os.close(self._fd)
             raise OSError(

@@ -20,9 +20,11 @@ from huggingface_hub.file_download import repo_folder_name
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers import CONFIG_MAPPING
 
+from ..configuration_checks import check_model_type_of
 from ..configuration_elmo import ElmoConfig
 from ..data.files import read_json_file
 from ..data.glue_tasks import GLUE_TASKS
+from ..remote_code import check_no_pickled_weights
 from .errors import hub_error_message
 
 logger = logging.getLogger(__name__)
@@ -74,6 +76,21 @@ def check_local_path(name_or_path: str | os.PathLike, what: str = "checkpoint") 
         raise FileNotFoundError(f"no folder {text!r}, and on the Hub: {answer}; given for {what}") from None
 
 
+def check_model_folder(name_or_path: str | os.PathLike, what: str = "checkpoint") -> None:
+    """`check_local_path`, and a local folder must hold a config.json: transformers says "Should have a
+    `model_type` key in its config.json" of a folder that holds none, where a user wants to hear that the folder
+    is not a model's. `what` names the argument."""
+    check_local_path(name_or_path, what)
+    folder = os.path.expanduser(os.fspath(name_or_path))
+    if os.path.isdir(folder) and not os.path.isfile(os.path.join(folder, "config.json")):
+        names = sorted(os.listdir(folder))
+        held = f"it holds {_listed(names)}" if names else "it is empty"
+        raise ValueError(
+            f"{what} {os.fspath(name_or_path)}: no config.json there, so it does not look like a model folder "
+            f"({held}); give the folder a run saved its model into (config.json, model.safetensors)"
+        )
+
+
 def check_model_type(name_or_path: str | os.PathLike, what: str = "checkpoint") -> None:
     """A `ValueError` naming the type when the local folder `name_or_path` holds a config.json whose `model_type`
     neither transformers nor hf_ctx registers. transformers would instead ask whether to run the checkpoint's own
@@ -82,11 +99,19 @@ def check_model_type(name_or_path: str | os.PathLike, what: str = "checkpoint") 
     if not os.path.isfile(config_file):
         return
     try:
+        check_no_pickled_weights(name_or_path)
+    except OSError as error:
+        raise ValueError(f"{what}: {error}") from None
+    try:
         config = read_json_file(config_file, "a model's config, one JSON object")
     except ValueError as error:
         raise ValueError(f"{what}: {error}") from None
     if not isinstance(config, dict):
         raise ValueError(f"{what}: {config_file} holds a JSON {type(config).__name__}, not a config (one JSON object)")
+    try:
+        check_model_type_of(None, config, config_file)
+    except ValueError as error:
+        raise ValueError(f"{what}: {error}") from None
     model_type = config.get("model_type")
     if model_type is not None and model_type not in CONFIG_MAPPING:
         ours = sorted(name for name in CONFIG_MAPPING if name.startswith("hf_ctx_"))  # registered by `import hf_ctx`

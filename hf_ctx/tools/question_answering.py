@@ -168,11 +168,14 @@ class QuestionAnsweringPipeline:
 
     @classmethod
     def from_pretrained(cls, name_or_path, **kwargs):
-        """The model (`AutoModelForQuestionAnswering`) and tokenizer of a checkpoint folder or Hub id."""
+        """The model (`AutoModelForQuestionAnswering`) and tokenizer of a checkpoint folder or Hub id; a missing
+        local path or a folder that is not a model's is refused in one line (`check_model_folder`)."""
         from transformers import AutoModelForQuestionAnswering
 
         from .loading import load_tokenizer
+        from .paths import check_model_folder
 
+        check_model_folder(name_or_path, "model")
         return cls(AutoModelForQuestionAnswering.from_pretrained(name_or_path), load_tokenizer(name_or_path), **kwargs)
 
     @torch.no_grad()

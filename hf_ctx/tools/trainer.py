@@ -30,6 +30,7 @@ from ..atomic_files import damaged_file_reason, damaged_files, write_failed, wri
 from ..data.atomic_write import write_text
 from ..remote_code import check_finite_weights, nonfinite_tensors
 from .cpu_threads import CpuThreadsCallback
+from .loading import check_pickle_loads_safely
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +119,7 @@ def resolve_resume_checkpoint(
             folder = os.path.join(output_dir, f"{PREFIX_CHECKPOINT_DIR}-{step}")
             problems = checkpoint_problems(folder, **check)
             if not problems:
-                return folder
+                return check_training_state_pickles(folder)
             logger.warning(
                 f"skipping the incomplete checkpoint {folder} ({'; '.join(problems)}); it was "
                 "probably being saved when the run stopped"
@@ -137,6 +138,17 @@ def resolve_resume_checkpoint(
             f"while saving it): {'; '.join(problems)}. Resume from an earlier checkpoint, or "
             f"pass 'latest' to use the latest complete one in {output_dir}"
         )
+    return check_training_state_pickles(folder)
+
+
+def check_training_state_pickles(folder: str) -> str:
+    """`folder` once every pickle the Trainer reads when it resumes from it (the optimizer, scheduler, gradient
+    scaler and RNG states: `*.pt`, `*.pth`) holds only tensors and plain values (`check_pickle_loads_safely`,
+    which runs nothing); else a `ValueError` naming the first that holds more. `training_args.bin` is never
+    read."""
+    for name in sorted(os.listdir(folder)):
+        if name.endswith((".pt", ".pth")):
+            check_pickle_loads_safely(os.path.join(folder, name), "training state --resume_from_checkpoint reads")
     return folder
 
 
@@ -568,8 +580,15 @@ class CtxTrainer(Trainer):
 
     def _write_atomically(self, write, output_dir: str | None):
         """Run `write(folder)` on a temporary folder and move its files into `output_dir` (`write_into_folder`);
-        directly where several processes write into the same folder (sharded saves)."""
+        directly where several processes write into the same folder (sharded saves). A subfolder of --output_dir
+        (a checkpoint) that is a symbolic link is refused."""
         output_dir = output_dir if output_dir is not None else self.args.output_dir
+        if os.path.islink(output_dir) and os.path.abspath(output_dir) != os.path.abspath(self.args.output_dir):
+            # A `checkpoint-N` planted as a link would take the checkpoint out of --output_dir.
+            raise OSError(
+                f"{output_dir} is a symbolic link (to {os.readlink(output_dir)}); hf_ctx does not write a "
+                "checkpoint through a link. Remove it, or give another --output_dir"
+            )
         if self.args.world_size > 1 or self.is_deepspeed_enabled or self.is_fsdp_enabled:
             return write(output_dir)
         return write_into_folder(output_dir, write)
