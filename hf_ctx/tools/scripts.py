@@ -184,8 +184,10 @@ def launcher_arguments(argv: list[str] | None) -> tuple[list[str] | None, str | 
     """
     environ = os.environ
     world_size = int(environ.get("WORLD_SIZE", "1") or 1)
-    if "ACCELERATE_USE_CPU" in environ and "MASTER_ADDR" in environ and not any(
-        name in environ for name in _MPI_WORLD_SIZES
+    if (
+        "ACCELERATE_USE_CPU" in environ
+        and "MASTER_ADDR" in environ
+        and not any(name in environ for name in _MPI_WORLD_SIZES)
     ):
         count, script = _launcher_option("--num_processes") or "N", sys.argv[0] or "<script>"
         raise ValueError(
@@ -290,12 +292,18 @@ def apply_learning_rate_default(
     registry gives the model of `config` for `task` (a key of `AUTO_CLASSES`, e.g. "token_classification"), and
     say which one once. transformers' 5e-5 stays for a model of another library, a task without a measured
     default, and a pretrained checkpoint (not a `new_model` from random weights) wider than the models the rate
-    was measured on (`ModelFamily.learning_rates_up_to_width`). A run that does not train says nothing."""
-    if not training_args.do_train or "learning_rate" in given_options(argv):
+    was measured on (`ModelFamily.learning_rates_up_to_width`). A run that does not train says nothing. A measured
+    rate is kept as `training_args.suggested_learning_rate` either way: what a diverging run's message suggests."""
+    if not training_args.do_train:
         return
     family, what = find_family(config), task.replace("_", " ")
     rate = family.learning_rates.get(task) if family is not None else None
-    if rate is None or (not new_model and family.too_wide_for_learning_rates(config)):
+    measured = rate is not None and (new_model or not family.too_wide_for_learning_rates(config))
+    if measured and hasattr(training_args, "suggested_learning_rate"):
+        training_args.suggested_learning_rate = rate  # what a diverging run's message suggests
+    if "learning_rate" in given_options(argv):
+        return
+    if not measured:
         whose = f"{family.title} {what}" if family is not None else f"a {config.model_type} model"
         why = f"hf_ctx has none for {whose}"
         if rate is not None:
