@@ -140,6 +140,31 @@ def resolve_resume_checkpoint(
     return folder
 
 
+def _steps_as_resumed(args: TrainingArguments, checkpoint: str | None) -> dict[str, int]:
+    """{"logging_steps": 40, ...}: the `--logging_steps`, `--eval_steps` and `--save_steps` given as shares of the
+    run (0.02) that the resumed `checkpoint`'s trainer state holds as the number of steps they came to (40 of its
+    `max_steps`), for the resumed run to use while `Trainer.train` compares them: given as shares, transformers
+    warns that "logging_steps: 0.02 (from args) != 40 (from trainer_state.json)" on every resume of a run of the
+    same length. A run resumed with another length (`--max_steps`, `--num_train_epochs`) keeps its shares, and
+    transformers' warning."""
+    state_file = os.path.join(checkpoint, "trainer_state.json") if checkpoint is not None else None
+    if state_file is None or damaged_file_reason(state_file) is not None:
+        return {}
+    state = TrainerState.load_from_json(state_file)
+    if args.max_steps > 0:
+        same_length = args.max_steps == state.max_steps
+    else:
+        same_length = args.num_train_epochs == state.num_train_epochs
+    if not same_length:
+        return {}
+    resolved = {}
+    for name in ("logging_steps", "eval_steps", "save_steps"):
+        share, saved = getattr(args, name, None), getattr(state, name, None)
+        if share is not None and 0 < share < 1 and saved == math.ceil(state.max_steps * share):
+            resolved[name] = saved
+    return resolved
+
+
 def _earlier_metrics(path: str) -> dict:
     """The metrics an earlier step or run saved in `path` (`all_results.json`), to merge the new ones into; {}
     when there is none. A file that is damaged or not a JSON object is replaced, with a warning naming it: a run
@@ -689,11 +714,18 @@ class CtxTrainer(Trainer):
         if resume_from_checkpoint is not None and TRAIN_LOSS_OVER_GLOBAL_STEP:
             state_file = os.path.join(resume_from_checkpoint, "trainer_state.json")
             self._resumed_at_step = TrainerState.load_from_json(state_file).global_step
+        resolved = _steps_as_resumed(self.args, resume_from_checkpoint)
+        given = {name: getattr(self.args, name) for name in resolved}
         try:
+            for name, steps in resolved.items():
+                setattr(self.args, name, steps)
             output = super().train(resume_from_checkpoint, *args, **kwargs)
         except KeyboardInterrupt as interrupted:  # Ctrl-C, or SIGTERM under `hf_ctx.tools.errors.run_script`
             self._note_interruption(interrupted)
             raise
+        finally:
+            for name, steps in given.items():
+                setattr(self.args, name, steps)
         if self._resumed_at_step:
             output = output._replace(training_loss=output.metrics["train_loss"])  # as `log` corrected it
         return output
