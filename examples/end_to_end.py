@@ -216,4 +216,4 @@ def tag_with_the_reloaded_tagger(tagger_dir: Path, sentence: str) -> list[dict]:
 
 
 if __name__ == "__main__":
-    run_script(main, resumable=False)
+    run_script(main)

@@ -21,6 +21,7 @@ This module imports only the standard library and `hf_ctx.atomic_files` (standar
 `hf-ctx --help` stays instant.
 """
 
+import dataclasses
 import os
 import shlex
 import signal
@@ -130,13 +131,23 @@ def resume_command(argv: Sequence[str]) -> str:
     return shlex.join(["python", script, *kept, "--resume_from_checkpoint", "latest"])
 
 
-def run_script(main: Callable[[list[str]], Any], argv: Sequence[str] | None = None, *, resumable: bool = True) -> Any:
+def takes_resume_option(main: Callable) -> bool:
+    """Whether the script of `main` takes `--resume_from_checkpoint`: one of its `ARGUMENT_CLASSES` (the
+    dataclasses its parser reads) has the field."""
+    classes = getattr(sys.modules.get(getattr(main, "__module__", ""), None), "ARGUMENT_CLASSES", ())
+    return any(
+        dataclasses.is_dataclass(cls) and "resume_from_checkpoint" in {f.name for f in dataclasses.fields(cls)}
+        for cls in classes
+    )
+
+
+def run_script(main: Callable[[list[str]], Any], argv: Sequence[str] | None = None) -> Any:
     """Run an example script's `main(argv)` for a person at a terminal: `if __name__ == "__main__": run_script(main)`.
 
     `--debug` is taken out of the arguments (the script's own parser does not know it) and turns the one-line
     error messages off; see `user_errors_as_messages`. Ctrl-C and SIGTERM end in a few lines
     (`interruptions_as_messages`): where training stopped, its last checkpoint, and, where the script takes
-    `--resume_from_checkpoint` (`resumable`), the command that resumes from it.
+    `--resume_from_checkpoint` (`takes_resume_option`), the command that resumes from it.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = DEBUG_FLAG in argv
@@ -145,7 +156,7 @@ def run_script(main: Callable[[list[str]], Any], argv: Sequence[str] | None = No
     def go_on(interrupted) -> str | None:
         if getattr(interrupted, "checkpoint", None) is None:
             return None
-        if resumable:
+        if takes_resume_option(main):
             return f"resume: {resume_command(argv)}"
         return "run the same command again with --overwrite_output_dir to start over"
 

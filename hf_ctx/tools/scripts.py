@@ -299,8 +299,8 @@ def apply_learning_rate_default(
     family, what = find_family(config), task.replace("_", " ")
     rate = family.learning_rates.get(task) if family is not None else None
     measured = rate is not None and (new_model or not family.too_wide_for_learning_rates(config))
-    if measured and hasattr(training_args, "suggested_learning_rate"):
-        training_args.suggested_learning_rate = rate  # what a diverging run's message suggests
+    if measured:  # not an option: what a diverging run's message suggests (`trainer.NonFiniteTrainingCallback`)
+        training_args.suggested_learning_rate = rate
     if "learning_rate" in given_options(argv):
         return
     if not measured:

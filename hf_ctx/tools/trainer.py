@@ -444,10 +444,6 @@ class CtxTrainingArguments(TrainingArguments):
         },
     )
 
-    # Set by the scripts (`scripts.apply_learning_rate_default`), not an option: the rate hf_ctx measured for this
-    # model and task, which a diverging run's message suggests.
-    suggested_learning_rate: float | None = field(default=None, init=False, repr=False)
-
     def __post_init__(self):
         # Shares of the run (transformers reads a number below 1 as one), resolved when training starts.
         if self.logging_steps is None:
