@@ -154,21 +154,27 @@ def test_the_resume_command_drops_overwrite_and_asks_for_the_latest_checkpoint(m
     )
 
 
+def complete_checkpoint_steps(output_dir: Path) -> list[int]:
+    """The steps of the checkpoints in `output_dir` whose last files (the trainer and RNG states) are written."""
+    return [
+        int(folder.name.split("-")[1])
+        for folder in output_dir.glob("checkpoint-*")
+        if folder.name[11:].isdigit()
+        and all((folder / name).exists() for name in ("trainer_state.json", "rng_state.pth"))
+    ]
+
+
 def interrupt_when_saved(command: list[str], output_dir: Path, sent: signal.Signals, after_step: int):
-    """Run `command`, send it `sent` once a checkpoint past `after_step` is in `output_dir`; (exit status,
-    stdout + stderr)."""
+    """Run `command`, send it `sent` once a complete checkpoint past `after_step` is in `output_dir`; (exit
+    status, stdout + stderr)."""
     log = output_dir.parent / f"{output_dir.name}-{sent.name}.log"
     with open(log, "w") as out:
         process = subprocess.Popen(command, env=environment(), stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 300
         try:
             while time.monotonic() < deadline and process.poll() is None:
-                steps = [int(p.name.split("-")[1]) for p in output_dir.glob("checkpoint-*") if p.name[11:].isdigit()]
-                if (
-                    steps
-                    and max(steps) > after_step
-                    and (output_dir / f"checkpoint-{max(steps)}" / "config.json").exists()
-                ):
+                if max(complete_checkpoint_steps(output_dir), default=0) > after_step:
+                    time.sleep(0.2)  # the Trainer's state written, the checkpoint moved into place
                     process.send_signal(sent)
                     break
                 time.sleep(0.05)
@@ -188,6 +194,7 @@ def test_ctrl_c_and_sigterm_end_in_a_few_lines_and_the_named_command_resumes(tas
     run's logs) without transformers' warning that `logging_steps: 0.02 != N`."""
     out = tmp_path / "run"
     extra = ["--max_steps", "100000", "--save_strategy", "steps", "--save_steps", "3", "--save_total_limit", "0"]
+    extra += ["--logging_steps", "0.00002"]  # a share of the run, as the scripts' default: every 2 or 3 steps
     command = [sys.executable, str(RUN_GLUE), *arguments(task, out, *extra)]
     code, output = interrupt_when_saved(command, out, signal.SIGINT, after_step=0)
     assert code == 130, output[-3000:]

@@ -545,8 +545,13 @@ class CtxTrainer(Trainer):
     - `train(resume_from_checkpoint=...)` checks the checkpoint is complete (`resolve_resume_checkpoint`):
       "latest" or `True` skips an incomplete one with a warning; a named incomplete one is an error naming the
       missing files.
-    - A run that diverges stops with a `ValueError` (`NonFiniteTrainingCallback`), and weights holding NaN or
-      infinite values are never saved (`save_model`): the last checkpoint written is the last finite one.
+    - A run that diverges (non-finite values, or a loss far above its start) stops with a `ValueError`
+      (`NonFiniteTrainingCallback`), and weights holding NaN or infinite values are never saved (`save_model`):
+      the last checkpoint written is the last finite one.
+    - An interruption of `train` (Ctrl-C; SIGTERM under `hf_ctx.tools.errors.run_script`) gets the step reached
+      and the last complete checkpoint as notes, which the scripts print in a few lines with the command that
+      resumes. Resumed, the logging, evaluation and save steps given as shares of the run are compared with the
+      checkpoint's as the numbers they came to (`_steps_as_resumed`): no warning that 0.02 != 40.
     """
 
     def __init__(self, model=None, args: TrainingArguments | None = None, *rest, **kwargs):
