@@ -10,6 +10,7 @@ import argparse
 import ast
 import sys
 import warnings
+from contextlib import nullcontext
 from pathlib import Path
 
 DESCRIPTION = """\
@@ -241,11 +242,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# What an interrupted command leaves, and how to go on (`hf_ctx.tools.errors.interruptions_as_messages`).
+AFTER_AN_INTERRUPTION = {
+    "embed": "kept: the sentences embedded so far, in the output file; the same command (without --overwrite) "
+    "goes on from there",
+}
+# The other commands write each file whole or not at all (hf_ctx.atomic_files).
+NOTHING_WRITTEN = "kept: nothing of this run (its files are written whole or not at all); run the same command again"
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    from .errors import user_errors_as_messages
+    from .errors import interruptions_as_messages, user_errors_as_messages
 
-    with user_errors_as_messages(args.debug):
+    go_on = AFTER_AN_INTERRUPTION.get(args.command, NOTHING_WRITTEN)
+    interruptions = nullcontext() if args.debug else interruptions_as_messages(lambda interrupted: go_on)
+    with interruptions, user_errors_as_messages(args.debug):
         return args.func(args)
 
 

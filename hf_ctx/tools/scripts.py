@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import datasets
+import torch
 import transformers
 from transformers import HfArgumentParser, Trainer, TrainingArguments
 
@@ -134,6 +135,7 @@ def parse_args_and_set_up(
     Returns:
         One instance per class, in order.
     """
+    argv, launcher_note = launcher_arguments(argv)
     parsed = HfArgumentParser(argument_classes).parse_args_into_dataclasses(args=argv)
     training_args = parsed[-1]
     if not any(getattr(training_args, step) for step in steps):
@@ -141,6 +143,8 @@ def parse_args_and_set_up(
     script_args = parsed[:-1]
     check_path_arguments(*script_args)  # a missing model is the first and only line, before anything is loaded
     setup_logging(training_args, logger)
+    if launcher_note:
+        logger.info(launcher_note)
     transformers.set_seed(training_args.seed)
     check_conflicting_arguments(ignored_together, *script_args)
     check_positive_arguments(*script_args, names=(*positive, *ALWAYS_POSITIVE))
@@ -162,6 +166,64 @@ def parse_args_and_set_up(
         )
     check_push_to_hub(training_args)  # last: a run refused above creates no repository
     return tuple(parsed)
+
+
+# --- launchers: the process count they ask for, honoured or refused in one line ------------------------------
+
+# What mpirun sets in each process (accelerate reads them for its multi-CPU runs).
+_MPI_WORLD_SIZES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE", "WORLD_SIZE")
+
+
+def launcher_arguments(argv: list[str] | None) -> tuple[list[str] | None, str | None]:
+    """(`argv` for the parser, a line to log or None): the process count a launcher asked for, honoured on CPUs
+    or refused with a `ValueError` naming what to pass.
+
+    - `torchrun --nproc_per_node N` (or `accelerate launch --multi_gpu --num_processes N`) on a machine without
+      an accelerator: transformers sets up a gloo process group only with `--use_cpu`; without it each process
+      would train alone, N separate runs into one folder. `--use_cpu` is added, and said.
+    - `accelerate launch --cpu --num_processes N`: accelerate starts one process whatever N is (several CPU
+      processes only through mpirun, `--mpirun_hostfile`), with `MASTER_ADDR` set and no `WORLD_SIZE`; the run
+      would train one process. Refused, naming the forms that start N.
+    """
+    environ = os.environ
+    world_size = int(environ.get("WORLD_SIZE", "1") or 1)
+    if (
+        "ACCELERATE_USE_CPU" in environ
+        and "MASTER_ADDR" in environ
+        and not any(name in environ for name in _MPI_WORLD_SIZES)
+    ):
+        count, script = _launcher_option("--num_processes") or "N", sys.argv[0] or "<script>"
+        raise ValueError(
+            f"accelerate launch --cpu starts one process whatever --num_processes says; for {count} CPU processes "
+            f"run `accelerate launch --multi_gpu --num_processes {count} {script} ... --use_cpu` or `torchrun "
+            f"--nproc_per_node {count} {script} ... --use_cpu` (docs/distributed.md)"
+        )
+    given = given_options(argv)
+    if world_size > 1 and "use_cpu" not in given and not _accelerator_available():
+        argv = [*(sys.argv[1:] if argv is None else argv), "--use_cpu"]
+        return argv, f"{world_size} processes and no GPU: training on CPU processes (gloo), as --use_cpu asks"
+    return argv, None
+
+
+def _accelerator_available() -> bool:
+    """Whether torch sees a GPU or another accelerator that transformers would train on."""
+    return torch.accelerator.is_available()
+
+
+def _launcher_option(option: str) -> str | None:
+    """The value of `option` on the command line of the process that started this one (the launcher), where it
+    can be read (Linux); else None."""
+    try:
+        with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+            words = [word.decode(errors="replace") for word in f.read().split(b"\0")]
+    except OSError:
+        return None
+    for i, word in enumerate(words):
+        if word == option and i + 1 < len(words):
+            return words[i + 1]
+        if word.startswith(option + "="):
+            return word.split("=", 1)[1]
+    return None
 
 
 # --- arguments several scripts take ------------------------------------------------------------------------
@@ -233,12 +295,18 @@ def apply_learning_rate_default(
     registry gives the model of `config` for `task` (a key of `AUTO_CLASSES`, e.g. "token_classification"), and
     say which one once. transformers' 5e-5 stays for a model of another library, a task without a measured
     default, and a pretrained checkpoint (not a `new_model` from random weights) wider than the models the rate
-    was measured on (`ModelFamily.learning_rates_up_to_width`). A run that does not train says nothing."""
-    if not training_args.do_train or "learning_rate" in given_options(argv):
+    was measured on (`ModelFamily.learning_rates_up_to_width`). A run that does not train says nothing. A measured
+    rate is kept as `training_args.suggested_learning_rate` either way: what a diverging run's message suggests."""
+    if not training_args.do_train:
         return
     family, what = find_family(config), task.replace("_", " ")
     rate = family.learning_rates.get(task) if family is not None else None
-    if rate is None or (not new_model and family.too_wide_for_learning_rates(config)):
+    measured = rate is not None and (new_model or not family.too_wide_for_learning_rates(config))
+    if measured:  # not an option: what a diverging run's message suggests (`trainer.NonFiniteTrainingCallback`)
+        training_args.suggested_learning_rate = rate
+    if "learning_rate" in given_options(argv):
+        return
+    if not measured:
         whose = f"{family.title} {what}" if family is not None else f"a {config.model_type} model"
         why = f"hf_ctx has none for {whose}"
         if rate is not None:

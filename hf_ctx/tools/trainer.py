@@ -152,6 +152,31 @@ def check_training_state_pickles(folder: str) -> str:
     return folder
 
 
+def _steps_as_resumed(args: TrainingArguments, checkpoint: str | None) -> dict[str, int]:
+    """{"logging_steps": 40, ...}: the `--logging_steps`, `--eval_steps` and `--save_steps` given as shares of the
+    run (0.02) that the resumed `checkpoint`'s trainer state holds as the number of steps they came to (40 of its
+    `max_steps`), for the resumed run to use while `Trainer.train` compares them: given as shares, transformers
+    warns that "logging_steps: 0.02 (from args) != 40 (from trainer_state.json)" on every resume of a run of the
+    same length. A run resumed with another length (`--max_steps`, `--num_train_epochs`) keeps its shares, and
+    transformers' warning."""
+    state_file = os.path.join(checkpoint, "trainer_state.json") if checkpoint is not None else None
+    if state_file is None or damaged_file_reason(state_file) is not None:
+        return {}
+    state = TrainerState.load_from_json(state_file)
+    if args.max_steps > 0:
+        same_length = args.max_steps == state.max_steps
+    else:
+        same_length = args.num_train_epochs == state.num_train_epochs
+    if not same_length:
+        return {}
+    resolved = {}
+    for name in ("logging_steps", "eval_steps", "save_steps"):
+        share, saved = getattr(args, name, None), getattr(state, name, None)
+        if share is not None and 0 < share < 1 and saved == math.ceil(state.max_steps * share):
+            resolved[name] = saved
+    return resolved
+
+
 def _earlier_metrics(path: str) -> dict:
     """The metrics an earlier step or run saved in `path` (`all_results.json`), to merge the new ones into; {}
     when there is none. A file that is damaged or not a JSON object is replaced, with a warning naming it: a run
@@ -177,21 +202,39 @@ def _earlier_metrics(path: str) -> dict:
 # loss itself is not finite and nothing is being learnt. Non-finite weights stop training at the first such log.
 NONFINITE_LOGS_TOLERATED = 5
 
+# A finite loss that diverges: logged losses above LOSS_RISE_FACTOR times the run's first logged loss (and at least
+# LOSS_RISE_MARGIN above it) for LOSS_RISE_LOGS logs in a row. A run that learns logs losses below its first one
+# (its first log is the loss of random or pretrained weights, averaged over the first steps); a noisy batch or
+# the warm-up can lift one log above it, but not to 4 times it for three logs in a row (none of the runs of
+# tests/test_run_glue.py, test_training.py or test_run_ner.py's divergence test trips it), while --learning_rate 10
+# on a tiny BERT classifier goes from 0.71 to 489 in 4 steps. The margin keeps a loss near zero from tripping the
+# factor: a tiny BERT memorising 128 sentences logged 0.0003 and then 0.0038 (13x) at step ~1500 of 2000.
+LOSS_RISE_FACTOR = 4.0
+LOSS_RISE_MARGIN = 1.0
+LOSS_RISE_LOGS = 3
+
 
 class NonFiniteTrainingCallback(TrainerCallback):
     """Stops training with a `ValueError` when it diverges: at a logged non-finite `loss` or `grad_norm` whose
-    step left the weights non-finite (checked then, one pass over them), or after `NONFINITE_LOGS_TOLERATED`
-    such logs in a row. Raised from `on_log`, which the Trainer calls before it saves that step, so the last
-    checkpoint on disk is the last one saved with finite weights. Costs nothing while the logged values are
-    finite. (`--logging_nan_inf_filter`, on by default, keeps NaN losses out of the logged loss; the gradient
-    norm, logged wherever gradients are clipped, still shows them.)"""
+    step left the weights non-finite (checked then, one pass over them), after `NONFINITE_LOGS_TOLERATED`
+    such logs in a row, or after `LOSS_RISE_LOGS` logged losses in a row far above the run's first one
+    (`LOSS_RISE_FACTOR`, `LOSS_RISE_MARGIN`). Raised from `on_log`, which the Trainer calls before it saves that
+    step, so the last checkpoint on disk is the last one saved before the run was stopped. Costs nothing while the
+    logged values are finite. (`--logging_nan_inf_filter`, on by default, keeps NaN losses out of the logged loss;
+    the gradient norm, logged wherever gradients are clipped, still shows them.)"""
 
     def __init__(self):
         self.nonfinite_logs = 0
+        self.risen_logs = 0
         self.last_saved_step = None
 
     def on_save(self, args, state, control, **kwargs):
         self.last_saved_step = state.global_step
+
+    def _kept(self, args) -> str:
+        if self.last_saved_step is None:
+            return "no checkpoint was saved"
+        return f"the last checkpoint, {PREFIX_CHECKPOINT_DIR}-{self.last_saved_step} in {args.output_dir}, is kept"
 
     def on_log(self, args, state, control, logs=None, model=None, **kwargs):
         bad = {
@@ -201,6 +244,7 @@ class NonFiniteTrainingCallback(TrainerCallback):
         }
         if not bad:
             self.nonfinite_logs = 0
+            self._check_loss_rise(args, state, logs or {})
             return
         self.nonfinite_logs += 1
         weights = nonfinite_tensors(model.state_dict()) if model is not None else []
@@ -211,14 +255,41 @@ class NonFiniteTrainingCallback(TrainerCallback):
             why = f"{len(weights)} weight tensor(s) hold NaN or infinite values (first: {weights[0][0]})"
         else:
             why = f"{self.nonfinite_logs} logged steps in a row were not finite"
-        kept = (
-            f"the last checkpoint, {PREFIX_CHECKPOINT_DIR}-{self.last_saved_step} in {args.output_dir}, is kept"
-            if self.last_saved_step is not None
-            else "no checkpoint was saved"
-        )
         raise ValueError(
-            f"training diverged at step {state.global_step} ({logged}; {why}); stopped, and {kept}. Lower "
-            f"--learning_rate (now {args.learning_rate:g}), or check the data and --max_grad_norm"
+            f"training diverged at step {state.global_step} ({logged}; {why}); stopped, and {self._kept(args)}. "
+            f"Lower --learning_rate (now {args.learning_rate:g}), or check the data and --max_grad_norm"
+        )
+
+    def _check_loss_rise(self, args, state, logs: dict) -> None:
+        """The finite half: `LOSS_RISE_LOGS` logged losses in a row far above the run's first logged loss (that of
+        the first line of `state.log_history` holding one: a resumed run keeps its start)."""
+        loss = logs.get("loss")
+        if not _is_training_log(logs) or not isinstance(loss, (int, float)):
+            return
+        first = next(
+            (line for line in state.log_history if isinstance(line.get("loss"), (int, float)) and "step" in line),
+            None,
+        )
+        if first is None or first["step"] >= state.global_step:
+            return
+        start = first["loss"]
+        if not loss > max(LOSS_RISE_FACTOR * start, start + LOSS_RISE_MARGIN):
+            self.risen_logs = 0
+            return
+        self.risen_logs += 1
+        if self.risen_logs < LOSS_RISE_LOGS:
+            return
+        rate = args.learning_rate
+        lower = getattr(args, "suggested_learning_rate", None)
+        if lower is not None and lower < rate:
+            suggestion = f"{lower:g} (hf_ctx's default for this model)"
+        else:  # a tenth, and no higher than the rates hf_ctx measured its models from scratch at
+            suggestion = f"{min(rate / 10, 1e-3):g}"
+        raise ValueError(
+            f"training diverged: the training loss rose from {start:.4g} at step {first['step']} to {loss:.4g} at "
+            f"step {state.global_step} (above {LOSS_RISE_FACTOR:g}x its start for {LOSS_RISE_LOGS} logs in a row): "
+            f"the learning rate {rate:g} is too high; try --learning_rate {suggestion} or lower. Stopped, and "
+            f"{self._kept(args)}"
         )
 
 
@@ -486,8 +557,13 @@ class CtxTrainer(Trainer):
     - `train(resume_from_checkpoint=...)` checks the checkpoint is complete (`resolve_resume_checkpoint`):
       "latest" or `True` skips an incomplete one with a warning; a named incomplete one is an error naming the
       missing files.
-    - A run that diverges stops with a `ValueError` (`NonFiniteTrainingCallback`), and weights holding NaN or
-      infinite values are never saved (`save_model`): the last checkpoint written is the last finite one.
+    - A run that diverges (non-finite values, or a loss far above its start) stops with a `ValueError`
+      (`NonFiniteTrainingCallback`), and weights holding NaN or infinite values are never saved (`save_model`):
+      the last checkpoint written is the last finite one.
+    - An interruption of `train` (Ctrl-C; SIGTERM under `hf_ctx.tools.errors.run_script`) gets the step reached
+      and the last complete checkpoint as notes, which the scripts print in a few lines with the command that
+      resumes. Resumed, the logging, evaluation and save steps given as shares of the run are compared with the
+      checkpoint's as the numbers they came to (`_steps_as_resumed`): no warning that 0.02 != 40.
     """
 
     def __init__(self, model=None, args: TrainingArguments | None = None, *rest, **kwargs):
@@ -678,10 +754,41 @@ class CtxTrainer(Trainer):
         if resume_from_checkpoint is not None and TRAIN_LOSS_OVER_GLOBAL_STEP:
             state_file = os.path.join(resume_from_checkpoint, "trainer_state.json")
             self._resumed_at_step = TrainerState.load_from_json(state_file).global_step
-        output = super().train(resume_from_checkpoint, *args, **kwargs)
+        resolved = _steps_as_resumed(self.args, resume_from_checkpoint)
+        given = {name: getattr(self.args, name) for name in resolved}
+        try:
+            for name, steps in resolved.items():
+                setattr(self.args, name, steps)
+            output = super().train(resume_from_checkpoint, *args, **kwargs)
+        except KeyboardInterrupt as interrupted:  # Ctrl-C, or SIGTERM under `hf_ctx.tools.errors.run_script`
+            self._note_interruption(interrupted)
+            raise
+        finally:
+            for name, steps in given.items():
+                setattr(self.args, name, steps)
         if self._resumed_at_step:
             output = output._replace(training_loss=output.metrics["train_loss"])  # as `log` corrected it
         return output
+
+    def _note_interruption(self, interrupted: KeyboardInterrupt) -> None:
+        """Add to an interruption of training the step it reached and what is kept (the latest complete
+        checkpoint, set as `interrupted.checkpoint` for the command that resumes), as notes that
+        `hf_ctx.tools.errors.interruptions_as_messages` prints."""
+        interrupted.add_note(f"training stopped at step {self.state.global_step} of {self.state.max_steps}")
+        try:
+            checkpoint = resolve_resume_checkpoint("latest", self.args.output_dir, **self._checkpoint_checks())
+        except ValueError:
+            checkpoint = None
+        interrupted.checkpoint = checkpoint
+        if checkpoint is not None:
+            interrupted.add_note(f"kept: the last checkpoint, {checkpoint}")
+        elif self.args.save_strategy == "no":
+            interrupted.add_note("kept: nothing (--save_strategy no saves no checkpoint to resume from)")
+        else:
+            interrupted.add_note(
+                f"kept: nothing yet (a checkpoint is saved every {self.state.save_steps} steps; --save_steps sets "
+                "another number)"
+            )
 
     def log(self, logs: dict, *args, **kwargs) -> None:
         """`Trainer.log`; the end of a resumed run's training logs its `train_loss` over the steps it trained
