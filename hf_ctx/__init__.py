@@ -55,7 +55,7 @@ from .modeling_elmo import (
     ElmoModel,
     ElmoPreTrainedModel,
 )
-from .modeling_taglm import TagLMForTokenClassification, TagLMPreTrainedModel
+from .modeling_taglm import TagLMForTokenClassification, TagLMModel, TagLMPreTrainedModel
 from .tag_schemes import allowed_transitions
 from .tokenization_elmo import ElmoTokenizer
 from .tools.families import AUTO_CLASSES, MODEL_FAMILIES  # the registry: every family's classes, per task

@@ -20,7 +20,8 @@ TagLM folder is complete on its own.
 `logits` are the CRF's max-marginal scores (the best sequence score with tag j at word i), not the raw
 emissions: their per-word argmax is the CRF's Viterbi decoding, so `Trainer`'s usual `compute_metrics`
 (argmax over logits) and `pipeline("token-classification", pipeline_class=WordTokenClassificationPipeline)` report
-what the CRF decodes.
+what the CRF decodes. `TagLMModel` (what `AutoModel` loads from a tagger's folder) is the tagger without its
+classifier and CRF: the second biRNN's states, from the same weights.
 """
 
 import logging
@@ -31,7 +32,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 from transformers import PreTrainedModel
 from transformers import initialization as init
-from transformers.modeling_outputs import TokenClassifierOutput
+from transformers.modeling_outputs import BaseModelOutput, TokenClassifierOutput
 from transformers.utils.generic import can_return_tuple
 
 from .configuration_elmo import ElmoConfig
@@ -86,8 +87,11 @@ class CharacterEncoder(nn.Module):
         return torch.cat([final[0], final[1]], dim=-1)
 
 
-class TagLMPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, AccumulatedBatchLossMixin, PreTrainedModel):
-    """Weight initialisation and loading for TagLM models."""
+class TagLMPreTrainedModel(
+    FrozenBiLMMixin, AutoMapMixin, ParameterMemoryMixin, AccumulatedBatchLossMixin, PreTrainedModel
+):
+    """Weight initialisation and loading for TagLM models, and the layers both share up to the second biRNN (the
+    biLM frozen in both)."""
 
     config_class = TagLMConfig
     base_model_prefix = "taglm"
@@ -121,30 +125,9 @@ class TagLMPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, AccumulatedBatchL
         elif isinstance(module, ConditionalRandomField):
             init_crf_weights(module)
 
-
-class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
-    """TagLM: word + character representation, biRNN, frozen biLM states, biRNN, linear, CRF.
-
-    Inputs come from an `ElmoTokenizer` with a word vocabulary (the biLM's, when there is a biLM):
-        input_ids: (B, W, C) character ids of each word.
-        attention_mask: (B, W) 1 on words, 0 on padding (words first); derived from `input_ids` when omitted.
-        input_word_ids: (B, W) word ids in [0, vocab_size).
-        labels: (B, W) gold tag ids; every word needs one (-100 only on padding).
-        bilm_hidden_states: (B, W, L + 1, 2P), optional: the frozen biLM's layers for these words, computed
-            beforehand (e.g. by `hf_ctx.data.bilm_cache`); the biLM does not run then.
-
-    Outputs (`TokenClassifierOutput`):
-        loss: mean over sentences of the CRF negative log-likelihood (when `labels` are given).
-        logits: (B, W, num_labels) CRF max-marginal scores; `logits.argmax(-1)` is the Viterbi tag sequence.
-        hidden_states: with `output_hidden_states`, the token representation (B, W, E + C), the first RNN's
-            output concatenated with the biLM states, and the second RNN's output (B, W, 2R).
-    """
-
-    gradient_checkpointing = False  # set by transformers' `gradient_checkpointing_enable`
-
-    def __init__(self, config: TagLMConfig):
-        super().__init__(config)
-        self.num_labels = config.num_labels
+    def _build_encoder(self, config: TagLMConfig) -> None:
+        """The layers up to the second biRNN, as attributes of the model itself (not a submodule), so that a
+        tagger's checkpoint and a TagLMModel's have the same weight names."""
         self.word_embeddings = nn.Embedding(config.vocab_size, config.word_embedding_dim)
         self.char_encoder = CharacterEncoder(config)
         rnn_class = nn.GRU if config.rnn_type == "gru" else nn.LSTM
@@ -173,13 +156,128 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
             2 * config.rnn_hidden_size + bilm_dim, config.rnn_hidden_size, batch_first=True, bidirectional=True
         )
         self.dropout = nn.Dropout(config.dropout)
+
+    def frozen_bilm(self) -> nn.Module | None:
+        return self.bilm
+
+    def _encode(self, input_ids, mask, input_word_ids, bilm_hidden_states):
+        """The token representation (B, W, E + C), the first biRNN's output concatenated with the biLM states,
+        and the second biRNN's output (B, W, 2R), for inputs checked by `_validate`."""
+        lengths = mask.sum(1)
+        # Characters are encoded for real words only: padding words can be most of a batch.
+        chars = torch.zeros(*mask.shape, self.char_encoder.output_dim, device=input_ids.device)
+        chars = chars.to(self.word_embeddings.weight.dtype)
+        if mask.any():
+            chars[mask] = self.char_encoder(input_ids[mask]).to(chars.dtype)
+        # Padding words may hold any id: only the words' ids were checked.
+        tokens = torch.cat([self.word_embeddings(input_word_ids.masked_fill(~mask, 0)), chars], dim=-1)
+        first = checkpointed(self, run_packed_rnn, self.first_rnn, self.dropout(tokens), lengths)
+        if self.bilm is not None:
+            if bilm_hidden_states is not None:
+                states = bilm_hidden_states.unbind(dim=2)
+            else:
+                with torch.no_grad():
+                    states = self.bilm.word_hidden_states(input_ids, mask)  # the inputs were checked above
+            first = torch.cat([first, *(states[i].to(first.dtype) for i in self.config.bilm_layers)], dim=-1)
+        second = checkpointed(self, run_packed_rnn, self.second_rnn, self.dropout(first), lengths)
+        return tokens, first, second
+
+    def _validate(self, input_ids, attention_mask, input_word_ids, labels, bilm_hidden_states=None) -> torch.Tensor:
+        """`forward`'s inputs checked where they enter (`input_checks`): ELMo's checks of the character ids (TagLM
+        reads the same encoding), then the word ids, labels and cached biLM states; the word mask (B, W)."""
+        config = self.config
+        n_characters = config.n_characters
+        if self.bilm is not None:
+            # The biLM reads the same ids and runs without checks of its own (`word_hidden_states`): its limits
+            # are checked here. Its width equals the tagger's (see `__init__`).
+            check_sentence_length(self.bilm.config, input_ids)
+            n_characters = min(n_characters, self.bilm.config.char_cnn["n_characters"])
+        mask = check_character_ids(input_ids, attention_mask, config.max_characters_per_token, n_characters)
+        if input_ids.shape[1] == 0:
+            raise ValueError(f"input_ids hold no words (shape {tuple(input_ids.shape)}); TagLM tags at least one word")
+        if input_word_ids is None:
+            raise ValueError("TagLM needs input_word_ids (batch, words): use an ElmoTokenizer with a word vocabulary")
+        check_word_ids(config, input_word_ids, mask)
+        if labels is not None:
+            check_labels_shape(labels, mask)
+            check_gold_tags(self.crf, labels, mask, config)
+        if bilm_hidden_states is not None:
+            if self.bilm is None:
+                raise ValueError("bilm_hidden_states given, but this TagLM has no biLM (bilm_config is None)")
+            check_bilm_hidden_states(self.bilm.config, bilm_hidden_states, mask)
+        return mask
+
+
+class TagLMModel(TagLMPreTrainedModel):
+    """A TagLM tagger without its classifier and CRF: `AutoModel` on a tagger's folder loads this, with the
+    tagger's weights (the same names), to give its second biRNN's states as word features.
+
+    Inputs as `TagLMForTokenClassification`'s, without `labels`.
+
+    Outputs (`BaseModelOutput`):
+        last_hidden_state: (B, W, 2R) the second biRNN's output, 0 at padding words.
+        hidden_states: with `output_hidden_states`, the token representation (B, W, E + C), the first RNN's
+            output concatenated with the biLM states, and the second RNN's output (B, W, 2R).
+    """
+
+    gradient_checkpointing = False  # set by transformers' `gradient_checkpointing_enable`
+    # A tagger's folder holds the head too; its weights are left out here by design.
+    _keys_to_ignore_on_load_unexpected = [r"^classifier\.", r"^crf\."]
+
+    def __init__(self, config: TagLMConfig):
+        super().__init__(config)
+        self._build_encoder(config)
+        self.post_init()
+        self._freeze_bilm()
+
+    @can_return_tuple
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        input_word_ids: torch.Tensor | None = None,
+        output_hidden_states: bool | None = None,
+        bilm_hidden_states: torch.Tensor | None = None,
+        **kwargs,
+    ) -> BaseModelOutput | tuple:
+        output_hidden_states = (
+            self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
+        )
+        mask = self._validate(input_ids, attention_mask, input_word_ids, None, bilm_hidden_states)
+        tokens, first, second = self._encode(input_ids, mask, input_word_ids, bilm_hidden_states)
+        return BaseModelOutput(
+            last_hidden_state=second, hidden_states=(tokens, first, second) if output_hidden_states else None
+        )
+
+
+class TagLMForTokenClassification(TagLMPreTrainedModel):
+    """TagLM: word + character representation, biRNN, frozen biLM states, biRNN, linear, CRF.
+
+    Inputs come from an `ElmoTokenizer` with a word vocabulary (the biLM's, when there is a biLM):
+        input_ids: (B, W, C) character ids of each word.
+        attention_mask: (B, W) 1 on words, 0 on padding (words first); derived from `input_ids` when omitted.
+        input_word_ids: (B, W) word ids in [0, vocab_size).
+        labels: (B, W) gold tag ids; every word needs one (-100 only on padding).
+        bilm_hidden_states: (B, W, L + 1, 2P), optional: the frozen biLM's layers for these words, computed
+            beforehand (e.g. by `hf_ctx.data.bilm_cache`); the biLM does not run then.
+
+    Outputs (`TokenClassifierOutput`):
+        loss: mean over sentences of the CRF negative log-likelihood (when `labels` are given).
+        logits: (B, W, num_labels) CRF max-marginal scores; `logits.argmax(-1)` is the Viterbi tag sequence.
+        hidden_states: with `output_hidden_states`, the token representation (B, W, E + C), the first RNN's
+            output concatenated with the biLM states, and the second RNN's output (B, W, 2R).
+    """
+
+    gradient_checkpointing = False  # set by transformers' `gradient_checkpointing_enable`
+
+    def __init__(self, config: TagLMConfig):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self._build_encoder(config)
         self.classifier = nn.Linear(2 * config.rnn_hidden_size, config.num_labels)
         self.crf = tagger_crf(config)
         self.post_init()
         self._freeze_bilm()
-
-    def frozen_bilm(self) -> nn.Module | None:
-        return self.bilm
 
     @classmethod
     def from_bilm(cls, bilm: "str | Path | ElmoModel", config: TagLMConfig) -> "TagLMForTokenClassification":
@@ -220,24 +318,7 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
             self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
         )
         mask = self._validate(input_ids, attention_mask, input_word_ids, labels, bilm_hidden_states)
-        lengths = mask.sum(1)
-
-        # Characters are encoded for real words only: padding words can be most of a batch.
-        chars = torch.zeros(*mask.shape, self.char_encoder.output_dim, device=input_ids.device)
-        chars = chars.to(self.word_embeddings.weight.dtype)
-        if mask.any():
-            chars[mask] = self.char_encoder(input_ids[mask]).to(chars.dtype)
-        # Padding words may hold any id: only the words' ids were checked.
-        tokens = torch.cat([self.word_embeddings(input_word_ids.masked_fill(~mask, 0)), chars], dim=-1)
-        first = checkpointed(self, run_packed_rnn, self.first_rnn, self.dropout(tokens), lengths)
-        if self.bilm is not None:
-            if bilm_hidden_states is not None:
-                states = bilm_hidden_states.unbind(dim=2)
-            else:
-                with torch.no_grad():
-                    states = self.bilm.word_hidden_states(input_ids, mask)  # the inputs were checked above
-            first = torch.cat([first, *(states[i].to(first.dtype) for i in self.config.bilm_layers)], dim=-1)
-        second = checkpointed(self, run_packed_rnn, self.second_rnn, self.dropout(first), lengths)
+        tokens, first, second = self._encode(input_ids, mask, input_word_ids, bilm_hidden_states)
         emissions = self.classifier(self.dropout(second))
 
         logits, loss = crf_logits_and_loss(self.crf, emissions, mask, labels)
@@ -246,31 +327,6 @@ class TagLMForTokenClassification(FrozenBiLMMixin, TagLMPreTrainedModel):
         return TokenClassifierOutput(
             loss=loss, logits=logits, hidden_states=(tokens, first, second) if output_hidden_states else None
         )
-
-    def _validate(self, input_ids, attention_mask, input_word_ids, labels, bilm_hidden_states=None) -> torch.Tensor:
-        """`forward`'s inputs checked where they enter (`input_checks`): ELMo's checks of the character ids (TagLM
-        reads the same encoding), then the word ids, labels and cached biLM states; the word mask (B, W)."""
-        config = self.config
-        n_characters = config.n_characters
-        if self.bilm is not None:
-            # The biLM reads the same ids and runs without checks of its own (`word_hidden_states`): its limits
-            # are checked here. Its width equals the tagger's (see `__init__`).
-            check_sentence_length(self.bilm.config, input_ids)
-            n_characters = min(n_characters, self.bilm.config.char_cnn["n_characters"])
-        mask = check_character_ids(input_ids, attention_mask, config.max_characters_per_token, n_characters)
-        if input_ids.shape[1] == 0:
-            raise ValueError(f"input_ids hold no words (shape {tuple(input_ids.shape)}); TagLM tags at least one word")
-        if input_word_ids is None:
-            raise ValueError("TagLM needs input_word_ids (batch, words): use an ElmoTokenizer with a word vocabulary")
-        check_word_ids(config, input_word_ids, mask)
-        if labels is not None:
-            check_labels_shape(labels, mask)
-            check_gold_tags(self.crf, labels, mask, config)
-        if bilm_hidden_states is not None:
-            if self.bilm is None:
-                raise ValueError("bilm_hidden_states given, but this TagLM has no biLM (bilm_config is None)")
-            check_bilm_hidden_states(self.bilm.config, bilm_hidden_states, mask)
-        return mask
 
 
 __all__ = ["TagLMForTokenClassification", "TagLMPreTrainedModel"]

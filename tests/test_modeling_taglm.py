@@ -281,6 +281,31 @@ def test_checkpoint_holds_the_bilm_and_reloads_through_auto_classes(bilm_dir, tm
     torch.testing.assert_close(reloaded(**inputs).logits, model(**inputs).logits)
 
 
+def test_automodel_on_a_tagger_folder_gives_its_second_rnn_states(bilm_dir, tmp_path, caplog):
+    """AutoModel on a tagger's folder is the base model (transformers' convention): TagLMModel, with the tagger's
+    weights name for name, its frozen biLM, and last_hidden_state equal to the tagger's last hidden state."""
+    from transformers import AutoModel
+
+    from hf_ctx import TagLMModel
+
+    model = TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS))).eval()
+    out = tmp_path / "taglm"
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(bilm_dir).save_pretrained(out)
+    base = AutoModel.from_pretrained(out).eval()
+    assert type(base) is TagLMModel
+    tagger_weights = model.state_dict()
+    for name, value in base.state_dict().items():
+        assert torch.equal(value, tagger_weights[name]), name
+    assert set(tagger_weights) - set(base.state_dict()) == {
+        name for name in tagger_weights if name.startswith(("classifier.", "crf."))
+    }
+    assert not any(p.requires_grad for p in base.bilm.parameters())
+    inputs = encode(AutoTokenizer.from_pretrained(out), SENTENCES)
+    expected = model(**inputs, output_hidden_states=True).hidden_states[-1]
+    torch.testing.assert_close(base(**inputs).last_hidden_state, expected)
+
+
 def test_bilm_layer_out_of_range_is_an_error(bilm_dir):
     with pytest.raises(ValueError, match="bilm_layers contains 3, but the biLM has 3 layers"):
         TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS), bilm_layers=[3]))
