@@ -28,6 +28,7 @@ from experiment_lib import (
     pretrain_on_wiki,
     run_example,
     seed_table,
+    smoke_slice,
     write_results_json,
 )
 
@@ -43,6 +44,14 @@ TASKS = {
 
 PRESETS = {
     "smoke": {
+        # every stage on the first lines of each file, so that it takes minutes
+        "slice": {
+            "wiki/wiki.train.0.txt.gz": 300,
+            "wiki/wiki.valid.txt.gz": 40,
+            "conll2003/eng.train": 600,
+            "conll2003/eng.testa": 300,
+            **{f"glue/{task}/{split}.tsv": 60 for task in ("CoLA", "SST-2", "MRPC", "RTE") for split in ("train", "dev")},
+        },
         "shards": ["wiki.train.0.txt.gz"],
         "size": "tiny",
         "pretrain": [
@@ -244,6 +253,8 @@ def main(argv=None):
     args.device = [] if args.preset == "gpu" else ["--use_cpu"]
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if "slice" in preset:
+        args.data_dir = smoke_slice(args.data_dir, out, preset["slice"])
 
     sections, tables = [], []
     if args.bert is None:

@@ -58,6 +58,7 @@ from experiment_lib import (
     run_example,
     run_jobs,
     seed_table,
+    smoke_slice,
     write_results_json,
 )
 from transformers import AutoConfig, AutoTokenizer
@@ -85,6 +86,15 @@ AG_NEWS = ("agnews.dev.txt", "agnews.test.txt")
 # by default, and run_ner.py arguments for the taggers of each arm.
 PRESETS = {
     "smoke": {
+        # every stage on the first lines of each file (eng.train: about 140 sentences), so that it takes minutes
+        "slice": {
+            "wiki/wiki.train.0.txt.gz": 300,
+            "wiki/wiki.valid.txt.gz": 40,
+            "corpus/agnews.dev.txt": 100,
+            "corpus/agnews.test.txt": 100,
+            "conll2003/eng.train": 2000,
+            "conll2003/eng.testa": 300,
+        },
         "bilm": TINY_BILM,
         "shards": ["wiki.train.0.txt.gz"],
         "pretrain": [
@@ -522,6 +532,8 @@ def main(argv=None):
     preset = PRESETS[args.preset]
     out = Path(args.output_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    if "slice" in preset:
+        args.data_dir = smoke_slice(args.data_dir, out, preset["slice"])
     cache_dir = out / "bilm_cache"
     pretraining = args.bilm is None
     bilm = out / "bilm" if pretraining else Path(args.bilm).resolve()
