@@ -50,7 +50,11 @@ PRESETS = {
             "wiki/wiki.valid.txt.gz": 40,
             "conll2003/eng.train": 600,
             "conll2003/eng.testa": 300,
-            **{f"glue/{task}/{split}.tsv": 60 for task in ("CoLA", "SST-2", "MRPC", "RTE") for split in ("train", "dev")},
+            **{
+                f"glue/{task}/{split}.tsv": 60
+                for task in ("CoLA", "SST-2", "MRPC", "RTE")
+                for split in ("train", "dev")
+            },
         },
         "shards": ["wiki.train.0.txt.gz"],
         "size": "tiny",

@@ -225,7 +225,9 @@ def smoke_slice(data_dir: str | Path, out: Path, lines: dict[str, int]) -> str:
         if not source.is_file():
             continue
         kept, blocks = [], False
-        with gzip.open(source, "rt", encoding="utf-8") if name.endswith(".gz") else open(source, encoding="utf-8") as f:
+        with (
+            gzip.open(source, "rt", encoding="utf-8") if name.endswith(".gz") else open(source, encoding="utf-8") as f
+        ):
             for line in f:
                 blocks = blocks or not line.strip()
                 if len(kept) >= count and (not blocks or not line.strip()):
