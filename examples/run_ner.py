@@ -517,9 +517,12 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             data_format=conll.recognised_format(data["train"]),
             hyperparameters={"tag_scheme": scheme, "task_name": data_args.task_name},
         )
+    scores = trainer.compute_metrics
     with scripts.after_saving(trainer, training_args.do_train):
         for split in [s for s in ("validation", "test") if s in encoded] if training_args.do_predict else ():
             prefix = "predict" if split == "test" else "eval" if evaluate_while_predicting else "predict_validation"
+            # words without tags are not scored: seqeval over no gold entities only warns of empty means
+            trainer.compute_metrics = scores if split in tagged else None
             output = trainer.predict(encoded[split], metric_key_prefix=prefix)
             write_predictions(trainer, split, output, pieces, data, label_column)
             if split in tagged:  # words without tags: predictions only

@@ -138,3 +138,18 @@ def test_the_trainer_applies_num_threads(tmp_path, restore_threads):
     assert torch.get_num_threads() == 2
     with pytest.raises(ValueError, match="--num_threads must be at least 1, got 0"):
         CtxTrainingArguments(output_dir=str(tmp_path), num_threads=0)
+
+
+def test_a_run_that_only_evaluates_or_predicts_does_not_say_it_trains(tmp_path, restore_threads, monkeypatch, caplog):
+    """The threads' first message names what they are for: a predict-only run said "training with 1 CPU thread"."""
+    monkeypatch.setattr(transformers.Trainer, "evaluate", lambda self, *a, **k: {})
+    monkeypatch.setattr(transformers.Trainer, "predict", lambda self, *a, **k: None)
+    for method, activity in (("predict", "predicting"), ("evaluate", "evaluating")):
+        args = CtxTrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none", num_threads=2)
+        trainer = CtxTrainer(model=torch.nn.Linear(10, 10), args=args)
+        torch.set_num_threads(1)
+        caplog.clear()
+        with caplog.at_level("INFO", logger="hf_ctx.tools.cpu_threads"):
+            getattr(trainer, method)(None)
+        assert f"{activity} with 2 CPU thread(s) (--num_threads)" in caplog.text
+        assert "training with" not in caplog.text

@@ -46,3 +46,17 @@ def test_the_picture_has_a_panel_per_curve_and_is_skipped_without_matplotlib(tmp
         "not drawing none.png: the run logged no training loss and no evaluation",
         "not drawing skipped.png: matplotlib, a dependency of hf_ctx, is not installed (pip install matplotlib)",
     ]
+
+
+def test_a_curve_of_one_evaluation_writes_its_value_and_says_so():
+    """A run evaluated once drew its metric panels as a lone dot, no value to read."""
+    figure_module = pytest.importorskip("matplotlib.figure")
+    from hf_ctx.tools.plots import curves_figure
+
+    figure = curves_figure(training_curves(LOG_HISTORY), figure_module.Figure)
+    panels = {axes.get_title(): [text.get_text() for text in axes.texts] for axes in figure.axes if axes.get_visible()}
+    assert panels == {
+        "training loss": [],  # three points: a line, no values written
+        "eval_loss (one evaluation, at step 10)": ["1.5"],
+        "eval_f1 (one evaluation, at step 10)": ["0.25"],
+    }

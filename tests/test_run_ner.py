@@ -3,6 +3,7 @@
 import json
 import logging
 import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -496,8 +497,11 @@ def test_untagged_conll_and_plain_text_get_the_tags_of_the_tagged_file(corpus, t
     text = tmp_path / "text.txt"
     text.write_text("".join(" ".join(s["tokens"]) + "\n" for s in sentences))
     expected = [line.split()[::4] for line in predict(tagged).splitlines()]  # word and predicted tag
-    assert [line.split() for line in predict(words_only).splitlines()] == expected
-    assert [line.split() for line in predict(text, "--test_file_format", "text").splitlines()] == expected
+    with warnings.catch_warnings(record=True) as caught:  # words without tags are not scored, so nothing warns
+        warnings.simplefilter("always", RuntimeWarning)
+        assert [line.split() for line in predict(words_only).splitlines()] == expected
+        assert [line.split() for line in predict(text, "--test_file_format", "text").splitlines()] == expected
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in caught]
     assert not (tmp_path / "predict-words.conll" / "predict_results.json").exists()  # no gold, no scores
     # Raw text is split as CoNLL data is: punctuation off the word.
     raw = tmp_path / "raw.txt"

@@ -3,6 +3,8 @@ scripts' own tests run them end to end)."""
 
 import io
 import logging
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -719,3 +721,17 @@ def test_config_overrides_with_a_config_class_refuse_a_field_it_has_not():
         parse_config_overrides("hiden_size=64", CtxBertConfig)  # a typo, which a config would keep unused
     with pytest.raises(ValueError, match=r"sets \['dim'\], which BertConfig has no field"):
         parse_config_overrides('{"dim": 3}', BertConfig)
+
+
+def test_a_huggingface_hub_warning_is_printed_once(tmp_path):
+    """huggingface_hub's warnings (the retries of an offline run) went to its own handler and to the root one that
+    setup_logging installs: each line came twice. A fresh process, as a script runs."""
+    probe = (
+        "import logging; from transformers import TrainingArguments; from hf_ctx.tools.scripts import setup_logging\n"
+        f"setup_logging(TrainingArguments(output_dir={str(tmp_path)!r}, use_cpu=True, report_to='none'), "
+        "logging.getLogger('probe'))\n"
+        "logging.getLogger('huggingface_hub.utils._http').warning('Retrying in 1s [Retry 1/5].')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert (result.stdout + result.stderr).count("Retrying in 1s [Retry 1/5].") == 1

@@ -9,8 +9,9 @@ accuracy against steps).
     python examples/experiments/bert_glue_conll.py --preset gpu --data_dir ../shared/data --output_dir runs/bert_gpu
 
 `--data_dir` holds `wiki/` (gzip shards), `glue/` (glue_data layout) and `conll2003/`. `--bert DIR` reuses a BERT
-pretrained before; `--tasks` picks a subset. `--preset smoke` runs everything in seconds on tiny data (for the
-test of this script), not as an experiment.
+pretrained before; `--tasks` picks a subset. `--preset smoke` runs every stage on the first lines of
+each file of `--data_dir` (60 of each GLUE file, about 40 sentences of eng.train) with two seeds, to check the
+command, not as an experiment: minutes, not seconds.
 """
 
 import argparse
@@ -28,6 +29,7 @@ from experiment_lib import (
     pretrain_on_wiki,
     run_example,
     seed_table,
+    smoke_slice,
     write_results_json,
 )
 
@@ -43,6 +45,19 @@ TASKS = {
 
 PRESETS = {
     "smoke": {
+        # every stage on the first lines of each file, so that it takes minutes
+        "slice": {
+            "wiki/wiki.train.0.txt.gz": 300,
+            "wiki/wiki.valid.txt.gz": 40,
+            "conll2003/eng.train": 600,
+            "conll2003/eng.testa": 300,
+            **{
+                f"glue/{task}/{split}.tsv": 60
+                for task in ("CoLA", "SST-2", "MRPC", "RTE")
+                for split in ("train", "dev")
+            },
+        },
+        "seeds": [0, 1],  # two show the tables' ranges; a third adds minutes
         "shards": ["wiki.train.0.txt.gz"],
         "size": "tiny",
         "pretrain": [
@@ -238,12 +253,15 @@ def main(argv=None):
     parser.add_argument("--output_dir", required=True)
     parser.add_argument("--bert", help="a BERT pretrained before (pretrain_bert.py output), instead of pretraining")
     parser.add_argument("--tasks", nargs="+", choices=list(TASKS), default=list(TASKS))
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--seeds", type=int, nargs="+", help="default: 0 1 2 (the smoke preset: 0 1)")
     args = parser.parse_args(argv)
     preset = PRESETS[args.preset]
+    args.seeds = args.seeds or preset.get("seeds", [0, 1, 2])
     args.device = [] if args.preset == "gpu" else ["--use_cpu"]
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if "slice" in preset:
+        args.data_dir = smoke_slice(args.data_dir, out, preset["slice"])
 
     sections, tables = [], []
     if args.bert is None:

@@ -6,6 +6,7 @@ Tables give each cell as mean (min–max) over seeds, with every seed's value be
 the claim "every seed of the pretrained model beats every seed of the control" directly.
 """
 
+import gzip
 import importlib.util
 import json
 import math
@@ -13,6 +14,7 @@ import multiprocessing
 import os
 import shutil
 import statistics
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -24,14 +26,17 @@ import torch
 from safetensors.torch import load_file
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from hf_ctx.data.atomic_write import write_text
+from hf_ctx.data.atomic_write import atomic_write, write_text
 from hf_ctx.tools.trainer import missing_checkpoint_files
 
 EXAMPLES = Path(__file__).resolve().parents[1]
 
 
 def load_example(name: str):
-    """The module of `examples/<name>.py`, whose `main(argv)` runs it and returns its metrics."""
+    """The module of `examples/<name>.py`, whose `main(argv)` runs it and returns its metrics. `examples/` goes on
+    the import path first, as running the script puts it there: the scripts import their sibling `script_help`."""
+    if str(EXAMPLES) not in sys.path:
+        sys.path.insert(0, str(EXAMPLES))
     spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -207,6 +212,34 @@ def pretrain_on_wiki(script: str, data_dir: str | Path, preset: dict, device: li
         run_dir,
         resume=True,
     )
+
+
+def smoke_slice(data_dir: str | Path, out: Path, lines: dict[str, int]) -> str:
+    """The folder `out/smoke_data` holding the first lines of each file of `data_dir` that `lines` names (its path
+    in `data_dir` -> how many lines; a file of blank-line-separated blocks, CoNLL's sentences, goes on to the end of
+    the block its last line is in), so that a smoke run does every stage on a tiny slice of the real data. Files
+    `data_dir` lacks are left out (the stage that reads one names it); gzip files stay gzip files."""
+    folder = Path(out) / "smoke_data"
+    for name, count in lines.items():
+        source, target = Path(data_dir) / name, folder / name
+        if not source.is_file():
+            continue
+        kept, blocks = [], False
+        with (
+            gzip.open(source, "rt", encoding="utf-8") if name.endswith(".gz") else open(source, encoding="utf-8") as f
+        ):
+            for line in f:
+                blocks = blocks or not line.strip()
+                if len(kept) >= count and (not blocks or not line.strip()):
+                    break
+                kept.append(line)
+        data = "".join(kept).encode("utf-8")
+        data = gzip.compress(data, mtime=0) if name.endswith(".gz") else data
+        if not target.is_file() or target.read_bytes() != data:  # an unchanged file keeps the scripts' data cache
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_write(target, "wb") as f:
+                f.write(data)
+    return str(folder)
 
 
 def mean_min_max(values: Sequence[float], counts: bool = False) -> str:

@@ -131,9 +131,10 @@ class CpuThreadsCallback(TrainerCallback):
         self.usage = usage or CoreUsage()
         self.decided = False
 
-    def update(self, wait: bool = False) -> None:
+    def update(self, wait: bool = False, activity: str = "training") -> None:
         """Measure and set the threads where none were set yet, or `RECHECK_SECONDS` have passed; with `wait`,
-        first wait for a window of `MIN_WINDOW_SECONDS` to measure over."""
+        first wait for a window of `MIN_WINDOW_SECONDS` to measure over. `activity` ("training", "evaluating",
+        "predicting") is what the first message says the threads are for: a run that only predicts trains nothing."""
         since = self.usage.seconds_since_reading()
         if self.decided and (self.num_threads is not None or since < RECHECK_SECONDS):
             return
@@ -149,10 +150,10 @@ class CpuThreadsCallback(TrainerCallback):
             return
         torch.set_num_threads(chosen)
         if self.num_threads is not None:
-            logger.info(f"training with {chosen} CPU thread(s) (--num_threads)")
+            logger.info(f"{activity} with {chosen} CPU thread(s) (--num_threads)")
         elif first:
             logger.info(
-                f"training with {chosen} CPU thread(s): {busy:.1f} of {cores} cores are busy with other processes "
+                f"{activity} with {chosen} CPU thread(s): {busy:.1f} of {cores} cores are busy with other processes "
                 f"(checked again every {RECHECK_SECONDS:.0f} s; --num_threads fixes the number)"
             )
         else:

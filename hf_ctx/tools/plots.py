@@ -63,20 +63,30 @@ def write_training_curves(path: str | os.PathLike, curves: dict[str, tuple[list,
             "(pip install matplotlib)"
         )
         return False
-    columns = min(len(curves), _COLUMNS)
-    rows = -(-len(curves) // columns)
-    # A Figure of its own, not pyplot's: no display, and no state shared with the user's plots.
-    figure = Figure(figsize=(_PANEL_SIZE[0] * columns, _PANEL_SIZE[1] * rows), layout="constrained")
+    figure = curves_figure(curves, Figure)
     FigureCanvasAgg(figure)
-    for axes, (name, (steps, values)) in zip(figure.subplots(rows, columns, squeeze=False).flat, curves.items()):
-        axes.plot(steps, values, marker="o" if len(steps) < 20 else None)
-        axes.set_title(name)
-        axes.set_xlabel("step")
-        axes.grid(alpha=0.3)
-    for axes in figure.axes[len(curves) :]:
-        axes.set_visible(False)
     image = io.BytesIO()
     figure.savefig(image, format="png", dpi=100)
     with atomic_write(path, "wb") as f:
         f.write(image.getvalue())
     return True
+
+
+def curves_figure(curves: dict[str, tuple[list, list]], figure_class):
+    """The figure `write_training_curves` draws: a panel per curve, `_COLUMNS` to a row. A curve of one point
+    (a run evaluated once) would be a lone dot: its panel writes the value beside it and says "one evaluation"."""
+    columns = min(len(curves), _COLUMNS)
+    rows = -(-len(curves) // columns)
+    # A Figure of its own, not pyplot's: no display, and no state shared with the user's plots.
+    figure = figure_class(figsize=(_PANEL_SIZE[0] * columns, _PANEL_SIZE[1] * rows), layout="constrained")
+    for axes, (name, (steps, values)) in zip(figure.subplots(rows, columns, squeeze=False).flat, curves.items()):
+        axes.plot(steps, values, marker="o" if len(steps) < 20 else None)
+        if len(steps) == 1:
+            axes.annotate(f"{values[0]:.4g}", (steps[0], values[0]), xytext=(8, 4), textcoords="offset points")
+            name = f"{name} (one evaluation, at step {steps[0]})"
+        axes.set_title(name)
+        axes.set_xlabel("step")
+        axes.grid(alpha=0.3)
+    for axes in figure.axes[len(curves) :]:
+        axes.set_visible(False)
+    return figure

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import datasets
+import huggingface_hub.utils.logging
 import torch
 import transformers
 from transformers import HfArgumentParser, Trainer, TrainingArguments
@@ -52,7 +53,8 @@ def setup_logging(training_args: TrainingArguments, logger: logging.Logger) -> N
     the main one, unless `--log_on_each_node` and friends say otherwise) and at WARNING on the others;
     `--log_level` / `--log_level_replica` set another level. transformers and `datasets` keep their own default
     (WARNING), so the Trainer prints its progress bar and metrics but not its INFO chatter (every config it
-    loads, every file it saves), unless `--log_level info` asks for it. Without an accelerator,
+    loads, every file it saves), unless `--log_level info` asks for it; huggingface_hub's warnings are printed
+    once, by its own handler. Without an accelerator,
     `dataloader_pin_memory` is turned off: pinned memory only serves copies to a GPU, and the DataLoader warns
     about it on every run. Where the output goes to a file, not a terminal, it is made to read well there
     (`plain_output_for_files`). Then `logger` says which hf_ctx version and process this is.
@@ -68,6 +70,9 @@ def setup_logging(training_args: TrainingArguments, logger: logging.Logger) -> N
         logging.getLogger(name).setLevel(own_level)
     datasets.utils.logging.set_verbosity(logging.WARNING if asked == "passive" else library_level)
     transformers.utils.logging.set_verbosity(library_level)
+    # huggingface_hub prints its warnings (an offline run's retries) with a handler of its own and also passes them
+    # on to the root logger's: each came twice. transformers and datasets keep theirs to their own handler too.
+    huggingface_hub.utils.logging.disable_propagation()
     if training_args.device.type == "cpu":
         training_args.dataloader_pin_memory = False
     if not progress_to_terminal():

@@ -800,12 +800,12 @@ class CtxTrainer(Trainer):
 
     def evaluate(self, *args, **kwargs):
         if self.cpu_threads is not None:
-            self.cpu_threads.update(wait=True)
+            self.cpu_threads.update(wait=True, activity="evaluating")
         return super().evaluate(*args, **kwargs)
 
     def predict(self, *args, **kwargs):
         if self.cpu_threads is not None:
-            self.cpu_threads.update(wait=True)
+            self.cpu_threads.update(wait=True, activity="predicting")
         return super().predict(*args, **kwargs)
 
     def _push_from_checkpoint(self, checkpoint_folder: str) -> None:
