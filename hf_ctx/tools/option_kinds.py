@@ -296,7 +296,6 @@ TRAINING_OPTION_KINDS = {
         "steps, or -1 for --num_train_epochs", lambda option, value: _steps_or_unset(option, value), int
     ),
     "warmup_steps": NON_NEGATIVE_NUMBER,  # transformers 5: steps, or below 1 a share of the run
-    "warmup_ratio": PROBABILITY,
     "per_device_train_batch_size": BATCH_SIZE,
     "per_device_eval_batch_size": BATCH_SIZE,
     "gradient_accumulation_steps": count(at_most=1_000_000),
@@ -308,7 +307,6 @@ TRAINING_OPTION_KINDS = {
     "adam_beta2": BETA,
     "seed": SEED,
     "data_seed": SEED,
-    "logging_dir": OUTPUT_FOLDER,
     "resume_from_checkpoint": TEXT,  # a checkpoint folder or "latest": checked where it is resolved
     "dataloader_num_workers": count_or_zero("load in the main process"),
     "dataloader_prefetch_factor": COUNT,
@@ -319,6 +317,11 @@ TRAINING_OPTION_KINDS = {
     "hub_token": TEXT,
     "torch_compile_backend": TEXT,
     "metric_for_best_model": TEXT,
+    "length_column_name": TEXT,
+    "neftune_noise_alpha": POSITIVE_NUMBER,
+    "torch_empty_cache_steps": COUNT,
+    "ddp_bucket_cap_mb": COUNT,
+    "ddp_timeout": COUNT,
     # hf_ctx.tools.trainer.CtxTrainingArguments' own (declared here, not in its fields' metadata: users parse it
     # with transformers' HfArgumentParser, which hands all metadata to argparse)
     "logging_steps": POSITIVE_NUMBER,
