@@ -13,12 +13,13 @@ pytest.importorskip("evaluate")
 import run_ner
 import torch
 from seqeval.metrics import f1_score, precision_score, recall_score
-from transformers import AutoModel, AutoModelForTokenClassification, AutoTokenizer, HfArgumentParser, pipeline
+from transformers import AutoModel, AutoModelForTokenClassification, AutoTokenizer, pipeline
 
 from hf_ctx import ElmoConfig, ElmoForBiLM, ElmoTokenizer
 from hf_ctx.data.conll import read_conll
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
 from hf_ctx.tag_schemes import convert_tags, count_scheme_breaks
+from hf_ctx.tools.scripts import OptionParser
 from hf_ctx.tools.word_tagging_pipeline import WordTokenClassificationPipeline
 
 COMMON = [
@@ -275,7 +276,7 @@ def test_few_label_run_selects_on_a_held_out_slice_of_the_training_file_and_scor
     def split(max_train_samples, seed):
         argv = ["--train_file", str(corpus["train"]), "--validation_split_percentage", "25", "--seed", "0"]
         argv += ["--max_train_samples", str(max_train_samples), "--train_sample_seed", str(seed)]
-        args = HfArgumentParser((run_ner.DataArguments, run_ner.TrainingArguments)).parse_args_into_dataclasses(
+        args = OptionParser((run_ner.DataArguments, run_ner.TrainingArguments)).parse_args_into_dataclasses(
             [*argv, "--do_train", "--do_eval", "--output_dir", str(tmp_path / "unused")]
         )
         data, _ = run_ner.load_data(*args)
@@ -557,7 +558,7 @@ def test_bad_tag_data_is_named(corpus, tmp_path):
         run_ner.main(["--train_file", str(uneven), *common])
     with pytest.raises(ValueError, match=r"uneven.jsonl:1: no column\(s\) \['words'\]"):
         run_ner.main(["--train_file", str(uneven), "--text_column_name", "words", *common])
-    with pytest.raises(ValueError, match=r"--task_name 'srl': give one of \['ner', 'pos', 'chunk'\]"):
+    with pytest.raises(ValueError, match=r"--task_name must be one of \['ner', 'pos', 'chunk'\], got 'srl'"):
         run_ner.main(["--train_file", str(corpus["train"]), "--task_name", "srl", *common])
     dev = tmp_path / "dev.conll"
     dev.write_text("Fischer NNP I-NP O\nsaid XYZ I-VP O\n")

@@ -9,6 +9,7 @@ errors answer at once.
 import argparse
 import ast
 import importlib.util
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -275,12 +276,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+DEBUG_ENV = "HF_CTX_DEBUG"
+
+
+def _debug_from_environment() -> bool:
+    from .errors import debug_from_environment  # imports the package: only where the variable is set
+
+    return debug_from_environment()
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
     except (ValueError, OSError) as error:  # a wrong option: one line, status 1 (as every error of the input)
-        if "--debug" in argv:
+        if "--debug" in argv or (DEBUG_ENV in os.environ and _debug_from_environment()):
             raise
         print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
         raise SystemExit(1) from None
