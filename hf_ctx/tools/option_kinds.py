@@ -252,6 +252,12 @@ def _nothing(option, value):
     """A flag: the parser takes only true or false."""
 
 
+def check_flag(name: str, value) -> None:
+    """A Python argument that is True or False (a command line's flag is parsed as one)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+
+
 COUNT = count()
 # Sizes that set memory (a batch, a sequence length, a vocabulary): beyond these a run only fails at allocation.
 BATCH_SIZE = count(at_most=1_000_000, why=" (it sets the memory a batch takes)")

@@ -393,3 +393,75 @@ def test_a_validation_file_with_an_evaluation_strategy_is_read(places, capsys):
     check_inputs_are_read(run_glue.ARGUMENT_CLASSES[:-1], parsed, {"do_train": True, "do_eval": True})
     with pytest.raises(ValueError, match="--validation_file is read only with --do_eval"):
         check_inputs_are_read(run_glue.ARGUMENT_CLASSES[:-1], parsed, {"do_train": True, "do_eval": False})
+
+
+# --- public Python arguments -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_models(tmp_path_factory):
+    """A tiny ELMo biLM, an ELMo tagger and a BERT tagger with a CRF, saved."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import tiny_checkpoints
+
+    root = tmp_path_factory.mktemp("models")
+    folders = {}
+    for name, build in (
+        ("bilm", tiny_checkpoints.elmo_bilm),
+        ("elmo_tagger", tiny_checkpoints.elmo_crf_tagger),
+        ("bert_tagger", tiny_checkpoints.bert_crf_tagger),
+    ):
+        folder = root / name
+        folder.mkdir()
+        model, tokenizer = build(folder)
+        model.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        folders[name] = str(folder)
+    return folders
+
+
+def test_public_python_arguments_of_a_wrong_kind_are_one_error_naming_them(tiny_models, tmp_path):
+    """Each call gets one ValueError or TypeError whose message names the argument (before: a KeyError 'BAD', an
+    OverflowError of the tokenizer, torch's "Invalid device string", or a string embedded character by character
+    as if each were a word)."""
+    from transformers import pipeline
+
+    from hf_ctx import SubwordTokenClassificationPipeline, WordTokenClassificationPipeline, allennlp
+    from hf_ctx.tools.embed import ElmoEmbedder
+
+    text = tmp_path / "text.txt"
+    text.write_text("a b c\n")
+    embedder = ElmoEmbedder(tiny_models["bilm"], device="cpu")
+    words = pipeline(
+        "token-classification", model=tiny_models["elmo_tagger"], pipeline_class=WordTokenClassificationPipeline
+    )
+    subwords = pipeline(
+        "token-classification", model=tiny_models["bert_tagger"], pipeline_class=SubwordTokenClassificationPipeline
+    )
+    cases = [
+        ("device", lambda: ElmoEmbedder(tiny_models["bilm"], device="gpu9")),
+        ("sentences", lambda: embedder.embed_batch("a sentence")),
+        ("sentences[1]", lambda: embedder.embed_batch([["a"], "b c"])),
+        ("sentences", lambda: embedder.embed_batch(None)),
+        ("batch_size", lambda: embedder.embed_file(text, tmp_path / "out.hdf5", batch_size=True, progress=False)),
+        ("batch_size", lambda: embedder.embed_file(text, tmp_path / "out.hdf5", batch_size=0, progress=False)),
+        ("dropout", lambda: allennlp.Elmo(tiny_models["bilm"], None, 1, dropout=1.5)),
+        ("requires_grad", lambda: allennlp.Elmo(tiny_models["bilm"], None, 1, requires_grad="yes")),
+        ("num_output_representations", lambda: allennlp.Elmo(tiny_models["bilm"], None, "2")),
+        ("batch_size", lambda: list(allennlp.ElmoEmbedder(tiny_models["bilm"]).embed_sentences([["a"]], 0))),
+        ("aggregation_strategy", lambda: words("a b", aggregation_strategy="bad")),
+        ("ignore_labels", lambda: words("a b", ignore_labels="O")),
+        ("delimiter", lambda: words(["a", "b"], is_split_into_words=True, delimiter=3)),
+        ("is_split_into_words", lambda: words("a b", is_split_into_words="yes")),
+        ("input", lambda: words(123)),
+        ("aggregation_strategy", lambda: subwords("a b", aggregation_strategy="bad")),
+        ("stride", lambda: subwords("a b", stride=-1)),
+        ("ignore_labels", lambda: subwords("a b", ignore_labels="O")),
+        ("input", lambda: subwords(None)),
+    ]
+    for argument, call in cases:
+        with pytest.raises((ValueError, TypeError)) as raised:
+            call()
+        message = " ".join(str(raised.value).split())
+        assert argument in message, f"{argument}: {type(raised.value).__name__}: {message}"
+    assert not (tmp_path / "out.hdf5").exists()
