@@ -105,8 +105,7 @@ class DataArguments:
         default=None,
         metadata={
             "help": "your own training data: a .csv, .tsv or .json(l) file with text and label columns",
-            "kind": kinds.EXISTING_FILE,
-            "read_by": ("do_train",),
+            "kind": kinds.EXISTING_FILE,  # read by every step: its labels are the label set
         },
     )
     validation_file: str | None = field(

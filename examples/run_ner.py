@@ -140,8 +140,7 @@ class DataArguments:
         default=None,
         metadata={
             "help": "training data: a CoNLL column file, or a .json(l)/.csv/.tsv file of words and tags",
-            "kind": kinds.EXISTING_FILE,
-            "read_by": ("do_train",),
+            "kind": kinds.EXISTING_FILE,  # read by every step: its tags are the label set
         },
     )
     validation_file: str | None = field(

@@ -377,7 +377,7 @@ def test_bad_arguments(setup, tmp_path):
         run(setup, "rte", "RTE", tmp_path, "--do_predict")
     with pytest.raises(ValueError, match=r"MRPC/train.tsv:1: no column\(s\) \['sentence1'"):
         run(setup, "rte", "MRPC", tmp_path, "--do_eval")
-    with pytest.raises(ValueError, match="unknown GLUE task 'squad'"):
+    with pytest.raises(ValueError, match=r"--task_name must be one of \[.*\], got 'squad'"):
         run(setup, "squad", "MRPC", tmp_path, "--do_eval")
 
 

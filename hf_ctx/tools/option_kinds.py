@@ -266,7 +266,8 @@ VOCABULARY_SIZE = count(at_most=10_000_000, why=" (it sets the embeddings' memor
 WORKERS = count(at_most=1024, why=" (processes)")
 NUMBER = Kind("finite number", _finite_number, float)
 POSITIVE_NUMBER = Kind("positive number", _positive_number, float)
-RATE = Kind("rate", _positive_number, float)
+# A learning rate: 0 is allowed (a run that must leave weights as they are, as tests do); below 0 ascends.
+RATE = Kind("rate", _non_negative_number, float)
 NON_NEGATIVE_NUMBER = Kind("number of at least 0", _non_negative_number, float)
 PROBABILITY = Kind("probability", _probability, float)
 OPEN_PROBABILITY = Kind("probability above 0", _open_probability, float)

@@ -166,7 +166,7 @@ HOSTILE = {
     "count or 0": ["-1", "", "x"],
     "finite number": ["nan", "inf", "-inf", "", "x"],
     "positive number": ["0", "-1", "nan", "inf", ""],
-    "rate": ["0", "-1e-3", "nan", "inf", ""],
+    "rate": ["-1e-3", "nan", "inf", ""],
     "number of at least 0": ["-1", "nan", "inf", ""],
     "probability above 0": ["0", "1", "-1", "nan"],
     "probability": ["-1", "1", "nan", ""],
@@ -357,7 +357,7 @@ def test_a_negative_rate_after_an_equals_sign_is_refused_by_its_kind(capsys, sto
     import run_glue
 
     code, err = run_in_process(run_glue.main, ["--learning_rate=-1e-3"], capsys)
-    assert (code, err) == (1, "error: --learning_rate must be a positive number, got -0.001\n")
+    assert (code, err) == (1, "error: --learning_rate must be a finite number of at least 0, got -0.001\n")
 
 
 # --- an input the run would not read -----------------------------------------------------------------------------
