@@ -375,6 +375,8 @@ def test_validation_file_and_split_percentage_are_refused_together(corpus, tmp_p
 )
 def test_a_new_bert_tagger_refuses_what_it_cannot_use(corpus, tmp_path, options, error):
     """Options its family's record says a new BERT tagger has no use for are errors, not silently ignored."""
+    (tmp_path / "vectors.txt").write_text("the 0.1 0.2\n")  # there: its kind (a file) holds
+    options = [str(tmp_path / option) if option == "vectors.txt" else option for option in options]
     with pytest.raises(ValueError, match=error):
         run_ner.main(
             ["--model_type", "bert", "--vocab_size", "100", "--train_file", str(corpus["train"]), "--do_train"]
