@@ -32,13 +32,15 @@ from pathlib import Path
 
 import pretrain_elmo
 import run_ner
-from transformers import AutoConfig, AutoModelForTokenClassification, AutoTokenizer, HfArgumentParser, pipeline
+from transformers import AutoConfig, AutoModelForTokenClassification, AutoTokenizer, pipeline
 
 from hf_ctx import WordTokenClassificationPipeline
 from hf_ctx.data.atomic_write import write_text
 from hf_ctx.data.conll import read_conll
 from hf_ctx.data.files import how_generated, mark_generated
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
+from hf_ctx.tools import option_kinds as kinds
+from hf_ctx.tools import scripts
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.paths import prepare_output_dir
 
@@ -57,25 +59,55 @@ DEMO_SENTENCE = "Ingrid Okafor , who works for Falcon Steel , arrived in Oslo on
 
 @dataclass
 class EndToEndArguments:
-    output_dir: str = field(default="runs/end_to_end", metadata={"help": "where data, biLM and tagger are written"})
-    train_file: str | None = field(default=None, metadata={"help": "CoNLL training file (default: generated data)"})
-    validation_file: str | None = field(default=None, metadata={"help": "CoNLL validation file"})
-    test_file: str | None = field(default=None, metadata={"help": "CoNLL test file (optional)"})
+    output_dir: str = field(
+        default="runs/end_to_end",
+        metadata={"help": "where data, biLM and tagger are written", "kind": kinds.OUTPUT_FOLDER},
+    )
+    train_file: str | None = field(
+        default=None, metadata={"help": "CoNLL training file (default: generated data)", "kind": kinds.EXISTING_FILE}
+    )
+    validation_file: str | None = field(
+        default=None, metadata={"help": "CoNLL validation file", "kind": kinds.EXISTING_FILE}
+    )
+    test_file: str | None = field(
+        default=None, metadata={"help": "CoNLL test file (optional)", "kind": kinds.EXISTING_FILE}
+    )
     raw_text_file: list[str] | None = field(
-        default=None, metadata={"help": "raw text for the biLM, besides the training sentences (default: generated)"}
+        default=None,
+        metadata={
+            "help": "raw text for the biLM, besides the training sentences (default: generated)",
+            "kind": kinds.EXISTING_FILE,
+        },
     )
-    num_train_sentences: int = field(default=1500, metadata={"help": "generated data: tagged training sentences"})
+    num_train_sentences: int = field(
+        default=1500, metadata={"help": "generated data: tagged training sentences", "kind": kinds.COUNT}
+    )
     num_eval_sentences: int = field(
-        default=300, metadata={"help": "generated data: tagged sentences in each of validation and test"}
+        default=300,
+        metadata={"help": "generated data: tagged sentences in each of validation and test", "kind": kinds.COUNT},
     )
-    num_raw_sentences: int = field(default=6000, metadata={"help": "generated data: raw sentences for the biLM"})
-    bilm_config: str = field(default=json.dumps(TINY_BILM), metadata={"help": "JSON ElmoConfig overrides of the biLM"})
-    bilm_epochs: float = field(default=3.0, metadata={"help": "biLM pretraining epochs"})
-    tagger_epochs: float = field(default=4.0, metadata={"help": "TagLM training epochs"})
-    sentence: str = field(default=DEMO_SENTENCE, metadata={"help": "the sentence the reloaded pipeline tags"})
-    seed: int = field(default=42, metadata={"help": "random seed of every step"})
+    num_raw_sentences: int = field(
+        default=6000, metadata={"help": "generated data: raw sentences for the biLM", "kind": kinds.COUNT}
+    )
+    bilm_config: str = field(
+        default=json.dumps(TINY_BILM), metadata={"help": "JSON ElmoConfig overrides of the biLM", "kind": kinds.TEXT}
+    )
+    bilm_epochs: float = field(
+        default=3.0, metadata={"help": "biLM pretraining epochs", "kind": kinds.POSITIVE_NUMBER}
+    )
+    tagger_epochs: float = field(
+        default=4.0, metadata={"help": "TagLM training epochs", "kind": kinds.POSITIVE_NUMBER}
+    )
+    sentence: str = field(
+        default=DEMO_SENTENCE, metadata={"help": "the sentence the reloaded pipeline tags", "kind": kinds.TEXT}
+    )
+    seed: int = field(default=42, metadata={"help": "random seed of every step", "kind": kinds.SEED})
     num_threads: int | None = field(
-        default=None, metadata={"help": "CPU threads for training (default: one per core other processes leave free)"}
+        default=None,
+        metadata={
+            "help": "CPU threads for training (default: one per core other processes leave free)",
+            "kind": kinds.THREADS,
+        },
     )
     overwrite_output_dir: bool = field(
         default=False,
@@ -107,7 +139,7 @@ def starting(stage: str, what: str) -> float:
 def main(argv: list[str] | None = None) -> dict:
     """The four stages in the order they run, each printing what it did; their work is in pretrain_elmo.py,
     run_ner.py and hf_ctx."""
-    (args,) = HfArgumentParser(ARGUMENT_CLASSES).parse_args_into_dataclasses(args=argv)
+    (args,) = scripts.parse_options(ARGUMENT_CLASSES, argv)
     out = Path(args.output_dir)
     if not args.overwrite_output_dir:  # refused now, not after the biLM has trained
         for stage in ("bilm", "tagger"):

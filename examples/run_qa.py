@@ -33,7 +33,6 @@ from script_help import answer_help_at_once
 answer_help_at_once(__name__, __file__)  # run with --help: the help at once, before torch and transformers load
 
 import logging
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +41,7 @@ from transformers import AutoModelForQuestionAnswering, DataCollatorWithPadding
 from hf_ctx.data import squad
 from hf_ctx.metrics import load_metric
 from hf_ctx.tools import hub, scripts
+from hf_ctx.tools import option_kinds as kinds
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import check_tokenizer_fits, model_family
 from hf_ctx.tools.question_answering import postprocess_predictions
@@ -60,49 +60,79 @@ IGNORED_TOGETHER = [
 class ModelArguments(scripts.ModelBuildingArguments):
     """How the model is built: the options every fine-tuning script shares (`ModelBuildingArguments`)."""
 
+    model_type: str | None = scripts.model_type_field("question_answering")
+
 
 @dataclass
 class DataArguments:
-    train_file: str | None = field(default=None, metadata={"help": "SQuAD JSON training file"})
-    validation_file: str | None = field(default=None, metadata={"help": "SQuAD JSON evaluation file"})
+    train_file: str | None = field(
+        default=None,
+        metadata={"help": "SQuAD JSON training file", "kind": kinds.EXISTING_FILE, "read_by": ("do_train",)},
+    )
+    validation_file: str | None = field(
+        default=None,
+        metadata={"help": "SQuAD JSON evaluation file", "kind": kinds.EXISTING_FILE, "read_by": ("do_eval",)},
+    )
     test_file: str | None = field(
         default=None,
         metadata={
             "help": "--do_predict: a SQuAD JSON file of questions to answer (answers not needed); writes "
-            "predict_predictions.json"
+            "predict_predictions.json",
+            "kind": kinds.EXISTING_FILE,
+            "read_by": ("do_predict",),
         },
     )
     dataset_name: str | None = field(
-        default=None, metadata={"help": "without files: a Hub dataset in the squad layout ('squad', 'squad_v2')"}
+        default=None,
+        metadata={
+            "help": "without files: a Hub dataset in the squad layout ('squad', 'squad_v2')",
+            "kind": kinds.DATASET,
+        },
     )
-    dataset_config_name: str | None = field(default=None, metadata={"help": "its configuration"})
+    dataset_config_name: str | None = field(default=None, metadata={"help": "its configuration", "kind": kinds.TEXT})
     version_2_with_negative: bool = field(
         default=False, metadata={"help": "SQuAD 2.0: some questions have no answer (the empty prediction)"}
     )
-    max_seq_length: int = field(default=384, metadata={"help": "tokens per window: question, context and 3 specials"})
-    doc_stride: int = field(default=128, metadata={"help": "tokens shared by consecutive windows of one context"})
-    n_best_size: int = field(default=20, metadata={"help": "best starts and ends tried per window"})
-    max_answer_length: int = field(default=30, metadata={"help": "longest answer, in tokens"})
+    max_seq_length: int = field(
+        default=384, metadata={"help": "tokens per window: question, context and 3 specials", "kind": kinds.LENGTH}
+    )
+    doc_stride: int = field(
+        default=128,
+        metadata={
+            "help": "tokens shared by consecutive windows of one context",
+            "kind": kinds.count_or_zero("windows that do not overlap"),
+        },
+    )
+    n_best_size: int = field(
+        default=20, metadata={"help": "best starts and ends tried per window", "kind": kinds.COUNT}
+    )
+    max_answer_length: int = field(default=30, metadata={"help": "longest answer, in tokens", "kind": kinds.LENGTH})
     null_score_diff_threshold: float = field(
-        default=0.0, metadata={"help": "v2.0: answer '' when the null score beats the best span by more than this"}
+        default=0.0,
+        metadata={
+            "help": "v2.0: answer '' when the null score beats the best span by more than this",
+            "kind": kinds.NUMBER,
+        },
     )
-    max_train_samples: int | None = field(default=None, metadata={"help": "use only the first N training questions"})
-    max_eval_samples: int | None = field(default=None, metadata={"help": "use only the first N evaluation questions"})
+    max_train_samples: int | None = field(
+        default=None, metadata={"help": "use only the first N training questions", "kind": kinds.COUNT}
+    )
+    max_eval_samples: int | None = field(
+        default=None, metadata={"help": "use only the first N evaluation questions", "kind": kinds.COUNT}
+    )
     max_predict_samples: int | None = field(
-        default=None, metadata={"help": "use only the first N questions of --test_file"}
+        default=None, metadata={"help": "use only the first N questions of --test_file", "kind": kinds.COUNT}
     )
-    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "processes for tokenization"})
+    preprocessing_num_workers: int | None = field(
+        default=None, metadata={"help": "processes for tokenization", "kind": kinds.WORKERS}
+    )
     pad_to_multiple_of: int | None = field(
-        default=None, metadata={"help": "pad each batch to a multiple of this many tokens (default: 8 on a GPU)"}
+        default=None,
+        metadata={
+            "help": "pad each batch to a multiple of this many tokens (default: 8 on a GPU)",
+            "kind": kinds.LENGTH,
+        },
     )
-
-    def __post_init__(self):
-        if self.doc_stride < 0:
-            raise ValueError(f"--doc_stride must be at least 0 (windows that do not overlap), got {self.doc_stride}")
-        if not math.isfinite(self.null_score_diff_threshold):
-            raise ValueError(
-                f"--null_score_diff_threshold must be a finite number, got {self.null_score_diff_threshold}"
-            )
 
 
 class QuestionAnsweringTrainer(CtxTrainer):
@@ -209,7 +239,6 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         argv,
         logger,
         ignored_together=IGNORED_TOGETHER,
-        positive=("max_seq_length", "n_best_size", "max_answer_length"),
     )
     scripts.apply_gpu_defaults(training_args, argv)
 

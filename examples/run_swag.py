@@ -36,6 +36,7 @@ from hf_ctx.data.multiple_choice import (
     write_json_atomically,
 )
 from hf_ctx.tools import hub, scripts
+from hf_ctx.tools import option_kinds as kinds
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.families import check_tokenizer_fits
 from hf_ctx.tools.trainer import CtxTrainer, CtxTrainingArguments
@@ -49,31 +50,62 @@ SWAG = MultipleChoiceColumns()
 class ModelArguments(scripts.ModelBuildingArguments):
     """How the model is built: the options every fine-tuning script shares (`ModelBuildingArguments`)."""
 
+    model_type: str | None = scripts.model_type_field("multiple_choice")
+
 
 @dataclass
 class DataArguments:
-    train_file: str | None = field(default=None, metadata={"help": "training data, .csv or .json(l)"})
-    validation_file: str | None = field(default=None, metadata={"help": "evaluation data, .csv or .json(l)"})
-    test_file: str | None = field(
-        default=None, metadata={"help": "--do_predict: data to choose endings for, labelled or not"}
+    train_file: str | None = field(
+        default=None,
+        metadata={"help": "training data, .csv or .json(l)", "kind": kinds.EXISTING_FILE, "read_by": ("do_train",)},
     )
-    context_column: str = field(default=SWAG.context, metadata={"help": "the context every choice starts from"})
+    validation_file: str | None = field(
+        default=None,
+        metadata={"help": "evaluation data, .csv or .json(l)", "kind": kinds.EXISTING_FILE, "read_by": ("do_eval",)},
+    )
+    test_file: str | None = field(
+        default=None,
+        metadata={
+            "help": "--do_predict: data to choose endings for, labelled or not",
+            "kind": kinds.EXISTING_FILE,
+            "read_by": ("do_predict",),
+        },
+    )
+    context_column: str = field(
+        default=SWAG.context, metadata={"help": "the context every choice starts from", "kind": kinds.TEXT}
+    )
     ending_prefix_column: str = field(
-        default=SWAG.ending_prefix, metadata={"help": 'the start every ending shares ("" for none)'}
+        default=SWAG.ending_prefix,
+        metadata={"help": 'the start every ending shares ("" for none)', "kind": kinds.TEXT_OR_EMPTY},
     )
     ending_columns: str = field(
-        default=",".join(SWAG.endings), metadata={"help": "the endings' columns, comma-separated, in label order"}
+        default=",".join(SWAG.endings),
+        metadata={"help": "the endings' columns, comma-separated, in label order", "kind": kinds.TEXT},
     )
-    label_column: str = field(default=SWAG.label, metadata={"help": "the index of the right ending"})
-    max_seq_length: int = field(default=128, metadata={"help": "longest (context, ending) pair in tokens"})
-    max_train_samples: int | None = field(default=None, metadata={"help": "use only the first N training examples"})
-    max_eval_samples: int | None = field(default=None, metadata={"help": "evaluate only the first N examples"})
+    label_column: str = field(
+        default=SWAG.label, metadata={"help": "the index of the right ending", "kind": kinds.TEXT}
+    )
+    max_seq_length: int = field(
+        default=128, metadata={"help": "longest (context, ending) pair in tokens", "kind": kinds.LENGTH}
+    )
+    max_train_samples: int | None = field(
+        default=None, metadata={"help": "use only the first N training examples", "kind": kinds.COUNT}
+    )
+    max_eval_samples: int | None = field(
+        default=None, metadata={"help": "evaluate only the first N examples", "kind": kinds.COUNT}
+    )
     max_predict_samples: int | None = field(
-        default=None, metadata={"help": "predict only the first N examples of --test_file"}
+        default=None, metadata={"help": "predict only the first N examples of --test_file", "kind": kinds.COUNT}
     )
-    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "processes for tokenization"})
+    preprocessing_num_workers: int | None = field(
+        default=None, metadata={"help": "processes for tokenization", "kind": kinds.WORKERS}
+    )
     pad_to_multiple_of: int | None = field(
-        default=None, metadata={"help": "pad each batch to a multiple of this many tokens (default: 8 on a GPU)"}
+        default=None,
+        metadata={
+            "help": "pad each batch to a multiple of this many tokens (default: 8 on a GPU)",
+            "kind": kinds.LENGTH,
+        },
     )
 
     def columns(self) -> MultipleChoiceColumns:

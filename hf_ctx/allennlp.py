@@ -34,6 +34,7 @@ from .layers import ScalarMix
 from .modeling_elmo import ElmoModel, elmo_input_mask
 from .tokenization_elmo import ElmoTokenizer
 from .tools import embed
+from .tools import option_kinds as kinds
 from .tools.convert_elmo import load_bilm_tf
 
 logger = logging.getLogger(__name__)
@@ -148,10 +149,14 @@ class Elmo(nn.Module):
         module: ElmoModel | None = None,
     ):
         super().__init__()
-        if not isinstance(num_output_representations, int) or num_output_representations < 1:
-            raise ValueError(
-                f"num_output_representations must be a positive integer, got {num_output_representations!r}"
-            )
+        kinds.COUNT.check("num_output_representations", num_output_representations)
+        kinds.PROBABILITY.check("dropout", dropout)
+        for name, value in (
+            ("requires_grad", requires_grad),
+            ("do_layer_norm", do_layer_norm),
+            ("keep_sentence_boundaries", keep_sentence_boundaries),
+        ):
+            kinds.check_flag(name, value)
         if module is not None:
             if options_file is not None or weight_file is not None:
                 raise ValueError("give options_file and weight_file, or module, not both (pass None for the files)")
@@ -304,8 +309,7 @@ class ElmoEmbedder:
         self, sentences: Iterable[Sequence[str]], batch_size: int = DEFAULT_BATCH_SIZE
     ) -> Iterator[np.ndarray]:
         """The vectors of each sentence of an iterable, in order, computed `batch_size` sentences at a time."""
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        kinds.BATCH_SIZE.check("batch_size", batch_size)
         sentences = iter(sentences)
         while batch := list(islice(sentences, batch_size)):
             yield from self.embed_batch(batch)

@@ -44,14 +44,14 @@ print("IMPORTED", sorted(m for m in ("torch", "transformers", "hf_ctx") if m in 
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "IMPORTED []" in out
-    assert out.count("EXIT 0") == 3 and "EXIT 2" in out  # help, version, help; the missing arguments
+    assert out.count("EXIT 0") == 3 and "EXIT 1" in out  # help, version, help; the missing arguments: one line
     assert f"hf_ctx {hf_ctx.__version__}\n" in out
     assert "usage: hf-ctx" in out and "``" not in out
     assert "embed a text file with ELMo" in " ".join(out.split())  # the description names every command
     assert "the following arguments are required: options_json, weights_hdf5, output_dir" in result.stderr
 
 
-def test_train_tokenizer_options_have_help_and_defaults(capsys):
+def test_train_tokenizer_options_have_help_and_defaults(capsys, tmp_path):
     with pytest.raises(SystemExit):
         cli.main(["train-tokenizer", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
@@ -63,21 +63,25 @@ def test_train_tokenizer_options_have_help_and_defaults(capsys):
     ]:
         assert option in help_text and default in help_text
     assert "--no_lowercase keep case" in help_text
-    args = cli.build_parser().parse_args(["train-tokenizer", "a.txt", "--output_dir", "out"])
+    text = tmp_path / "a.txt"
+    text.write_text("a line\n")
+    args = cli.build_parser().parse_args(["train-tokenizer", str(text), "--output_dir", "out"])
     assert (args.vocab_size, args.min_frequency, args.lowercase, args.model_max_length) == (8000, 2, True, 512)
     assert (
-        cli.build_parser().parse_args(["train-tokenizer", "a.txt", "--output_dir", "o", "--no_lowercase"]).lowercase
+        cli.build_parser().parse_args(["train-tokenizer", str(text), "--output_dir", "o", "--no_lowercase"]).lowercase
         is False
     )
 
 
-def test_cased_is_a_deprecated_alias_of_no_lowercase():
+def test_cased_is_a_deprecated_alias_of_no_lowercase(tmp_path):
+    text = tmp_path / "a.txt"
+    text.write_text("a line\n")
     with pytest.warns(FutureWarning, match="--cased is deprecated; use --no_lowercase"):
-        args = cli.build_parser().parse_args(["train-tokenizer", "a.txt", "--output_dir", "o", "--cased"])
+        args = cli.build_parser().parse_args(["train-tokenizer", str(text), "--output_dir", "o", "--cased"])
     assert args.lowercase is False
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert cli.build_parser().parse_args(["train-tokenizer", "a.txt", "--output_dir", "o"]).lowercase is True
+        assert cli.build_parser().parse_args(["train-tokenizer", str(text), "--output_dir", "o"]).lowercase is True
 
 
 def test_user_error_is_one_line_and_exit_status_1(tmp_path):
@@ -85,7 +89,7 @@ def test_user_error_is_one_line_and_exit_status_1(tmp_path):
     missing = tmp_path / "missing.txt"
     result = run_python(["hf_ctx_cli.py", "train-tokenizer", str(missing), "--output_dir", str(tmp_path / "tok")])
     assert result.returncode == 1
-    assert result.stderr.splitlines() == [f"error: text file not found: {missing}"]
+    assert result.stderr.splitlines() == [f"error: files {missing}: no such file"]
     assert not (tmp_path / "tok").exists()
 
 
@@ -133,9 +137,9 @@ def test_debug_flag_or_environment_shows_the_traceback(tmp_path, monkeypatch, ca
     monkeypatch.delenv("HF_CTX_DEBUG", raising=False)
     with pytest.raises(SystemExit) as exit:
         cli.main(["train-tokenizer", missing, "--output_dir", str(tmp_path / "tok")])
-    assert exit.value.code == 1 and capsys.readouterr().err == f"error: text file not found: {missing}\n"
+    assert exit.value.code == 1 and capsys.readouterr().err == f"error: files {missing}: no such file\n"
     for argv in (["--debug", "train-tokenizer", missing], ["train-tokenizer", missing, "--debug"]):
-        with pytest.raises(FileNotFoundError, match="text file not found"):
+        with pytest.raises(FileNotFoundError, match="no such file"):
             cli.main([*argv, "--output_dir", str(tmp_path / "tok")])
     monkeypatch.setenv("HF_CTX_DEBUG", "1")
     with pytest.raises(FileNotFoundError):
@@ -162,6 +166,7 @@ def test_every_example_runs_its_main_through_run_script(script):
 
 def test_example_user_error_is_one_line(tmp_path):
     """A script run from the shell: one line on stderr and status 1."""
+    (tmp_path / "train.txt").write_text("EU B-ORG\n")
     argv = ["examples/end_to_end.py", "--train_file", str(tmp_path / "train.txt"), "--output_dir", str(tmp_path)]
     result = run_python(argv)
     assert result.returncode == 1

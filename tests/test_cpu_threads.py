@@ -136,7 +136,7 @@ def test_the_trainer_applies_num_threads(tmp_path, restore_threads):
     torch.set_num_threads(1)
     trainer.cpu_threads.update(wait=True)
     assert torch.get_num_threads() == 2
-    with pytest.raises(ValueError, match="--num_threads must be at least 1, got 0"):
+    with pytest.raises(ValueError, match="--num_threads must be a positive integer, got 0"):
         CtxTrainingArguments(output_dir=str(tmp_path), num_threads=0)
 
 

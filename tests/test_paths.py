@@ -15,7 +15,7 @@ import run_swag
 from huggingface_hub import HfApi, constants
 from huggingface_hub.errors import RepositoryNotFoundError
 
-from hf_ctx.tools.argument_checks import check_path_arguments
+from hf_ctx.tools import option_kinds as kinds
 from hf_ctx.tools.errors import run_script
 from hf_ctx.tools.paths import check_local_path, earlier_run_outputs, prepare_output_dir
 
@@ -81,14 +81,9 @@ def test_local_folders_hub_cache_and_paths_that_cannot_be_hub_ids(hub, tmp_path,
 
 def test_a_size_preset_as_config_name_is_no_path(hub, monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-
-    class Arguments:
-        config_name, tokenizer_name = "mini", None
-
-    check_path_arguments(Arguments())
-    Arguments.tokenizer_name = "mini"  # not a preset of tokenizers
+    kinds.CONFIG.check("--config_name", "mini")
     with pytest.raises(FileNotFoundError, match="^no folder 'mini'"):
-        check_path_arguments(Arguments())
+        kinds.MODEL.check("--tokenizer_name", "mini")  # not a preset of tokenizers
 
 
 def test_a_script_refuses_a_missing_model_folder_before_loading_any_data(hub, monkeypatch, tmp_path, capsys, caplog):
@@ -166,8 +161,18 @@ SCRIPTS_THAT_TRAIN = {
 }
 
 
+def _data_files_in(folder, monkeypatch) -> None:
+    """The data files the scripts' arguments below name, in `folder` (the current folder): there, so that their
+    options' kinds pass, and junk, so that a check after reading them would fail otherwise."""
+    monkeypatch.chdir(folder)
+    (folder / "glue").mkdir()
+    for name in ("eng.train", "train.json", "train.csv", "corpus.txt"):
+        (folder / name).write_text("junk\n")
+
+
 @pytest.mark.parametrize("script", [*SCRIPTS_THAT_TRAIN, "end_to_end"])
-def test_every_script_refuses_to_train_over_a_finished_model_before_reading_anything(script, tmp_path):
+def test_every_script_refuses_to_train_over_a_finished_model_before_reading_anything(script, tmp_path, monkeypatch):
+    _data_files_in(tmp_path, monkeypatch)
     out = _earlier_run(tmp_path / "out", "config.json", "model.safetensors", "eval_results.json")
     if script == "end_to_end":
         _earlier_run(out / "tagger", "config.json", "model.safetensors")
@@ -181,9 +186,10 @@ def test_every_script_refuses_to_train_over_a_finished_model_before_reading_anyt
     assert (out / "model.safetensors").read_text() == "x"
 
 
-def test_a_run_never_writes_over_the_model_it_reads_even_when_told_to_overwrite(tmp_path):
+def test_a_run_never_writes_over_the_model_it_reads_even_when_told_to_overwrite(tmp_path, monkeypatch):
     """--overwrite_output_dir removes an earlier run's weights: into the folder of --model_name_or_path it would
     remove the model the run starts from, so that is refused first, by name."""
+    _data_files_in(tmp_path, monkeypatch)
     model = _earlier_run(tmp_path / "model", "model.safetensors")
     (model / "config.json").write_text('{"model_type": "hf_ctx_bert"}')
     arguments = ["--model_name_or_path", str(model), "--train_file", "eng.train", "--do_train", "--report_to", "none"]
@@ -192,37 +198,49 @@ def test_a_run_never_writes_over_the_model_it_reads_even_when_told_to_overwrite(
     assert (model / "model.safetensors").read_text() == "x"
 
 
-# (script, options, the error): every option refused by name before any data is read (the data files do not
-# exist, so a check that came later would name the file instead).
+# (script, options, the error): every option refused by name before any data is read (the data file holds no
+# data, so a check that came later would name the file instead). tests/hostile/test_options.py tries every option.
 HOSTILE_OPTIONS = [
-    ("run_glue", ["--max_train_samples", "0"], r"^--max_train_samples must be a positive number, got 0$"),
-    ("run_glue", ["--max_train_samples", "-1"], r"^--max_train_samples must be a positive number, got -1$"),
-    ("run_glue", ["--max_eval_samples", "0"], r"^--max_eval_samples must be a positive number"),
-    ("run_glue", ["--max_predict_samples", "-1"], r"^--max_predict_samples must be a positive number"),
-    ("run_glue", ["--pad_to_multiple_of", "0"], r"^--pad_to_multiple_of must be a positive number"),
+    ("run_glue", ["--max_train_samples", "0"], r"^--max_train_samples must be a positive integer, got 0$"),
+    ("run_glue", ["--max_train_samples", "-1"], r"^--max_train_samples must be a positive integer, got -1$"),
+    ("run_glue", ["--max_eval_samples", "0"], r"^--max_eval_samples must be a positive integer"),
+    ("run_glue", ["--max_predict_samples", "-1"], r"^--max_predict_samples must be a positive integer"),
+    ("run_glue", ["--pad_to_multiple_of", "0"], r"^--pad_to_multiple_of must be a positive integer"),
     ("run_glue", ["--preprocessing_num_workers", "-1"], r"^--preprocessing_num_workers must be a positive"),
-    ("run_glue", ["--per_device_train_batch_size", "0"], r"^--per_device_train_batch_size must be at least 1"),
-    ("run_glue", ["--gradient_accumulation_steps", "0"], r"^--gradient_accumulation_steps must be at least 1"),
+    ("run_glue", ["--per_device_train_batch_size", "0"], r"^--per_device_train_batch_size must be a positive integer"),
+    ("run_glue", ["--gradient_accumulation_steps", "0"], r"^--gradient_accumulation_steps must be a positive integer"),
     ("run_glue", ["--learning_rate", "nan"], r"^--learning_rate must be a finite number of at least 0, got nan"),
-    ("run_glue", ["--learning_rate", "-1"], r"^--learning_rate must be a finite number of at least 0"),
+    ("run_glue", ["--learning_rate", "-1"], r"^--learning_rate must be a finite number of at least 0, got -1"),
     ("run_glue", ["--weight_decay", "inf"], r"^--weight_decay must be a finite number"),
     ("run_glue", ["--num_train_epochs", "-1"], r"^--num_train_epochs must be a finite number of at least 0"),
     ("run_glue", ["--num_train_epochs", "0"], r"^--num_train_epochs 0 trains nothing"),
     ("run_glue", ["--adam_beta1", "1"], r"^--adam_beta1 must be in \[0, 1\)"),
     ("run_glue", ["--ignore_mismatched_sizes"], r"^--ignore_mismatched_sizes needs --model_name_or_path"),
-    ("run_ner", ["--num_columns", "-1"], r"^--num_columns -1: give the columns per line, or 0"),
+    (
+        "run_ner",
+        ["--num_columns", "-1"],
+        r"^--num_columns must be 0 \(read from the first line\) or a positive integer, got -1",
+    ),
     ("run_ner", ["--train_sample_seed", "3"], r"^--train_sample_seed draws the --max_train_samples sentences"),
-    ("run_ner", ["--max_train_samples", "5", "--train_sample_seed", "-1"], r"^--train_sample_seed draws .*at least 0"),
-    ("run_qa", ["--doc_stride", "-1"], r"^--doc_stride must be at least 0"),
+    (
+        "run_ner",
+        ["--max_train_samples", "5", "--train_sample_seed", "-1"],
+        r"^--train_sample_seed must be an integer in \[0, 2\*\*32\)",
+    ),
+    (
+        "run_qa",
+        ["--doc_stride", "-1"],
+        r"^--doc_stride must be 0 \(windows that do not overlap\) or a positive integer",
+    ),
     ("run_qa", ["--null_score_diff_threshold", "nan"], r"^--null_score_diff_threshold must be a finite number"),
     ("run_swag", ["--ending_columns", "ending0,ending0,ending1"], r"the column\(s\) \['ending0'\] are named for two"),
     ("run_swag", ["--context_column", "label"], r"the column\(s\) \['label'\] are named for two roles"),
-    ("pretrain_bert", ["--max_train_samples", "0"], r"^--max_train_samples must be a positive number"),
+    ("pretrain_bert", ["--max_train_samples", "0"], r"^--max_train_samples must be a positive integer"),
     ("pretrain_bert", ["--validation_split_percentage", "-5"], r"^--validation_split_percentage must be a percentage"),
     ("pretrain_elmo", ["--validation_split_percentage", "nan"], r"^--validation_split_percentage must be a percent"),
     ("run_ner", ["--validation_split_percentage", "100"], r"^--validation_split_percentage must be a percentage"),
-    ("run_ner", ["--word_min_count", "0"], r"^--word_min_count must be a positive number, got 0"),
-    ("pretrain_elmo", ["--max_eval_samples", "-2"], r"^--max_eval_samples must be a positive number"),
+    ("run_ner", ["--word_min_count", "0"], r"^--word_min_count must be a positive integer, got 0"),
+    ("pretrain_elmo", ["--max_eval_samples", "-2"], r"^--max_eval_samples must be a positive integer"),
 ]
 
 
@@ -232,8 +250,9 @@ HOSTILE_OPTIONS = [
 def test_a_hostile_option_is_refused_by_name_before_any_data_is_read(script, options, error, tmp_path):
     import importlib
 
-    missing = str(tmp_path / "missing.csv")
-    argv = ["--train_file", missing, "--do_train", "--output_dir", str(tmp_path / "out"), "--report_to", "none"]
+    no_data = tmp_path / "no_data.csv"
+    no_data.write_text("")
+    argv = ["--train_file", str(no_data), "--do_train", "--output_dir", str(tmp_path / "out"), "--report_to", "none"]
     argv += ["--model_type", "bert"] if script.startswith("run_") else []
     with pytest.raises(ValueError, match=error):
         importlib.import_module(script).main([*argv, *options])

@@ -569,6 +569,7 @@ def test_a_checkpoint_of_another_family_is_refused_before_any_text_is_read(tmp_p
 
     model, _ = elmo_bilm(tmp_path)
     model.save_pretrained(tmp_path / "elmo")
-    arguments = ["--model_name_or_path", str(tmp_path / "elmo"), "--train_file", str(tmp_path / "missing.txt")]
+    (tmp_path / "unread.txt").write_text("junk\n")  # there, so that its kind holds; never read
+    arguments = ["--model_name_or_path", str(tmp_path / "elmo"), "--train_file", str(tmp_path / "unread.txt")]
     with pytest.raises(ValueError, match="is a 'hf_ctx_elmo' checkpoint; this script continues the pretraining of hf"):
         pretrain_bert.main([*arguments, "--do_train", "--output_dir", str(tmp_path / "out")])

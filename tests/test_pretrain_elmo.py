@@ -340,8 +340,9 @@ def test_a_bert_checkpoint_is_refused_before_any_text_is_read(tmp_path):
 
     model, tokenizer = bert_pretraining(tmp_path)
     model.save_pretrained(tmp_path / "bert")
+    (tmp_path / "unread.txt").write_text("junk\n")  # there, so that its kind holds; never read
     with pytest.raises(ValueError, match="is a 'hf_ctx_bert' checkpoint; this script continues the pretraining of hf"):
         pretrain_elmo.main(
-            ["--model_name_or_path", str(tmp_path / "bert"), "--train_file", str(tmp_path / "missing.txt")]
+            ["--model_name_or_path", str(tmp_path / "bert"), "--train_file", str(tmp_path / "unread.txt")]
             + ["--do_train", "--output_dir", str(tmp_path / "out")]
         )

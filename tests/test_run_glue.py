@@ -377,7 +377,7 @@ def test_bad_arguments(setup, tmp_path):
         run(setup, "rte", "RTE", tmp_path, "--do_predict")
     with pytest.raises(ValueError, match=r"MRPC/train.tsv:1: no column\(s\) \['sentence1'"):
         run(setup, "rte", "MRPC", tmp_path, "--do_eval")
-    with pytest.raises(ValueError, match="unknown GLUE task 'squad'"):
+    with pytest.raises(ValueError, match=r"--task_name must be one of \[.*\], got 'squad'"):
         run(setup, "squad", "MRPC", tmp_path, "--do_eval")
 
 
@@ -525,7 +525,7 @@ def test_config_overrides_are_checked(setup, tmp_path):
 
 def test_arguments_that_would_be_ignored_or_meaningless_are_refused(setup, tmp_path):
     root, _ = setup
-    with pytest.raises(ValueError, match="--max_seq_length must be a positive number, got 0"):
+    with pytest.raises(ValueError, match="--max_seq_length must be a positive integer, got 0"):
         run(setup, "cola", "CoLA", tmp_path, "--max_seq_length", "0", "--do_eval")
     # --model_name_or_path brings its own config: --config_name was silently unused.
     with pytest.raises(ValueError, match="--model_name_or_path and --config_name cannot be used together"):

@@ -103,9 +103,10 @@ def setup(tmp_path_factory):
 
 def run(setup, output_dir, *extra, model=None):
     root, run_qa = setup
+    # dev.json where the run evaluates: a --validation_file no step reads is refused
+    evaluates = "--do_eval" in extra or any(arg.startswith("--eval_strategy") for arg in extra)
     args = [
-        "--validation_file",
-        str(root / "dev.json"),
+        *(["--validation_file", str(root / "dev.json")] if evaluates else []),
         "--output_dir",
         str(output_dir),
         "--max_seq_length",

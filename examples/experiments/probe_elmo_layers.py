@@ -20,7 +20,6 @@ mean (min–max) over seeds and each seed), `results.json` (every seed's accurac
 samples' sizes, the baselines) and `probe_accuracy.png` (accuracy against layer, a line per task and biLM).
 """
 
-import argparse
 import json
 import random
 import statistics
@@ -34,6 +33,7 @@ from transformers import AutoConfig
 from hf_ctx.data.atomic_write import write_text
 from hf_ctx.data.conll import read_conll
 from hf_ctx.modeling_elmo import ElmoModel
+from hf_ctx.tools import option_kinds as kinds
 from hf_ctx.tools.embed import ElmoEmbedder, load_elmo
 from hf_ctx.tools.errors import run_script
 
@@ -202,24 +202,30 @@ def plot(results: dict, png: Path) -> Path:
 
 
 def parse_arguments(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = kinds.CheckedArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--bilm", required=True, help="an ELMo biLM checkpoint folder (pretrain_elmo.py, convert-elmo)"
+        "--bilm",
+        type=kinds.MODEL,
+        required=True,
+        help="an ELMo biLM checkpoint folder (pretrain_elmo.py, convert-elmo)",
     )
-    parser.add_argument("--data_dir", required=True, help="a folder with conll2003/eng.train and conll2003/eng.testa")
-    parser.add_argument("--output_dir", required=True)
-    parser.add_argument("--train_sentences", type=int, default=3000, help="sentences of eng.train sampled")
-    parser.add_argument("--eval_sentences", type=int, default=1000, help="sentences of eng.testa sampled")
-    parser.add_argument("--sample_seed", type=int, default=0, help="seed of both samples and of the random biLM")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds of the probes")
-    parser.add_argument("--epochs", type=int, default=5, help="epochs of each probe's training")
-    parser.add_argument("--batch_size", type=int, default=64, help="sentences per biLM batch")
-    parser.add_argument("--num_threads", type=int, default=1, help="CPU threads (torch.set_num_threads)")
-    args = parser.parse_args(argv)
-    for name in ("train_sentences", "eval_sentences", "epochs", "batch_size", "num_threads"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
-    return args
+    parser.add_argument(
+        "--data_dir",
+        type=kinds.EXISTING_FOLDER,
+        required=True,
+        help="a folder with conll2003/eng.train and conll2003/eng.testa",
+    )
+    parser.add_argument("--output_dir", type=kinds.OUTPUT_FOLDER, required=True)
+    parser.add_argument("--train_sentences", type=kinds.COUNT, default=3000, help="sentences of eng.train sampled")
+    parser.add_argument("--eval_sentences", type=kinds.COUNT, default=1000, help="sentences of eng.testa sampled")
+    parser.add_argument(
+        "--sample_seed", type=kinds.SEED, default=0, help="seed of both samples and of the random biLM"
+    )
+    parser.add_argument("--seeds", type=kinds.SEED, nargs="+", default=[0, 1, 2], help="seeds of the probes")
+    parser.add_argument("--epochs", type=kinds.COUNT, default=5, help="epochs of each probe's training")
+    parser.add_argument("--batch_size", type=kinds.BATCH_SIZE, default=64, help="sentences per biLM batch")
+    parser.add_argument("--num_threads", type=kinds.THREADS, default=1, help="CPU threads (torch.set_num_threads)")
+    return parser.parse_args(argv)
 
 
 def main(argv=None) -> dict:

@@ -31,6 +31,8 @@ from pathlib import Path
 from experiment_lib import are_counts, markdown_table, mean_min_max, perplexity_markdown, verdict_word
 
 from hf_ctx.data.atomic_write import write_text
+from hf_ctx.tools import option_kinds as kinds
+from hf_ctx.tools.errors import run_script
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = ("README.md", "docs/results.md")
@@ -93,7 +95,7 @@ def render(text: str, root: Path = ROOT) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = kinds.CheckedArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="only say which documents are out of date")
     args = parser.parse_args(argv)
     stale = []
@@ -112,4 +114,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

@@ -65,7 +65,11 @@ class BiLMCacheArguments:
         },
     )
     bilm_cache_dir: str | None = field(
-        default=None, metadata={"help": "where the disk cache lives (default: bilm_cache/ beside --output_dir)"}
+        default=None,
+        metadata={
+            "help": "where the disk cache lives (default: bilm_cache/ beside --output_dir)",
+            "kind": "OUTPUT_FOLDER",  # by name: hf_ctx.tools.option_kinds is a layer above
+        },
     )
 
 

@@ -105,9 +105,15 @@ def read_conll(path: str | Path, num_columns: int | None = 4, label_column: str 
                 names = _column_names(num_columns, label_column)
                 ner_position = names.index("ner_tags") if "ner_tags" in names else None
             if len(fields) != num_columns:
+                # On the first word line the file's own column count is likely another: say how to read it.
+                hint = (
+                    ""
+                    if sentences or current
+                    else f"; a file of {len(fields)} columns reads with --num_columns {len(fields)} (0: the first line's count)"
+                )
                 raise ValueError(
                     f"{path}:{line_number}: expected {num_columns} space-separated columns "
-                    f"({' '.join(names)}), found {len(fields)}: {line.rstrip()!r}"
+                    f"({' '.join(names)}), found {len(fields)}: {line.rstrip()!r}{hint}"
                 )
             if ner_position is not None:
                 try:

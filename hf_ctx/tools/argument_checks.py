@@ -1,79 +1,27 @@
-"""Checks of the example scripts' arguments, before anything is loaded: the paths they name, sizes, shares,
-training options transformers lets through, options that override each other, mixed precision the device cannot
-run, and a `--push_to_hub` the Hub would refuse."""
+"""Checks of the example scripts' arguments that tie several together or need more than the option's own value
+(each option's value is checked by its kind, `hf_ctx.tools.option_kinds`): a biLM that must be an ELMo, options
+that override each other, a run that would train nothing, mixed precision the device cannot run, and a
+`--push_to_hub` the Hub would refuse."""
 
-import math
 from pathlib import Path
 
 from .errors import hub_error_message
-from .families import MODEL_FAMILIES
-from .paths import check_elmo_checkpoint, check_local_path, check_model_folder
+from .paths import check_elmo_checkpoint
 
 # The examples' arguments that name a checkpoint, config or tokenizer: a Hub id or a local path.
 PATH_ARGUMENTS = ("model_name_or_path", "config_name", "tokenizer_name", "bilm_name_or_path")
-# Those that name a model, whose local folder must hold a config.json (`check_model_folder`).
-MODEL_PATH_ARGUMENTS = ("model_name_or_path", "bilm_name_or_path")
 
 
-def check_path_arguments(*argument_groups) -> None:
-    """`check_local_path` on each of `PATH_ARGUMENTS` the examples' argument dataclasses set, except a
-    `--config_name` that names a size preset ("mini"); `--bilm_name_or_path` must hold an ELMo biLM."""
-    presets = {name for family in MODEL_FAMILIES.values() for name in family.presets}
+def check_bilm_argument(*argument_groups) -> None:
+    """`--bilm_name_or_path` (its kind checked that it exists) must hold an ELMo biLM, not another model."""
     for group in argument_groups:
-        for name in PATH_ARGUMENTS:
-            value = getattr(group, name, None)
-            if value is not None and not (name == "config_name" and value in presets):
-                check = check_model_folder if name in MODEL_PATH_ARGUMENTS else check_local_path
-                check(value, f"--{name}")
         if getattr(group, "bilm_name_or_path", None) is not None:
             check_elmo_checkpoint(group.bilm_name_or_path, "--bilm_name_or_path", "a biLM to build on")
 
 
-# Options every example script that has them takes as positive numbers: a `--max_*_samples` of 0 or less would
-# leave a split empty, a `--pad_to_multiple_of` of 0 divides by zero, `--preprocessing_num_workers` counts processes.
-ALWAYS_POSITIVE = (
-    "max_train_samples",
-    "max_eval_samples",
-    "max_predict_samples",
-    "pad_to_multiple_of",
-    "preprocessing_num_workers",
-)
-
-
-def check_positive_arguments(*argument_groups, names=("max_seq_length",)) -> None:
-    """Refuse 0 or a negative value for the examples' size arguments `names` (0 would silently mean "the
-    model's limit" or give empty examples)."""
-    for group in argument_groups:
-        for name in names:
-            value = getattr(group, name, None)
-            if value is not None and value <= 0:
-                raise ValueError(f"--{name} must be a positive number, got {value}")
-
-
-def check_percentage_arguments(*argument_groups, names=("validation_split_percentage",)) -> None:
-    """Refuse a share outside [0, 100) (or NaN, which no comparison holds for: nothing would be held out)."""
-    for group in argument_groups:
-        for name in names:
-            value = getattr(group, name, None)
-            if value is not None and not 0 <= value < 100:
-                raise ValueError(f"--{name} must be a percentage in [0, 100), got {value}")
-
-
 def check_training_arguments(training_args) -> None:
-    """Refuse `TrainingArguments` values that transformers lets through and that fail late (a division by zero, an
-    optimizer's "Invalid learning rate"), or that would train nothing without a word (`--num_train_epochs 0`)."""
-    for name in ("per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps"):
-        value = getattr(training_args, name)
-        if value < 1:
-            raise ValueError(f"--{name} must be at least 1, got {value}")
-    for name in ("learning_rate", "weight_decay", "max_grad_norm", "adam_epsilon", "num_train_epochs"):
-        value = getattr(training_args, name)
-        if value is not None and not (math.isfinite(value) and value >= 0):
-            raise ValueError(f"--{name} must be a finite number of at least 0, got {value}")
-    for name in ("adam_beta1", "adam_beta2"):
-        value = getattr(training_args, name)
-        if not 0 <= value < 1:
-            raise ValueError(f"--{name} must be in [0, 1), got {value}")
+    """Refuse `TrainingArguments` that would train nothing without a word (`--num_train_epochs 0`). (Each option's
+    own values are checked by its kind, `hf_ctx.tools.option_kinds.TRAINING_OPTION_KINDS`.)"""
     if training_args.do_train and training_args.max_steps <= 0 and training_args.num_train_epochs == 0:
         raise ValueError("--num_train_epochs 0 trains nothing; give a number of epochs above 0, or --max_steps")
 

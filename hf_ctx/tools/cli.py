@@ -8,10 +8,29 @@ errors answer at once.
 
 import argparse
 import ast
+import importlib.util
+import os
 import sys
 import warnings
 from contextlib import nullcontext
 from pathlib import Path
+
+
+def _load_option_kinds():
+    """hf_ctx.tools.option_kinds (standard library only at import), loaded by its path as this module is
+    (`hf_ctx_cli.py`): importing it by name would run hf_ctx's `__init__`, torch and all."""
+    name = "hf_ctx.tools.option_kinds"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("option_kinds.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+# Every option states its kind in its declaration: `type=kinds.COUNT` converts the text and names the kind that
+# `CheckedArgumentParser` checks once parsed (tests/hostile/test_options.py fails for an option without one).
+kinds = _load_option_kinds()
 
 DESCRIPTION = """\
 hf_ctx command line: train a BERT WordPiece tokenizer, convert transformers BERT and published ELMo
@@ -21,8 +40,12 @@ checkpoints into hf_ctx checkpoints, and embed a text file with ELMo into an HDF
 
 def _add_convert_bert(subparsers):
     p = subparsers.add_parser("convert-bert", help="convert a transformers BERT checkpoint folder to hf_ctx")
-    p.add_argument("src_dir", help="folder with config.json, weights and tokenizer files of a transformers BERT")
-    p.add_argument("out_dir", help="where to write the hf_ctx checkpoint")
+    p.add_argument(
+        "src_dir",
+        type=kinds.EXISTING_FOLDER,
+        help="folder with config.json, weights and tokenizer files of a transformers BERT",
+    )
+    p.add_argument("out_dir", type=kinds.OUTPUT_FOLDER, help="where to write the hf_ctx checkpoint")
     p.add_argument(
         "--weights_only",
         action="store_true",
@@ -30,6 +53,7 @@ def _add_convert_bert(subparsers):
     )
     p.add_argument(
         "--source_name",
+        type=kinds.TEXT,
         help="the source's Hub id, which the model card names (default: read from src_dir: a Hub cache "
         "snapshot's id, config.json's _name_or_path, else the folder's name)",
     )
@@ -52,18 +76,20 @@ def _add_train_tokenizer(subparsers):
         description="Train a BERT WordPiece tokenizer (transformers' BertTokenizer) from raw text files and save it "
         "with save_pretrained.",
     )
-    p.add_argument("files", nargs="+", help="raw text files, one sentence or paragraph per line")
-    p.add_argument("--output_dir", required=True, help="where to save the tokenizer files")
+    p.add_argument(
+        "files", nargs="+", type=kinds.EXISTING_FILE, help="raw text files, one sentence or paragraph per line"
+    )
+    p.add_argument("--output_dir", required=True, type=kinds.OUTPUT_FOLDER, help="where to save the tokenizer files")
     p.add_argument(
         "--vocab_size",
-        type=int,
+        type=kinds.VOCABULARY_SIZE,
         default=8000,
         help="vocabulary size, special tokens included (the corpus' whole alphabet is kept, so the "
         "result may be a little larger; default %(default)s)",
     )
     p.add_argument(
         "--min_frequency",
-        type=int,
+        type=kinds.COUNT,
         default=2,
         help="least number of occurrences of a merged piece (default %(default)s)",
     )
@@ -78,7 +104,7 @@ def _add_train_tokenizer(subparsers):
     p.add_argument("--cased", dest="lowercase", action=_DeprecatedCased, nargs=0, help=argparse.SUPPRESS)
     p.add_argument(
         "--model_max_length",
-        type=int,
+        type=kinds.LENGTH,
         default=512,
         help="longest input, in tokens, the tokenizer allows: the model's max_position_embeddings "
         "(default %(default)s)",
@@ -110,10 +136,14 @@ def _add_train_tokenizer(subparsers):
 
 def _add_convert_elmo(subparsers):
     p = subparsers.add_parser("convert-elmo", help="convert a published ELMo (bilm-tf options.json + weights.hdf5)")
-    p.add_argument("options_json", help="the model's options.json")
-    p.add_argument("weights_hdf5", help="the model's weights.hdf5")
-    p.add_argument("output_dir", help="where to write the hf_ctx checkpoint (model and tokenizer)")
-    p.add_argument("--vocab_file", help="bilm-tf vocab.txt, to give the tokenizer a word vocabulary")
+    p.add_argument("options_json", type=kinds.EXISTING_FILE, help="the model's options.json")
+    p.add_argument("weights_hdf5", type=kinds.EXISTING_FILE, help="the model's weights.hdf5")
+    p.add_argument(
+        "output_dir", type=kinds.OUTPUT_FOLDER, help="where to write the hf_ctx checkpoint (model and tokenizer)"
+    )
+    p.add_argument(
+        "--vocab_file", type=kinds.EXISTING_FILE, help="bilm-tf vocab.txt, to give the tokenizer a word vocabulary"
+    )
 
     def run(args):
         from .convert_elmo import convert_elmo_checkpoint
@@ -134,9 +164,9 @@ def _add_embed(subparsers):
         "(layers, words, 2P) with --all, (words, 2P) otherwise, and a sentence_to_index JSON dataset. "
         "An existing OUTPUT_FILE is extended (lines already there are skipped) unless --overwrite.",
     )
-    p.add_argument("model", help="an ELMo checkpoint folder (hf-ctx convert-elmo, pretrain_elmo.py)")
-    p.add_argument("input_file", help="text file, one sentence per line, no empty lines")
-    p.add_argument("output_file", help="the HDF5 file to write (or to extend)")
+    p.add_argument("model", type=kinds.MODEL, help="an ELMo checkpoint folder (hf-ctx convert-elmo, pretrain_elmo.py)")
+    p.add_argument("input_file", type=kinds.EXISTING_FILE, help="text file, one sentence per line, no empty lines")
+    p.add_argument("output_file", type=kinds.OUTPUT_FILE, help="the HDF5 file to write (or to extend)")
     which = p.add_mutually_exclusive_group()
     which.add_argument(
         "--all",
@@ -152,18 +182,23 @@ def _add_embed(subparsers):
     which.add_argument(
         "--scalar_mix_weights",
         metavar="W0,W1,W2",
+        type=kinds.TEXT,
         help="the layers summed with these weights (one per layer, used as given)",
     )
-    p.add_argument("--batch_size", type=int, default=64, help="sentences per batch (sorted by length first)")
-    p.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: the GPU when there is one)")
+    p.add_argument(
+        "--batch_size", type=kinds.BATCH_SIZE, default=64, help="sentences per batch (sorted by length first)"
+    )
+    p.add_argument("--device", type=kinds.TEXT, help="cpu, cuda, cuda:1, ... (default: the GPU when there is one)")
     p.add_argument(
         "--dtype",
+        type=kinds.TEXT,
         default="float32",
         choices=["float32", "float16", "bfloat16"],
         help="the dtype the model computes in (vectors are written as float32)",
     )
     p.add_argument(
         "--vocab_file",
+        type=kinds.EXISTING_FILE,
         help="words (one per line, e.g. bilm-tf's vocab.txt) whose token layer is "
         "computed once and looked up: faster, same vectors",
     )
@@ -229,7 +264,7 @@ def package_version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hf-ctx", description=DESCRIPTION)
+    parser = kinds.CheckedArgumentParser(prog="hf-ctx", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"hf_ctx {package_version()}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -249,10 +284,24 @@ AFTER_AN_INTERRUPTION = {
 }
 # The other commands write each file whole or not at all (hf_ctx.atomic_files).
 NOTHING_WRITTEN = "kept: nothing of this run (its files are written whole or not at all); run the same command again"
+DEBUG_ENV = "HF_CTX_DEBUG"
+
+
+def _debug_from_environment() -> bool:
+    from .errors import debug_from_environment  # imports the package: only where the variable is set
+
+    return debug_from_environment()
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except (ValueError, OSError) as error:  # a wrong option: one line, status 1 (as every error of the input)
+        if "--debug" in argv or (DEBUG_ENV in os.environ and _debug_from_environment()):
+            raise
+        print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
+        raise SystemExit(1) from None
     from .errors import interruptions_as_messages, user_errors_as_messages
 
     go_on = AFTER_AN_INTERRUPTION.get(args.command, NOTHING_WRITTEN)

@@ -196,7 +196,10 @@ def convert_bert_checkpoint(
         raise ValueError(f"unsupported architecture {architecture!r}; supported: {sorted(ARCHITECTURES)}")
     tokenizer = None
     if not weights_only:
-        tokenizer = load_tokenizer(src_dir)  # raises, naming the files, when there is no real vocabulary
+        # raises, naming the files, when there is no real vocabulary
+        tokenizer = load_tokenizer(
+            src_dir, way_on="Copy the tokenizer files into it, or pass --weights_only to convert the model alone"
+        )
     source = _load_source(src_dir, architecture)
     target_class = getattr(modeling_bert, ARCHITECTURES[architecture])
     target = target_class(convert_bert_config(source_config)).eval()

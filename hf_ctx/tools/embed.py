@@ -43,6 +43,7 @@ from ..data.files import strip_invisible_prefix, utf8_lines
 from ..data.words import check_word_splitter, split_words
 from ..modeling_elmo import ElmoModel
 from ..tokenization_elmo import ElmoTokenizer, read_vocabulary_file
+from . import option_kinds as kinds
 from .output_files import CommittedFile
 from .paths import check_elmo_checkpoint, check_model_type
 
@@ -306,11 +307,14 @@ class ElmoEmbedder:
         if not isinstance(self.model, ElmoModel):
             raise ValueError(f"ElmoEmbedder needs an ElmoModel, got {type(self.model).__name__}")
         self.fingerprint = weights_fingerprint(self.model)
-        device = (
-            torch.device(device)
-            if device is not None
-            else torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        )
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu") if device is None else device
+        if not isinstance(device, torch.device):
+            try:
+                device = torch.device(device)
+            except (RuntimeError, TypeError):
+                raise ValueError(
+                    f"device must be 'cpu', 'cuda' or 'cuda:N' (a torch device), got {device!r}"
+                ) from None
         if device.type == "cuda" and not torch.cuda.is_available():
             raise ValueError(
                 f"device {str(device)!r} asked for, but this machine (or this torch build) has no CUDA "
@@ -345,7 +349,16 @@ class ElmoEmbedder:
         (up to float rounding): padding never reaches a sentence's words.
         """
         layer_output = layer_output or LayerOutput(self.num_layers, "all")
+        # A string is a sequence too: of characters, each taken for a word (or a sentence) without a word.
+        if isinstance(sentences, (str, bytes)) or not isinstance(sentences, Sequence):
+            raise TypeError(
+                f"sentences must be a list of sentences, each a list of words; got {type(sentences).__name__}"
+            )
         for index, words in enumerate(sentences):
+            if isinstance(words, (str, bytes)) or not isinstance(words, Sequence):
+                raise TypeError(
+                    f"sentences[{index}] must be a list of words, got {type(words).__name__} {words!r:.40}"
+                )
             if not words:
                 raise ValueError(f"sentence {index} has no words")
         batch = self.tokenizer(
@@ -384,8 +397,7 @@ class ElmoEmbedder:
         `--forget-sentences`). Returns {"sentences", "embedded", "kept", "words"}: the file's line count, lines
         embedded now, lines already in the file, and words embedded now.
         """
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        kinds.BATCH_SIZE.check("batch_size", batch_size)
         layer_output = LayerOutput(self.num_layers, output, scalar_mix_weights)
         sentences = read_sentences(input_path)
         settings = {

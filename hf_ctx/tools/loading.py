@@ -26,7 +26,13 @@ from .paths import check_local_path, check_model_type
 logger = logging.getLogger(__name__)
 
 
-def check_tokenizer_vocabulary(tokenizer, source: str | os.PathLike):
+# What a message about a tokenizer without vocabulary suggests, where the caller does not say.
+TOKENIZER_WAY_ON = (
+    "Point to a folder with the tokenizer files (e.g. --tokenizer_name), or train one with `hf-ctx train-tokenizer`"
+)
+
+
+def check_tokenizer_vocabulary(tokenizer, source: str | os.PathLike, way_on: str = TOKENIZER_WAY_ON):
     """Return `tokenizer` if its vocabulary holds more than its special tokens; else raise `ValueError` naming the
     vocabulary files missing from `source` (the folder or Hub id it was loaded from).
 
@@ -49,8 +55,7 @@ def check_tokenizer_vocabulary(tokenizer, source: str | os.PathLike):
     )
     raise ValueError(
         f"the tokenizer loaded from {source} has no vocabulary, only its {len(special)} special tokens, so every word "
-        f"would become {tokenizer.unk_token}: {where}. Point to a folder with the tokenizer files (e.g. "
-        "--tokenizer_name), or train one with `hf-ctx train-tokenizer`"
+        f"would become {tokenizer.unk_token}: {where}. {way_on}"
     )
 
 
@@ -136,14 +141,14 @@ def check_tokenizer_consistency(tokenizer, vocab: dict, source: str | os.PathLik
 LOADING_OPTIONS = ("is_local", "local_files_only")
 
 
-def load_tokenizer(name_or_path: str | os.PathLike, **kwargs):
+def load_tokenizer(name_or_path: str | os.PathLike, way_on: str = TOKENIZER_WAY_ON, **kwargs):
     """`AutoTokenizer.from_pretrained(name_or_path, **kwargs)`, refusing a missing local path, a local folder with
     damaged files or code of its own (`check_tokenizer_folder`) and a tokenizer without a real vocabulary
-    (`check_tokenizer_vocabulary`). Saved again, it writes the files it was loaded from (`LOADING_OPTIONS` left
+    (`check_tokenizer_vocabulary`; `way_on`: what its message suggests). Saved again, it writes the files it was loaded from (`LOADING_OPTIONS` left
     out), so a run that keeps a checkpoint's tokenizer keeps its files."""
     check_local_path(name_or_path, "tokenizer")
     check_tokenizer_folder(name_or_path, kwargs.get("trust_remote_code", False))
-    tokenizer = check_tokenizer_vocabulary(AutoTokenizer.from_pretrained(name_or_path, **kwargs), name_or_path)
+    tokenizer = check_tokenizer_vocabulary(AutoTokenizer.from_pretrained(name_or_path, **kwargs), name_or_path, way_on)
     for option in LOADING_OPTIONS:
         tokenizer.init_kwargs.pop(option, None)
     return tokenizer

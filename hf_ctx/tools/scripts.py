@@ -9,6 +9,7 @@ there pass through `after_saving`) and ends with `hf_ctx.tools.hub.finish_run` (
 """
 
 import contextlib
+import copy
 import importlib.metadata
 import json
 import logging
@@ -17,6 +18,7 @@ import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import datasets
 import huggingface_hub.utils.logging
@@ -25,14 +27,12 @@ import transformers
 from transformers import HfArgumentParser, Trainer, TrainingArguments
 
 from ..data.subsets import first_examples
+from . import option_kinds as kinds
 from .argument_checks import (
-    ALWAYS_POSITIVE,
     PATH_ARGUMENTS,
+    check_bilm_argument,
     check_conflicting_arguments,
     check_mixed_precision,
-    check_path_arguments,
-    check_percentage_arguments,
-    check_positive_arguments,
     check_push_to_hub,
     check_training_arguments,
 )
@@ -111,17 +111,57 @@ def plain_output_for_files() -> None:
         handler.addFilter(_WITHOUT_TERMINAL_CODES)  # once: a filter already there is not added again
 
 
+class OptionParser(HfArgumentParser):
+    """transformers' `HfArgumentParser` for the example scripts: every option is checked by the kind its field
+    declares (`hf_ctx.tools.option_kinds`, the field's metadata "kind"; `TrainingArguments`' own fields by
+    `TRAINING_OPTION_KINDS`) as soon as it is parsed, before any dataclass (and `TrainingArguments`' own checks)
+    is built, and a parse error is one line (a `ValueError`: status 1), not 140 lines of usage."""
+
+    # Metadata keys of hf_ctx's, which argparse's `add_argument` does not take.
+    OWN_METADATA = ("kind", "read_by")
+
+    def __init__(self, dataclass_types, **kwargs):
+        super().__init__(dataclass_types, **kwargs)
+        self.option_kinds = {f"--{name}": kind for name, kind in kinds.option_kinds(self.dataclass_types).items()}
+
+    @staticmethod
+    def _parse_dataclass_field(parser, field):
+        if any(key in field.metadata for key in OptionParser.OWN_METADATA):
+            field = copy.copy(field)
+            field.metadata = MappingProxyType(
+                {key: value for key, value in field.metadata.items() if key not in OptionParser.OWN_METADATA}
+            )
+        HfArgumentParser._parse_dataclass_field(parser, field)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._argv = list(sys.argv[1:] if args is None else args)
+        namespace, remaining = super().parse_known_args(args, namespace)
+        defaults = {f"--{action.dest}": action.default for action in self._actions}
+        values = {f"--{name}": value for name, value in vars(namespace).items()}
+        kinds.check_options(self.option_kinds, values, defaults)
+        return namespace, remaining
+
+    def error(self, message):
+        raise ValueError(kinds.parse_error_line(message, getattr(self, "_argv", sys.argv[1:])))
+
+
+def parse_options(argument_classes: tuple, argv: list[str] | None) -> tuple:
+    """The command line `argv` (`None`: `sys.argv`) parsed into one instance per class, each option checked by its
+    kind (`OptionParser`)."""
+    return tuple(OptionParser(argument_classes).parse_args_into_dataclasses(args=argv))
+
+
 def parse_args_and_set_up(
     argument_classes: tuple,
     argv: list[str] | None,
     logger: logging.Logger,
     *,
     ignored_together: Iterable[tuple[str, str]] = (),
-    positive: tuple[str, ...] = ("max_seq_length",),
     steps: tuple[str, ...] = ("do_train", "do_eval", "do_predict"),
 ) -> tuple:
-    """The start of every example script: parse the command line, set up logging, seed everything, refuse
-    arguments the run could not use (see `hf_ctx.tools.argument_checks`), and make this run the one writer of
+    """The start of every example script: parse the command line, each option checked by its kind
+    (`OptionParser`), set up logging, seed everything, refuse arguments the run could not use or would ignore
+    (see `hf_ctx.tools.argument_checks`), and make this run the one writer of
     `--output_dir` (`hf_ctx.tools.output_files.lock_output`: a second run into the same folder is an error; the
     temporaries a killed run left there are removed). A folder that holds an earlier run's model, checkpoints or
     results is refused unless `--overwrite_output_dir` or `--resume_from_checkpoint` says what to do with them
@@ -133,7 +173,6 @@ def parse_args_and_set_up(
         argv: the arguments (`None`: `sys.argv`).
         logger: the script's logger (see `setup_logging`).
         ignored_together: (argument, argument it makes the script ignore) pairs, refused together.
-        positive: size arguments that must be positive when given (those of `checks.ALWAYS_POSITIVE` always are).
         steps: the script's `--do_*` steps; a run that asks for none of them is refused (it would exit having
             done nothing, or only part of its preparation).
 
@@ -141,19 +180,22 @@ def parse_args_and_set_up(
         One instance per class, in order.
     """
     argv, launcher_note = launcher_arguments(argv)
-    parsed = HfArgumentParser(argument_classes).parse_args_into_dataclasses(args=argv)
+    parsed = parse_options(argument_classes, argv)
     training_args = parsed[-1]
     if not any(getattr(training_args, step) for step in steps):
         raise ValueError(f"nothing to do: give {' and/or '.join('--' + step for step in steps)}")
     script_args = parsed[:-1]
-    check_path_arguments(*script_args)  # a missing model is the first and only line, before anything is loaded
+    check_bilm_argument(*script_args)
+    kinds.check_inputs_are_read(
+        argument_classes[:-1],
+        {name: value for group in script_args for name, value in vars(group).items()},
+        {step: getattr(training_args, step, False) for step in steps},
+    )
     setup_logging(training_args, logger)
     if launcher_note:
         logger.info(launcher_note)
     transformers.set_seed(training_args.seed)
     check_conflicting_arguments(ignored_together, *script_args)
-    check_positive_arguments(*script_args, names=(*positive, *ALWAYS_POSITIVE))
-    check_percentage_arguments(*script_args)
     check_training_arguments(training_args)
     check_mixed_precision(training_args)
     # One process of a multi-process run saves (the main one, or each node's with --save_on_each_node), so that
@@ -453,6 +495,19 @@ def check_config_fields(fields: dict, config_class) -> None:
 # --- building a model: one way in every script ----------------------------------------------------------------
 
 
+def model_type_field(task: str | None = None):
+    """The `--model_type` option of a script whose models do `task` (a key of `AUTO_CLASSES`): its help offers,
+    and its kind takes, the families that have a model for it (`None`: every family)."""
+    names = families_with(task) if task is not None else list(MODEL_FAMILIES)
+    return field(
+        default=None,
+        metadata={
+            "help": f"without --model_name_or_path: a new model from random weights, one of {names}",
+            "kind": kinds.one_of(names),
+        },
+    )
+
+
 @dataclass
 class ModelBuildingArguments:
     """How every example script builds its model: `--model_name_or_path` a checkpoint to fine-tune (or a
@@ -464,28 +519,30 @@ class ModelBuildingArguments:
         default=None,
         metadata={
             "help": "a checkpoint folder to fine-tune (a pretrained hf_ctx model), or a fine-tuned one to evaluate "
-            "and predict with"
+            "and predict with",
+            "kind": kinds.MODEL,
         },
     )
-    model_type: str | None = field(
-        default=None,
-        metadata={
-            "help": f"without --model_name_or_path: a new model from random weights, one of {list(MODEL_FAMILIES)} "
-            "(those with the script's task)"
-        },
-    )
+    model_type: str | None = model_type_field()  # each script's ModelArguments narrows it to its task
     config_name: str | None = field(
         default=None,
         metadata={
             "help": "with --model_type: a size preset (" + preset_names(MODEL_FAMILIES) + ") or a config.json or "
-            "checkpoint folder of that family; default: the family's default config"
+            "checkpoint folder of that family; default: the family's default config",
+            "kind": kinds.CONFIG,
         },
     )
     tokenizer_name: str | None = field(
-        default=None, metadata={"help": "a tokenizer folder (default: the checkpoint's, or the script's own)"}
+        default=None,
+        metadata={
+            "help": "a tokenizer folder (default: the checkpoint's, or the script's own)",
+            "kind": kinds.TOKENIZER,
+        },
     )
-    config_overrides: str | None = field(default=None, metadata={"help": CONFIG_OVERRIDES_HELP})
-    cache_dir: str | None = field(default=None, metadata={"help": "where Hub downloads are cached"})
+    config_overrides: str | None = field(default=None, metadata={"help": CONFIG_OVERRIDES_HELP, "kind": kinds.TEXT})
+    cache_dir: str | None = field(
+        default=None, metadata={"help": "where Hub downloads are cached", "kind": kinds.OUTPUT_FOLDER}
+    )
     ignore_mismatched_sizes: bool = field(
         default=False,
         metadata={
@@ -542,10 +599,20 @@ class TextCorpusArguments:
     with its own options."""
 
     train_file: list[str] | None = field(
-        default=None, metadata={"help": "training text files or glob patterns (plain or .gz), e.g. 'wiki/*.txt.gz'"}
+        default=None,
+        metadata={
+            "help": "training text files or glob patterns (plain or .gz), e.g. 'wiki/*.txt.gz'",
+            "kind": kinds.FILES_OR_PATTERNS,
+            "read_by": ("do_train",),
+        },
     )
     validation_file: list[str] | None = field(
-        default=None, metadata={"help": "validation text files or glob patterns (plain or .gz)"}
+        default=None,
+        metadata={
+            "help": "validation text files or glob patterns (plain or .gz)",
+            "kind": kinds.FILES_OR_PATTERNS,
+            "read_by": ("do_eval",),
+        },
     )
     streaming: bool = field(
         default=False,
@@ -555,18 +622,34 @@ class TextCorpusArguments:
         },
     )
     dataset_name: str | None = field(
-        default=None, metadata={"help": "a `datasets` dataset (Hub name or local folder), one text a row"}
+        default=None,
+        metadata={"help": "a `datasets` dataset (Hub name or local folder), one text a row", "kind": kinds.DATASET},
     )
-    dataset_config_name: str | None = field(default=None, metadata={"help": "its configuration"})
-    text_column: str = field(default="text", metadata={"help": "the dataset's text column"})
-    cache_dir: str | None = field(default=None, metadata={"help": "where `datasets` caches (default: its own cache)"})
+    dataset_config_name: str | None = field(default=None, metadata={"help": "its configuration", "kind": kinds.TEXT})
+    text_column: str = field(default="text", metadata={"help": "the dataset's text column", "kind": kinds.TEXT})
+    cache_dir: str | None = field(
+        default=None,
+        metadata={"help": "where `datasets` caches (default: its own cache)", "kind": kinds.OUTPUT_FOLDER},
+    )
     validation_split_percentage: float = field(
-        default=5.0, metadata={"help": "without validation data, hold out this share of the training text"}
+        default=5.0,
+        metadata={
+            "help": "without validation data, hold out this share of the training text",
+            "kind": kinds.PERCENTAGE,
+        },
     )
-    pad_to_multiple_of: int | None = field(default=None, metadata={"help": "pad batches to a multiple of this"})
-    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "processes for data preparation"})
-    max_train_samples: int | None = field(default=None, metadata={"help": "keep only the first N training examples"})
-    max_eval_samples: int | None = field(default=None, metadata={"help": "keep only the first N validation examples"})
+    pad_to_multiple_of: int | None = field(
+        default=None, metadata={"help": "pad batches to a multiple of this", "kind": kinds.LENGTH}
+    )
+    preprocessing_num_workers: int | None = field(
+        default=None, metadata={"help": "processes for data preparation", "kind": kinds.WORKERS}
+    )
+    max_train_samples: int | None = field(
+        default=None, metadata={"help": "keep only the first N training examples", "kind": kinds.COUNT}
+    )
+    max_eval_samples: int | None = field(
+        default=None, metadata={"help": "keep only the first N validation examples", "kind": kinds.COUNT}
+    )
 
 
 # --- the --do_train / --do_eval steps -----------------------------------------------------------------------

@@ -29,6 +29,7 @@ from transformers.utils.hub import PushInProgress
 from ..atomic_files import damaged_file_reason, damaged_files, write_failed, write_into_folder
 from ..data.atomic_write import write_text
 from ..remote_code import check_finite_weights, nonfinite_tensors
+from . import option_kinds as kinds
 from .cpu_threads import CpuThreadsCallback
 from .loading import check_pickle_loads_safely
 
@@ -457,6 +458,7 @@ class CtxTrainingArguments(TrainingArguments):
     )
 
     def __post_init__(self):
+        kinds.check_declared_options(self)  # as the scripts' parser does, for arguments built in Python
         # Shares of the run (transformers reads a number below 1 as one), resolved when training starts.
         if self.logging_steps is None:
             self.logging_steps = 1 / LOGGED_POINTS
@@ -466,12 +468,6 @@ class CtxTrainingArguments(TrainingArguments):
             # --load_best_model_at_end keeps the best of the saved checkpoints: one is saved at each evaluation.
             self.save_steps = self.eval_steps if self.load_best_model_at_end and self.eval_steps else 500
         super().__post_init__()
-        if self.num_threads is not None and self.num_threads < 1:
-            raise ValueError(f"--num_threads must be at least 1, got {self.num_threads}")
-        for name in ("max_train_minutes", "max_train_cpu_minutes"):
-            value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise ValueError(f"--{name} must be above 0, got {value}")
 
 
 class TrainingTimeLimit(TrainerCallback):

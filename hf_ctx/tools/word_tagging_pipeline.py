@@ -31,6 +31,47 @@ from transformers.pipelines.token_classification import AggregationStrategy, Tok
 
 from ..data.conll import words_as_read
 from ..data.words import split_sentences, word_spans
+from . import option_kinds as kinds
+
+# --- the call arguments users pass, checked where they enter ---------------------------------------------------
+
+AGGREGATION_STRATEGIES = [strategy.value for strategy in AggregationStrategy]
+
+
+def check_call_arguments(aggregation_strategy=None, ignore_labels=None, stride=None, delimiter=None, **flags) -> None:
+    """Refuse a pipeline call argument of the wrong kind in one `ValueError`/`TypeError` that names it (else a
+    `KeyError: 'BAD'`, an `OverflowError` of the tokenizer, or a label test that fails inside a loop); `flags`:
+    arguments that are true or false (`is_split_into_words`, `return_tensors`)."""
+    if not (
+        aggregation_strategy is None
+        or isinstance(aggregation_strategy, AggregationStrategy)
+        or (isinstance(aggregation_strategy, str) and aggregation_strategy.lower() in AGGREGATION_STRATEGIES)
+    ):
+        raise ValueError(f"aggregation_strategy must be one of {AGGREGATION_STRATEGIES}, got {aggregation_strategy!r}")
+    if ignore_labels is not None and (
+        isinstance(ignore_labels, str)
+        or not isinstance(ignore_labels, (list, tuple, set))
+        or not all(isinstance(label, str) for label in ignore_labels)
+    ):
+        raise TypeError(f"ignore_labels must be a list of labels, e.g. ['O'], got {ignore_labels!r}")
+    if stride is not None:
+        kinds.count_or_zero("windows that do not overlap").check("stride", stride)
+    if delimiter is not None and not isinstance(delimiter, str):
+        raise TypeError(f"delimiter must be a string (what joins given words), got {delimiter!r}")
+    for name, value in flags.items():
+        if value is not None:
+            kinds.check_flag(name, value)
+
+
+def check_inputs(inputs) -> None:
+    """Refuse what no pipeline call reads as text: a number, None, bytes, a dict (transformers would say "At least
+    one input is required", or take a number for a batch)."""
+    if inputs is None or isinstance(inputs, (int, float, bytes, dict)):
+        raise TypeError(
+            "the pipeline's input must be a text, a list of texts, or (with is_split_into_words=True) a list of "
+            f"words; got {type(inputs).__name__} {inputs!r:.40}"
+        )
+
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +135,9 @@ class WordTokenClassificationPipeline(TokenClassificationPipeline):
         stride=None,
         delimiter=None,
     ):
+        check_call_arguments(
+            aggregation_strategy, ignore_labels, None, delimiter, is_split_into_words=is_split_into_words
+        )
         if stride is not None:
             raise ValueError("stride does not apply to word-level taggers: they read the whole sentence")
         if offset_mapping is not None:
@@ -116,6 +160,10 @@ class WordTokenClassificationPipeline(TokenClassificationPipeline):
         bilm = getattr(self.model, "bilm", None)
         config = bilm.config if bilm is not None else self.model.config
         return getattr(config, "max_sentence_words", None)
+
+    def __call__(self, inputs, **kwargs):
+        check_inputs(inputs)
+        return super().__call__(inputs, **kwargs)
 
     def preprocess(self, sentence, is_split_into_words=False, delimiter=" "):
         splitter = getattr(self.tokenizer, "word_splitter", "treebank")
@@ -195,11 +243,24 @@ class SubwordTokenClassificationPipeline(TokenClassificationPipeline):
     window only. For a model without a CRF it is that pipeline with these defaults.
     """
 
-    def _sanitize_parameters(self, aggregation_strategy=None, stride=None, **kwargs):
+    def _sanitize_parameters(
+        self,
+        ignore_labels=None,
+        aggregation_strategy=None,
+        stride=None,
+        delimiter=None,
+        is_split_into_words=None,
+        **kwargs,
+    ):
         """`TokenClassificationPipeline`'s, with windows by default: a text longer than the model's window is read in
         windows of `tokenizer.model_max_length` tokens that overlap by `stride` (default: a quarter of a window), so
         every word is tagged. With `aggregation_strategy="none"` (one entry per overlapping token) or a slow
         tokenizer there are no windows, and a text that is cut is a warning saying where."""
+        check_call_arguments(
+            aggregation_strategy, ignore_labels, stride, delimiter, is_split_into_words=is_split_into_words
+        )
+        given = {"ignore_labels": ignore_labels, "delimiter": delimiter, "is_split_into_words": is_split_into_words}
+        kwargs.update({name: value for name, value in given.items() if value is not None})
         aggregation = aggregation_strategy  # this call's, else the one given at construction, else "first"
         if aggregation is None:
             aggregation = getattr(self, "_postprocess_params", {}).get("aggregation_strategy", "first")
@@ -241,6 +302,10 @@ class SubwordTokenClassificationPipeline(TokenClassificationPipeline):
                 self.tokenizer.model_max_length,
                 read,
             )
+
+    def __call__(self, inputs, **kwargs):
+        check_inputs(inputs)
+        return super().__call__(inputs, **kwargs)
 
     def preprocess(self, sentence, offset_mapping=None, **preprocess_params):
         if not preprocess_params.get("tokenizer_params") and self.tokenizer.is_fast:
@@ -364,6 +429,9 @@ class WordFeatureExtractionPipeline(FeatureExtractionPipeline):
     ):
         if kwargs:
             raise ValueError(f"unknown argument(s) for the word feature-extraction pipeline: {sorted(kwargs)}")
+        check_call_arguments(
+            delimiter=delimiter, is_split_into_words=is_split_into_words, return_tensors=return_tensors
+        )
         preprocess_params, forward_params, postprocess_params = {}, {}, {}
         if is_split_into_words is not None:
             preprocess_params["is_split_into_words"] = is_split_into_words
@@ -381,6 +449,7 @@ class WordFeatureExtractionPipeline(FeatureExtractionPipeline):
     def __call__(self, inputs, **kwargs):
         """Features of one sentence (a string, or a list of words with `is_split_into_words=True`) or of a list of
         sentences: per sentence, a list of {"word", "start", "end", "vector"}."""
+        check_inputs(inputs)
         if kwargs.get("is_split_into_words", self._preprocess_params.get("is_split_into_words")) and (
             isinstance(inputs, list) and all(isinstance(word, str) for word in inputs)
         ):

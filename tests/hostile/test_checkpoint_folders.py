@@ -375,9 +375,7 @@ def test_a_taglm_tagger_whose_vocab_txt_was_cut_is_refused_naming_the_file_and_b
 
 def test_a_folder_that_is_not_a_model_is_named_with_what_it_lacks(tmp_path):
     """transformers said "Should have a `model_type` key in its config.json" of a folder without one."""
-    from types import SimpleNamespace
-
-    from hf_ctx.tools.argument_checks import check_path_arguments
+    from hf_ctx.tools import option_kinds as kinds
     from hf_ctx.tools.question_answering import QuestionAnsweringPipeline
 
     folder = tmp_path / "notes"
@@ -385,7 +383,7 @@ def test_a_folder_that_is_not_a_model_is_named_with_what_it_lacks(tmp_path):
     (folder / "notes.txt").write_text("not a model\n")
     expected = r"no config.json there, so it does not look like a model folder \(it holds notes.txt\)"
     with pytest.raises(ValueError, match=rf"^--model_name_or_path {folder}: {expected}"):
-        check_path_arguments(SimpleNamespace(model_name_or_path=str(folder)))
+        kinds.MODEL.check("--model_name_or_path", str(folder))
     with pytest.raises(ValueError, match=rf"^model {folder}: {expected}"):
         QuestionAnsweringPipeline.from_pretrained(str(folder))
 
@@ -394,15 +392,17 @@ def test_a_folder_that_is_not_a_model_is_named_with_what_it_lacks(tmp_path):
 def test_a_name_that_looks_like_a_local_path_but_does_not_exist_is_a_missing_folder(name):
     """Not a Hub connection failure ("We couldn't connect to 'https://huggingface.co'") nor "Repo id must be in
     the form": the scripts' paths, the QA pipeline and convert-bert say the folder is missing."""
-    from types import SimpleNamespace
-
-    from hf_ctx.tools.argument_checks import check_path_arguments
+    from hf_ctx.tools import option_kinds as kinds
     from hf_ctx.tools.convert_bert import convert_bert_checkpoint
     from hf_ctx.tools.question_answering import QuestionAnsweringPipeline
 
-    for option in ("model_name_or_path", "tokenizer_name", "bilm_name_or_path"):
+    for option, kind in [
+        ("model_name_or_path", kinds.MODEL),
+        ("tokenizer_name", kinds.TOKENIZER),
+        ("bilm_name_or_path", kinds.MODEL),
+    ]:
         with pytest.raises(FileNotFoundError, match=rf"^no folder {re.escape(repr(name))}, given for --{option}$"):
-            check_path_arguments(SimpleNamespace(**{option: name}))
+            kind.check(f"--{option}", name)
     with pytest.raises(FileNotFoundError, match=rf"^no folder {re.escape(repr(name))}, given for model$"):
         QuestionAnsweringPipeline.from_pretrained(name)
     with pytest.raises(FileNotFoundError, match=rf"^no folder {re.escape(repr(name))}: convert-bert converts"):
