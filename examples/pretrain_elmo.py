@@ -84,7 +84,7 @@ class ModelArguments:
         default=None,
         metadata={
             "help": "an ElmoTokenizer folder with a word vocabulary, instead of building one",
-            "kind": kinds.MODEL,
+            "kind": kinds.TOKENIZER,
         },
     )
     vocab_min_count: int = field(

@@ -51,12 +51,11 @@ def write_corpus(path, num_documents, rng):
 
 
 def common_args(corpus, output_dir):
-    # No dropout, so that one process and two processes compute the same function.
+    # No dropout, so that one process and two processes compute the same function. The validation file only where
+    # a test evaluates (`with_validation`): a run that does not evaluate refuses one.
     return [
         "--train_file",
         corpus["train"],
-        "--validation_file",
-        corpus["valid"],
         "--cache_dir",
         corpus["cache"],
         "--model_size",
@@ -105,6 +104,7 @@ def single_run(corpus, tmp_path_factory):
     """One process, batch 8, checkpoints at steps 3 and 6, evaluated at the end."""
     output_dir = tmp_path_factory.mktemp("single")
     args = common_args(corpus, output_dir) + ["--per_device_train_batch_size", "8", "--save_steps", "3", "--do_eval"]
+    args += ["--validation_file", corpus["valid"]]
     metrics = pretrain_bert.main(args)
     return output_dir, metrics
 
@@ -239,6 +239,7 @@ def test_resume_from_checkpoint_continues_exactly(single_run, corpus, tmp_path):
         "no",
         "--resume_from_checkpoint",
         str(output_dir / "checkpoint-3"),
+        *("--validation_file", corpus["valid"], "--do_eval"),  # as the run it resumes (evaluated at its end)
     ]
     metrics = pretrain_bert.main(args)
     resumed, original = logged_losses(tmp_path), logged_losses(output_dir)
@@ -465,7 +466,10 @@ def test_pretokenized_examples_train_exactly_as_the_text_they_came_from(single_r
         pretrain_bert.main(args + ["--objective", "mlm", "--do_eval", *data["add"]])
         return logged_losses(output_dir)
 
-    text = {"drop": {"--vocab_size"}, "add": ["--tokenizer_name", str(single_run[0])]}
+    text = {
+        "drop": {"--vocab_size"},
+        "add": ["--tokenizer_name", str(single_run[0]), "--validation_file", corpus["valid"]],
+    }
     ids = {
         "drop": {"--vocab_size", "--train_file", "--validation_file"},
         "add": ["--pretokenized_dir", str(tmp_path / "ids")],
@@ -473,7 +477,8 @@ def test_pretokenized_examples_train_exactly_as_the_text_they_came_from(single_r
     assert run(tmp_path / "ids_run", ids) == run(tmp_path / "text_run", text)
     with pytest.raises(ValueError, match="--pretokenized_dir brings the text and its tokenizer: drop --train_file"):
         pretrain_bert.main(
-            common_args(corpus, tmp_path / "refused") + ["--objective", "mlm", "--pretokenized_dir", "x"]
+            common_args(corpus, tmp_path / "refused")
+            + ["--objective", "mlm", "--pretokenized_dir", str(tmp_path / "ids")]
         )
 
 

@@ -42,7 +42,7 @@ def task(tmp_path_factory) -> dict[str, Path]:
 
 def arguments(task, output_dir, *extra) -> list[str]:
     return [
-        "--train_file", str(task["train"]), "--validation_file", str(task["validation"]), "--model_type", "bert",
+        "--train_file", str(task["train"]), "--model_type", "bert",
         "--config_name", "tiny", "--tokenizer_name", str(task["tokenizer"]), "--max_seq_length", "16",
         "--do_train", "--per_device_train_batch_size", "8", "--report_to", "none", "--disable_tqdm", "true",
         "--seed", "0", "--output_dir", str(output_dir), *extra,

@@ -369,15 +369,16 @@ def test_validation_file_and_split_percentage_are_refused_together(corpus, tmp_p
 @pytest.mark.parametrize(
     "options, error",
     [
-        (["--bilm_name_or_path", "."], "--model_type bert builds on no biLM; leave out --bilm_name_or_path"),
+        (["--bilm_name_or_path", "bilm"], "--model_type bert builds on no biLM; leave out --bilm_name_or_path"),
         (["--word_vectors", "vectors.txt"], "--word_vectors: a bert tagger has no word embeddings to load them into"),
         (["--max_seq_length", "600"], r"--max_seq_length 600 exceeds the model's max_position_embeddings \(512\)"),
     ],
 )
-def test_a_new_bert_tagger_refuses_what_it_cannot_use(corpus, tmp_path, options, error):
+def test_a_new_bert_tagger_refuses_what_it_cannot_use(corpus, bilm, tmp_path, options, error):
     """Options its family's record says a new BERT tagger has no use for are errors, not silently ignored."""
     (tmp_path / "vectors.txt").write_text("the 0.1 0.2\n")  # there: its kind (a file) holds
-    options = [str(tmp_path / option) if option == "vectors.txt" else option for option in options]
+    places = {"vectors.txt": str(tmp_path / "vectors.txt"), "bilm": str(bilm)}  # a real biLM: its kind holds
+    options = [places.get(option, option) for option in options]
     with pytest.raises(ValueError, match=error):
         run_ner.main(
             ["--model_type", "bert", "--vocab_size", "100", "--train_file", str(corpus["train"]), "--do_train"]

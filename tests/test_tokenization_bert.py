@@ -95,7 +95,7 @@ def test_train_tokenizer_refuses_an_output_path_that_is_a_file(corpus_file, tmp_
     """transformers' save_pretrained logs and writes nothing when given a file; the command said "wrote"."""
     target = tmp_path / "a_file"
     target.write_text("keep me")
-    with pytest.raises(ValueError, match="output folder .*a_file is a file"):
+    with pytest.raises(ValueError, match="--output_dir .*a_file is a file"):
         cli_main(["train-tokenizer", str(corpus_file), "--output_dir", str(target), "--vocab_size", "100", "--debug"])
     assert target.read_text() == "keep me"
 

