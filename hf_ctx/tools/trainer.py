@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from time import monotonic, process_time
 
 import datasets
+import torch
 import transformers
 from accelerate.data_loader import prepare_data_loader
 from datasets.distributed import split_dataset_by_node
