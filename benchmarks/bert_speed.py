@@ -13,11 +13,10 @@ batches of --seq tokens; the default for inference and pretrain) or `sst2` (SST-
 padding: real lengths, so padding cost shows; the default for finetune).
 
 hf_ctx runs with its fast paths (`sparse_prediction`, `unpad_inputs`) unless `--plain` is given; the optimizer
-is the fused AdamW the examples use (the `Trainer` default `adamw_torch_fused`) for both models. Under
-`torch.compile` hf_ctx runs padded unless `--trace_unpadding` lets the compiler trace the unpadding's
-value-dependent shape (torch's `capture_dynamic_output_shape_ops`).
+is the fused AdamW the examples use (the `Trainer` default `adamw_torch_fused`) for both models. Under a plain
+`torch.compile` hf_ctx still unpads (the number of real tokens is traced as a symbolic size, no flag needed).
 
-    python benchmarks/bert_speed.py --device cpu --data sst2 --preset mini --batch 32 --compile --trace_unpadding
+    python benchmarks/bert_speed.py --device cpu --data sst2 --preset mini --batch 32 --compile
 """
 
 import argparse
@@ -200,11 +199,6 @@ def main():
     )
     parser.add_argument("--compile", action="store_true", help="also measure both under torch.compile")
     parser.add_argument(
-        "--trace_unpadding",
-        action="store_true",
-        help="with --compile: torch's capture_dynamic_output_shape_ops, so hf_ctx unpads inside the compiled graph",
-    )
-    parser.add_argument(
         "--bucket",
         action="store_true",
         help="sst2: length-grouped batches (the examples' GPU default, group_by_length)",
@@ -219,8 +213,6 @@ def main():
     args = parser.parse_args()
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
     torch.manual_seed(0)
-    if args.trace_unpadding:  # as TORCHDYNAMO_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS=1 does
-        torch._dynamo.config.capture_dynamic_output_shape_ops = True
 
     reference, ours = build_pair(
         args.mode,
@@ -253,7 +245,6 @@ def main():
         f"seq={args.seq if data == 'synthetic' else 'SST-2'}{' bucketed' if args.bucket else ''}"
         f"{f' pad_to={args.pad_to_multiple_of}' if args.pad_to_multiple_of else ''} attn={args.attn_implementation} "
         f"hf_ctx fast paths={'off' if args.plain else 'on'} attention dropout={args.attention_dropout} "
-        f"{'unpadding traced under compile ' if args.trace_unpadding else ''}"
         f"torch={torch.__version__} transformers={transformers.__version__}"
     )
     for compiled in [False, True] if args.compile else [False]:

@@ -55,6 +55,7 @@ GPU = {
     "run": "--report_to none --disable_tqdm true --save_strategy no --seed 0",
     # the files with gpu-marked tests (collecting all of tests/ took most of a window's 45 s); a test keeps the list
     "gpu_tests": "tests/test_benchmarks.py tests/test_distributed.py tests/test_layers.py tests/test_modeling_bert.py",
+    "gpu_compile_tests": "tests/test_modeling_bert.py -k compile",
     "bert_speed": "--device cuda --dtype bf16 --preset base",
     "compile": "--compile",
     "elmo_speed": "--device cuda",
@@ -78,6 +79,7 @@ DRY = {
     "bert_size": "tiny",
     "device": "--use_cpu",
     "gpu_tests": "tests/test_benchmarks.py",
+    "gpu_compile_tests": "tests/test_benchmarks.py",
     "bert_speed": "--device cpu --preset tiny --steps 1 --warmup 1 --repeats 1 --batch 2 --seq 16",
     "compile": "",
     "elmo_speed": "--device cpu --cell_size 8 --projection_size 4 --steps 3 --repeats 1 --no_compile",
@@ -119,7 +121,6 @@ GLUE = {"sst2": ("SST-2", "eval_accuracy"), "rte": ("RTE", "eval_accuracy"), "mr
 GLUE["cola"] = ("CoLA", "eval_matthews_correlation")  # task -> its folder, the metric run_glue.py reports
 CONLL = "--train_file {data}/conll2003/eng.train --validation_file {data}/conll2003/eng.testa"
 BUCKETED = "--bucket --pad_to_multiple_of 8"
-COMPILED = "{compile} --trace_unpadding"  # compiled fine-tuning traces the unpadding, as CtxTrainer lets it
 
 
 def bert_speed(name: str, budget_s: float, mode: str) -> Step:
@@ -167,8 +168,17 @@ ITEMS = {  # name -> (what it does, its steps)
         [
             Step("gpu_tests", 90, "pytest -q -p no:cacheprovider --continue-on-collection-errors -m gpu {gpu_tests}"),
             bert_speed("bert_pretrain_b128_s128", 130, "pretrain --batch 128 --seq 128 {compile}"),
-            bert_speed("bert_finetune_b32_bucketed", 110, f"finetune --batch 32 {BUCKETED} {COMPILED}"),
+            bert_speed("bert_finetune_b32_bucketed", 110, f"finetune --batch 32 {BUCKETED} {{compile}}"),
             Step("elmo_bf16", 60, "benchmarks/elmo_lstm_speed.py {elmo_speed} --autocast bf16 --no_compile"),
+        ],
+    ),
+    "checks-compile": (
+        "a plain torch.compile keeping hf_ctx's unpadding (no flag): the compiled ratios and the gpu compile test",
+        [
+            Step("gpu_tests_compile", 90, "pytest -q -p no:cacheprovider -m gpu {gpu_compile_tests}"),
+            bert_speed("bert_pretrain_b128_s128", 130, "pretrain --batch 128 --seq 128 {compile}"),
+            bert_speed("bert_finetune_b32_bucketed", 160, f"finetune --batch 32 {BUCKETED} {{compile}}"),
+            bert_speed("bert_finetune_b32", 110, "finetune --batch 32 {compile}"),
         ],
     ),
     "bert-speedrun": (
@@ -212,7 +222,7 @@ ITEMS = {  # name -> (what it does, its steps)
         "the rest of the BERT speed table: pretraining at 512, fine-tuning variants, inference",
         [
             bert_speed("bert_pretrain_b32_s512", 90, "pretrain --batch 32 --seq 512 {compile}"),
-            bert_speed("bert_finetune_b32", 90, f"finetune --batch 32 {COMPILED}"),
+            bert_speed("bert_finetune_b32", 90, "finetune --batch 32 {compile}"),
             bert_speed("bert_finetune_b32_dropout0", 60, "finetune --batch 32 --attention_dropout 0"),
             bert_speed(
                 "bert_finetune_b32_bucketed_dropout0", 60, f"finetune --batch 32 {BUCKETED} --attention_dropout 0"

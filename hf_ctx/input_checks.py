@@ -29,12 +29,42 @@ def host_syncs_allowed(tensor: torch.Tensor) -> bool:
     return not torch.compiler.is_compiling() and tensor.device.type != "xla"
 
 
-def traces_dynamic_output_shapes() -> bool:
-    """Whether `torch.compile` is tracing with torch's `capture_dynamic_output_shape_ops` (set by the environment
-    variable `TORCHDYNAMO_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS=1` or `torch._dynamo.config`): an op whose output shape
-    depends on tensor values (`nonzero`) is then traced with a symbolic size instead of breaking the graph, so
-    BERT's unpadding can run inside one compiled graph."""
-    return torch.compiler.is_compiling() and bool(torch._dynamo.config.capture_dynamic_output_shape_ops)
+def true_positions(mask: torch.Tensor) -> torch.Tensor:
+    """(K,) int64: the flat positions of the K true values of boolean `mask`, in order (`torch.nonzero` of the
+    flattened mask). K depends on the values, so under `torch.compile` this runs as the custom op
+    `hf_ctx::true_positions`, which the compiler traces with a symbolic K inside the graph, without torch's
+    `capture_dynamic_output_shape_ops` (which `torch.nonzero` needs unless `fullgraph=True`): a plain
+    `torch.compile(model)` keeps BERT's unpadding and sparse MLM prediction."""
+    if torch.compiler.is_compiling():
+        return torch.ops.hf_ctx.true_positions(mask)
+    return torch.nonzero(mask.flatten()).flatten()
+
+
+def _true_positions_op(mask: torch.Tensor) -> torch.Tensor:
+    return torch.nonzero(mask.flatten()).flatten()
+
+
+def _true_positions_fake(mask: torch.Tensor) -> torch.Tensor:
+    """The op's output while tracing: K a new symbolic size in [0, mask.numel()]."""
+    context = torch.library.get_ctx()
+    shape_env = getattr(context, "_shape_env", None)
+    if shape_env is None:  # tracing without symbolic sizes: torch's own error (a graph break under torch.compile)
+        count = context.new_dynamic_size()
+    else:
+        # `new_dynamic_size` refuses unless `capture_dynamic_output_shape_ops` (or fullgraph) is set; the size is
+        # made as it makes it (and as torch's own device-mesh op does), so that no flag is needed.
+        from torch.fx.experimental.symbolic_shapes import _constrain_range_for_size
+
+        count = shape_env.create_unbacked_symint()
+        _constrain_range_for_size(count, min=0, max=mask.numel() if isinstance(mask.numel(), int) else None)
+    return mask.new_empty(count, dtype=torch.long)
+
+
+# Once per process: remote code imports a second copy of this file under another module name.
+if not hasattr(torch.ops.hf_ctx, "true_positions"):
+    torch.library.custom_op("hf_ctx::true_positions", _true_positions_op, mutates_args=()).register_fake(
+        _true_positions_fake
+    )
 
 
 def values_outside(

@@ -46,7 +46,7 @@ from .input_checks import (
     check_bert_inputs,
     check_gold_tags,
     host_syncs_allowed,
-    traces_dynamic_output_shapes,
+    true_positions,
 )
 from .losses import AccumulatedBatchLossMixin, accumulated_mean, classification_loss, sequence_classification_loss
 from .model_size import ParameterMemoryMixin
@@ -144,7 +144,7 @@ class UnpaddedLayout:
         lengths = keep.sum(dim=1, dtype=torch.int32)  # (B,) real tokens per sequence
         # (B + 1,): 0, then running totals, so sequence b is tokens cu_seqlens[b] .. cu_seqlens[b + 1] - 1.
         cu_seqlens = F.pad(torch.cumsum(lengths, dim=0, dtype=torch.int32), (1, 0))
-        indices = torch.nonzero(keep.flatten(), as_tuple=False).flatten()  # (N,) positions in the flat (B * T)
+        indices = true_positions(keep)  # (N,) positions in the flat (B * T); traced by torch.compile
         # Under torch.compile the longest length is not read back (a host read): only the varlen kernel, which does
         # not run there, needs it, and T bounds it.
         max_seqlen = keep.shape[1] if torch.compiler.is_compiling() else int(lengths.max())
@@ -519,9 +519,9 @@ class CtxBertModel(CtxBertPreTrainedModel):
             if host_syncs_allowed(attention_mask):
                 if not attention_mask.bool().all():
                     layout = UnpaddedLayout.from_attention_mask(attention_mask, mask)
-            elif traces_dynamic_output_shapes():
-                # Traced with a symbolic number of real tokens; every batch unpads, as testing for padding would
-                # branch on values.
+            elif torch.compiler.is_compiling():
+                # Traced with a symbolic number of real tokens (`true_positions`); every batch unpads, as testing
+                # for padding would branch on values.
                 layout = UnpaddedLayout.from_attention_mask(attention_mask, mask)
         sequence_output = self.encoder(
             embeddings,
@@ -546,9 +546,9 @@ def masked_lm_logits_and_loss(lm_head, sequence_output, labels, config, num_item
     if labels is None:
         return lm_head(sequence_output), None
     if config.sparse_prediction:
-        labelled = labels.reshape(-1) != IGNORE_INDEX
-        logits = lm_head(sequence_output.reshape(-1, sequence_output.shape[-1])[labelled])
-        labels = labels.reshape(-1)[labelled]
+        labelled = true_positions(labels != IGNORE_INDEX)  # (N,) flat positions; traced by torch.compile
+        logits = lm_head(sequence_output.reshape(-1, sequence_output.shape[-1]).index_select(0, labelled))
+        labels = labels.reshape(-1).index_select(0, labelled)
     else:
         logits = lm_head(sequence_output)
     # 0, not NaN, for a batch without a masked token (as every hf_ctx head: see `classification_loss`).

@@ -110,7 +110,7 @@ def test_dry_run_writes_the_result_files_and_the_ledger_moves_on(prepared, tmp_p
     """The window's code path on CPU (bert-speedrun: pretraining on the token ids, five fine-tunings): at most 8
     result files under 16 MiB with names the device tool accepts; in the returned ledger the item is done and
     --plan on it names the next one; --record writes the ledger and keeps the results in the docs given."""
-    ledger = ledger_with(tmp_path, {"checks": "done"})
+    ledger = ledger_with(tmp_path, {"checks": "done", "checks-compile": "done"})
     out, work = tmp_path / "out", tmp_path / "work"
     argv = [
         "--dry-run",
@@ -165,6 +165,29 @@ def test_dry_run_writes_the_result_files_and_the_ledger_moves_on(prepared, tmp_p
     assert "bert-speedrun (done)" in next((docs / "results").glob("*.md")).read_text()
 
 
+def test_the_next_window_measures_a_plain_compile_then_its_dry_run_runs_every_step(prepared, tmp_path):
+    """The ledger's next item is checks-compile (a plain torch.compile, no --trace_unpadding or other flag: the
+    compiled pretraining and fine-tuning ratios and the gpu compile test); its dry run finishes every step and its
+    summary has each BERT run's row."""
+    assert gpu_window.plan(gpu_window.read_ledger(gpu_window.LEDGER)).startswith("next item: checks-compile")
+    steps = gpu_window.item_steps("checks-compile", gpu_window.GPU, gpu_window.PREPARED, Path("work"))
+    speed = [step for step in steps if step.args[0] == "benchmarks/bert_speed.py"]
+    assert {step.args[step.args.index("--mode") + 1] for step in speed} == {"pretrain", "finetune"}
+    assert all("--compile" in step.args and "--trace_unpadding" not in step.args for step in speed)
+    assert steps[0].args[-5:] == ["-m", "gpu", "tests/test_modeling_bert.py", "-k", "compile"]
+    ledger = ledger_with(tmp_path, {"checks": "done"})
+    out, work = tmp_path / "out", tmp_path / "work"
+    argv = ["--dry-run", "--ledger", str(ledger), "--prepared_dir", str(prepared), "--work", str(work)]
+    # budgets x3 (a 27-minute window): pytest starting on a loaded 2-core machine can take a minute
+    assert gpu_window.main([*argv, "--max_items", "1", "--minutes", "27", "--out", str(out)]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert [item["name"] for item in results["items"]] == ["checks-compile"]
+    assert [step["status"] for step in results["items"][0]["steps"]] == ["done"] * 4, results["items"][0]["steps"]
+    summary = (out / "summary.md").read_text()
+    for run in ("pretrain_b128_s128", "finetune_b32_bucketed", "finetune_b32"):
+        assert re.search(rf"\| BERT {run}, eager \| [\d,]+ \| [\d,]+ \| \*\*[\d.]+x\*\*", summary), run
+
+
 def test_the_deadline_stops_a_step_and_keeps_what_it_wrote(prepared, tmp_path):
     """A step past its limit has its process group stopped (what it printed is kept in its log); a step that no
     longer fits in the window is skipped; an item cut short is "partial" and is tried once more, then passed."""
@@ -179,7 +202,7 @@ def test_the_deadline_stops_a_step_and_keeps_what_it_wrote(prepared, tmp_path):
     assert late["status"] == "skipped: not enough time left in the window"
 
     # A window far too short for the item: every step skipped, the item partial, the result files still written.
-    ledger = ledger_with(tmp_path, {"checks": "done"})
+    ledger = ledger_with(tmp_path, {"checks": "done", "checks-compile": "done"})
     out = tmp_path / "out"
     argv = ["--dry-run", "--ledger", str(ledger), "--prepared_dir", str(prepared), "--work", str(tmp_path / "w")]
     assert gpu_window.main([*argv, "--out", str(out), "--minutes", "0.01"]) == 0

@@ -548,8 +548,6 @@ class CtxTrainer(Trainer):
     - On the CPU, torch's intra-op threads follow the cores other processes leave free, measured when training or
       an evaluation starts and every 10 s of training (`CpuThreadsCallback`; `--num_threads` of
       `CtxTrainingArguments` or `OMP_NUM_THREADS` fixes the number).
-    - `--torch_compile` on a model with `unpad_inputs` lets torch trace value-dependent shapes
-      (`torch._dynamo.config.capture_dynamic_output_shape_ops`), so the compiled model keeps unpadding.
     - `train(resume_from_checkpoint=...)` checks the checkpoint is complete (`resolve_resume_checkpoint`):
       "latest" or `True` skips an incomplete one with a warning; a named incomplete one is an error naming the
       missing files.
@@ -583,10 +581,6 @@ class CtxTrainer(Trainer):
             self.callback_handler.remove_callback(ProgressCallback)
             to_terminal = progress_to_terminal()
             self.callback_handler.add_callback(ProgressBarCallback() if to_terminal else ProgressLinesCallback())
-        if self.args.torch_compile and getattr(getattr(self.model, "config", None), "unpad_inputs", False):
-            # The number of real tokens is a value-dependent shape: traced, the unpadding stays in the compiled
-            # graph (2.1-2.5x compiled transformers, docs/performance.md); untraced, a compiled BERT runs padded.
-            torch._dynamo.config.capture_dynamic_output_shape_ops = True
         self.cpu_threads = None
         if self.args.device.type == "cpu":
             self.cpu_threads = CpuThreadsCallback(getattr(self.args, "num_threads", None))
