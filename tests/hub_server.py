@@ -366,6 +366,11 @@ def point_client_at(monkeypatch, hub: HubServer, home) -> None:
     from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "ENDPOINT", hub.endpoint)
+    # huggingface_hub's module-level client (`create_repo`, `upload_folder` ... as functions, which transformers'
+    # Trainer calls) took the endpoint when it was imported, perhaps under another module's server.
+    from huggingface_hub import hf_api
+
+    monkeypatch.setattr(hf_api.api, "endpoint", hub.endpoint)
     monkeypatch.setattr(
         constants, "HUGGINGFACE_CO_URL_TEMPLATE", hub.endpoint + "/{repo_id}/resolve/{revision}/{filename}"
     )

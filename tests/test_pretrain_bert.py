@@ -269,6 +269,7 @@ def test_two_cpu_processes_train_like_one_with_the_same_global_batch(single_run,
         "no",
         "--tokenizer_name",
         str(output_dir),
+        *("--validation_file", corpus["valid"], "--do_eval"),  # as the one-process run (evaluated at its end)
     ]
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(EXAMPLE)]
     result = subprocess.run(
