@@ -371,6 +371,11 @@ def point_client_at(monkeypatch, hub: HubServer, home) -> None:
     from huggingface_hub import hf_api
 
     monkeypatch.setattr(hf_api.api, "endpoint", hub.endpoint)
+    # transformers >= 5.2x keeps one HfApi of its own (`transformers.utils.hub.hf_api()`), made on first use: made
+    # again for this server.
+    import transformers.utils.hub
+
+    monkeypatch.setattr(transformers.utils.hub, "_hf_api", None, raising=False)
     monkeypatch.setattr(
         constants, "HUGGINGFACE_CO_URL_TEMPLATE", hub.endpoint + "/{repo_id}/resolve/{revision}/{filename}"
     )
