@@ -34,6 +34,7 @@ import json
 import os
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -97,6 +98,21 @@ class LayerOutput:
         if self.weights is None:
             return self.output
         return "scalar_mix " + ",".join(repr(w) for w in self.weights)
+
+
+@dataclass(frozen=True)
+class _EmbedJob:
+    """What one `embed_file` call writes: the lines of its input (`words_of`: line index -> the line's words),
+    the file's settings (the attributes an extended file must match), and how the vectors are written."""
+
+    output_path: str
+    settings: dict
+    sentences: list[str]
+    words_of: dict[int, list[str]]
+    layer_output: LayerOutput
+    batch_size: int
+    progress: bool
+    sentence_index: bool
 
 
 def parse_scalar_mix_weights(text: str) -> list[float]:
@@ -411,25 +427,23 @@ class ElmoEmbedder:
         _check_output_path(input_path, output_path)
         # Every line is split and checked before the output is touched: a line the model cannot take is an error
         # naming it, not a failure half-way through the file.
-        words_of = {i: split_words(sentence, word_splitter) for i, sentence in enumerate(sentences)}
-        self._check_lengths(input_path, words_of)
+        job = _EmbedJob(
+            output_path=output_path,
+            settings=settings,
+            sentences=sentences,
+            words_of={i: split_words(sentence, word_splitter) for i, sentence in enumerate(sentences)},
+            layer_output=layer_output,
+            batch_size=batch_size,
+            progress=progress,
+            sentence_index=sentence_index,
+        )
+        self._check_lengths(input_path, job.words_of)
         # An empty file is what a run that failed before its first flush leaves: nothing to resume.
         exists = os.path.exists(output_path) and os.path.getsize(output_path) > 0
         resume = exists and not overwrite
         # A file replaced (--overwrite) is written beside it and renamed over it once whole: a failure keeps it.
         with _replacing(output_path) if exists and overwrite else contextlib.nullcontext(output_path) as target:
-            done, todo, words = self._embed_into(
-                target,
-                output_path,
-                resume,
-                settings,
-                sentences,
-                words_of,
-                layer_output,
-                batch_size,
-                progress,
-                sentence_index,
-            )
+            done, todo, words = self._embed_into(target, resume, job)
         return {"sentences": len(sentences), "embedded": len(todo), "kept": len(done), "words": words}
 
     def _check_lengths(self, input_path, words_of: dict[int, list[str]]) -> None:
@@ -442,62 +456,52 @@ class ElmoEmbedder:
                     "split the line into sentences (nothing was written)"
                 )
 
-    def _embed_into(
-        self,
-        target,
-        output_path,
-        resume,
-        settings,
-        sentences,
-        words_of,
-        layer_output,
-        batch_size,
-        progress,
-        sentence_index,
-    ):
-        """Write the lines not yet in the file at `target` (`output_path`, or its replacement being written);
-        returns (lines kept, lines embedded, words embedded)."""
+    def _embed_into(self, target: str, resume: bool, job: _EmbedJob) -> tuple[set[int], list[int], int]:
+        """Write the lines of `job` not yet in the file at `target` (`job.output_path`, or its replacement being
+        written); returns (lines kept, lines embedded, words embedded)."""
         store, file = _open_output(target, resume)
         done, todo, words = set(), [], 0
         try:
             with file:
-                done = self._check_existing(file, settings, sentences, output_path) if resume else set()
+                done = self._check_existing(file, job) if resume else set()
                 if not resume:
-                    file.attrs.update(settings)
+                    file.attrs.update(job.settings)
                 file.flush()
-                todo = sorted((i for i in words_of if i not in done), key=lambda i: len(words_of[i]), reverse=True)
-                words = self._write_vectors(file, sentences, words_of, todo, layer_output, batch_size, progress)
-                _write_sentence_index(file, sentences if sentence_index else None)
+                todo = [i for i in job.words_of if i not in done]
+                todo.sort(key=lambda i: len(job.words_of[i]), reverse=True)  # longest first: little padding
+                words = self._write_vectors(file, job, todo)
+                _write_sentence_index(file, job.sentences if job.sentence_index else None)
         except Exception as error:
             if store.failed is None:
                 raise
-            raise _write_failure(output_path, store, replacing=target != output_path) from error
+            raise _write_failure(job.output_path, store, replacing=target != job.output_path) from error
         finally:
             store.close()
         return done, todo, words
 
-    def _write_vectors(self, file, sentences, words_of, todo, layer_output, batch_size: int, progress: bool) -> int:
-        """Embed the lines `todo` (indices into `sentences`; `words_of`: index -> the line's words) `batch_size` at
-        a time into `file`, one dataset per line, flushing after each batch; returns the number of words embedded."""
+    def _write_vectors(self, file, job: _EmbedJob, todo: list[int]) -> int:
+        """Embed the lines `todo` (indices into `job.sentences`) `job.batch_size` at a time into `file`, one dataset
+        per line, flushing after each batch; returns the number of words embedded."""
         from tqdm import tqdm
 
         words = 0
-        with tqdm(total=len(todo), unit="sentence", desc="embedding", disable=not progress) as bar:
-            for start in range(0, len(todo), batch_size):
-                indices = todo[start : start + batch_size]
-                split = [words_of[i] for i in indices]
-                for i, vectors in zip(indices, self.embed_batch(split, layer_output)):
+        with tqdm(total=len(todo), unit="sentence", desc="embedding", disable=not job.progress) as bar:
+            for start in range(0, len(todo), job.batch_size):
+                indices = todo[start : start + job.batch_size]
+                split = [job.words_of[i] for i in indices]
+                for i, vectors in zip(indices, self.embed_batch(split, job.layer_output)):
                     dataset = file.create_dataset(str(i), data=vectors, dtype="float32")
-                    dataset.attrs["sentence"] = sentences[i]
+                    dataset.attrs["sentence"] = job.sentences[i]
                 file.flush()  # a durable point: what is written survives an interruption or a full disk
                 words += sum(map(len, split))
                 bar.update(len(indices))
         return words
 
     @staticmethod
-    def _check_existing(file, settings: dict, sentences: list[str], path: str) -> set[int]:
+    def _check_existing(file, job: _EmbedJob) -> set[int]:
         """The line indices an existing output already holds; a `ValueError` unless it was written by this method
-        with the same settings, for the same sentences."""
+        with the job's settings, for the job's sentences."""
+        settings, sentences, path = job.settings, job.sentences, job.output_path
         found = {key: file.attrs[key] for key in settings if key in file.attrs}
         if found.get("format") != FORMAT:
             raise ValueError(
