@@ -169,26 +169,9 @@ def test_match_special_tokens_leaves_the_trainer_nothing_to_align(tmp_path):
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
     """A tiny run with checkpoints at steps 1 and 2 (model, tokenizer, optimizer, scheduler, RNG, state)."""
-    from tiny_checkpoints import bert_sequence_classifier, cat_sentences
-    from transformers import TrainingArguments
+    from tiny_checkpoints import run_with_two_checkpoints
 
-    from hf_ctx.tools.trainer import CtxTrainer
-
-    root = tmp_path_factory.mktemp("checkpoints")
-    model, tokenizer = bert_sequence_classifier(root)
-    data = cat_sentences(tokenizer, 8)
-    args = TrainingArguments(
-        output_dir=str(root / "run"),
-        max_steps=2,
-        per_device_train_batch_size=4,
-        save_steps=1,
-        report_to=[],
-        use_cpu=True,
-        disable_tqdm=True,
-    )
-    trainer = CtxTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
-    trainer.train()
-    return trainer
+    return run_with_two_checkpoints(tmp_path_factory.mktemp("checkpoints"))
 
 
 @pytest.mark.parametrize(

@@ -75,6 +75,28 @@ def cat_sentences(tokenizer, count: int, words: int = 4, max_length: int = 8):
     return data.remove_columns("text")
 
 
+def run_with_two_checkpoints(root):
+    """A tiny CtxTrainer run of `bert_sequence_classifier` in `root`/"run" with checkpoints at steps 1 and 2
+    (model, tokenizer, optimizer, scheduler, RNG, state); returns the trainer."""
+    from transformers import TrainingArguments
+
+    from hf_ctx.tools.trainer import CtxTrainer
+
+    model, tokenizer = bert_sequence_classifier(root)
+    args = TrainingArguments(
+        output_dir=str(root / "run"),
+        max_steps=2,
+        per_device_train_batch_size=4,
+        save_steps=1,
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+    )
+    trainer = CtxTrainer(model=model, args=args, train_dataset=cat_sentences(tokenizer, 8), processing_class=tokenizer)
+    trainer.train()
+    return trainer
+
+
 def new_bert_arguments(root) -> list[str]:
     """A task script's arguments for a new BERT from the config and tokenizer saved in `root` ("config",
     "tokenizer")."""

@@ -123,25 +123,9 @@ def test_a_hostile_pytorch_model_bin_given_to_convert_bert_is_refused_in_one_lin
 @pytest.fixture(scope="module")
 def run_with_checkpoints(tmp_path_factory):
     """A tiny CtxTrainer run with checkpoints at steps 1 and 2 (model, optimizer, scheduler, RNG, state)."""
-    from tiny_checkpoints import bert_sequence_classifier, cat_sentences
-    from transformers import TrainingArguments
+    from tiny_checkpoints import run_with_two_checkpoints
 
-    from hf_ctx.tools.trainer import CtxTrainer
-
-    root = tmp_path_factory.mktemp("run")
-    model, tokenizer = bert_sequence_classifier(root)
-    args = TrainingArguments(
-        output_dir=str(root / "run"),
-        max_steps=2,
-        per_device_train_batch_size=4,
-        save_steps=1,
-        report_to=[],
-        use_cpu=True,
-        disable_tqdm=True,
-    )
-    trainer = CtxTrainer(model=model, args=args, train_dataset=cat_sentences(tokenizer, 8), processing_class=tokenizer)
-    trainer.train()
-    return trainer
+    return run_with_two_checkpoints(tmp_path_factory.mktemp("run"))
 
 
 @pytest.mark.parametrize("planted", ["optimizer.pt", "scheduler.pt", "rng_state.pth"])
