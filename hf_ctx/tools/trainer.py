@@ -607,11 +607,13 @@ class CtxTrainer(Trainer):
         QA, predictions for the biLM, whose batches have no `labels`), where `Trainer` counts only the `labels`, so
         that every head's accumulated loss is the big batch's (`losses.AccumulatedBatchLossMixin`)."""
         loss_items = getattr(self.accelerator.unwrap_model(self.model), "loss_items", None)
-        # Evaluation keeps each batch's mean: the biLM's per-direction losses are its perplexity metrics.
-        if loss_items is None or not self.model_accepts_loss_kwargs or not self.model.training or not batch_samples:
+        # Evaluation keeps each batch's mean: the biLM's per-direction losses are its perplexity metrics. A label
+        # smoother or `compute_loss_func` computes the loss outside the model, from `Trainer`'s count of the labels.
+        outside = self.label_smoother is not None or self.compute_loss_func is not None
+        if loss_items is None or outside or not self.model_accepts_loss_kwargs or not self.model.training:
             return super()._get_num_items_in_batch(batch_samples, device)
         per_batch = [loss_items(batch) for batch in batch_samples]
-        terms = sorted(per_batch[0])
+        terms = sorted(per_batch[0]) if per_batch else []
         if not terms:
             return super()._get_num_items_in_batch(batch_samples, device)
         counts = torch.stack([sum(items[term] for items in per_batch) for term in terms]).to(device)

@@ -187,8 +187,10 @@ def _pad_collate(pad_id):
             fill = {"input_ids": pad_id, "labels": -100}.get(key, 0)
             nested = isinstance(values[0][0], list)  # multiple choice: (choices, tokens) per row
             width = max(len(v[0] if nested else v) for v in values)
-            pad = lambda row: row + [fill] * (width - len(row))  # noqa: E731
-            batch[key] = torch.tensor([[pad(c) for c in v] if nested else pad(v) for v in values])
+            padded = [
+                [c + [fill] * (width - len(c)) for c in v] if nested else v + [fill] * (width - len(v)) for v in values
+            ]
+            batch[key] = torch.tensor(padded)
         return batch
 
     return collate
