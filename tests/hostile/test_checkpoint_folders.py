@@ -370,6 +370,71 @@ def test_a_taglm_tagger_whose_vocab_txt_was_cut_is_refused_naming_the_file_and_b
     check_tokenizer_fits(config, ElmoTokenizer.from_pretrained(saved["taglm"]), None, saved["taglm"])  # whole: fits
 
 
+def test_a_model_folder_whose_tokenizer_files_do_not_fit_is_refused_by_from_pretrained(saved, tmp_path):
+    """Plain `from_pretrained` of a folder (no script) loaded a TagLM whose vocab.txt was cut, and a BERT whose
+    tokenizer.json holds more ids than the model has rows, silently; now one line names the file and both sizes."""
+    from transformers import AutoModelForTokenClassification
+
+    taglm = copy_of(saved["taglm"], tmp_path, "taglm")
+    words = (taglm / "vocab.txt").read_text().splitlines()
+    (taglm / "vocab.txt").write_text("\n".join(words[:8]) + "\n")
+    with pytest.raises(ValueError) as raised:
+        AutoModelForTokenClassification.from_pretrained(taglm)
+    message = str(raised.value)
+    assert message.startswith(f"the tokenizer of {taglm} has 8 words (vocab.txt) but the model's word vocabulary")
+    assert "\n" not in message and str(len(words)) in message
+    bert = copy_of(saved["bert_token_classifier"], tmp_path, "bert")
+    tokenizer_file = json.loads((bert / "tokenizer.json").read_text())
+    rows = json.loads((bert / "config.json").read_text())["vocab_size"]
+    tokenizer_file["model"]["vocab"].update({f"extra{i}": rows + i for i in range(3)})
+    (bert / "tokenizer.json").write_text(json.dumps(tokenizer_file))
+    with pytest.raises(ValueError, match=rf"the tokenizer of {bert} has {rows + 3} tokens \(tokenizer.json\) but"):
+        AutoModelForTokenClassification.from_pretrained(bert)
+    for name in ("taglm", "bert_token_classifier"):  # the folders as saved load
+        AutoModelForTokenClassification.from_pretrained(saved[name])
+
+
+def test_a_pipeline_given_another_tokenizer_checks_it_against_the_model(saved, tmp_path):
+    """`pipeline(task, model=<folder or model>, tokenizer=<another>)` and hf_ctx's QA pipeline built from a model
+    and a tokenizer did not check the tokenizer: a TagLM tagged with a cut vocabulary (every later word another
+    id), a BERT read ids past its rows."""
+    from tiny_checkpoints import bert_tokenizer
+    from transformers import AutoModelForTokenClassification, BertTokenizer, pipeline
+
+    from hf_ctx import (
+        CtxBertConfig,
+        CtxBertForQuestionAnswering,
+        ElmoTokenizer,
+        SubwordTokenClassificationPipeline,
+        WordTokenClassificationPipeline,
+    )
+    from hf_ctx.tools.question_answering import QuestionAnsweringPipeline
+
+    cut = tmp_path / "cut"
+    words = ElmoTokenizer.from_pretrained(saved["taglm"]).words
+    ElmoTokenizer(vocab=words[:8]).save_pretrained(cut)
+    for model in (saved["taglm"], AutoModelForTokenClassification.from_pretrained(saved["taglm"])):
+        with pytest.raises(ValueError, match=r"has 8 words \(vocab.txt\) but the model's word vocabulary has"):
+            pipeline(
+                "token-classification",
+                model=model,
+                tokenizer=ElmoTokenizer.from_pretrained(cut),
+                pipeline_class=WordTokenClassificationPipeline,
+            )
+    bigger = bert_tokenizer(tmp_path)
+    small = CtxBertConfig.from_preset("tiny", vocab_size=len(bigger) - 5, max_position_embeddings=32)
+    with pytest.raises(ValueError, match=rf"has {len(bigger)} tokens \(tokenizer.json, vocab.txt\) but the model"):
+        QuestionAnsweringPipeline(CtxBertForQuestionAnswering(small), bigger)
+    tagger = AutoModelForTokenClassification.from_pretrained(saved["bert_token_classifier"])
+    other = BertTokenizer(vocab={"[UNK]": 0} | {f"w{i}": i for i in range(1, tagger.config.vocab_size + 2)})
+    with pytest.raises(ValueError, match="tokens \\(tokenizer.json, vocab.txt\\) but the model only"):
+        pipeline(
+            "token-classification", model=tagger, tokenizer=other, pipeline_class=SubwordTokenClassificationPipeline
+        )
+    # the model's own tokenizer passes
+    pipeline("token-classification", model=saved["taglm"], pipeline_class=WordTokenClassificationPipeline)
+
+
 # --- folders that are no model, and local paths that do not exist --------------------------------------------
 
 
