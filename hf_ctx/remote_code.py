@@ -15,6 +15,7 @@ This module travels with the checkpoints of every model that imports it: it impo
 """
 
 import fnmatch
+import functools
 import json
 import os
 
@@ -78,6 +79,25 @@ def check_config_file_type(config_class, folder) -> None:
     except (OSError, ValueError):
         return  # none, or damaged: the loading says so
     check_model_type_of(config_class, config_dict, config_file)
+
+
+def checking_hf_ctx_folders(resolve_trust_remote_code):
+    """transformers' `resolve_trust_remote_code` (as `AutoConfig.from_pretrained` calls it, for every config.json
+    with an `auto_map`) that first checks a local folder's config.json (`check_config_file_type`): a folder saved
+    by hf_ctx whose `model_type` was edited is named in one line, where transformers asked "Do you wish to run the
+    custom code? [y/N]" (a type it does not know: the folder's code looked like the only way to load it) or built
+    another library's model from it (a type it knows, e.g. "bert"). `import hf_ctx` installs it; other folders go
+    to transformers' resolution unchanged."""
+    if getattr(resolve_trust_remote_code, "checks_hf_ctx_folders", False):
+        return resolve_trust_remote_code  # a second import
+
+    @functools.wraps(resolve_trust_remote_code)
+    def resolve(trust_remote_code, model_name, *args, **kwargs):
+        check_config_file_type(None, model_name)
+        return resolve_trust_remote_code(trust_remote_code, model_name, *args, **kwargs)
+
+    resolve.checks_hf_ctx_folders = True
+    return resolve
 
 
 def tokenizer_mismatch(vocab_size, tokens: int, word_vocabulary: bool, source, files: str) -> str | None:

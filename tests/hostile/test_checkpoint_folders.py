@@ -349,6 +349,46 @@ def test_a_model_type_edited_to_transformers_or_an_unknown_type_is_refused_by_hf
     assert str(folder / "config.json") in line and repr(lie) in line, line
 
 
+PLAIN_LOAD = """
+import sys
+import hf_ctx
+from transformers import AutoConfig, AutoModel, AutoModelForTokenClassification, AutoTokenizer, pipeline
+for load in (AutoConfig, AutoModel, AutoModelForTokenClassification):
+    try:
+        load.from_pretrained(sys.argv[1])
+    except ValueError as error:
+        print("refused:", error)
+AutoTokenizer.from_pretrained(sys.argv[1])
+print("tokenizer loaded")
+"""
+
+
+@pytest.mark.parametrize(
+    "family, lie", [("bert_token_classifier", "hf_ctx_elmo_v2"), ("taglm", "hf_ctx_elmo_v2"), ("elmo_bilm", "bert")]
+)
+def test_plain_transformers_loads_of_an_edited_hf_ctx_folder_never_ask_to_run_its_code(saved, tmp_path, family, lie):
+    """transformers' own `AutoConfig`/`AutoModel*`/`AutoTokenizer.from_pretrained` after `import hf_ctx`, with
+    stdin closed as in a job: a type it does not know made it ask "Do you wish to run the custom code? [y/N]" (the
+    folder's auto_map names hf_ctx's code), and 'bert' built transformers' BERT from an hf_ctx folder (random
+    weights). Now each load names config.json and both types in one line, and never prompts; the tokenizer loads."""
+    folder = edited_copy(saved[family], tmp_path, lambda c: c.update(model_type=lie))
+    result = subprocess.run(
+        [sys.executable, "-c", PLAIN_LOAD, str(folder)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"},
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0 and "[y/N]" not in output and "custom code" not in output, output
+    refusals = [line for line in result.stdout.splitlines() if line.startswith("refused:")]
+    assert len(refusals) == 3, output
+    for line in refusals:
+        assert f"{folder / 'config.json'} has model_type {lie!r}, but was saved by " in line
+    assert "tokenizer loaded" in result.stdout
+
+
 # --- tokenizer files against the model they ship with ---------------------------------------------------------
 
 
