@@ -95,6 +95,10 @@ def _register_auto_classes():
 _register_auto_classes()
 
 # --- Remote code: saved checkpoints carry their source (see remote_code.py) --
-from .remote_code import register_remote_code  # noqa: E402
+from transformers.models.auto import configuration_auto  # noqa: E402
+
+from .remote_code import checking_hf_ctx_folders, register_remote_code  # noqa: E402
 
 register_remote_code(_AUTO_CONFIGS, _AUTO_MODELS, _AUTO_TOKENIZERS)
+# A saved folder whose model_type was edited is named, never met with transformers' "[y/N]" remote-code prompt.
+configuration_auto.resolve_trust_remote_code = checking_hf_ctx_folders(configuration_auto.resolve_trust_remote_code)

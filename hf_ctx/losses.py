@@ -13,17 +13,40 @@ from .input_checks import IGNORE_INDEX, check_label_range
 class AccumulatedBatchLossMixin:
     """Mixed into hf_ctx's `PreTrainedModel` classes: their losses are means over the whole accumulated batch.
 
-    Under gradient accumulation (and across processes), transformers' `Trainer` counts the labels that are not
-    `IGNORE_INDEX` in every micro-batch of an optimizer step (on every process, with
-    `average_tokens_across_devices`) and passes the count to `forward` as `num_items_in_batch`; the heads divide
-    their loss sums by it (`classification_loss`), so 2 micro-batches of 4 sentences give the gradient of one batch
-    of 8, however many tokens each holds. A loss that is a mean over something else than the labels counted (a CRF's
-    sentences, next-sentence prediction's pairs) is its micro-batch's mean weighted by the micro-batch's share of
-    the items (`accumulated_mean`). Without `num_items_in_batch` (a plain forward, or a batch without `labels`) the
-    losses are means over the batch given, and `Trainer` divides them by the accumulation steps.
+    Under gradient accumulation (and across processes), `Trainer` passes `forward` the count of an optimizer
+    step's items as `num_items_in_batch`, and the heads divide their loss sums by it, so 2 micro-batches of 4
+    examples give the loss and gradient of one batch of 8. What is counted:
+
+    - transformers' `Trainer` counts only the `labels` that are not `IGNORE_INDEX` (in every micro-batch, and on
+      every process with `average_tokens_across_devices`): exact for the losses that are means over those labels
+      (tokens, classes, choices); a mean over something else (a CRF's sentences, next-sentence prediction's pairs)
+      is weighted by its micro-batch's share of the labels, which is exact only when every micro-batch holds as
+      many labels per sentence (docs/reliability.md gives the difference measured);
+    - `CtxTrainer` passes a dict, the count of each loss term's items (`loss_items`: "labels", "sentences",
+      "next_sentence_label", "start_positions", "end_positions", "predictions"), so every head's loss is exact.
+
+    Without `num_items_in_batch` (a plain forward, or a batch that `Trainer` finds no `labels` in) the losses are
+    means over the batch given, and `Trainer` divides them by the accumulation steps.
     """
 
     accepts_loss_kwargs = True
+
+    def loss_items(self, inputs: dict) -> dict[str, torch.Tensor]:
+        """The items each term of this batch's loss is a mean over, by term: the `labels` that are not
+        `IGNORE_INDEX` (what `Trainer` counts) and the sentences (rows) that carry them. Heads with other terms
+        add theirs."""
+        labels = inputs.get("labels")
+        if not torch.is_tensor(labels):
+            return {}
+        return {"labels": labels.ne(IGNORE_INDEX).sum(), "sentences": torch.tensor(labels.shape[0])}
+
+
+def accumulated_count(num_items_in_batch, term: str = "labels"):
+    """The accumulated batch's count of a loss term's items, from `num_items_in_batch` as `CtxTrainer` (a dict by
+    term) or `Trainer` (the count of `labels`) passes it; None where it is not given or not known."""
+    if isinstance(num_items_in_batch, dict):
+        return num_items_in_batch[term]
+    return num_items_in_batch if term == "labels" else None
 
 
 def classification_loss(
@@ -37,31 +60,39 @@ def classification_loss(
         num_items_in_batch: the count of such labels in the whole accumulated batch (`Trainer` passes it; see
             `AccumulatedBatchLossMixin`): the sum is divided by it instead of by this batch's count.
     """
+    count = accumulated_count(num_items_in_batch)
     labels = labels.reshape(-1)
     check_label_range(labels, num_classes)
     total = F.cross_entropy(
         logits.reshape(-1, num_classes).float(), labels, ignore_index=IGNORE_INDEX, reduction="sum"
     )
-    if num_items_in_batch is not None:
-        return total / num_items_in_batch
+    if count is not None:
+        return total / count
     # Dividing by the count ourselves (not reduction="mean") gives 0, not NaN, for a batch without labels.
     return total / (labels != IGNORE_INDEX).sum().clamp(min=1)
 
 
-def accumulated_mean(mean: torch.Tensor, labels: torch.Tensor, num_items_in_batch=None) -> torch.Tensor:
-    """A loss that is a mean over this micro-batch (of sentences, say) as its part of the accumulated batch's:
-    weighted by the micro-batch's share of the labels counted in `num_items_in_batch` (its `labels` that are not
-    `IGNORE_INDEX`), so the parts of an optimizer step add up to a weighted mean; `mean` itself without
-    `num_items_in_batch`."""
+def accumulated_mean(
+    mean: torch.Tensor, items, term: str, num_items_in_batch=None, labels: torch.Tensor | None = None
+) -> torch.Tensor:
+    """A loss term that is a mean over this micro-batch's `items` (a count: its sentences, say) as its part of the
+    accumulated batch's mean over the `term`'s items: `mean * items / count`, so the parts of an optimizer step add
+    up to the big batch's mean; `mean` itself without `num_items_in_batch`. Where `num_items_in_batch` counts only
+    the `labels` (transformers' `Trainer`), the micro-batch's share of those (an approximation; see
+    `AccumulatedBatchLossMixin`)."""
     if num_items_in_batch is None:
         return mean
-    return mean * (labels != IGNORE_INDEX).sum() / num_items_in_batch
+    count = accumulated_count(num_items_in_batch, term)
+    if count is not None:
+        return mean * items / count
+    return mean * labels.ne(IGNORE_INDEX).sum() / num_items_in_batch
 
 
 def _element_mean(per_element: torch.Tensor, num_items_in_batch=None) -> torch.Tensor:
     """The mean of a loss given per label value: over this batch, or over the `num_items_in_batch` values of the
     accumulated batch (`Trainer` counts every value of float or multi-hot labels)."""
-    return per_element.mean() if num_items_in_batch is None else per_element.sum() / num_items_in_batch
+    count = accumulated_count(num_items_in_batch)
+    return per_element.mean() if count is None else per_element.sum() / count
 
 
 def sequence_classification_loss(

@@ -588,6 +588,14 @@ class CtxBertForPreTraining(CtxBertPreTrainedModel):
     def set_output_embeddings(self, new_embeddings):
         self.cls.predictions.decoder = new_embeddings
 
+    def loss_items(self, inputs: dict) -> dict[str, torch.Tensor]:
+        """The masked tokens (`labels`) and the sentence pairs (`next_sentence_label`): the masked-LM and the
+        next-sentence losses are means over them."""
+        items = super().loss_items(inputs)
+        if torch.is_tensor(inputs.get("next_sentence_label")):
+            items["next_sentence_label"] = inputs["next_sentence_label"].ne(IGNORE_INDEX).sum()
+        return items
+
     @can_return_tuple
     def forward(
         self,
@@ -622,10 +630,8 @@ class CtxBertForPreTraining(CtxBertPreTrainedModel):
         seq_relationship_logits = self.cls.seq_relationship(outputs.pooler_output)
         if next_sentence_label is not None:
             nsp_loss = classification_loss(seq_relationship_logits, next_sentence_label, 2)
-            if labels is not None:  # num_items_in_batch counts the masked tokens: weight by their share
-                nsp_loss = accumulated_mean(nsp_loss, labels, num_items_in_batch)
-            elif num_items_in_batch is not None:  # NSP alone: it counts the pairs
-                nsp_loss = classification_loss(seq_relationship_logits, next_sentence_label, 2, num_items_in_batch)
+            pairs = next_sentence_label.ne(IGNORE_INDEX).sum()
+            nsp_loss = accumulated_mean(nsp_loss, pairs, "next_sentence_label", num_items_in_batch, labels)
             loss = nsp_loss if loss is None else loss + nsp_loss
         return CtxBertForPreTrainingOutput(
             loss=loss,
@@ -821,7 +827,8 @@ class CtxBertForTokenClassification(CtxBertPreTrainedModel):
         logits = self.classifier(self.dropout(outputs.last_hidden_state))
         if self.crf is not None:
             logits, loss = self._crf_logits_and_loss(logits, word_mask, attention_mask, labels)
-            loss = accumulated_mean(loss, labels, num_items_in_batch) if loss is not None else None
+            if loss is not None:  # a mean over sentences: this batch's share of the accumulated batch's
+                loss = accumulated_mean(loss, labels.shape[0], "sentences", num_items_in_batch, labels)
         else:
             loss = (
                 classification_loss(logits, labels, self.num_labels, num_items_in_batch)
@@ -886,6 +893,14 @@ def words_first(word_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return order, torch.arange(width, device=word_mask.device) < counts.unsqueeze(1)
 
 
+def span_labels(positions: torch.Tensor, length: int) -> torch.Tensor:
+    """Span positions (B,) as class labels over an input of `length` tokens. Spans outside the (possibly truncated)
+    input point at an ignored index, as in transformers; here they become IGNORE_INDEX, so that a batch of such
+    spans has loss 0, not NaN."""
+    positions = positions.view(-1).clamp(0, length)
+    return positions.masked_fill(positions == length, IGNORE_INDEX)
+
+
 class CtxBertForQuestionAnswering(CtxBertPreTrainedModel):
     """BERT with span-start and span-end scores on every token (extractive QA, e.g. SQuAD)."""
 
@@ -894,6 +909,15 @@ class CtxBertForQuestionAnswering(CtxBertPreTrainedModel):
         self.bert = CtxBertModel(config, add_pooling_layer=False)
         self.qa_outputs = nn.Linear(config.hidden_size, 2)
         self.post_init()
+
+    def loss_items(self, inputs: dict) -> dict[str, torch.Tensor]:
+        """The spans inside the input, of starts and of ends: the start and end losses are means over them."""
+        tokens = inputs["input_ids"] if inputs.get("input_ids") is not None else inputs["inputs_embeds"]
+        return {
+            key: span_labels(inputs[key], tokens.shape[1]).ne(IGNORE_INDEX).sum()
+            for key in ("start_positions", "end_positions")
+            if torch.is_tensor(inputs.get(key))
+        }
 
     @can_return_tuple
     def forward(
@@ -922,19 +946,23 @@ class CtxBertForQuestionAnswering(CtxBertPreTrainedModel):
         start_logits, end_logits = self.qa_outputs(outputs.last_hidden_state).float().unbind(-1)
         loss = None
         if start_positions is not None and end_positions is not None:
-            # Spans outside the (possibly truncated) input point at an ignored index, as in transformers.
-            # Here they become IGNORE_INDEX, so that a batch of such spans has loss 0, not NaN.
             length = start_logits.shape[1]
-
-            def span_labels(positions):
-                positions = positions.view(-1).clamp(0, length)
-                return positions.masked_fill(positions == length, IGNORE_INDEX)
-
+            # Each a mean over its spans inside the input: this batch's share of the accumulated batch's
+            starts, ends = span_labels(start_positions, length), span_labels(end_positions, length)
             loss = (
-                classification_loss(start_logits, span_labels(start_positions), length)
-                + classification_loss(end_logits, span_labels(end_positions), length)
+                accumulated_mean(
+                    classification_loss(start_logits, starts, length),
+                    starts.ne(IGNORE_INDEX).sum(),
+                    "start_positions",
+                    num_items_in_batch,
+                )
+                + accumulated_mean(
+                    classification_loss(end_logits, ends, length),
+                    ends.ne(IGNORE_INDEX).sum(),
+                    "end_positions",
+                    num_items_in_batch,
+                )
             ) / 2
-            loss = accumulated_mean(loss, span_labels(start_positions), num_items_in_batch)
         return QuestionAnsweringModelOutput(
             loss=loss,
             start_logits=start_logits,

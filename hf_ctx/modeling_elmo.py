@@ -409,9 +409,10 @@ class ElmoForBiLM(ElmoPreTrainedModel):
                 forward_loss, backward_loss = self.softmax.losses([forward_pair, backward_pair])
             else:
                 forward_loss, backward_loss = self.softmax.loss(*forward_pair), backward_softmax.loss(*backward_pair)
-            # num_items_in_batch: the predictions (words + 1 per sentence and direction) of the accumulated batch
-            forward_loss = accumulated_mean(forward_loss, forward_targets, num_items_in_batch)
-            backward_loss = accumulated_mean(backward_loss, backward_targets, num_items_in_batch)
+            # Means over the predictions (words + 1 per sentence), as many in each direction (`loss_items`)
+            predictions = predicted.sum()
+            forward_loss = accumulated_mean(forward_loss, predictions, "predictions", num_items_in_batch)
+            backward_loss = accumulated_mean(backward_loss, predictions, "predictions", num_items_in_batch)
             loss = (forward_loss + backward_loss) / 2
         forward_logits = backward_logits = None
         if return_logits:
@@ -427,12 +428,11 @@ class ElmoForBiLM(ElmoPreTrainedModel):
             hidden_states=self.elmo.word_layers(layers, mask) if output_hidden_states else None,
         )
 
-    def num_loss_items(self, inputs: dict) -> torch.Tensor:
+    def loss_items(self, inputs: dict) -> dict[str, torch.Tensor]:
         """The predictions a batch's loss is a mean over, in each direction: its words and one sentence boundary per
-        sentence. `CtxTrainer` sums them over an optimizer step's micro-batches (and processes) and passes that as
-        `num_items_in_batch`: the batches have no `labels` that `Trainer` could count."""
+        sentence (`CtxTrainer` counts them: the batches have no `labels` that `Trainer` could count)."""
         mask = elmo_input_mask(self.config, inputs["input_ids"], inputs.get("attention_mask"))
-        return mask.sum() + mask.shape[0]
+        return {"predictions": mask.sum() + mask.shape[0]}
 
     def _targets(self, input_word_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """[<S>, w_1 ... w_n, </S>, padding] word ids: (B, W + 2)."""
@@ -651,7 +651,9 @@ class ElmoForTokenClassification(ElmoTaskModel):
             if labels is not None:
                 check_gold_tags(self.crf, labels, mask, self.config)
             logits, loss = crf_logits_and_loss(self.crf, logits, mask, labels)
-            return logits, accumulated_mean(loss, labels, num_items_in_batch) if loss is not None else None
+            if loss is not None:  # a mean over sentences: this batch's share of the accumulated batch's
+                loss = accumulated_mean(loss, labels.shape[0], "sentences", num_items_in_batch, labels)
+            return logits, loss
         loss = None
         if labels is not None:
             labels = labels.masked_fill(~mask, IGNORE_INDEX)

@@ -322,8 +322,8 @@ class TagLMForTokenClassification(TagLMPreTrainedModel):
         emissions = self.classifier(self.dropout(second))
 
         logits, loss = crf_logits_and_loss(self.crf, emissions, mask, labels)
-        if loss is not None:  # a mean over sentences, weighted by their share of the accumulated batch's words
-            loss = accumulated_mean(loss, labels, num_items_in_batch)
+        if loss is not None:  # a mean over sentences: this batch's share of the accumulated batch's
+            loss = accumulated_mean(loss, labels.shape[0], "sentences", num_items_in_batch, labels)
         return TokenClassifierOutput(
             loss=loss, logits=logits, hidden_states=(tokens, first, second) if output_hidden_states else None
         )

@@ -15,6 +15,7 @@ This module travels with the checkpoints of every model that imports it: it impo
 """
 
 import fnmatch
+import functools
 import json
 import os
 
@@ -78,6 +79,95 @@ def check_config_file_type(config_class, folder) -> None:
     except (OSError, ValueError):
         return  # none, or damaged: the loading says so
     check_model_type_of(config_class, config_dict, config_file)
+
+
+def checking_hf_ctx_folders(resolve_trust_remote_code):
+    """transformers' `resolve_trust_remote_code` (as `AutoConfig.from_pretrained` calls it, for every config.json
+    with an `auto_map`) that first checks a local folder's config.json (`check_config_file_type`): a folder saved
+    by hf_ctx whose `model_type` was edited is named in one line, where transformers asked "Do you wish to run the
+    custom code? [y/N]" (a type it does not know: the folder's code looked like the only way to load it) or built
+    another library's model from it (a type it knows, e.g. "bert"). `import hf_ctx` installs it; other folders go
+    to transformers' resolution unchanged."""
+    if getattr(resolve_trust_remote_code, "checks_hf_ctx_folders", False):
+        return resolve_trust_remote_code  # a second import
+
+    @functools.wraps(resolve_trust_remote_code)
+    def resolve(trust_remote_code, model_name, *args, **kwargs):
+        check_config_file_type(None, model_name)
+        return resolve_trust_remote_code(trust_remote_code, model_name, *args, **kwargs)
+
+    resolve.checks_hf_ctx_folders = True
+    return resolve
+
+
+def tokenizer_mismatch(vocab_size, tokens: int, word_vocabulary: bool, source, files: str) -> str | None:
+    """The one line that refuses a tokenizer of `tokens` ids (read from `files` of `source`) for a model of
+    `vocab_size` embedding rows, or None where it fits: a word vocabulary (ELMo's and TagLM's, whose ids are the
+    rows of the model's word embeddings) must have exactly as many words, a sub-word one no more ids than rows."""
+    if vocab_size is None or tokens == vocab_size or (tokens < vocab_size and not word_vocabulary):
+        return None
+    source = os.fspath(source)
+    if not word_vocabulary:
+        return (
+            f"the tokenizer of {source} has {tokens} tokens ({files}) but the model only {vocab_size} (config.json "
+            f"vocab_size, its embedding rows): ids from {vocab_size} on have no row; use the tokenizer the model "
+            "was trained with"
+        )
+    # A word's id is its row of the model's word embeddings: a vocabulary cut or replaced shifts every id after
+    # the change, and the model tags differently without a word.
+    return (
+        f"the tokenizer of {source} has {tokens} words ({files}) but the model's word vocabulary has {vocab_size} "
+        "(config.json vocab_size, its embedding rows): the vocabulary was cut or replaced; use the tokenizer files "
+        "saved with the model"
+    )
+
+
+def check_tokenizer_fits_model(config, tokenizer, source) -> None:
+    """`tokenizer_mismatch` of a tokenizer object against a model's config, as a `ValueError`: every entry that
+    pairs a tokenizer with a model (the scripts, hf_ctx's pipelines) passes here."""
+    files = ", ".join(sorted(set(getattr(tokenizer, "vocab_files_names", {}).values()))) or "its vocabulary"
+    word_vocabulary = bool(getattr(tokenizer, "has_word_vocabulary", False))
+    message = tokenizer_mismatch(getattr(config, "vocab_size", None), len(tokenizer), word_vocabulary, source, files)
+    if message:
+        raise ValueError(message)
+
+
+def _saved_tokenizer_size(folder: str) -> tuple[int, bool, str] | None:
+    """(ids, whether they are a word vocabulary, the file counted) of the tokenizer saved in the local `folder`,
+    counted from its files without building it: ElmoTokenizer's vocab.txt (one word a line), else tokenizer.json's
+    vocabulary and added tokens. None where the folder holds no tokenizer, or one that cannot be read (loading it
+    names the damage)."""
+    try:
+        with open(os.path.join(folder, "tokenizer_config.json"), encoding="utf-8") as f:
+            tokenizer_config = json.load(f)
+        added = [int(key) for key in (tokenizer_config.get("added_tokens_decoder") or {})]
+        if tokenizer_config.get("tokenizer_class") == "ElmoTokenizer":
+            with open(os.path.join(folder, "vocab.txt"), encoding="utf-8") as f:
+                words = sum(1 for line in f if line.strip() and line.strip() != "!!!MAXTERMID")
+            return max([words - 1, *added]) + 1, True, "vocab.txt"
+        with open(os.path.join(folder, "tokenizer.json"), encoding="utf-8") as f:
+            tokenizer_file = json.load(f)
+        vocab = tokenizer_file["model"]["vocab"]
+        ids = list(vocab.values()) if isinstance(vocab, dict) else list(range(len(vocab)))
+        ids += [token["id"] for token in tokenizer_file.get("added_tokens") or []]
+        return max(ids) + 1, False, "tokenizer.json"
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def check_saved_tokenizer_fits(config, folder) -> None:
+    """`tokenizer_mismatch` of the tokenizer files saved in the local folder `folder` against the model loaded
+    from it (its config), as a `ValueError`: a model and its tokenizer loaded from one folder, directly or by a
+    pipeline, never disagree silently."""
+    if not isinstance(folder, (str, os.PathLike)) or not os.path.isdir(folder):
+        return
+    folder = os.fspath(folder)
+    saved = _saved_tokenizer_size(folder)
+    if saved is not None:
+        tokens, word_vocabulary, file = saved
+        message = tokenizer_mismatch(getattr(config, "vocab_size", None), tokens, word_vocabulary, folder, file)
+        if message:
+            raise ValueError(message)
 
 
 # model_type -> {Auto class name: "<module file>.<Class>"} of every model class registered for that config.
@@ -238,7 +328,8 @@ class AutoMapMixin:
         """transformers' `from_pretrained`; a local folder that fails to load because one of its files is truncated
         or damaged gets an `OSError` naming the file (transformers' own error, e.g. safetensors' "incomplete
         metadata", names none), and weights holding NaN or infinite values a `ValueError` naming the tensors
-        (`check_finite_weights`: one pass over the loaded values)."""
+        (`check_finite_weights`: one pass over the loaded values); tokenizer files saved beside it that do not
+        fit its vocabulary a `ValueError` naming them (`check_saved_tokenizer_fits`)."""
         check_no_pickled_weights(pretrained_model_name_or_path)
         check_config_file_type(cls.config_class, pretrained_model_name_or_path)
         try:
@@ -258,6 +349,7 @@ class AutoMapMixin:
             ) from error
         model = loaded[0] if isinstance(loaded, tuple) else loaded  # a tuple with output_loading_info
         check_finite_weights(model.state_dict(), pretrained_model_name_or_path)
+        check_saved_tokenizer_fits(model.config, pretrained_model_name_or_path)
         return loaded
 
     def save_pretrained(self, save_directory, *args, **kwargs):

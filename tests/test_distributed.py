@@ -61,7 +61,7 @@ def check(process: subprocess.CompletedProcess):
 def one_process_batch_8(tmp_path_factory):
     """The reference: one process, batch 8."""
     output_dir = tmp_path_factory.mktemp("one")
-    return run(parse(["--output_dir", str(output_dir), "--per_device_train_batch_size", "8", "--use_cpu"]))
+    return run(*parse(["--output_dir", str(output_dir), "--per_device_train_batch_size", "8", "--use_cpu"]))
 
 
 @pytest.mark.slow
@@ -99,6 +99,35 @@ def test_two_nodes_train_like_one_process_with_twice_the_batch(one_process_batch
     assert len(first["losses"]) == len(one_process_batch_8["losses"]) == 3
     assert first["losses"] == pytest.approx(one_process_batch_8["losses"], rel=1e-5)
     assert first["local_parameters"] == first["model_parameters"]  # DDP: a whole copy on each node
+
+
+# One SGD step of learning rate 1 without clipping: the weights after it are the step's gradient
+ONE_SGD_STEP = ["--max_steps", "1", "--learning_rate", "1", "--optim", "sgd", "--max_grad_norm", "0"]
+ONE_SGD_STEP += ["--lr_scheduler_type", "constant", "--use_cpu", "--task", "pretraining"]
+
+
+@pytest.mark.slow
+def test_accumulation_over_two_processes_is_the_one_process_big_batch(tmp_path):
+    """BERT's MLM + NSP on 8 sentences of unequal lengths: 2 gloo processes of batch 2 accumulating 2 steps
+    against one process of batch 8. `CtxTrainer` sums each loss term's items (masked tokens, pairs) over the
+    micro-batches and the processes, so the weights after the step are the big batch's to 1e-6 relative; counting
+    only the labels, as `Trainer` does, the pair loss was weighted by each micro-batch's masked tokens."""
+    from safetensors.torch import load_file
+
+    one = run(*parse(["--output_dir", str(tmp_path / "one"), "--per_device_train_batch_size", "8", *ONE_SGD_STEP]))
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
+    launcher += ["--master_addr", "127.0.0.1", "--master_port", str(free_port())]
+    worker = [str(WORKER), "--output_dir", str(tmp_path / "two"), "--per_device_train_batch_size", "2"]
+    worker += ["--gradient_accumulation_steps", "2", *ONE_SGD_STEP]
+    check(subprocess.run([*launcher, *worker], env=environment(), capture_output=True, text=True, timeout=300))
+    first, _ = results(tmp_path / "two", 2)
+    assert first["world_size"] == 2
+    assert first["losses"] == pytest.approx(one["losses"], rel=1e-6)  # the step's loss, logged as its mean
+    whole, accumulated = (load_file(tmp_path / name / "weights.safetensors") for name in ("one", "two"))
+    assert whole.keys() == accumulated.keys()
+    after = torch.cat([whole[k].flatten() for k in whole])
+    difference = torch.cat([(accumulated[k] - whole[k]).flatten() for k in whole])
+    assert difference.norm() <= 1e-6 * after.norm()
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import AutoConfig, BertConfig
+from transformers import AutoConfig, BertConfig, BertTokenizer
 from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING
 
 import hf_ctx
@@ -110,8 +110,11 @@ def test_one_check_of_a_tokenizer_against_a_model():
         check_tokenizer_fits(hf_ctx.TagLMConfig(vocab_size=3), characters, None, "runs/elmo")
     with pytest.raises(ValueError, match=r"--max_seq_length 17 exceeds the model's max_position_embeddings \(16\)"):
         check_tokenizer_fits(bert, characters, 17, "x")
-    with pytest.raises(ValueError, match="the tokenizer has 4 tokens but the model only 3"):
+    with pytest.raises(ValueError, match=r"the tokenizer of x has 4 words \(vocab.txt\) but the model's word voc"):
         check_tokenizer_fits(bert, words, 16, "x")
+    sub_words = BertTokenizer(vocab={token: i for i, token in enumerate("[PAD] [UNK] [CLS] [SEP] [MASK]".split())})
+    with pytest.raises(ValueError, match=r"the tokenizer of x has 5 tokens \(tokenizer.json, vocab.txt\) but the "):
+        check_tokenizer_fits(bert, sub_words, 16, "x")
 
 
 def test_max_seq_length_must_leave_room_beside_the_special_tokens(tmp_path):

@@ -241,7 +241,8 @@ def test_label_range_check_reads_the_device_once(count_host_syncs):
 
 def test_losses_divide_by_the_accumulated_batch_count_when_given():
     """With `num_items_in_batch` (the labels of every micro-batch of an optimizer step), a token loss is its sum
-    over that count, and a mean over sentences (`accumulated_mean`) is weighted by the micro-batch's share: the
+    over that count, and a mean over sentences (`accumulated_mean`) is weighted by the micro-batch's share of the
+    sentences (`CtxTrainer`'s count by term) or, where only the labels are counted (`Trainer`), of the labels: the
     parts of a step add up to the mean over the step."""
     from hf_ctx.losses import accumulated_mean
 
@@ -252,9 +253,12 @@ def test_losses_divide_by_the_accumulated_batch_count_when_given():
     parts = sum(classification_loss(x, y, 3, num_items_in_batch=count) for x, y in (first, second))
     torch.testing.assert_close(parts, whole)
     means = torch.tensor([2.0, 5.0])
-    weighted = accumulated_mean(means[0], first[1], count) + accumulated_mean(means[1], second[1], count)
-    torch.testing.assert_close(weighted, (3 * means[0] + 1 * means[1]) / 4)
-    assert accumulated_mean(means[0], first[1]).item() == 2.0  # no count: the mean itself
+    by_labels = sum(accumulated_mean(m, 1, "sentences", count, y) for m, (_, y) in zip(means, (first, second)))
+    torch.testing.assert_close(by_labels, (3 * means[0] + 1 * means[1]) / 4)
+    counts = {"labels": count, "sentences": torch.tensor(2)}
+    by_sentences = sum(accumulated_mean(m, 1, "sentences", counts) for m in means)
+    torch.testing.assert_close(by_sentences, means.mean())
+    assert accumulated_mean(means[0], 1, "sentences").item() == 2.0  # no count: the mean itself
     regression = Config(1, "regression")
     scores, targets = torch.randn(4, 1), torch.randn(4)
     halves = sum(

@@ -31,6 +31,7 @@ from .. import (
 )
 from ..data.atomic_write import write_text
 from ..data.wordpiece import train_wordpiece_tokenizer
+from ..remote_code import check_tokenizer_fits_model
 from ..tokenization_elmo import ElmoTokenizer
 
 logger = logging.getLogger(__name__)
@@ -310,15 +311,4 @@ def check_tokenizer_fits(config, tokenizer, max_seq_length: int | None, source, 
             f"--max_seq_length {max_seq_length} leaves no room for the text: the tokenizer adds {specials} special "
             f"tokens to {'a pair of texts' if pair else 'a text'}, so give more than {specials + pair}"
         )
-    vocab_size = getattr(config, "vocab_size", None)
-    if vocab_size is not None and len(tokenizer) > vocab_size:
-        raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but the model only {vocab_size}")
-    if vocab_size is not None and getattr(tokenizer, "has_word_vocabulary", False) and len(tokenizer) != vocab_size:
-        # A word's id is its row of the model's word embeddings: a vocabulary cut or replaced shifts every id
-        # after the change, and the model tags differently without a word.
-        files = ", ".join(sorted(set(getattr(tokenizer, "vocab_files_names", {}).values()))) or "its vocabulary"
-        raise ValueError(
-            f"the tokenizer of {os.fspath(source)} has {len(tokenizer)} words ({files}) but the model's word "
-            f"vocabulary has {vocab_size} (config.json vocab_size, its embedding rows): the vocabulary was cut or "
-            "replaced; use the tokenizer files saved with the model"
-        )
+    check_tokenizer_fits_model(config, tokenizer, source)

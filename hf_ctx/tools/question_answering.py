@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from ..data.qa_windows import NO_OFFSET, encode_windows
+from .families import check_tokenizer_fits
 
 logger = logging.getLogger(__name__)
 
@@ -161,6 +162,10 @@ class QuestionAnsweringPipeline:
         n_best_size: int = 20,
         batch_size: int = 8,
     ):
+        # The tokenizer against the model, as every hf_ctx pipeline (`TokenizerFitsModelMixin`)
+        check_tokenizer_fits(
+            model.config, tokenizer, None, getattr(tokenizer, "name_or_path", None) or "the tokenizer"
+        )
         self.model, self.tokenizer = model.eval(), tokenizer
         self.max_seq_length = min(max_seq_length, getattr(model.config, "max_position_embeddings", max_seq_length))
         self.doc_stride, self.max_answer_length, self.n_best_size = doc_stride, max_answer_length, n_best_size

@@ -601,24 +601,27 @@ class CtxTrainer(Trainer):
             )
 
     def _get_num_items_in_batch(self, batch_samples: list, device: torch.device):
-        """`Trainer`'s count of the labels of an optimizer step's micro-batches (on every process with
-        `average_tokens_across_devices`), which the model's loss is normalised by; for a model whose batches have no
-        `labels` but that says what its loss is a mean over (`num_loss_items`: ELMo's biLM, whose targets are its
-        input words), that count."""
-        count = getattr(self.accelerator.unwrap_model(self.model), "num_loss_items", None)
-        # Evaluation keeps each batch's mean: the biLM's per-direction losses are its perplexity metrics.
-        if (
-            count is None
-            or not self.model_accepts_loss_kwargs
-            or not self.model.training
-            or not batch_samples
-            or "labels" in batch_samples[0]
-        ):
+        """The count of an optimizer step's items that the model's loss is normalised by, summed over its
+        micro-batches (and processes, with `average_tokens_across_devices`). For hf_ctx's models, a dict: the count
+        of each loss term's items (`loss_items`: sentences for a CRF, pairs for next-sentence prediction, spans for
+        QA, predictions for the biLM, whose batches have no `labels`), where `Trainer` counts only the `labels`, so
+        that every head's accumulated loss is the big batch's (`losses.AccumulatedBatchLossMixin`)."""
+        loss_items = getattr(self.accelerator.unwrap_model(self.model), "loss_items", None)
+        # Evaluation keeps each batch's mean: the biLM's per-direction losses are its perplexity metrics. A label
+        # smoother or `compute_loss_func` computes the loss outside the model, from `Trainer`'s count of the labels.
+        outside = self.label_smoother is not None or self.compute_loss_func is not None
+        if loss_items is None or outside or not self.model_accepts_loss_kwargs or not self.model.training:
             return super()._get_num_items_in_batch(batch_samples, device)
-        items = sum(count(batch) for batch in batch_samples).to(device)
+        per_batch = [loss_items(batch) for batch in batch_samples]
+        terms = sorted(per_batch[0]) if per_batch else []
+        if not terms:
+            return super()._get_num_items_in_batch(batch_samples, device)
+        counts = torch.stack([sum(items[term] for items in per_batch) for term in terms]).to(device)
         if self.args.average_tokens_across_devices and self.args.world_size > 1:
-            items = self.accelerator.gather(items).sum()
-        return items
+            counts = self.accelerator.gather(counts).view(-1, len(terms)).sum(0)  # one collective for every term
+        if self.args.n_gpu > 1:  # DataParallel scatters the counts along dim 0 as `Trainer`'s: one row per GPU
+            return {term: count.expand(self.args.n_gpu, 1) for term, count in zip(terms, counts)}
+        return dict(zip(terms, counts))
 
     def get_train_dataloader(self):
         """As `Trainer`'s, except for a streamed training set (`datasets.IterableDataset`) on several processes:

@@ -32,6 +32,7 @@ from transformers.pipelines.token_classification import AggregationStrategy, Tok
 from ..data.conll import words_as_read
 from ..data.words import split_sentences, word_spans
 from . import option_kinds as kinds
+from .families import check_tokenizer_fits
 
 # --- the call arguments users pass, checked where they enter ---------------------------------------------------
 
@@ -117,7 +118,19 @@ def word_inputs(tokenizer, text: str, words: list[str], offsets: list[tuple[int,
     return {**inputs, "sentence": text, "words": words, "word_offsets": offsets}
 
 
-class WordTokenClassificationPipeline(TokenClassificationPipeline):
+class TokenizerFitsModelMixin:
+    """Mixed into hf_ctx's pipelines: the tokenizer is checked against the model where the pipeline is built
+    (`check_tokenizer_fits`), so `pipeline(task, model=..., tokenizer=<another>)` refuses a tokenizer whose ids
+    the model cannot read or reads as other words, in one line naming its files."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.tokenizer is not None:
+            source = getattr(self.tokenizer, "name_or_path", None) or "the tokenizer given"
+            check_tokenizer_fits(self.model.config, self.tokenizer, None, source)
+
+
+class WordTokenClassificationPipeline(TokenizerFitsModelMixin, TokenClassificationPipeline):
     """Token classification over whole words, for models fed by a word-level (character-id) tokenizer.
 
     Call arguments as for `TokenClassificationPipeline`: `aggregation_strategy` ("none", "simple"; "first", "max"
@@ -219,7 +232,7 @@ class WordTokenClassificationPipeline(TokenClassificationPipeline):
         return entities
 
 
-class SubwordTokenClassificationPipeline(TokenClassificationPipeline):
+class SubwordTokenClassificationPipeline(TokenizerFitsModelMixin, TokenClassificationPipeline):
     """`pipeline("token-classification")` for a sub-word tagger whose CRF decodes words
     (`CtxBertForTokenClassification` with `use_crf`).
 
@@ -399,7 +412,7 @@ class SubwordTokenClassificationPipeline(TokenClassificationPipeline):
         ]
 
 
-class WordFeatureExtractionPipeline(FeatureExtractionPipeline):
+class WordFeatureExtractionPipeline(TokenizerFitsModelMixin, FeatureExtractionPipeline):
     """`pipeline("feature-extraction")` for ELMo: one vector per input word, with the word and its offsets.
 
         >>> from transformers import pipeline

@@ -333,6 +333,46 @@ def test_a_model_type_edited_to_transformers_or_an_unknown_type_is_refused_by_hf
     assert str(folder / "config.json") in line and repr(lie) in line, line
 
 
+PLAIN_LOAD = """
+import sys
+import hf_ctx
+from transformers import AutoConfig, AutoModel, AutoModelForTokenClassification, AutoTokenizer, pipeline
+for load in (AutoConfig, AutoModel, AutoModelForTokenClassification):
+    try:
+        load.from_pretrained(sys.argv[1])
+    except ValueError as error:
+        print("refused:", error)
+AutoTokenizer.from_pretrained(sys.argv[1])
+print("tokenizer loaded")
+"""
+
+
+@pytest.mark.parametrize(
+    "family, lie", [("bert_token_classifier", "hf_ctx_elmo_v2"), ("taglm", "hf_ctx_elmo_v2"), ("elmo_bilm", "bert")]
+)
+def test_plain_transformers_loads_of_an_edited_hf_ctx_folder_never_ask_to_run_its_code(saved, tmp_path, family, lie):
+    """transformers' own `AutoConfig`/`AutoModel*`/`AutoTokenizer.from_pretrained` after `import hf_ctx`, with
+    stdin closed as in a job: a type it does not know made it ask "Do you wish to run the custom code? [y/N]" (the
+    folder's auto_map names hf_ctx's code), and 'bert' built transformers' BERT from an hf_ctx folder (random
+    weights). Now each load names config.json and both types in one line, and never prompts; the tokenizer loads."""
+    folder = edited_copy(saved[family], tmp_path, lambda c: c.update(model_type=lie))
+    result = subprocess.run(
+        [sys.executable, "-c", PLAIN_LOAD, str(folder)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"},
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0 and "[y/N]" not in output and "custom code" not in output, output
+    refusals = [line for line in result.stdout.splitlines() if line.startswith("refused:")]
+    assert len(refusals) == 3, output
+    for line in refusals:
+        assert f"{folder / 'config.json'} has model_type {lie!r}, but was saved by " in line
+    assert "tokenizer loaded" in result.stdout
+
+
 # --- tokenizer files against the model they ship with ---------------------------------------------------------
 
 
@@ -352,6 +392,71 @@ def test_a_taglm_tagger_whose_vocab_txt_was_cut_is_refused_naming_the_file_and_b
         f"the tokenizer of {folder} has 8 words (vocab.txt) but the model's word vocabulary has {len(words)}"
     )
     check_tokenizer_fits(config, ElmoTokenizer.from_pretrained(saved["taglm"]), None, saved["taglm"])  # whole: fits
+
+
+def test_a_model_folder_whose_tokenizer_files_do_not_fit_is_refused_by_from_pretrained(saved, tmp_path):
+    """Plain `from_pretrained` of a folder (no script) loaded a TagLM whose vocab.txt was cut, and a BERT whose
+    tokenizer.json holds more ids than the model has rows, silently; now one line names the file and both sizes."""
+    from transformers import AutoModelForTokenClassification
+
+    taglm = copy_of(saved["taglm"], tmp_path, "taglm")
+    words = (taglm / "vocab.txt").read_text().splitlines()
+    (taglm / "vocab.txt").write_text("\n".join(words[:8]) + "\n")
+    with pytest.raises(ValueError) as raised:
+        AutoModelForTokenClassification.from_pretrained(taglm)
+    message = str(raised.value)
+    assert message.startswith(f"the tokenizer of {taglm} has 8 words (vocab.txt) but the model's word vocabulary")
+    assert "\n" not in message and str(len(words)) in message
+    bert = copy_of(saved["bert_token_classifier"], tmp_path, "bert")
+    tokenizer_file = json.loads((bert / "tokenizer.json").read_text())
+    rows = json.loads((bert / "config.json").read_text())["vocab_size"]
+    tokenizer_file["model"]["vocab"].update({f"extra{i}": rows + i for i in range(3)})
+    (bert / "tokenizer.json").write_text(json.dumps(tokenizer_file))
+    with pytest.raises(ValueError, match=rf"the tokenizer of {bert} has {rows + 3} tokens \(tokenizer.json\) but"):
+        AutoModelForTokenClassification.from_pretrained(bert)
+    for name in ("taglm", "bert_token_classifier"):  # the folders as saved load
+        AutoModelForTokenClassification.from_pretrained(saved[name])
+
+
+def test_a_pipeline_given_another_tokenizer_checks_it_against_the_model(saved, tmp_path):
+    """`pipeline(task, model=<folder or model>, tokenizer=<another>)` and hf_ctx's QA pipeline built from a model
+    and a tokenizer did not check the tokenizer: a TagLM tagged with a cut vocabulary (every later word another
+    id), a BERT read ids past its rows."""
+    from tiny_checkpoints import bert_tokenizer
+    from transformers import AutoModelForTokenClassification, BertTokenizer, pipeline
+
+    from hf_ctx import (
+        CtxBertConfig,
+        CtxBertForQuestionAnswering,
+        ElmoTokenizer,
+        SubwordTokenClassificationPipeline,
+        WordTokenClassificationPipeline,
+    )
+    from hf_ctx.tools.question_answering import QuestionAnsweringPipeline
+
+    cut = tmp_path / "cut"
+    words = ElmoTokenizer.from_pretrained(saved["taglm"]).words
+    ElmoTokenizer(vocab=words[:8]).save_pretrained(cut)
+    for model in (saved["taglm"], AutoModelForTokenClassification.from_pretrained(saved["taglm"])):
+        with pytest.raises(ValueError, match=r"has 8 words \(vocab.txt\) but the model's word vocabulary has"):
+            pipeline(
+                "token-classification",
+                model=model,
+                tokenizer=ElmoTokenizer.from_pretrained(cut),
+                pipeline_class=WordTokenClassificationPipeline,
+            )
+    bigger = bert_tokenizer(tmp_path)
+    small = CtxBertConfig.from_preset("tiny", vocab_size=len(bigger) - 5, max_position_embeddings=32)
+    with pytest.raises(ValueError, match=rf"has {len(bigger)} tokens \(tokenizer.json, vocab.txt\) but the model"):
+        QuestionAnsweringPipeline(CtxBertForQuestionAnswering(small), bigger)
+    tagger = AutoModelForTokenClassification.from_pretrained(saved["bert_token_classifier"])
+    other = BertTokenizer(vocab={"[UNK]": 0} | {f"w{i}": i for i in range(1, tagger.config.vocab_size + 2)})
+    with pytest.raises(ValueError, match="tokens \\(tokenizer.json, vocab.txt\\) but the model only"):
+        pipeline(
+            "token-classification", model=tagger, tokenizer=other, pipeline_class=SubwordTokenClassificationPipeline
+        )
+    # the model's own tokenizer passes
+    pipeline("token-classification", model=saved["taglm"], pipeline_class=WordTokenClassificationPipeline)
 
 
 # --- folders that are no model, and local paths that do not exist --------------------------------------------

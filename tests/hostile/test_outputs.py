@@ -142,11 +142,11 @@ def _bert_rows(tmp_path, kind):
 
 
 def _elmo_rows(tmp_path, kind):
-    from tiny_checkpoints import NER_LABELS, elmo_bilm, elmo_token_classifier, taglm
+    from tiny_checkpoints import NER_LABELS, elmo_bilm, elmo_crf_tagger, elmo_token_classifier, taglm
 
     from hf_ctx.data.bilm import BiLMDataCollator
 
-    build = {"bilm": elmo_bilm, "tagger": elmo_token_classifier, "taglm": taglm}[kind]
+    build = {"bilm": elmo_bilm, "tagger": elmo_token_classifier, "crf_tagger": elmo_crf_tagger, "taglm": taglm}[kind]
     model, tokenizer = build(tmp_path)
     model = type(model)(_no_dropout(model.config)) if kind != "taglm" else model
     if kind == "taglm":
@@ -160,7 +160,8 @@ def _elmo_rows(tmp_path, kind):
     rows = []
     for i, sentence in enumerate(words):
         encoded = tokenizer(sentence, is_split_into_words=True)
-        labels = [(i + j) % len(NER_LABELS) if kind != "taglm" else 0 for j in range(len(sentence))]
+        # The CRF taggers: O and B- tags, valid in any order under BIO
+        labels = [(i + j) % (len(NER_LABELS) if kind == "tagger" else 2) for j in range(len(sentence))]
         rows.append({**{k: encoded[k] for k in encoded}, "labels": labels})
 
     def collate(features):
@@ -172,22 +173,137 @@ def _elmo_rows(tmp_path, kind):
     return model, rows, collate
 
 
+def _pad_collate(pad_id):
+    """Pads each row's lists to the batch's longest: `input_ids` with `pad_id`, `labels` with -100, the rest with
+    0; numbers (a pair's or a sentence's label, span positions) become a (B,) tensor."""
+
+    def collate(features):
+        batch = {}
+        for key in features[0]:
+            values = [f[key] for f in features]
+            if not isinstance(values[0], list):
+                batch[key] = torch.tensor(values)
+                continue
+            fill = {"input_ids": pad_id, "labels": -100}.get(key, 0)
+            nested = isinstance(values[0][0], list)  # multiple choice: (choices, tokens) per row
+            width = max(len(v[0] if nested else v) for v in values)
+            padded = [
+                [c + [fill] * (width - len(c)) for c in v] if nested else v + [fill] * (width - len(v)) for v in values
+            ]
+            batch[key] = torch.tensor(padded)
+        return batch
+
+    return collate
+
+
+def _bert_sentence_rows(tmp_path, kind):
+    """BERT heads with a loss per sentence, pair, choice or span, over the 8 sentences of unequal lengths."""
+    from tiny_checkpoints import NER_LABELS, bert_tokenizer
+
+    from hf_ctx import (
+        CtxBertConfig,
+        CtxBertForMultipleChoice,
+        CtxBertForPreTraining,
+        CtxBertForQuestionAnswering,
+        CtxBertForSequenceClassification,
+        CtxBertForTokenClassification,
+    )
+
+    tokenizer = bert_tokenizer(tmp_path)
+    extra = {"crf_tagger": {"id2label": dict(enumerate(NER_LABELS)), "use_crf": True, "tag_scheme": "BIO"}}
+    config = _no_dropout(
+        CtxBertConfig.from_preset(
+            "tiny", vocab_size=len(tokenizer), max_position_embeddings=32, **extra.get(kind, {"num_labels": 2})
+        )
+    )
+    model_class = {
+        "mlm_nsp": CtxBertForPreTraining,
+        "crf_tagger": CtxBertForTokenClassification,
+        "sequence_classification": CtxBertForSequenceClassification,
+        "multiple_choice": CtxBertForMultipleChoice,
+        "question_answering": CtxBertForQuestionAnswering,
+    }[kind]
+    rows = []
+    for i, sentence in enumerate(ACCUMULATION_SENTENCES):
+        ids = tokenizer(sentence)["input_ids"]
+        row = {"input_ids": ids, "attention_mask": [1] * len(ids)}
+        if kind == "mlm_nsp":  # masked tokens (unequal counts per micro-batch) and one pair label each
+            row["labels"] = [ids[j] if j % 2 else -100 for j in range(len(ids))]
+            row["input_ids"] = [tokenizer.mask_token_id if j % 2 else ids[j] for j in range(len(ids))]
+            row["next_sentence_label"] = i % 2 if i != 2 else -100
+        elif kind == "crf_tagger":  # O and B- tags (valid in any order under BIO) on the words' first sub-tokens
+            row["labels"] = [-100] + [(i + j) % 2 for j in range(len(ids) - 2)] + [-100]
+        elif kind == "sequence_classification":
+            row["labels"] = i % 2 if i not in (1, 3) else -100  # 2 of the first micro-batch's 4 without a label
+        elif kind == "multiple_choice":  # each sentence against the next, as 2 choices of one length
+            other = tokenizer(ACCUMULATION_SENTENCES[(i + 1) % 8])["input_ids"][1:]
+            first, second = ids + other, ids[:1] + other + ids[1:]
+            row = {"input_ids": [first, second], "attention_mask": [[1] * len(first)] * 2, "labels": i % 2}
+        else:  # spans inside the input, and 3 starts and 1 end past it (ignored) in the first micro-batch
+            row = {k: v + [0] * (24 - len(v)) for k, v in row.items()}  # one length: a span's limit
+            row["start_positions"] = 30 if i in (0, 1, 3) else min(i, len(ids) - 2)
+            row["end_positions"] = 30 if i == 2 else len(ids) - 2
+        rows.append(row)
+    return model_class(config), rows, _pad_collate(tokenizer.pad_token_id)
+
+
+def _elmo_sequence_rows(tmp_path):
+    from tiny_checkpoints import _elmo_config, elmo_tokenizer
+
+    from hf_ctx import ElmoForSequenceClassification
+
+    tokenizer = elmo_tokenizer()
+    model = ElmoForSequenceClassification(_no_dropout(_elmo_config(tokenizer, num_labels=2)))
+    rows = []
+    for i, sentence in enumerate(ACCUMULATION_SENTENCES):
+        encoded = tokenizer(sentence.split(), is_split_into_words=True)
+        rows.append({**{k: encoded[k] for k in encoded}, "labels": i % 2 if i != 0 else -100})
+
+    def collate(features):
+        batch = tokenizer.pad([{k: f[k] for k in f if k != "labels"} for f in features], return_tensors="pt")
+        batch["labels"] = torch.tensor([f["labels"] for f in features])
+        return batch
+
+    return model, rows, collate
+
+
 ACCUMULATION_FAMILIES = {
     "bert_masked_lm": lambda tmp_path: _bert_rows(tmp_path, "mlm"),
     "bert_pretraining_mlm": lambda tmp_path: _bert_rows(tmp_path, "pretraining"),
+    "bert_pretraining_mlm_nsp": lambda tmp_path: _bert_sentence_rows(tmp_path, "mlm_nsp"),
     "bert_token_classification": lambda tmp_path: _bert_rows(tmp_path, "tagger"),
+    "bert_crf_token_classification": lambda tmp_path: _bert_sentence_rows(tmp_path, "crf_tagger"),
+    "bert_sequence_classification": lambda tmp_path: _bert_sentence_rows(tmp_path, "sequence_classification"),
+    "bert_multiple_choice": lambda tmp_path: _bert_sentence_rows(tmp_path, "multiple_choice"),
+    "bert_question_answering": lambda tmp_path: _bert_sentence_rows(tmp_path, "question_answering"),
     "elmo_bilm": lambda tmp_path: _elmo_rows(tmp_path, "bilm"),
     "elmo_token_classification": lambda tmp_path: _elmo_rows(tmp_path, "tagger"),
+    "elmo_crf_token_classification": lambda tmp_path: _elmo_rows(tmp_path, "crf_tagger"),
+    "elmo_sequence_classification": _elmo_sequence_rows,
+    "taglm_crf": lambda tmp_path: _elmo_rows(tmp_path, "taglm"),
+}
+# Heads whose loss is a mean over something else than the labels `Trainer` counts (sentences, pairs, spans):
+# before `CtxTrainer` counted each term's items, their accumulated update differed from the big batch's.
+SENTENCE_LOSSES = {
+    "bert_pretraining_mlm_nsp",
+    "bert_crf_token_classification",
+    "bert_question_answering",
+    "elmo_crf_token_classification",
+    "taglm_crf",
 }
 
 
-def _one_step_update(model, rows, collate, tmp_path, batch_size, accumulation, accepts_loss_kwargs=True):
-    """The weights' change after one SGD step (learning rate 1, no clipping) of CtxTrainer on `rows`."""
+def _one_step_update(
+    model, rows, collate, tmp_path, batch_size, accumulation, accepts_loss_kwargs=True, trainer_class=None
+):
+    """The weights' change after one SGD step (learning rate 1, no clipping) of CtxTrainer (or `trainer_class`)
+    on `rows`."""
     from datasets import Dataset
     from transformers import TrainingArguments
 
     from hf_ctx.tools.trainer import CtxTrainer
 
+    trainer_class = trainer_class or CtxTrainer
     initial = {k: v.clone() for k, v in model.state_dict().items()}
     args = TrainingArguments(
         output_dir=str(tmp_path / "run"),
@@ -205,7 +321,7 @@ def _one_step_update(model, rows, collate, tmp_path, batch_size, accumulation, a
         remove_unused_columns=False,
         seed=0,
     )
-    trainer = CtxTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), data_collator=collate)
+    trainer = trainer_class(model=model, args=args, train_dataset=Dataset.from_list(rows), data_collator=collate)
     trainer.model_accepts_loss_kwargs = accepts_loss_kwargs
     trainer.train()
     update = {k: (v - initial[k]).clone() for k, v in model.state_dict().items() if v.is_floating_point()}
@@ -216,18 +332,32 @@ def _one_step_update(model, rows, collate, tmp_path, batch_size, accumulation, a
 @pytest.mark.parametrize("family", ACCUMULATION_FAMILIES)
 def test_two_accumulated_micro_batches_of_4_update_as_one_batch_of_8(family, tmp_path):
     """The issue's case: --per_device_train_batch_size 4 --gradient_accumulation_steps 2 gave another update than
-    batch 8 on the same sentences (relative difference 0.05): each micro-batch's token loss was its own mean. The
-    update is now the big batch's; with the loss kwargs off (the old behaviour) it differs."""
+    batch 8 on the same sentences (relative difference 0.05): each micro-batch's token loss was its own mean. Every
+    head's update is now the big batch's, the weights after it equal to 1e-6 relative (float32): the token losses
+    through `Trainer`'s count of the labels, the means over sentences, pairs and spans through `CtxTrainer`'s count
+    of each term's items. Without them (the loss kwargs off, or transformers' `Trainer` for the latter) it differs."""
+    from transformers import Trainer
+
     model, rows, collate = ACCUMULATION_FAMILIES[family](tmp_path)
+    weights = {k: v.clone() for k, v in model.state_dict().items() if v.is_floating_point()}
     whole = _one_step_update(model, rows, collate, tmp_path, 8, 1)
     accumulated = _one_step_update(model, rows, collate, tmp_path, 4, 2)
     changed = [k for k in whole if whole[k].abs().max() > 0]
     assert changed
-    for key in changed:
+    after = torch.cat([(weights[k] + whole[k]).flatten() for k in weights])
+    difference = torch.cat([(accumulated[k] - whole[k]).flatten() for k in weights])
+    assert difference.norm() <= 1e-6 * after.norm()  # the weights after the step
+    for key in changed:  # and each tensor's update, to float rounding
         torch.testing.assert_close(accumulated[key], whole[key], atol=1e-6, rtol=1e-4, msg=key)
+
+    def largest_difference(update):
+        return max(((update[k] - whole[k]).norm() / whole[k].norm()).item() for k in changed)
+
     if family == "bert_token_classification":  # the old behaviour (each micro-batch its own mean) differs
         old = _one_step_update(model, rows, collate, tmp_path, 4, 2, accepts_loss_kwargs=False)
-        assert max((old[k] - whole[k]).norm() / whole[k].norm() for k in changed) > 1e-3
+        assert largest_difference(old) > 1e-3
+    if family in SENTENCE_LOSSES:  # Trainer counts the labels only: a mean over sentences is weighted by them
+        assert largest_difference(_one_step_update(model, rows, collate, tmp_path, 4, 2, trainer_class=Trainer)) > 1e-3
 
 
 # --- batched pipeline calls equal the single calls ------------------------------------------------------------
