@@ -536,6 +536,9 @@ def parse_arguments(argv):
         help="processes of one CPU thread each running the jobs (default 2)",
     )
     args = parser.parse_args(argv)
+    # The parser checks given values only; the default names a package that an install without the glove extra
+    # lacks, which the first TagLM job would find after the biLM's minutes of pretraining.
+    kinds.WORD_VECTORS.check("--word_vectors", args.word_vectors)
     args.arms = args.arms or PRESETS[args.preset]["arms"]
     args.seeds = args.seeds or PRESETS[args.preset].get("seeds", [0, 1, 2])
     if args.max_vector_words is None:
