@@ -29,8 +29,8 @@ biLM train while the biLM pretrains. Each job's output goes to the `log.txt` of 
 line per job. The same command again reuses every finished job and resumes a cut pretraining from its latest
 checkpoint. `--bilm DIR` skips pretraining and tags with a biLM pretrained before. `--preset smoke` runs every
 stage on the first lines of each file of `--data_dir` (111 sentences of eng.train, 10 of eng.testa, 300 lines of a
-Wikipedia shard) with two seeds, to check the command, not as an experiment: well under 3 minutes on 2 cores (45 s
-idle).
+Wikipedia shard) with two seeds, to check the command, not as an experiment: 45 s on 2 idle cores, 213 s at a load
+average of 3 to 11.
 
 Results in `--output_dir`: `results.md` (tables), `results.json` (every value per seed; copy it to docs/results/),
 `bilm_pretraining.png` (both stages' curves), `learning_curve.png`, `scalar_mix.png`.
