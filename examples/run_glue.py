@@ -90,6 +90,7 @@ class ModelArguments(BiLMCacheArguments, scripts.ModelBuildingArguments):
     """How the model is built (`ModelBuildingArguments`) and a frozen biLM's states cached (ELMo)."""
 
     model_type: str | None = scripts.model_type_field("sequence_classification")
+    config_name: str | None = scripts.config_name_field("sequence_classification")
 
 
 @dataclass

@@ -82,6 +82,7 @@ IGNORED_TOGETHER = [
 @dataclass
 class ModelArguments(BiLMCacheArguments, scripts.ModelBuildingArguments):
     model_type: str | None = scripts.model_type_field("token_classification")
+    config_name: str | None = scripts.config_name_field("token_classification")
     bilm_name_or_path: str | None = field(
         default=None,
         metadata={

@@ -61,6 +61,7 @@ class ModelArguments(scripts.ModelBuildingArguments):
     """How the model is built: the options every fine-tuning script shares (`ModelBuildingArguments`)."""
 
     model_type: str | None = scripts.model_type_field("question_answering")
+    config_name: str | None = scripts.config_name_field("question_answering")
 
 
 @dataclass

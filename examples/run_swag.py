@@ -51,6 +51,7 @@ class ModelArguments(scripts.ModelBuildingArguments):
     """How the model is built: the options every fine-tuning script shares (`ModelBuildingArguments`)."""
 
     model_type: str | None = scripts.model_type_field("multiple_choice")
+    config_name: str | None = scripts.config_name_field("multiple_choice")
 
 
 @dataclass

@@ -6,6 +6,7 @@ import the example scripts' sibling `script_help`)."""
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -96,6 +97,14 @@ EXPERIMENTS = {
 }
 
 
+def test_the_readme_shows_each_experiments_smoke_command_that_the_next_test_runs():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    shown = re.findall(
+        r"`python examples/experiments/(\w+)\.py --preset smoke --data_dir \.\./shared/data --output_dir ", readme
+    )
+    assert sorted(shown) == sorted(EXPERIMENTS)
+
+
 @pytest.mark.data
 @pytest.mark.slow
 @pytest.mark.parametrize("name", EXPERIMENTS)
@@ -114,3 +123,22 @@ def test_each_experiments_smoke_preset_runs_from_the_repo_root_on_the_shared_dat
     results = json.loads((out / "results.json").read_text())
     assert results["tables"] and all(table["rows"] for table in results["tables"])
     assert (out / "smoke_data" / "conll2003" / "eng.train").stat().st_size < 100_000  # a slice, not the file
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_each_experiments_help_counts_the_sentences_its_smoke_preset_keeps(name, shared_data, tmp_path):
+    """`--help` says how many sentences of eng.train and eng.testa `--preset smoke` keeps: what the preset's slice of
+    ../shared/data holds, read as the taggers read it."""
+    from experiment_lib import smoke_slice
+
+    from hf_ctx.data.conll import read_conll
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "examples" / "experiments" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    said = re.search(r"([\d,]+) sentences of eng\.train, ([\d,]+) of eng\.testa", " ".join(module.__doc__.split()))
+    assert said, f"{name}.py's docstring does not count the smoke preset's sentences"
+    folder = Path(smoke_slice(shared_data, tmp_path, module.PRESETS["smoke"]["slice"])) / "conll2003"
+    kept = [len(read_conll(folder / split)) for split in ("eng.train", "eng.testa")]
+    assert kept == [int(count.replace(",", "")) for count in said.groups()]

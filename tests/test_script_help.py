@@ -62,3 +62,17 @@ def test_help_all_goes_on_to_the_full_parser_and_an_imported_script_answers_noth
     monkeypatch.setattr(sys, "argv", ["end_to_end.py", "--help"])
     script_help.answer_help_at_once("run_ner", "run_ner.py")
     assert sys.argv == ["end_to_end.py", "--help"]
+
+
+@pytest.mark.parametrize("name", ["run_ner", "run_glue", "run_qa", "run_swag"])
+def test_config_name_offers_the_presets_of_the_families_that_model_type_offers(name):
+    """run_qa.py's `--config_name` named ELMo's presets and "taglm's []" although its `--model_type` takes bert alone."""
+    import ast
+    import re
+
+    from hf_ctx.tools.families import MODEL_FAMILIES
+
+    fields = importlib.import_module(name).ModelArguments.__dataclass_fields__
+    offered = ast.literal_eval(fields["model_type"].metadata["help"].split("one of ", 1)[1])
+    with_presets = re.findall(r"(\w+)'s \[", fields["config_name"].metadata["help"])
+    assert with_presets == [family for family in offered if MODEL_FAMILIES[family].presets] and with_presets

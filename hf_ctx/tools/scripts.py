@@ -508,6 +508,21 @@ def model_type_field(task: str | None = None):
     )
 
 
+def config_name_field(task: str | None = None):
+    """The `--config_name` option beside `model_type_field(task)`: its help names the size presets of the families
+    that `--model_type` offers there, those that have presets (TagLM has none)."""
+    names = families_with(task) if task is not None else list(MODEL_FAMILIES)
+    presets = preset_names(name for name in names if MODEL_FAMILIES[name].presets)
+    return field(
+        default=None,
+        metadata={
+            "help": f"with --model_type: a size preset ({presets}) or a config.json or checkpoint folder of that "
+            "family; default: the family's default config",
+            "kind": kinds.CONFIG,
+        },
+    )
+
+
 @dataclass
 class ModelBuildingArguments:
     """How every example script builds its model: `--model_name_or_path` a checkpoint to fine-tune (or a
@@ -524,14 +539,7 @@ class ModelBuildingArguments:
         },
     )
     model_type: str | None = model_type_field()  # each script's ModelArguments narrows it to its task
-    config_name: str | None = field(
-        default=None,
-        metadata={
-            "help": "with --model_type: a size preset (" + preset_names(MODEL_FAMILIES) + ") or a config.json or "
-            "checkpoint folder of that family; default: the family's default config",
-            "kind": kinds.CONFIG,
-        },
-    )
+    config_name: str | None = config_name_field()  # narrowed with model_type
     tokenizer_name: str | None = field(
         default=None,
         metadata={
