@@ -931,8 +931,8 @@ class CtxBertForQuestionAnswering(CtxBertPreTrainedModel):
                 return positions.masked_fill(positions == length, IGNORE_INDEX)
 
             loss = (
-                classification_loss(start_logits, span_labels(start_positions), length)
-                + classification_loss(end_logits, span_labels(end_positions), length)
+                classification_loss(start_logits, span_labels(start_positions), length, name="start_positions")
+                + classification_loss(end_logits, span_labels(end_positions), length, name="end_positions")
             ) / 2
             loss = accumulated_mean(loss, span_labels(start_positions), num_items_in_batch)
         return QuestionAnsweringModelOutput(
