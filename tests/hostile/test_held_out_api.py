@@ -173,3 +173,12 @@ def test_elmo_labels_of_the_wrong_shape_name_the_words(elmo):
     inputs = tokenizer([["red", "cat", "runs"]], is_split_into_words=True, return_tensors="pt")
     with pytest.raises(ValueError, match=r"labels has shape \(1, 2\), expected \(batch, words\) = \(1, 3\)"):
         model(**inputs, labels=torch.zeros(1, 2, dtype=torch.long))
+
+
+@pytest.mark.parametrize("bad_id", [-1, 10**6])
+def test_elmo_tokenizer_decoding_an_id_outside_its_vocabulary_names_it(bad_id):
+    """Before: -1 silently decoded as the last word, 10**6 was an IndexError inside the tokenizer."""
+    tokenizer = ElmoTokenizer(vocab=["<S>", "</S>", "<UNK>", "red", "cat"])
+    assert tokenizer.convert_ids_to_tokens([3, 4]) == ["red", "cat"]
+    with pytest.raises(ValueError, match=rf"word id {bad_id} is outside this tokenizer's vocabulary \[0, 5\)"):
+        tokenizer.convert_ids_to_tokens([3, bad_id])

@@ -4,13 +4,12 @@ naming the folder and the process, or leave one writer's files whole, never a mi
 Each case is a function named after what it tries."""
 
 import os
-import subprocess
 import sys
 import threading
 import time
 
 import pytest
-from test_output_folders import _HOLD_COMMITTED_FILE, _HOLD_LOCK, _LOAD_ATOMIC_FILES, _background, _kill
+from test_output_folders import _HOLD_COMMITTED_FILE, _HOLD_LOCK, _background, _kill
 from tiny_checkpoints import bert_sequence_classifier, elmo_bilm
 
 from hf_ctx.atomic_files import write_into_folder
@@ -162,8 +161,3 @@ def test_a_reader_that_opened_the_weights_reads_the_old_file_whole_while_a_save_
     assert (tmp_path / "read").read_bytes() == before  # the reader's file was replaced, never written over
     assert load(weights.read_bytes()).keys() == load(before).keys() and weights.read_bytes() != before
 
-
-def test_the_background_helpers_start_without_importing_torch():
-    """The helpers above start a second process in a fraction of a second (hf_ctx's writing modules alone)."""
-    probe = _LOAD_ATOMIC_FILES + "\nprint('torch' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "False"
