@@ -224,7 +224,9 @@ def check_tensors(**arguments) -> None:
     ids would fail later, as an attribute error deep in the model)."""
     for name, value in arguments.items():
         if value is not None and not isinstance(value, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor (tokenizer(..., return_tensors='pt')), got {type(value).__name__}")
+            raise TypeError(
+                f"{name} must be a torch.Tensor (tokenizer(..., return_tensors='pt')), got {type(value).__name__}"
+            )
 
 
 def check_bert_values(config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds=None) -> None:

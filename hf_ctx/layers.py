@@ -426,7 +426,9 @@ class ScalarMix(nn.Module):
         if len(shapes) > 1:
             raise ValueError(f"ScalarMix mixes layers of one shape, got {sorted(shapes)}")
         if mask is not None and tuple(mask.shape) != tuple(tensors[0].shape[:-1]):
-            raise ValueError(f"mask has shape {tuple(mask.shape)}, expected {tuple(tensors[0].shape[:-1])} (the layers' without the last)")
+            raise ValueError(
+                f"mask has shape {tuple(mask.shape)}, expected {tuple(tensors[0].shape[:-1])} (the layers' but the last)"
+            )
         weights = torch.softmax(self.scalar_parameters, dim=0)
         keep = None if mask is None else mask.unsqueeze(-1).to(tensors[0].dtype)
         if self.do_layer_norm:

@@ -55,7 +55,9 @@ def check_class_labels(logits: torch.Tensor, labels: torch.Tensor, name: str = "
     of another shape would fail inside `cross_entropy` without naming the argument (`name`)."""
     if not isinstance(labels, torch.Tensor) or labels.dtype.is_floating_point or labels.dtype == torch.bool:
         what = f"dtype {labels.dtype}" if isinstance(labels, torch.Tensor) else type(labels).__name__
-        raise ValueError(f"{name} must be a tensor of integer class ids (int64), or {IGNORE_INDEX} for none; got {what}")
+        raise ValueError(
+            f"{name} must be a tensor of integer class ids (int64), or {IGNORE_INDEX} for none; got {what}"
+        )
     if labels.numel() != logits[..., 0].numel():
         raise ValueError(
             f"{name} has shape {tuple(labels.shape)}, expected {tuple(logits.shape[:-1])}: one class id per "

@@ -111,7 +111,9 @@ def test_two_saves_into_one_folder_at_once_move_their_files_one_save_at_a_time(t
     other's tokenizer.json. Now a save's renames wait while another save's are under way."""
     folder = tmp_path / "tok"
     folder.mkdir()
-    holder = _background(_HOLD_FOLDER_MOVES.format(folder=str(folder), ready=str(tmp_path / "ready")), tmp_path / "ready")
+    holder = _background(
+        _HOLD_FOLDER_MOVES.format(folder=str(folder), ready=str(tmp_path / "ready")), tmp_path / "ready"
+    )
 
     def save(staging):
         for name in ("vocab.txt", "tokenizer.json"):
@@ -160,4 +162,3 @@ def test_a_reader_that_opened_the_weights_reads_the_old_file_whole_while_a_save_
     assert reader.wait(timeout=60) == 0
     assert (tmp_path / "read").read_bytes() == before  # the reader's file was replaced, never written over
     assert load(weights.read_bytes()).keys() == load(before).keys() and weights.read_bytes() != before
-
