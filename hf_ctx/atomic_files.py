@@ -172,6 +172,25 @@ def _move_into(source: str, target: str, written: set[str]) -> None:
     fsync_folder(target)
 
 
+@contextlib.contextmanager
+def _moves_locked(folder: str):
+    """One save's files move into `folder` at a time (a blocking `flock` on the folder itself, held for the
+    renames only): two processes saving into one folder at once leave the files of one save, not a mix of both.
+    A staging folder is one writer's already (and that writer holds its lock: locking it again would wait on
+    ourselves), so a save nested in another's moves unlocked."""
+    if os.path.basename(folder).startswith(TEMPORARY_PREFIX):
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        if fcntl is not None:
+            with contextlib.suppress(OSError):  # a file system without flock: nothing is locked
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def _newest_file(folder: str) -> str | None:
     """The path, relative to `folder`, of the file under it modified last (the one a failed save was writing)."""
     newest, newest_time = None, -1.0
@@ -216,11 +235,12 @@ def write_into_folder(folder: str | os.PathLike, write: Callable[[str], object])
                 raise named from error
             raise
         written: set[str] = set()
-        _move_into(staging, folder, written)
-        if any(name.startswith(_WEIGHT_PREFIXES) for name in written):
-            for name in os.listdir(folder):
-                if name.startswith(_WEIGHT_PREFIXES) and name not in written:
-                    os.remove(os.path.join(folder, name))
+        with _moves_locked(folder):
+            _move_into(staging, folder, written)
+            if any(name.startswith(_WEIGHT_PREFIXES) for name in written):
+                for name in os.listdir(folder):
+                    if name.startswith(_WEIGHT_PREFIXES) and name not in written:
+                        os.remove(os.path.join(folder, name))
         if isinstance(result, (tuple, list)):
             result = type(result)(
                 folder + item[len(staging) :] if isinstance(item, str) and item.startswith(staging) else item

@@ -182,6 +182,13 @@ def check_bert_inputs(config, input_ids, attention_mask, token_type_ids, positio
     `token_type_ids` (B, T), `position_ids` (..., T); ids in their embeddings' ranges; a mask of 0 and 1 only."""
     if (input_ids is None) == (inputs_embeds is None):
         raise ValueError("pass exactly one of input_ids or inputs_embeds")
+    check_tensors(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        token_type_ids=token_type_ids,
+        position_ids=position_ids,
+        inputs_embeds=inputs_embeds,
+    )
     if input_ids is not None:
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must have shape (batch, tokens), got {tuple(input_ids.shape)}")
@@ -193,6 +200,8 @@ def check_bert_inputs(config, input_ids, attention_mask, token_type_ids, positio
             raise ValueError(
                 f"inputs_embeds must have shape (batch, tokens, {config.hidden_size}), got {tuple(inputs_embeds.shape)}"
             )
+        if not inputs_embeds.dtype.is_floating_point:
+            raise ValueError(f"inputs_embeds must be floating-point vectors, got dtype {inputs_embeds.dtype}")
         shape = tuple(inputs_embeds.shape[:2])
     if 0 in shape:
         raise ValueError(f"the batch is empty (shape {shape}); pass at least one sequence of at least one token")
@@ -207,13 +216,23 @@ def check_bert_inputs(config, input_ids, attention_mask, token_type_ids, positio
     if position_ids is not None and position_ids.shape[-1] != shape[1]:
         raise ValueError(f"position_ids has shape {tuple(position_ids.shape)}; expected (..., {shape[1]})")
     if host_syncs_allowed(input_ids if input_ids is not None else inputs_embeds):
-        check_bert_values(config, input_ids, attention_mask, token_type_ids, position_ids)
+        check_bert_values(config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds)
 
 
-def check_bert_values(config, input_ids, attention_mask, token_type_ids, position_ids) -> None:
-    """`check_bert_inputs`' value checks, in one host sync: the ids' ranges, and an attention mask of 1 for real
-    tokens and 0 for padding. A mask of other values, e.g. an additive 0 / -inf mask, would be read inverted, so
-    it is refused."""
+def check_tensors(**arguments) -> None:
+    """A `TypeError` naming the first of `arguments` (name=value) that is neither None nor a tensor (a list of
+    ids would fail later, as an attribute error deep in the model)."""
+    for name, value in arguments.items():
+        if value is not None and not isinstance(value, torch.Tensor):
+            raise TypeError(
+                f"{name} must be a torch.Tensor (tokenizer(..., return_tensors='pt')), got {type(value).__name__}"
+            )
+
+
+def check_bert_values(config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds=None) -> None:
+    """`check_bert_inputs`' value checks, in one host sync: the ids' ranges, an attention mask of 1 for real
+    tokens and 0 for padding, and `inputs_embeds` without NaN or infinity (which would silently make every output
+    NaN). A mask of other values, e.g. an additive 0 / -inf mask, would be read inverted, so it is refused."""
     ids = [
         (name, tensor, limit)
         for name, tensor, limit in [
@@ -226,10 +245,15 @@ def check_bert_values(config, input_ids, attention_mask, token_type_ids, positio
     flags = []
     if attention_mask is not None and attention_mask.dtype != torch.bool:
         flags.append(((attention_mask != 0) & (attention_mask != 1)).sum())
-    outside, not_binary = values_outside([(tensor, limit) for _, tensor, limit in ids], flags)
+    if inputs_embeds is not None:
+        flags.append(~torch.isfinite(inputs_embeds).all())
+    outside, flag_values = values_outside([(tensor, limit) for _, tensor, limit in ids], flags)
     for (name, _, limit), bad in zip(ids, outside):
         if bad is not None:
             raise ValueError(f"{name} contains {bad}, outside [0, {limit}) (the model's {name} range)")
+    if inputs_embeds is not None and flag_values.pop():
+        raise ValueError("inputs_embeds holds NaN or infinite values: every output would be NaN")
+    not_binary = flag_values
     if not_binary and not_binary[0] > 0:
         raise ValueError(
             f"attention_mask must hold 1 for real tokens and 0 for padding; it has {not_binary[0]} other values (an "
@@ -252,7 +276,7 @@ def elmo_input_mask(config, input_ids, attention_mask) -> torch.Tensor:
 def check_sentence_length(config, input_ids) -> None:
     """A `ValueError` when `input_ids` (B, W, C) hold more words per sentence than an ELMo config's
     `max_sentence_words` (a shape check: no host sync)."""
-    if input_ids is not None and input_ids.dim() >= 2 and input_ids.shape[1] > config.max_sentence_words:
+    if isinstance(input_ids, torch.Tensor) and input_ids.dim() >= 2 and input_ids.shape[1] > config.max_sentence_words:
         raise ValueError(
             f"the input has {input_ids.shape[1]} words per sentence, more than this ELMo's max_sentence_words="
             f"{config.max_sentence_words}; split the text into sentences, encode with truncation=True (the "
@@ -271,6 +295,7 @@ def check_character_ids(input_ids, attention_mask, max_characters: int, n_charac
     """
     if input_ids is None:
         raise ValueError("input_ids (character ids from ElmoTokenizer) are required")
+    check_tensors(input_ids=input_ids, attention_mask=attention_mask)
     if input_ids.dim() != 3 or input_ids.shape[-1] != max_characters:
         raise ValueError(
             f"input_ids must be character ids of shape (batch, words, {max_characters}) as "

@@ -409,6 +409,8 @@ class ScalarMix(nn.Module):
         trainable: bool = True,
     ):
         super().__init__()
+        if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
+            raise ValueError(f"ScalarMix needs num_layers of at least 1 (the layers it mixes), got {num_layers!r}")
         initial = [0.0] * num_layers if initial_scalar_parameters is None else list(initial_scalar_parameters)
         if len(initial) != num_layers:
             raise ValueError(f"initial_scalar_parameters has {len(initial)} values for {num_layers} layers")
@@ -420,6 +422,13 @@ class ScalarMix(nn.Module):
     def forward(self, tensors: Sequence[torch.Tensor], mask: torch.Tensor | None = None) -> torch.Tensor:
         if len(tensors) != self.num_layers:
             raise ValueError(f"ScalarMix mixes {self.num_layers} layers, got {len(tensors)}")
+        shapes = {tuple(tensor.shape) for tensor in tensors}
+        if len(shapes) > 1:
+            raise ValueError(f"ScalarMix mixes layers of one shape, got {sorted(shapes)}")
+        if mask is not None and tuple(mask.shape) != tuple(tensors[0].shape[:-1]):
+            raise ValueError(
+                f"mask has shape {tuple(mask.shape)}, expected {tuple(tensors[0].shape[:-1])} (the layers' but the last)"
+            )
         weights = torch.softmax(self.scalar_parameters, dim=0)
         keep = None if mask is None else mask.unsqueeze(-1).to(tensors[0].dtype)
         if self.do_layer_norm:

@@ -50,7 +50,7 @@ def accumulated_count(num_items_in_batch, term: str = "labels"):
 
 
 def classification_loss(
-    logits: torch.Tensor, labels: torch.Tensor, num_classes: int, num_items_in_batch=None
+    logits: torch.Tensor, labels: torch.Tensor, num_classes: int, num_items_in_batch=None, name: str = "labels"
 ) -> torch.Tensor:
     """Mean cross-entropy over the labels that are not `IGNORE_INDEX`; 0 when every label is ignored.
 
@@ -59,7 +59,9 @@ def classification_loss(
         labels: (...) class ids, one per row of `logits`, or `IGNORE_INDEX`.
         num_items_in_batch: the count of such labels in the whole accumulated batch (`Trainer` passes it; see
             `AccumulatedBatchLossMixin`): the sum is divided by it instead of by this batch's count.
+        name: the argument `labels` came from, for the errors ("start_positions").
     """
+    check_class_labels(logits, labels, name)
     count = accumulated_count(num_items_in_batch)
     labels = labels.reshape(-1)
     check_label_range(labels, num_classes)
@@ -70,6 +72,21 @@ def classification_loss(
         return total / count
     # Dividing by the count ourselves (not reduction="mean") gives 0, not NaN, for a batch without labels.
     return total / (labels != IGNORE_INDEX).sum().clamp(min=1)
+
+
+def check_class_labels(logits: torch.Tensor, labels: torch.Tensor, name: str = "labels") -> None:
+    """A `ValueError` unless `labels` are integer class ids, one per row of `logits` (...): a float label or one
+    of another shape would fail inside `cross_entropy` without naming the argument (`name`)."""
+    if not isinstance(labels, torch.Tensor) or labels.dtype.is_floating_point or labels.dtype == torch.bool:
+        what = f"dtype {labels.dtype}" if isinstance(labels, torch.Tensor) else type(labels).__name__
+        raise ValueError(
+            f"{name} must be a tensor of integer class ids (int64), or {IGNORE_INDEX} for none; got {what}"
+        )
+    if labels.numel() != logits[..., 0].numel():
+        raise ValueError(
+            f"{name} has shape {tuple(labels.shape)}, expected {tuple(logits.shape[:-1])}: one class id per "
+            f"{'token' if logits.dim() == 3 else 'example'}, or {IGNORE_INDEX} for none"
+        )
 
 
 def accumulated_mean(

@@ -951,13 +951,13 @@ class CtxBertForQuestionAnswering(CtxBertPreTrainedModel):
             starts, ends = span_labels(start_positions, length), span_labels(end_positions, length)
             loss = (
                 accumulated_mean(
-                    classification_loss(start_logits, starts, length),
+                    classification_loss(start_logits, starts, length, name="start_positions"),
                     starts.ne(IGNORE_INDEX).sum(),
                     "start_positions",
                     num_items_in_batch,
                 )
                 + accumulated_mean(
-                    classification_loss(end_logits, ends, length),
+                    classification_loss(end_logits, ends, length, name="end_positions"),
                     ends.ne(IGNORE_INDEX).sum(),
                     "end_positions",
                     num_items_in_batch,

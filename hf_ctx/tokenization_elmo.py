@@ -201,6 +201,8 @@ class ElmoTokenizer(PreTrainedTokenizer):
         return self.vocab.get(token, self.vocab[str(self.unk_token)])
 
     def _convert_id_to_token(self, index: int) -> str:
+        if not 0 <= index < len(self.words):  # a negative id would silently read a word from the end
+            raise ValueError(f"word id {index} is outside this tokenizer's vocabulary [0, {len(self.words)})")
         return self.words[index]
 
     def convert_tokens_to_string(self, tokens: list[str]) -> str:

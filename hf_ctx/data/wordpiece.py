@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from transformers import BertTokenizer
 
-from .files import utf8_lines
+from .text import iter_text_file_lines
 
 logger = logging.getLogger(__name__)
 
@@ -27,19 +27,17 @@ SPECIAL_TOKENS = {
 
 
 def iter_text_lines(files: Iterable[str | os.PathLike]) -> Iterator[str]:
-    """Yield the non-blank lines of text files, checking each file exists, is UTF-8 and has some text."""
+    """Yield the non-blank lines of text files (plain or gzip-compressed), checking each file exists, is UTF-8 (a
+    corrupt or truncated gzip named as such, `text.iter_text_file_lines`) and has some text."""
     for path in files:
         path = os.fspath(path)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"text file not found: {path}")
         found_text = False
-        # utf-8-sig: a byte-order mark is not text.
-        with open(path, encoding="utf-8-sig") as f:
-            for line in utf8_lines(f, path):
-                line = line.strip()
-                if line:
-                    found_text = True
-                    yield line
+        for _, line in iter_text_file_lines(path):
+            if line:
+                found_text = True
+                yield line
         if not found_text:
             raise ValueError(f"{path} holds no text (empty or only blank lines)")
 

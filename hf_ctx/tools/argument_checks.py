@@ -20,10 +20,16 @@ def check_bilm_argument(*argument_groups) -> None:
 
 
 def check_training_arguments(training_args) -> None:
-    """Refuse `TrainingArguments` that would train nothing without a word (`--num_train_epochs 0`). (Each option's
-    own values are checked by its kind, `hf_ctx.tools.option_kinds.TRAINING_OPTION_KINDS`.)"""
+    """Refuse `TrainingArguments` that would train nothing without a word (`--num_train_epochs 0`, `--learning_rate
+    0`: every step leaves the weights as they were). (Each option's own values are checked by its kind,
+    `hf_ctx.tools.option_kinds.TRAINING_OPTION_KINDS`.)"""
     if training_args.do_train and training_args.max_steps <= 0 and training_args.num_train_epochs == 0:
         raise ValueError("--num_train_epochs 0 trains nothing; give a number of epochs above 0, or --max_steps")
+    if training_args.do_train and training_args.learning_rate == 0:
+        raise ValueError(
+            "--learning_rate 0 trains nothing (every step leaves the weights as they were); give a rate above 0, "
+            "or leave --do_train out to evaluate the model as it is"
+        )
 
 
 def check_conflicting_arguments(pairs, *argument_groups) -> None:

@@ -53,19 +53,41 @@ def lock_output(folder: str | os.PathLike, what: str = "the output folder") -> N
     path = os.path.join(folder, LOCK_FILE)
     fd = open_no_link(path, os.O_RDWR | os.O_CREAT)
     if not try_lock(fd):
-        holder = ""
-        with contextlib.suppress(OSError):
-            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
+        error = _written_by_another_run(fd, folder, what)
         os.close(fd)
-        raise OSError(
-            f"{what} {folder} is being written by another run ({holder or 'a process'}); wait for it to finish, "
-            "or choose another folder"
-        )
+        raise error
     with contextlib.suppress(OSError, AttributeError):  # who holds it, for the message (not on Windows)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"process {os.getpid()} on {os.uname().nodename}".encode(), 0)
     _HELD_LOCKS[key] = fd
     remove_stale_temporaries(folder)
+
+
+def check_no_other_writer(folder: str | os.PathLike, what: str = "the output folder") -> None:
+    """Refuse `folder` while another process holds its writer lock (`lock_output`: a script's run), for the
+    writers that do not take the lock themselves (`hf-ctx train-tokenizer`, the converters): what they wrote would
+    mix with that run's files. Takes nothing: the lock is only tried."""
+    folder = os.path.abspath(os.fspath(folder))
+    path = os.path.join(folder, LOCK_FILE)
+    if os.path.realpath(folder) in _HELD_LOCKS or not os.path.isfile(path) or os.path.islink(path):
+        return
+    fd = open_no_link(path, os.O_RDONLY)
+    try:
+        if not try_lock(fd):
+            raise _written_by_another_run(fd, folder, what)
+    finally:
+        os.close(fd)  # closing drops the lock just tried
+
+
+def _written_by_another_run(fd: int, folder: str, what: str) -> OSError:
+    """The error of a `folder` whose lock file `fd` another process holds, naming that process."""
+    holder = ""
+    with contextlib.suppress(OSError):
+        holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
+    return OSError(
+        f"{what} {folder} is being written by another run ({holder or 'a process'}); wait for it to finish, "
+        "or choose another folder"
+    )
 
 
 class CommittedFile(io.RawIOBase):

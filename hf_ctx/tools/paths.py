@@ -26,6 +26,7 @@ from ..data.files import read_json_file
 from ..data.glue_tasks import GLUE_TASKS
 from ..remote_code import check_no_pickled_weights
 from .errors import hub_error_message
+from .output_files import check_no_other_writer
 
 logger = logging.getLogger(__name__)
 
@@ -145,11 +146,12 @@ CHECKPOINT_MARKERS = ("config.json", "tokenizer_config.json", "model.safetensors
 def check_output_dir(
     out_dir: str | os.PathLike, *, source_dir: str | os.PathLike | None = None, what: str = "the source folder"
 ) -> None:
-    """Refuse an output folder that is a file, or that is the source folder (writing would overwrite it); `what`
-    names the source in the message."""
+    """Refuse an output folder that is a file, that is the source folder (writing would overwrite it; `what`
+    names the source in the message), or that another run is writing (`output_files.check_no_other_writer`)."""
     out_dir = os.fspath(out_dir)
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise ValueError(f"output folder {out_dir} is a file; give a folder (it is created if needed)")
+    check_no_other_writer(out_dir, "output folder")
     if source_dir is not None and os.path.realpath(out_dir) == os.path.realpath(os.fspath(source_dir)):
         raise ValueError(
             f"output folder {out_dir} is {what}; writing there would overwrite the source. Give another output folder"

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from ..data.qa_windows import NO_OFFSET, encode_windows
+from . import option_kinds as kinds
 from .families import check_tokenizer_fits
 
 logger = logging.getLogger(__name__)
@@ -142,6 +143,15 @@ def postprocess_predictions(
     return predictions, n_best, null_differences
 
 
+def texts(name: str, value) -> list:
+    """`value` (a text or a list of texts) as a non-empty list; a `TypeError`/`ValueError` naming `name` else."""
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{name} must be a text or a list of texts, got {type(value).__name__} {value!r:.40}")
+    if not value:
+        raise ValueError(f"{name} is an empty list: give at least one text")
+    return list(value)
+
+
 class QuestionAnsweringPipeline:
     """Answers from a question-answering model in one call: `reader(question=..., context=...)`.
 
@@ -157,18 +167,29 @@ class QuestionAnsweringPipeline:
         model,
         tokenizer,
         max_seq_length: int = 384,
-        doc_stride: int = 128,
+        doc_stride: int | None = None,
         max_answer_length: int = 30,
         n_best_size: int = 20,
         batch_size: int = 8,
     ):
+        for name, value in [
+            ("max_seq_length", max_seq_length),
+            ("max_answer_length", max_answer_length),
+            ("n_best_size", n_best_size),
+            ("batch_size", batch_size),
+        ]:
+            kinds.COUNT.check(name, value)
+        if doc_stride is not None:
+            kinds.count_or_zero("windows that do not overlap").check("doc_stride", doc_stride)
         # The tokenizer against the model, as every hf_ctx pipeline (`TokenizerFitsModelMixin`)
         check_tokenizer_fits(
             model.config, tokenizer, None, getattr(tokenizer, "name_or_path", None) or "the tokenizer"
         )
         self.model, self.tokenizer = model.eval(), tokenizer
         self.max_seq_length = min(max_seq_length, getattr(model.config, "max_position_embeddings", max_seq_length))
-        self.doc_stride, self.max_answer_length, self.n_best_size = doc_stride, max_answer_length, n_best_size
+        # transformers' default overlap, 128 of 384 tokens, kept to a third of a shorter model's window.
+        self.doc_stride = min(128, self.max_seq_length // 3) if doc_stride is None else doc_stride
+        self.max_answer_length, self.n_best_size = max_answer_length, n_best_size
         self.batch_size = batch_size
 
     @classmethod
@@ -197,11 +218,17 @@ class QuestionAnsweringPipeline:
         return starts, ends
 
     def __call__(self, question, context, top_k: int = 1, handle_impossible_answer: bool = False):
+        kinds.COUNT.check("top_k", top_k)
+        kinds.check_flag("handle_impossible_answer", handle_impossible_answer)
         single = isinstance(question, str)
-        questions = [question] if single else list(question)
-        contexts = [context] * len(questions) if isinstance(context, str) else list(context)
+        questions = [question] if single else texts("question", question)
+        contexts = [context] * len(questions) if isinstance(context, str) else texts("context", context)
         if len(contexts) != len(questions):
             raise ValueError(f"{len(questions)} questions but {len(contexts)} contexts")
+        for name, values in [("question", questions), ("context", contexts)]:
+            empty = [i for i, text in enumerate(values) if not isinstance(text, str) or not text.strip()]
+            if empty:
+                raise ValueError(f"{name} {empty[0]} is empty or not a text: {values[empty[0]]!r:.40}")
         encoded = encode_windows(self.tokenizer, questions, contexts, self.max_seq_length, self.doc_stride)
         starts, ends = self._logits(encoded)
         _, n_best, _ = postprocess_predictions(

@@ -74,6 +74,17 @@ def check_inputs(inputs) -> None:
         )
 
 
+def check_word_level_tokenizer(pipeline) -> None:
+    """Refuse a word-level pipeline over a sub-word tokenizer (BERT's): its positions are sub-tokens and [CLS],
+    not words, so the tags and vectors would be read off the wrong positions without an error."""
+    if not any(cls.__name__ == "ElmoTokenizer" for cls in type(pipeline.tokenizer).__mro__):
+        raise ValueError(
+            f"{type(pipeline).__name__} reads one position per word, from a word-level tokenizer (ElmoTokenizer: "
+            f"ELMo, TagLM); this model's tokenizer is {type(pipeline.tokenizer).__name__}, of sub-words. For BERT use "
+            "pipeline(..., pipeline_class=hf_ctx.SubwordTokenClassificationPipeline), or transformers' own pipeline"
+        )
+
+
 logger = logging.getLogger(__name__)
 
 # A window's overlap with the next, as a share of the tokens a window holds (transformers' QA default: 128 of 384).
@@ -167,6 +178,10 @@ class WordTokenClassificationPipeline(TokenizerFitsModelMixin, TokenClassificati
         if ignore_labels is not None:
             postprocess_params["ignore_labels"] = ignore_labels
         return preprocess_params, {}, postprocess_params
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        check_word_level_tokenizer(self)
 
     def max_sentence_words(self) -> int | None:
         """The most words the model reads in one sentence (its biLM's `max_sentence_words`), None when unlimited."""
@@ -430,6 +445,10 @@ class WordFeatureExtractionPipeline(TokenizerFitsModelMixin, FeatureExtractionPi
     padded together, and each vector equals that of its sentence run alone (up to float rounding). For whole
     files, `hf_ctx.tools.embed.ElmoEmbedder` (`hf-ctx embed`) sorts sentences by length first.
     """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        check_word_level_tokenizer(self)
 
     def _sanitize_parameters(
         self,
