@@ -3,6 +3,7 @@ cannot write, on a disk that fills up, with a second writer or a killed one, or 
 Real file systems where the test may mount one (tests/filesystems.py), else skipped with the reason."""
 
 import errno
+import gc
 import json
 import logging
 import os
@@ -244,6 +245,22 @@ def test_committed_files_lock_within_one_process_too(tmp_path):
         CommittedFile(tmp_path / "a.bin", create=True)
     first.close()
     CommittedFile(tmp_path / "a.bin").close()
+
+
+def test_a_refused_committed_file_never_closes_another_files_descriptor(tmp_path):
+    """The refused object is half-made: its close at garbage collection closed its descriptor's number a second
+    time, by then another file's (a save elsewhere failed with 'Bad file descriptor')."""
+    first = CommittedFile(tmp_path / "a.bin", create=True)
+    with pytest.raises(OSError, match="being written by another process") as refused:  # keeps the object alive
+        CommittedFile(tmp_path / "a.bin", create=True)
+    other = os.open(tmp_path / "b.bin", os.O_RDWR | os.O_CREAT)  # the number the refused file had, reused
+    del refused
+    gc.collect()
+    try:
+        os.fstat(other)  # raises EBADF where the collected object closed it
+    finally:
+        os.close(other)
+        first.close()
 
 
 # --- 6. a damaged file already in the output folder -------------------------------------------------------------

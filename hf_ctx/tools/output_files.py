@@ -114,7 +114,10 @@ class CommittedFile(io.RawIOBase):
         self.path = os.fspath(path)
         self._fd = open_no_link(self.path, os.O_RDWR | (os.O_CREAT if create else 0))
         if not try_lock(self._fd):
-            os.close(self._fd)
+            # None first: this half-made object's close (at garbage collection) must not close the number again,
+            # by then another file's
+            fd, self._fd = self._fd, None
+            os.close(fd)
             raise OSError(
                 f"{self.path} is being written by another process; wait for it to finish, or write elsewhere"
             )
@@ -178,7 +181,7 @@ class CommittedFile(io.RawIOBase):
     def flush(self) -> None:
         """Write what was written since the last flush (see the class docstring); an `OSError` leaves the file as
         it was after the last flush."""
-        if self.failed is not None or self.closed or (not self._pending and self._size == self._committed_size):
+        if self._fd is None or self.failed is not None or self.closed or not self._unflushed():
             return
         committed = self._committed_size
         try:  # 1. new space: may run out, while the committed bytes stay as they are
@@ -206,10 +209,15 @@ class CommittedFile(io.RawIOBase):
             raise
         self._committed_size, self._pending = self._size, []
 
+    def _unflushed(self) -> bool:
+        return bool(self._pending) or self._size != self._committed_size
+
     def close(self) -> None:
         if not self.closed:
             try:
                 self.flush()
             finally:
-                os.close(self._fd)
+                if self._fd is not None:
+                    fd, self._fd = self._fd, None
+                    os.close(fd)
                 super().close()
