@@ -117,7 +117,19 @@ def word_inputs(tokenizer, text: str, words: list[str], offsets: list[tuple[int,
     return {**inputs, "sentence": text, "words": words, "word_offsets": offsets}
 
 
-class WordTokenClassificationPipeline(TokenClassificationPipeline):
+class WordVocabularyChecked:
+    """At construction, a word-level pipeline checks its tokenizer against its model
+    (`hf_ctx.tools.families.check_tokenizer_fits`): a vocab.txt cut or replaced would shift every word's id after
+    the change, and the model would tag (or embed) other words than it was given, without a word."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        from .families import check_tokenizer_fits
+
+        check_tokenizer_fits(self.model.config, self.tokenizer, None, self.tokenizer.name_or_path or "the tokenizer")
+
+
+class WordTokenClassificationPipeline(WordVocabularyChecked, TokenClassificationPipeline):
     """Token classification over whole words, for models fed by a word-level (character-id) tokenizer.
 
     Call arguments as for `TokenClassificationPipeline`: `aggregation_strategy` ("none", "simple"; "first", "max"
@@ -399,7 +411,7 @@ class SubwordTokenClassificationPipeline(TokenClassificationPipeline):
         ]
 
 
-class WordFeatureExtractionPipeline(FeatureExtractionPipeline):
+class WordFeatureExtractionPipeline(WordVocabularyChecked, FeatureExtractionPipeline):
     """`pipeline("feature-extraction")` for ELMo: one vector per input word, with the word and its offsets.
 
         >>> from transformers import pipeline
