@@ -278,3 +278,78 @@ def test_launchers_train_two_cpu_processes_or_refuse_in_one_line(task, tmp_path)
         f"2 {RUN_GLUE} ... --use_cpu` (docs/distributed.md)"
     )
     assert not (tmp_path / "accelerate" / "trainer_state.json").exists()
+
+
+# --- interruptions under a launcher --------------------------------------------------------------------------
+
+
+def test_a_stop_signal_repeated_during_clean_up_is_the_same_stop(capsys):
+    """SIGINT, then the SIGTERM a launcher sends while the run cleans up (torchrun forwards the Ctrl-C its process
+    group got, then escalates): the first signal's lines and status (before: the second replaced the first, or
+    cut its message short with a traceback)."""
+    with pytest.raises(SystemExit) as stopped, interruptions_as_messages(lambda interrupted: "go on: again"):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)
+    assert stopped.value.code == 130
+    assert capsys.readouterr().err.splitlines() == ["interrupted by SIGINT (Ctrl-C)", "go on: again"]
+
+
+@pytest.mark.parametrize("rank", ["0", "1"])
+def test_of_the_processes_a_launcher_started_rank_0_alone_says_how_it_was_stopped(rank, capsys, monkeypatch):
+    """Under torchrun every process gets the Ctrl-C: rank 0 prints the lines, the others exit with the same
+    status in silence (before: each process printed them all)."""
+    monkeypatch.setenv("RANK", rank)
+    with pytest.raises(SystemExit) as stopped, interruptions_as_messages(lambda interrupted: "go on: again"):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+    assert stopped.value.code == 143
+    said = capsys.readouterr().err.splitlines()
+    assert said == (["interrupted by SIGTERM", "go on: again"] if rank == "0" else [])
+
+
+def test_the_resume_command_of_a_launched_run_starts_as_many_processes(monkeypatch):
+    monkeypatch.setattr(sys, "argv", [str(RUN_GLUE)])
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    assert resume_command(["--do_train"]) == (
+        f"torchrun --nproc_per_node 2 {os.path.relpath(RUN_GLUE)} --do_train --resume_from_checkpoint latest"
+    )
+
+
+@pytest.mark.slow
+def test_ctrl_c_under_torchrun_is_said_once(task, tmp_path):
+    """torchrun --nproc_per_node 2 on CPUs, Ctrl-C to the whole process group once a checkpoint is saved: the
+    lines once (before: once per process), naming the step, the checkpoint and a torchrun command that resumes.
+    torchrun itself then ends in its own `SignalException` traceback and status 1 (torchrun's, not the script's)."""
+    if scripts._accelerator_available():
+        pytest.skip("the no-GPU case")
+    out = tmp_path / "run"
+    extra = ["--max_steps", "100000", "--save_strategy", "steps", "--save_steps", "3"]
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    command = [*launcher, str(RUN_GLUE), *arguments(task, out, *extra)]
+    log = tmp_path / "torchrun.log"
+    with open(log, "w") as written:
+        process = subprocess.Popen(
+            command, env=environment(), stdout=written, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline and process.poll() is None and not complete_checkpoint_steps(out):
+                time.sleep(0.05)
+            time.sleep(0.2)
+            os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+            process.wait(timeout=120)
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+    output = log.read_text()
+    assert output.count("interrupted by SIGINT (Ctrl-C)") == 1, output[-3000:]
+    assert output.count("training stopped at step ") == 1 and output.count("kept: the last checkpoint, ") == 1
+    [resume] = [line for line in output.splitlines() if line.startswith("resume: ")]
+    assert resume.startswith("resume: torchrun --nproc_per_node 2 ") and resume.endswith(" latest")
+    assert output.count("skipping the incomplete checkpoint") <= 1

@@ -29,6 +29,7 @@ import shlex
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import Any
@@ -145,11 +146,37 @@ class Interrupted(KeyboardInterrupt):
         self.checkpoint = None
 
 
-def _raise_interrupted(signal_number, frame):
-    raise Interrupted(signal_number)
-
-
 SIGNAL_NAMES = {signal.SIGINT: "SIGINT (Ctrl-C)", signal.SIGTERM: "SIGTERM"}
+# A stop signal this soon after the first is the same stop arriving again: a launcher forwarding the Ctrl-C that
+# its process group got (torchrun sends each worker SIGINT, later SIGTERM), or a second press. Raised again, it
+# would cut the first one's clean-up and message short with a traceback; later, it ends the process at once.
+REPEATED_SIGNAL_S = 10.0
+# What launchers set to each process's rank (torchrun and accelerate: RANK; mpirun: the others).
+_RANKS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK")
+
+
+def process_rank() -> int:
+    """This process's rank among those a launcher started (0 for a process started alone)."""
+    for name in _RANKS:
+        value = os.environ.get(name, "").strip()
+        if value.isdigit():
+            return int(value)
+    return 0
+
+
+def _stop_signal_handler():
+    """A signal handler that raises `Interrupted` at the first stop signal; a repeat within `REPEATED_SIGNAL_S`
+    is ignored, a later one exits at once with 128 + its number."""
+    first = []
+
+    def handle(signal_number, frame):
+        if not first:
+            first.append(time.monotonic())
+            raise Interrupted(signal_number)
+        if time.monotonic() - first[0] > REPEATED_SIGNAL_S:
+            os._exit(128 + signal_number)
+
+    return handle
 
 
 @contextmanager
@@ -158,14 +185,18 @@ def interruptions_as_messages(go_on: Callable[[Interrupted], str | None] = lambd
     few lines to stderr, `interrupted by SIGINT (Ctrl-C)`, the notes added on its way (where the work stopped,
     what is kept), and `go_on(interrupted)` (the command that resumes, or None), and exits with 128 + the
     signal's number. The handlers are those of the main thread only (Python's rule); elsewhere the block runs
-    as is."""
+    as is. Of the processes a launcher started (torchrun, accelerate, mpirun), which a Ctrl-C stops all at once,
+    rank 0 alone prints; the others exit with the same status."""
     handlers = {}
     if threading.current_thread() is threading.main_thread():
-        handlers = {number: signal.signal(number, _raise_interrupted) for number in SIGNAL_NAMES}
+        handle = _stop_signal_handler()
+        handlers = {number: signal.signal(number, handle) for number in SIGNAL_NAMES}
     try:
         yield
     except KeyboardInterrupt as error:
         number = getattr(error, "signal_number", signal.SIGINT)
+        if process_rank() != 0:
+            raise SystemExit(128 + number) from None
         lines = [f"interrupted by {SIGNAL_NAMES.get(number, signal.Signals(number).name)}"]
         lines += getattr(error, "__notes__", [])
         hint = go_on(error)
@@ -193,7 +224,17 @@ def resume_command(argv: Sequence[str]) -> str:
             continue
         kept.append(arg)
     script = os.path.relpath(sys.argv[0]) if sys.argv and sys.argv[0] else "<script>"
-    return shlex.join(["python", script, *kept, "--resume_from_checkpoint", "latest"])
+    return shlex.join([*_launcher_words(), script, *kept, "--resume_from_checkpoint", "latest"])
+
+
+def _launcher_words() -> list[str]:
+    """How the command that resumes starts: `python`, or for processes a launcher started on one machine
+    (WORLD_SIZE = LOCAL_WORLD_SIZE > 1, as torchrun and accelerate set them) `torchrun --nproc_per_node N`, so
+    that it resumes with as many processes (the checkpoint holds one RNG state per process)."""
+    world_size, local = (os.environ.get(name, "").strip() for name in ("WORLD_SIZE", "LOCAL_WORLD_SIZE"))
+    if world_size.isdigit() and int(world_size) > 1 and world_size == local:
+        return ["torchrun", "--nproc_per_node", world_size]
+    return ["python"]
 
 
 def takes_resume_option(main: Callable) -> bool:

@@ -766,7 +766,9 @@ class CtxTrainer(Trainer):
     def _note_interruption(self, interrupted: KeyboardInterrupt) -> None:
         """Add to an interruption of training the step it reached and what is kept (the latest complete
         checkpoint, set as `interrupted.checkpoint` for the command that resumes), as notes that
-        `hf_ctx.tools.errors.interruptions_as_messages` prints."""
+        `hf_ctx.tools.errors.interruptions_as_messages` prints (on rank 0 only: the other processes say nothing)."""
+        if self.args.process_index != 0:
+            return
         interrupted.add_note(f"training stopped at step {self.state.global_step} of {self.state.max_steps}")
         try:
             checkpoint = resolve_resume_checkpoint("latest", self.args.output_dir, **self._checkpoint_checks())
