@@ -535,6 +535,9 @@ def parse_arguments(argv):
         help="processes of one CPU thread each running the jobs (default 2)",
     )
     args = parser.parse_args(argv)
+    # The default keyword too (the parser checks given values only): whether its package is installed is known only
+    # here, and a tagger job would otherwise find out minutes into the run.
+    kinds.WORD_VECTORS.check("--word_vectors", args.word_vectors)
     args.arms = args.arms or PRESETS[args.preset]["arms"]
     args.seeds = args.seeds or PRESETS[args.preset].get("seeds", [0, 1, 2])
     if args.max_vector_words is None:
