@@ -561,6 +561,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             base_model=checkpoint,
             data_format=conll.recognised_format(data["train"]),
             hyperparameters={"tag_scheme": scheme, "task_name": data_args.task_name},
+            word_vectors=model_args.word_vectors,
+            train_sample_seed=data_args.train_sample_seed,
         )
     scores = trainer.compute_metrics
     with scripts.after_saving(trainer, training_args.do_train):

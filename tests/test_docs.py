@@ -139,6 +139,25 @@ def test_every_file_and_folder_of_the_design_layout_exists():
     assert [path for path in paths if not (ROOT / path).exists()] == []
 
 
+def test_every_module_of_hf_ctx_examples_and_benchmarks_is_in_the_design_layout():
+    """The layout lists each module by its path (a package's __init__.py aside), so a new module is added to it."""
+    listed = set(layout_paths())
+    modules = [
+        name
+        for name in FILES
+        if name.endswith(".py")
+        and name.split("/")[0] in ("hf_ctx", "examples", "benchmarks")
+        and not name.endswith("__init__.py")
+    ]
+    assert sorted(name for name in modules if name not in listed) == []
+
+
+def test_models_configs_tokenizers_and_their_layers_sit_flat_in_hf_ctx():
+    """A checkpoint's code loads as remote code: its modules are files of hf_ctx/ itself, never of a subpackage."""
+    nested = [n for n in FILES if re.fullmatch(r"hf_ctx/.+/(configuration|modeling|tokenization)_\w+\.py", n)]
+    assert nested == []
+
+
 def test_the_layer_0_import_table_is_the_modules_imports():
     """Each row of docs/design.md's table: the layer-0 modules named in its first cell import exactly the modules of
     its second cell (single-dot imports), "nothing" for none."""

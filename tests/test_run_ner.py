@@ -343,6 +343,8 @@ def test_few_label_run_selects_on_a_held_out_slice_of_the_training_file_and_scor
     assert state["global_step"] == 2 * len(curve) < max_steps  # an evaluation every 2 steps, the last one at the stop
     assert metrics["eval_f1"] == pytest.approx(max(curve)) == pytest.approx(state["best_metric"])
     check_prediction_file(out / "predictions_test.txt", corpus["test"], metrics["predict_f1"])
+    card = (out / "README.md").read_text(encoding="utf-8")  # the sample as drawn, not "the first 32"
+    assert "Training examples: 32 of 90 drawn at random (seed 1);" in card
     assert len(list(out.glob("checkpoint-*"))) <= 2  # --save_total_limit 1 keeps the best and the latest
 
 

