@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """One markdown table of the speed benchmarks' outputs in a folder: `bert_*.txt` (bert_speed.py), `elmo_*.txt`
-(elmo_lstm_speed.py), `taglm_*/train_results.json` (run_ner.py). benchmarks/gpu_window.py's checks items write
+(elmo_lstm_speed.py), `taglm_*/train_results.json` (run_ner.py), `inductor_*.txt` (inductor_fusion.py). benchmarks/gpu_window.py's checks items write
 them (one file per step) and put this table in their summary.
 
     python benchmarks/gpu_table.py FOLDER
@@ -100,6 +100,20 @@ def taglm_rows(out: Path) -> list[str]:
     return rows
 
 
+FUSION_LINE = re.compile(r"^(eval|train) forward (bias \+ GELU|residual \+ LayerNorm): (fused|not fused)$")
+
+
+def fusion_rows(out: Path) -> list[str]:
+    """inductor_fusion.py's verdicts: whether inductor fused bias + GELU and residual + LayerNorm on this device."""
+    rows = []
+    for path in sorted(out.glob("inductor_*.txt")):
+        found = [FUSION_LINE.match(line) for line in path.read_text().splitlines()]
+        rows += [f"| inductor, BERT layer {m[1]}: {m[2]} | | {m[3]} | | | |" for m in found if m]
+        if not any(found):
+            rows.append(f"| inductor, BERT layer | | | | | not measured (see {path.name}) |")
+    return rows
+
+
 def table(out: Path) -> list[str]:
     """The table's lines: header, then the BERT, ELMo and TagLM rows found in `out`."""
     return [
@@ -108,6 +122,7 @@ def table(out: Path) -> list[str]:
         *bert_rows(out),
         *elmo_rows(out),
         *taglm_rows(out),
+        *fusion_rows(out),
     ]
 
 

@@ -81,6 +81,32 @@ def test_elmo_benchmark_runs_on_cpu_and_gpu_table_reads_the_outputs(capsys, monk
     assert len(elmo) == 2 and all("AllenNLP layout" in line for line in elmo)
 
 
+def test_inductor_fusion_reads_the_fusions_from_the_kernel_names():
+    fusion = importlib.import_module("inductor_fusion")
+    cpu_default = ["cpp_fused_add_native_layer_norm_0", "cpp_fused_gelu_1", "cpp_fused_add_native_layer_norm_2"]
+    assert fusion.fusions(cpu_default) == {"bias + GELU": False, "residual + LayerNorm": True}
+    frozen = ["cpp_fused_add_addmm_native_layer_norm_transpose_view_1", "cpp_fused_addmm_gelu_2"]
+    assert fusion.fusions(frozen) == {"bias + GELU": True, "residual + LayerNorm": True}
+    assert fusion.fusions(["triton_poi_fused_gelu_3", "triton_per_fused_native_layer_norm_4"]) == dict.fromkeys(
+        ("bias + GELU", "residual + LayerNorm"), False
+    )
+
+
+@pytest.mark.slow  # inductor compiles one layer: about 30 s on 2 busy cores
+def test_inductor_fusion_finds_residual_and_layer_norm_fused_on_cpu_and_gpu_table_reads_it(
+    capsys, monkeypatch, tmp_path
+):
+    """On the CPU inductor fuses the residual add with the LayerNorm (docs/performance.md); gpu_table.py turns the
+    verdicts into rows of the window's table."""
+    importlib.import_module("inductor_fusion").main(["--device", "cpu", "--preset", "tiny", "--mode", "eval"])
+    printed = capsys.readouterr().out
+    assert "eval forward residual + LayerNorm: fused" in printed
+    assert re.search(r"^eval forward bias \+ GELU: (not )?fused$", printed, re.MULTILINE)
+    (tmp_path / "inductor_fusion.txt").write_text(printed)
+    lines = importlib.import_module("gpu_table").table(tmp_path)
+    assert "| inductor, BERT layer eval: residual + LayerNorm | | fused | | | |" in lines
+
+
 @pytest.mark.slow  # about 6 s on 2 busy cores
 def test_bilm_cache_benchmark_times_cached_epochs_and_measures_the_cache_size(capsys, monkeypatch, tmp_path):
     """At a tiny size: both taggers' epochs are timed, and the measured cache file matches the size from the dims
