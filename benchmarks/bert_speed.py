@@ -17,9 +17,16 @@ is the fused AdamW the examples use (the `Trainer` default `adamw_torch_fused`) 
 `torch.compile` hf_ctx still unpads (the number of real tokens is traced as a symbolic size, no flag needed).
 
     python benchmarks/bert_speed.py --device cpu --data sst2 --preset mini --batch 32 --compile
+
+`--pad_vocab_size_to_multiple_of 64` (pretraining) adds a third model, alternated with the two others: hf_ctx with
+the same weights and its vocabulary rows padded to a multiple of 64 (`hf_ctx+vocab64`), so the change's effect is
+the ratio of two rows of one run.
+
+    python benchmarks/bert_speed.py --device cpu --mode pretrain --preset mini --pad_vocab_size_to_multiple_of 64
 """
 
 import argparse
+import copy
 import csv
 import statistics
 import time
@@ -60,6 +67,14 @@ def build_pair(mode, preset, attn_implementation, device, dtype, fast_paths=True
     # Weights stay fp32 under autocast (as in mixed-precision training); inference casts them.
     weight_dtype = dtype if mode == "inference" else torch.float32
     return reference.to(device, weight_dtype), ours.to(device, weight_dtype)
+
+
+def with_padded_vocabulary(model, multiple):
+    """A copy of the hf_ctx `model` with its vocabulary rows padded to a multiple of `multiple`: the same weights
+    on the real rows, so the same loss (`CtxBertConfig.pad_vocab_size_to_multiple_of`)."""
+    padded = copy.deepcopy(model)
+    padded.resize_token_embeddings(pad_to_multiple_of=multiple, mean_resizing=False)
+    return padded
 
 
 def synthetic_batches(mode, batch, seq, count, device):
@@ -209,6 +224,12 @@ def main():
         default=None,
         help="sst2: round each batch's length up to a multiple of this (the examples: 8 on GPU)",
     )
+    parser.add_argument(
+        "--pad_vocab_size_to_multiple_of",
+        type=int,
+        default=None,
+        help="pretrain: also hf_ctx with its vocabulary rows padded to a multiple of this (MosaicBERT: 64), same run",
+    )
     parser.add_argument("--glue_dir", default=str(Path(__file__).resolve().parents[1].parent / "shared/data/glue"))
     args = parser.parse_args()
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
@@ -223,6 +244,12 @@ def main():
         fast_paths=not args.plain,
         attention_dropout=args.attention_dropout,
     )
+    models = {"transformers": reference, "hf_ctx": ours}
+    if args.pad_vocab_size_to_multiple_of is not None:
+        if args.mode != "pretrain" or args.pad_vocab_size_to_multiple_of < 1:
+            parser.error("--pad_vocab_size_to_multiple_of takes a positive number, with --mode pretrain (the decoder)")
+        padded_name = f"hf_ctx+vocab{args.pad_vocab_size_to_multiple_of}"
+        models[padded_name] = with_padded_vocabulary(ours, args.pad_vocab_size_to_multiple_of)
     count = args.warmup + args.steps
     data = args.data or ("sst2" if args.mode == "finetune" else "synthetic")
     if args.mode == "pretrain" and data == "sst2":
@@ -248,17 +275,20 @@ def main():
         f"torch={torch.__version__} transformers={transformers.__version__}"
     )
     for compiled in [False, True] if args.compile else [False]:
-        results = {"transformers": [], "hf_ctx": []}
+        results = {name: [] for name in models}
         peaks = {}
-        for _ in range(args.repeats):  # alternate, so drift in machine speed hits both alike
-            for name, model in (("transformers", reference), ("hf_ctx", ours)):
+        for _ in range(args.repeats):  # alternate, so drift in machine speed hits every model alike
+            for name, model in models.items():
                 seconds, peaks[name] = measure(model, batches, args.mode, args.device, dtype, compiled, args.warmup)
                 results[name].append(tokens / seconds)
         speed = {name: statistics.median(values) for name, values in results.items()}
         label = "compiled" if compiled else "eager"
-        for name in ("transformers", "hf_ctx"):
-            print(f"  {label:8s} {name:12s} {speed[name]:12,.0f} tokens/s   peak {peaks[name]:.2f} GiB")
-        print(f"  {label:8s} ratio hf_ctx/transformers = {speed['hf_ctx'] / speed['transformers']:.3f}")
+        for name in models:
+            print(f"  {label:8s} {name:16s} {speed[name]:12,.0f} tokens/s   peak {peaks[name]:.2f} GiB")
+        for name in list(models)[1:]:
+            print(f"  {label:8s} ratio {name}/transformers = {speed[name] / speed['transformers']:.3f}")
+        if len(models) > 2:
+            print(f"  {label:8s} ratio {padded_name}/hf_ctx = {speed[padded_name] / speed['hf_ctx']:.3f}")
         if args.mode == "inference":
             difference = real_token_difference(reference, ours, batches[-1], compiled)
             print(f"  {label:8s} largest difference at real tokens = {difference:.2e}")

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """One markdown table of the speed benchmarks' outputs in a folder: `bert_*.txt` (bert_speed.py), `elmo_*.txt`
-(elmo_lstm_speed.py), `taglm_*/train_results.json` (run_ner.py). benchmarks/gpu_window.py's checks items write
+(elmo_lstm_speed.py), `taglm_*/train_results.json` (run_ner.py), `inductor_*.txt` (inductor_fusion.py). benchmarks/gpu_window.py's checks items write
 them (one file per step) and put this table in their summary.
 
     python benchmarks/gpu_table.py FOLDER
@@ -15,7 +15,10 @@ import re
 import sys
 from pathlib import Path
 
-BERT_LINE = re.compile(r"^\s+(eager|compiled)\s+(transformers|hf_ctx)\s+([\d,]+) tokens/s\s+peak (\S+) GiB")
+# bert_speed.py's lines; "hf_ctx+vocab64": its arm with the vocabulary padded (--pad_vocab_size_to_multiple_of).
+BERT_LINE = re.compile(
+    r"^\s+(eager|compiled)\s+(transformers|hf_ctx(?:\+vocab\d+)?)\s+([\d,]+) tokens/s\s+peak (\S+) GiB"
+)
 ELMO_LINE = re.compile(r"^(.+?)\s+([\d,]+)\s+([\d.]+)x\s+(\S+)\s+(\S+)$")
 # The issue's goals, by BERT run and mode (ratio hf_ctx / transformers) and by ELMo path (x AllenNLP's loop).
 BERT_GOALS = {"pretrain": ">= 1.5x", "finetune": ">= 2x", "inference": ">= 1.0x"}
@@ -41,13 +44,18 @@ def bert_rows(out: Path) -> list[str]:
             rows.append(f"| BERT {run} | | | | | not measured (see {path.name}) |")
             continue
         goal = BERT_GOALS.get(run.split("_")[0], "")
-        for mode in ("eager", "compiled"):
-            if (mode, "hf_ctx") in speeds and (mode, "transformers") in speeds:
-                reference, ours = speeds[mode, "transformers"], speeds[mode, "hf_ctx"]
-                rows.append(
-                    f"| BERT {run}, {mode} | {reference:,.0f} | {ours:,.0f} | **{ours / reference:.2f}x** | "
-                    f"{peaks[mode, 'transformers']} -> {peaks[mode, 'hf_ctx']} GiB | {goal} |"
-                )
+        for (mode, name), ours in speeds.items():
+            if name == "transformers" or (mode, "transformers") not in speeds:
+                continue
+            reference, unpadded = speeds[mode, "transformers"], speeds.get((mode, "hf_ctx"))
+            arm = ratio = ""
+            if name != "hf_ctx":  # the arm with the vocabulary padded, beside the unpadded hf_ctx of the same run
+                arm = f", vocabulary padded to {name.removeprefix('hf_ctx+vocab')}"
+                ratio = f" ({ours / unpadded:.3f}x unpadded)" if unpadded else ""
+            rows.append(
+                f"| BERT {run}, {mode}{arm} | {reference:,.0f} | {ours:,.0f} | **{ours / reference:.2f}x**{ratio} | "
+                f"{peaks[mode, 'transformers']} -> {peaks[mode, name]} GiB | {goal} |"
+            )
     return rows
 
 
@@ -92,6 +100,20 @@ def taglm_rows(out: Path) -> list[str]:
     return rows
 
 
+FUSION_LINE = re.compile(r"^(eval|train) forward (bias \+ GELU|residual \+ LayerNorm): (fused|not fused)$")
+
+
+def fusion_rows(out: Path) -> list[str]:
+    """inductor_fusion.py's verdicts: whether inductor fused bias + GELU and residual + LayerNorm on this device."""
+    rows = []
+    for path in sorted(out.glob("inductor_*.txt")):
+        found = [FUSION_LINE.match(line) for line in path.read_text().splitlines()]
+        rows += [f"| inductor, BERT layer {m[1]}: {m[2]} | | {m[3]} | | | |" for m in found if m]
+        if not any(found):
+            rows.append(f"| inductor, BERT layer | | | | | not measured (see {path.name}) |")
+    return rows
+
+
 def table(out: Path) -> list[str]:
     """The table's lines: header, then the BERT, ELMo and TagLM rows found in `out`."""
     return [
@@ -100,6 +122,7 @@ def table(out: Path) -> list[str]:
         *bert_rows(out),
         *elmo_rows(out),
         *taglm_rows(out),
+        *fusion_rows(out),
     ]
 
 

@@ -54,6 +54,12 @@ class CtxBertConfig(CheckedConfig, PreTrainedConfig):
             padded positions are zeros instead of the meaningless values a padded run computes there. Off with
             `output_attentions`, and under `torch.compile` unless torch may trace value-dependent shapes
             (`TORCHDYNAMO_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS=1`); `False` always runs padded.
+        pad_vocab_size_to_multiple_of (`int`, defaults to 1): give the word embeddings and the MLM decoder
+            `vocab_size` rounded up to a multiple of this many rows (`padded_vocab_size`; MosaicBERT pads to 64, so
+            that the decoder's matrix products have GPU-friendly sizes). The extra rows are never an input (ids stay
+            below `vocab_size`) and never a prediction: the MLM logits, and so the loss, cover the `vocab_size` real
+            tokens only, as without padding. 1, no padding, is the layout of transformers' BERT and of every
+            checkpoint saved before the option.
         use_crf (`bool`, defaults to `False`): [`CtxBertForTokenClassification`] decodes with a linear-chain CRF
             over the words (each word's first sub-token) instead of tagging each token on its own; see that class.
         tag_scheme (`str`, *optional*): with `use_crf`, `"BIO"` (= `"IOB2"`), `"IOB1"`, `"BIOES"` or `"BIOUL"`
@@ -90,6 +96,7 @@ class CtxBertConfig(CheckedConfig, PreTrainedConfig):
         pre_layer_norm=False,
         sparse_prediction=False,
         unpad_inputs=True,
+        pad_vocab_size_to_multiple_of=1,
         use_crf=False,
         tag_scheme=None,
         tie_word_embeddings=True,
@@ -112,6 +119,7 @@ class CtxBertConfig(CheckedConfig, PreTrainedConfig):
         self.pre_layer_norm = pre_layer_norm
         self.sparse_prediction = sparse_prediction
         self.unpad_inputs = unpad_inputs
+        self.pad_vocab_size_to_multiple_of = pad_vocab_size_to_multiple_of
         self.use_crf = use_crf
         self.tag_scheme = tag_scheme
         super().__init__(pad_token_id=pad_token_id, tie_word_embeddings=tie_word_embeddings, **kwargs)
@@ -140,6 +148,7 @@ class CtxBertConfig(CheckedConfig, PreTrainedConfig):
                 "intermediate_size",
                 "max_position_embeddings",
                 "type_vocab_size",
+                "pad_vocab_size_to_multiple_of",
             ],
             positive_int,
         ),
@@ -169,6 +178,12 @@ class CtxBertConfig(CheckedConfig, PreTrainedConfig):
             isinstance(self.pad_token_id, int) and 0 <= self.pad_token_id < self.vocab_size
         ):
             raise ValueError(f"pad_token_id ({self.pad_token_id!r}) must be in [0, vocab_size={self.vocab_size})")
+
+    @property
+    def padded_vocab_size(self) -> int:
+        """The rows of the word embeddings and the MLM decoder: `vocab_size` rounded up to a multiple of
+        `pad_vocab_size_to_multiple_of`."""
+        return -(-self.vocab_size // self.pad_vocab_size_to_multiple_of) * self.pad_vocab_size_to_multiple_of
 
     @classmethod
     def from_preset(cls, name: str, **kwargs) -> "CtxBertConfig":

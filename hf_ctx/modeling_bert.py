@@ -9,6 +9,8 @@ What differs from transformers' `BertModel` (and why):
 - with `config.unpad_inputs` (the default), padding is dropped before the layers: linear layers see only real
   tokens and, on a GPU in half precision, attention runs as variable-length flash attention
   (`torch.nn.attention.varlen`); elsewhere the attention product alone runs padded, through the kernel asked for;
+- optionally, the vocabulary rows padded to a multiple of `config.pad_vocab_size_to_multiple_of` (MosaicBERT's 64),
+  the padding never an input nor a prediction (the MLM logits are cut back to `vocab_size`);
 - inputs are validated before any kernel runs, so a bad id is a `ValueError`, not a device-side assert.
 `hf_ctx.tools.convert_bert` maps transformers' BERT weights onto this model; the outputs match to 1e-5.
 """
@@ -69,7 +71,9 @@ class CtxBertEmbeddings(nn.Module):
     def __init__(self, config: CtxBertConfig):
         super().__init__()
         self.position_embedding_type = config.position_embedding_type
-        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.word_embeddings = nn.Embedding(
+            config.padded_vocab_size, config.hidden_size, padding_idx=config.pad_token_id
+        )
         if config.position_embedding_type == "absolute":
             self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         else:
@@ -364,17 +368,24 @@ class CtxBertPooler(nn.Module):
 
 
 class CtxBertLMHead(nn.Module):
-    """Masked-LM head: Linear, activation, LayerNorm, then a decoder tied to the input embeddings. (..., H) -> (..., V)."""
+    """Masked-LM head: Linear, activation, LayerNorm, then a decoder tied to the input embeddings. (..., H) -> (..., V).
+
+    With `config.pad_vocab_size_to_multiple_of`, the decoder computes its padded number of rows and the logits are
+    cut back to the V real tokens (a view: the padding is in no softmax, loss or pipeline's top-k).
+    """
 
     def __init__(self, config: CtxBertConfig):
         super().__init__()
+        self.config = config
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
         self.activation = ACT2FN[config.hidden_act]
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.decoder = nn.Linear(config.hidden_size, config.vocab_size)
+        self.decoder = nn.Linear(config.hidden_size, config.padded_vocab_size)
 
     def forward(self, hidden_states):
-        return self.decoder(self.LayerNorm(self.activation(self.dense(hidden_states))))
+        logits = self.decoder(self.LayerNorm(self.activation(self.dense(hidden_states))))
+        vocab_size = self.config.vocab_size
+        return logits[..., :vocab_size] if logits.shape[-1] != vocab_size else logits
 
 
 class CtxBertPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, AccumulatedBatchLossMixin, PreTrainedModel):
@@ -408,6 +419,21 @@ class CtxBertPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, AccumulatedBatc
     # it leaves out (the next-sentence head and its pooler for masked LM; both heads for the base model and the task
     # models) are expected to be dropped, not worth a load report.
     _keys_to_ignore_on_load_unexpected = [r"^cls\.(predictions|seq_relationship)\.", r"^bert\.pooler\."]
+
+    def resize_token_embeddings(self, new_num_tokens=None, pad_to_multiple_of=None, mean_resizing=True):
+        """transformers' `resize_token_embeddings`, with `config.vocab_size` kept the number of real tokens
+        (`new_num_tokens`): the word embeddings and the MLM decoder get `config.padded_vocab_size` rows.
+        `pad_to_multiple_of` becomes `config.pad_vocab_size_to_multiple_of`, so its padding, too, is never predicted
+        (transformers' own models count it in `vocab_size`)."""
+        if new_num_tokens is None and pad_to_multiple_of is None:
+            return self.get_input_embeddings()
+        vocab_size = self.config.vocab_size if new_num_tokens is None else new_num_tokens
+        if pad_to_multiple_of is not None:
+            self.config.pad_vocab_size_to_multiple_of = pad_to_multiple_of
+        self.config.vocab_size = vocab_size
+        embeddings = super().resize_token_embeddings(self.config.padded_vocab_size, None, mean_resizing)
+        self.config.vocab_size = self.vocab_size = vocab_size  # transformers set them to the rows
+        return embeddings
 
     @torch.no_grad()
     def _init_weights(self, module):

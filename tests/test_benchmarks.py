@@ -64,6 +64,7 @@ def test_elmo_benchmark_runs_on_cpu_and_gpu_table_reads_the_outputs(capsys, monk
     (tmp_path / "bert_pretrain_b32_s512.txt").write_text(  # bert_speed.py's lines
         "  eager    transformers       269,459 tokens/s   peak 12.70 GiB\n"
         "  eager    hf_ctx             351,752 tokens/s   peak 8.22 GiB\n"
+        "  eager    hf_ctx+vocab64     369,340 tokens/s   peak 8.23 GiB\n"
     )
     (tmp_path / "bert_finetune_b32.txt").write_text("Traceback ...\n")
     table = importlib.import_module("gpu_table")
@@ -71,9 +72,39 @@ def test_elmo_benchmark_runs_on_cpu_and_gpu_table_reads_the_outputs(capsys, monk
     table.main()
     lines = capsys.readouterr().out.splitlines()
     assert "| BERT pretrain_b32_s512, eager | 269,459 | 351,752 | **1.31x** | 12.70 -> 8.22 GiB | >= 1.5x |" in lines
+    padded = (
+        "| BERT pretrain_b32_s512, eager, vocabulary padded to 64 | 269,459 | 369,340 | **1.37x** (1.050x unpadded) |"
+    )
+    assert f"{padded} 12.70 -> 8.23 GiB | >= 1.5x |" in lines
     assert any(line.startswith("| BERT finetune_b32 |") and "not measured" in line for line in lines)
     elmo = [line for line in lines if line.startswith("| ELMo LSTM: hf_ctx")]
     assert len(elmo) == 2 and all("AllenNLP layout" in line for line in elmo)
+
+
+def test_inductor_fusion_reads_the_fusions_from_the_kernel_names():
+    fusion = importlib.import_module("inductor_fusion")
+    cpu_default = ["cpp_fused_add_native_layer_norm_0", "cpp_fused_gelu_1", "cpp_fused_add_native_layer_norm_2"]
+    assert fusion.fusions(cpu_default) == {"bias + GELU": False, "residual + LayerNorm": True}
+    frozen = ["cpp_fused_add_addmm_native_layer_norm_transpose_view_1", "cpp_fused_addmm_gelu_2"]
+    assert fusion.fusions(frozen) == {"bias + GELU": True, "residual + LayerNorm": True}
+    assert fusion.fusions(["triton_poi_fused_gelu_3", "triton_per_fused_native_layer_norm_4"]) == dict.fromkeys(
+        ("bias + GELU", "residual + LayerNorm"), False
+    )
+
+
+@pytest.mark.slow  # inductor compiles one layer: about 30 s on 2 busy cores
+def test_inductor_fusion_finds_residual_and_layer_norm_fused_on_cpu_and_gpu_table_reads_it(
+    capsys, monkeypatch, tmp_path
+):
+    """On the CPU inductor fuses the residual add with the LayerNorm (docs/performance.md); gpu_table.py turns the
+    verdicts into rows of the window's table."""
+    importlib.import_module("inductor_fusion").main(["--device", "cpu", "--preset", "tiny", "--mode", "eval"])
+    printed = capsys.readouterr().out
+    assert "eval forward residual + LayerNorm: fused" in printed
+    assert re.search(r"^eval forward bias \+ GELU: (not )?fused$", printed, re.MULTILINE)
+    (tmp_path / "inductor_fusion.txt").write_text(printed)
+    lines = importlib.import_module("gpu_table").table(tmp_path)
+    assert "| inductor, BERT layer eval: residual + LayerNorm | | fused | | | |" in lines
 
 
 @pytest.mark.slow  # about 6 s on 2 busy cores

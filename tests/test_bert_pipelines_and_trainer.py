@@ -39,8 +39,12 @@ def save(model, tokenizer, path):
     return str(path)
 
 
-def test_fill_mask_pipeline_gives_the_models_top_predictions(tokenizer, tmp_path):
-    model = CtxBertForMaskedLM(tiny(tokenizer)).eval()
+@pytest.mark.parametrize("pad_vocab_size_to_multiple_of", [1, 64])
+def test_fill_mask_pipeline_gives_the_models_top_predictions(tokenizer, tmp_path, pad_vocab_size_to_multiple_of):
+    """Also with the vocabulary padded to 64 rows, the padding's decoder biases 1e4: never predicted."""
+    model = CtxBertForMaskedLM(tiny(tokenizer, pad_vocab_size_to_multiple_of=pad_vocab_size_to_multiple_of)).eval()
+    with torch.no_grad():
+        model.cls.predictions.decoder.bias[len(tokenizer) :] = 1e4
     fill = pipeline("fill-mask", model=save(model, tokenizer, tmp_path))
     predictions = fill("red cat [MASK] fast", top_k=3)
 
@@ -52,6 +56,7 @@ def test_fill_mask_pipeline_gives_the_models_top_predictions(tokenizer, tmp_path
     assert [p["token"] for p in predictions] == ids.tolist()
     np.testing.assert_allclose([p["score"] for p in predictions], scores.numpy(), rtol=1e-5)
     assert [p["token_str"] for p in predictions] == [tokenizer.decode([i]) for i in ids.tolist()]
+    assert max(ids.tolist()) < len(tokenizer) == model.config.vocab_size
 
 
 def test_feature_extraction_pipeline_returns_the_model_states(tokenizer, tmp_path):

@@ -167,13 +167,16 @@ def test_dry_run_writes_the_result_files_and_the_ledger_moves_on(prepared, tmp_p
 
 def test_the_next_window_measures_a_plain_compile_then_its_dry_run_runs_every_step(prepared, tmp_path):
     """The ledger's next item is checks-compile (a plain torch.compile, no --trace_unpadding or other flag: the
-    compiled pretraining and fine-tuning ratios and the gpu compile test); its dry run finishes every step and its
-    summary has each BERT run's row."""
+    compiled pretraining and fine-tuning ratios and the gpu compile test; pretraining also with the vocabulary
+    padded to 64 rows); its dry run finishes every step and its summary has each BERT run's row, the padded arm's
+    too."""
     assert gpu_window.plan(gpu_window.read_ledger(gpu_window.LEDGER)).startswith("next item: checks-compile")
     steps = gpu_window.item_steps("checks-compile", gpu_window.GPU, gpu_window.PREPARED, Path("work"))
     speed = [step for step in steps if step.args[0] == "benchmarks/bert_speed.py"]
     assert {step.args[step.args.index("--mode") + 1] for step in speed} == {"pretrain", "finetune"}
     assert all("--compile" in step.args and "--trace_unpadding" not in step.args for step in speed)
+    pretraining = next(step for step in speed if "pretrain" in step.args)
+    assert pretraining.args[pretraining.args.index("--pad_vocab_size_to_multiple_of") + 1] == "64"
     assert steps[0].args[-5:] == ["-m", "gpu", "tests/test_modeling_bert.py", "-k", "compile"]
     ledger = ledger_with(tmp_path, {"checks": "done"})
     out, work = tmp_path / "out", tmp_path / "work"
@@ -186,6 +189,8 @@ def test_the_next_window_measures_a_plain_compile_then_its_dry_run_runs_every_st
     summary = (out / "summary.md").read_text()
     for run in ("pretrain_b128_s128", "finetune_b32_bucketed", "finetune_b32"):
         assert re.search(rf"\| BERT {run}, eager \| [\d,]+ \| [\d,]+ \| \*\*[\d.]+x\*\*", summary), run
+    padded = r"\| BERT pretrain_b128_s128, eager, vocabulary padded to 64 \| [\d,]+ \| [\d,]+ \| \*\*[\d.]+x\*\* \("
+    assert re.search(padded + r"[\d.]+x unpadded\)", summary)
 
 
 def test_the_deadline_stops_a_step_and_keeps_what_it_wrote(prepared, tmp_path):

@@ -1,6 +1,7 @@
 """hf_ctx BERT: parity with transformers' BERT, the Auto classes, bad input, save/load, training."""
 
 import copy
+import json
 import math
 
 import pytest
@@ -312,6 +313,7 @@ def test_sinusoidal_positions_are_fixed_unsaved_and_restored(tmp_path):
         ({"hidden_dropout_prob": 1.5}, "hidden_dropout_prob"),
         ({"position_embedding_type": "rotary"}, "rotary"),
         ({"pad_token_id": 500}, "pad_token_id"),
+        ({"pad_vocab_size_to_multiple_of": 0}, "pad_vocab_size_to_multiple_of"),
     ],
 )
 def test_config_rejects_bad_values(overrides, message):
@@ -510,12 +512,131 @@ def test_sparse_prediction_gives_the_same_loss_and_the_labelled_logits(model_cla
     assert unlabelled[0].shape == (3, 11, 99)  # no labels: full logits, as pipelines expect
 
 
+def with_padded_vocabulary(state_dict: dict, rows: int, bias: float = 1e4) -> dict:
+    """`state_dict` with its word-embedding / MLM-decoder rows padded to `rows`: random vectors, and decoder biases
+    of `bias`, which would win every softmax and top-k if the padding were ever predicted."""
+    padded = dict(state_dict)
+    generator = torch.Generator().manual_seed(1)
+    for key, tensor in state_dict.items():
+        if key.endswith(("word_embeddings.weight", "predictions.decoder.weight")):
+            extra = torch.randn(rows - tensor.shape[0], tensor.shape[1], generator=generator)
+        elif key.endswith("predictions.decoder.bias"):
+            extra = torch.full((rows - tensor.shape[0],), bias)
+        else:
+            continue
+        padded[key] = torch.cat([tensor, extra.to(tensor.dtype)])
+    return padded
+
+
+@pytest.mark.parametrize("sparse_prediction", [False, True])
+@pytest.mark.parametrize("architecture", ["BertForPreTraining", "BertForMaskedLM"])
+def test_padded_vocabulary_gives_transformers_loss_and_logits_and_no_padding_gradient(architecture, sparse_prediction):
+    """`pad_vocab_size_to_multiple_of=64` on transformers' BERT weights (vocabulary 99 -> 128 rows, the padding
+    rows' decoder biases 1e4): logits of the 99 real tokens, loss and gradients equal transformers' and the
+    unpadded model's; the padding rows get no gradient, so they never move."""
+    kwargs, key = PARITY_CONFIGS[0], "prediction_logits" if architecture == "BertForPreTraining" else "logits"
+    torch.manual_seed(0)
+    source = getattr(transformers, architecture)(
+        BertConfig(**kwargs, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    )
+    config = convert_bert_config(source.config)
+    config.sparse_prediction = sparse_prediction
+    state = convert_bert_state_dict(source.state_dict())
+    unpadded = getattr(hf_ctx, "Ctx" + architecture)(config)
+    config = copy.deepcopy(config)
+    config.pad_vocab_size_to_multiple_of = 64
+    assert config.padded_vocab_size == 128 and config.vocab_size == 99
+    padded = getattr(hf_ctx, "Ctx" + architecture)(config)
+    for model, weights in ((unpadded, state), (padded, with_padded_vocabulary(state, 128))):
+        missing, unexpected = model.load_state_dict(weights, strict=False)
+        assert not unexpected and set(missing) <= {"cls.predictions.decoder.weight"}, (missing, unexpected)
+        model.tie_weights()
+    assert padded.bert.embeddings.word_embeddings.weight.shape == (128, kwargs["hidden_size"])
+    assert padded.cls.predictions.decoder.weight is padded.bert.embeddings.word_embeddings.weight
+
+    input_ids, attention_mask, token_type_ids = padded_batch(kwargs["vocab_size"])
+    labels = input_ids.masked_fill(attention_mask == 0, -100)
+    labels[:, ::2] = -100
+    batch = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
+    if architecture == "BertForPreTraining":  # transformers' pretraining loss needs both labels
+        batch["next_sentence_label"] = torch.tensor([0, 1, 1])
+    expected, mine, theirs = (
+        source(**batch, labels=labels),
+        unpadded(**batch, labels=labels),
+        padded(**batch, labels=labels),
+    )
+    for outputs in (expected, mine, theirs):
+        outputs.loss.backward()
+    assert theirs[key].shape == mine[key].shape and theirs[key].shape[-1] == 99
+    real = labels != -100 if sparse_prediction else attention_mask.bool()  # unpadded: zeros at the padding
+    torch.testing.assert_close(
+        theirs[key] if sparse_prediction else theirs[key][real], expected[key][real], atol=1e-5, rtol=1e-5
+    )
+    torch.testing.assert_close(theirs[key], mine[key], atol=0, rtol=0)
+    torch.testing.assert_close(theirs.loss, expected.loss, atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(theirs.loss, mine.loss, atol=0, rtol=0)
+    for (name, reference), (_, parameter) in zip(unpadded.named_parameters(), padded.named_parameters()):
+        real = parameter.grad[: reference.grad.shape[0]]
+        torch.testing.assert_close(real, reference.grad, atol=1e-7, rtol=1e-6, msg=name)
+        assert not parameter.grad[reference.grad.shape[0] :].any(), name  # the padding rows: no gradient
+    with torch.no_grad():
+        without_labels = padded(**batch)[key]
+    assert without_labels.shape == (3, 11, 99)  # no labels: every position, the real tokens only
+
+
+def test_padded_vocabulary_round_trips_and_a_checkpoint_saved_before_the_option_loads_as_before(tmp_path):
+    """A padded model saves its padded rows and `pad_vocab_size_to_multiple_of`, and reloads exactly; a config.json
+    without the field (a checkpoint saved before it existed) builds the unpadded model it was saved from."""
+    padded = CtxBertForPreTraining(tiny_config(pad_vocab_size_to_multiple_of=64)).eval()
+    padded.save_pretrained(tmp_path / "padded")
+    reloaded = AutoModelForPreTraining.from_pretrained(tmp_path / "padded").eval()
+    assert reloaded.config.pad_vocab_size_to_multiple_of == 64 and reloaded.config.vocab_size == 99
+    assert reloaded.bert.embeddings.word_embeddings.weight.shape[0] == 128
+    for (name, a), (_, b) in zip(padded.state_dict().items(), reloaded.state_dict().items()):
+        assert torch.equal(a, b), name
+    assert reloaded.cls.predictions.decoder.weight is reloaded.bert.embeddings.word_embeddings.weight
+
+    older = CtxBertForMaskedLM(tiny_config()).eval()
+    older.save_pretrained(tmp_path / "older")
+    config_file = tmp_path / "older" / "config.json"
+    fields = json.loads(config_file.read_text())
+    del fields["pad_vocab_size_to_multiple_of"]
+    config_file.write_text(json.dumps(fields))
+    loaded = AutoModelForMaskedLM.from_pretrained(tmp_path / "older").eval()
+    assert loaded.config.pad_vocab_size_to_multiple_of == 1
+    assert loaded.bert.embeddings.word_embeddings.weight.shape[0] == 99
+    input_ids, attention_mask, _ = padded_batch()
+    with torch.no_grad():
+        assert torch.equal(loaded(input_ids, attention_mask).logits, older(input_ids, attention_mask).logits)
+
+
+def test_resize_token_embeddings_keeps_the_padding_out_of_the_vocabulary(tmp_path):
+    """Resizing a padded model keeps `vocab_size` the real tokens and pads the rows again; transformers'
+    `pad_to_multiple_of` becomes the option (its padding is not predicted either); the result saves and reloads."""
+    model = CtxBertForMaskedLM(tiny_config(pad_vocab_size_to_multiple_of=64))
+    model.resize_token_embeddings(130)
+    assert model.config.vocab_size == 130 and model.config.padded_vocab_size == 192
+    assert model.bert.embeddings.word_embeddings.weight.shape[0] == 192
+    assert model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight
+    assert model.cls.predictions.decoder.bias.shape == (192,)
+    assert model(torch.tensor([[129, 3]])).logits.shape == (1, 2, 130)
+    unpadded = CtxBertForMaskedLM(tiny_config())
+    unpadded.resize_token_embeddings(100, pad_to_multiple_of=8)
+    assert (unpadded.config.vocab_size, unpadded.config.pad_vocab_size_to_multiple_of) == (100, 8)
+    assert unpadded.bert.embeddings.word_embeddings.weight.shape[0] == 104
+    model.eval().save_pretrained(tmp_path)
+    reloaded = AutoModelForMaskedLM.from_pretrained(tmp_path).eval()
+    with torch.no_grad():
+        assert torch.equal(reloaded(torch.tensor([[129, 3]])).logits, model(torch.tensor([[129, 3]])).logits)
+
+
 @pytest.mark.parametrize(
     "model_class,extra",
     [
         (CtxBertModel, {}),
         (CtxBertForPreTraining, {"labels": True, "next_sentence_label": torch.tensor([0, 1, 1])}),
         (CtxBertForPreTraining, {"labels": True, "sparse_prediction": True}),
+        (CtxBertForPreTraining, {"labels": True, "sparse_prediction": True, "pad_vocab_size_to_multiple_of": 64}),
         (CtxBertForSequenceClassification, {"labels": torch.tensor([0, 1, 1])}),
         (CtxBertForTokenClassification, {"labels": True}),
     ],
@@ -528,7 +649,9 @@ def test_no_graph_breaks_under_torch_compile(model_class, extra):
 
     input_ids, attention_mask, token_type_ids = padded_batch()
     inputs = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
-    overrides = {key: value for key, value in extra.items() if key == "sparse_prediction"}
+    overrides = {
+        key: value for key, value in extra.items() if key in ("sparse_prediction", "pad_vocab_size_to_multiple_of")
+    }
     for key, value in extra.items() - overrides.items():
         inputs[key] = torch.zeros_like(input_ids) if value is True else value
     if "labels" in inputs and model_class is CtxBertForPreTraining:
@@ -558,12 +681,13 @@ def test_unpadding_is_the_default_and_a_plain_torch_compile_keeps_it():
     assert not eager[~real].any() and not compiled.last_hidden_state[~real].any()  # zeros: unpadded both times
 
 
+@pytest.mark.parametrize("pad_vocab_size_to_multiple_of", [1, 64])
 @pytest.mark.parametrize("backend", ["eager", pytest.param("aot_eager", marks=pytest.mark.slow)])
-def test_plain_torch_compile_unpads_and_trains_as_the_eager_model(backend):
+def test_plain_torch_compile_unpads_and_trains_as_the_eager_model(backend, pad_vocab_size_to_multiple_of):
     """A plain `torch.compile` (no flag) of the pretraining model with unpadding and the MLM head on the masked
     positions only (`sparse_prediction`): zeros at the padding, and the eager model's loss, real-token outputs,
-    logits and gradients (autograd through the traced graph with aot_eager)."""
-    check_plain_compile_trains_as_eager(backend, "cpu", tolerance=1e-6)
+    logits and gradients (autograd through the traced graph with aot_eager); also with the vocabulary padded."""
+    check_plain_compile_trains_as_eager(backend, "cpu", 1e-6, pad_vocab_size_to_multiple_of)
 
 
 @pytest.mark.gpu
@@ -573,9 +697,14 @@ def test_plain_torch_compile_unpads_and_trains_as_the_eager_model_on_gpu():
 
 
 @torch._dynamo.config.patch(capture_dynamic_output_shape_ops=False)
-def check_plain_compile_trains_as_eager(backend, device, tolerance):
+def check_plain_compile_trains_as_eager(backend, device, tolerance, pad_vocab_size_to_multiple_of=1):
     torch.manual_seed(0)
-    config = tiny_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, sparse_prediction=True)
+    config = tiny_config(
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        sparse_prediction=True,
+        pad_vocab_size_to_multiple_of=pad_vocab_size_to_multiple_of,
+    )
     eager = CtxBertForPreTraining(config).to(device).train()
     traced = copy.deepcopy(eager)
     input_ids, attention_mask, token_type_ids = (t.to(device) for t in padded_batch())
