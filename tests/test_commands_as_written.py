@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import bert_glue_conll
 import elmo_taglm
 import numpy as np
 import pytest
@@ -96,7 +97,7 @@ def test_every_experiment_and_benchmark_answers_help_and_loads_the_scripts_it_ru
 
 
 def run_smoke(name: str, *args: str) -> subprocess.CompletedProcess:
-    """The README's smoke command of an experiment, as written but for the output folder and fewer seeds: exits 0."""
+    """The README's smoke command of an experiment, as written but for the output folder: exits 0."""
     result = run_from_root(f"examples/experiments/{name}.py", "--preset", "smoke", *args, timeout=900)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     return result
@@ -130,8 +131,8 @@ def test_elmo_taglm_smoke_preset_runs_from_the_repo_root_on_the_shared_data(shar
     vectors = tmp_path / "glove"
     conll_lines = (shared_data / "conll2003" / "eng.train").read_text().splitlines()[:2000]
     glove_like_package(vectors, conll_lines, np.random.default_rng(0))
-    command = ["--data_dir", str(shared_data), "--output_dir", str(out), "--seeds", "0"]
-    command += ["--word_vectors", str(vectors)]
+    command = ["--data_dir", str(shared_data), "--output_dir", str(out), "--word_vectors", str(vectors)]
+    seeds = elmo_taglm.PRESETS["smoke"]["seeds"]  # the preset's, none given
     console = run_smoke("elmo_taglm", *command).stdout
     check_smoke_outputs(out)
     assert console.count("finished taglm_glove_bilm_0.25_0 in") == 1 and "(log: " in console
@@ -145,7 +146,7 @@ def test_elmo_taglm_smoke_preset_runs_from_the_repo_root_on_the_shared_data(shar
     total = conll_sentences(out / "smoke_data" / "conll2003" / "eng.train")
     assert (out / "in_domain" / "eng.train.sentences.txt").read_text().count("\n") == total
     runs = sorted((out / "few_label").iterdir())
-    assert len(runs) == 2 * 5 and not list((out / "few_label").glob("*/checkpoint-*"))
+    assert len(runs) == 2 * 5 * len(seeds) and not list((out / "few_label").glob("*/checkpoint-*"))
     folders = {
         elmo_taglm.NO_BILM: "taglm_glove",
         elmo_taglm.TAGLM_RANDOM: "taglm_glove_random_bilm",
@@ -158,10 +159,12 @@ def test_elmo_taglm_smoke_preset_runs_from_the_repo_root_on_the_shared_data(shar
         assert rows["majority-class baseline (every word O)"][0] == "0.0000"
         assert list(rows)[:5] == list(folders)
         for name, folder in folders.items():
-            run = out / "few_label" / f"{folder}_{fraction:g}_0"
-            check_row(rows[name], [json.loads((run / "predict_results.json").read_text())["predict_f1"]])
-            state = json.loads((run / "trainer_state.json").read_text())  # kept its best held-out epoch
-            assert state["best_metric"] == json.loads((run / "eval_results.json").read_text())["eval_f1"]
+            runs_of_row = [out / "few_label" / f"{folder}_{fraction:g}_{seed}" for seed in seeds]
+            f1s = [json.loads((run / "predict_results.json").read_text())["predict_f1"] for run in runs_of_row]
+            check_row(rows[name], f1s)
+            for run in runs_of_row:
+                state = json.loads((run / "trainer_state.json").read_text())  # kept its best held-out epoch
+                assert state["best_metric"] == json.loads((run / "eval_results.json").read_text())["eval_f1"]
     # TagLM with and without a biLM reads the same word ids (the sample's words and the vectors', lower-cased), so
     # the arms differ in the biLM alone; the frozen biLMs' states were all computed before the taggers ran.
     vocabularies = [
@@ -203,7 +206,8 @@ def test_bert_glue_conll_smoke_preset_runs_from_the_repo_root_on_the_shared_data
     and each run's accuracy, the CoNLL table its three rows, the plot is written; the same command again reuses every
     finished run (pretraining included) and re-runs only an unfinished one."""
     out = tmp_path / "bert_glue_conll"
-    command = ["--data_dir", str(shared_data), "--output_dir", str(out), "--seeds", "0", "--tasks", "rte", "conll"]
+    command = ["--data_dir", str(shared_data), "--output_dir", str(out), "--tasks", "rte", "conll"]
+    seeds = bert_glue_conll.PRESETS["smoke"]["seeds"]  # the preset's, none given
     run_smoke("bert_glue_conll", *command)
     check_smoke_outputs(out)
     results = (out / "results.md").read_text()
@@ -218,8 +222,8 @@ def test_bert_glue_conll_smoke_preset_runs_from_the_repo_root_on_the_shared_data
     row = rte[f"majority-class baseline (always {majority!r})"]
     assert float(row[0]) == pytest.approx(labels["dev"].count(majority) / len(labels["dev"]), abs=5e-5)
     for init, kind in (("pretrained BERT", "pretrained"), ("random init, same architecture (control)", "random")):
-        accuracy = json.loads((out / "finetune" / f"rte_{kind}_0" / "eval_results.json").read_text())["eval_accuracy"]
-        check_row(rte[init], [accuracy])
+        runs = [out / "finetune" / f"rte_{kind}_{seed}" for seed in seeds]
+        check_row(rte[init], [json.loads((run / "eval_results.json").read_text())["eval_accuracy"] for run in runs])
     conll = table_rows(results, "CoNLL-2003 (dev), f1")
     assert set(conll) == {
         "pretrained BERT",
@@ -228,9 +232,9 @@ def test_bert_glue_conll_smoke_preset_runs_from_the_repo_root_on_the_shared_data
     }
     assert (out / "bert_pretraining.png").read_bytes()[:8] == PNG
 
-    unfinished = out / "finetune" / "rte_random_0" / "eval_results.json"
+    unfinished = out / "finetune" / "rte_random_1" / "eval_results.json"
     unfinished.unlink()
     printed = run_smoke("bert_glue_conll", *command).stdout
-    assert printed.count("reusing the finished run") == 1 + 2 * 2 - 1
+    assert printed.count("reusing the finished run") == 1 + 2 * 2 * len(seeds) - 1
     assert f"--output_dir {unfinished.parent}" in printed and "examples/pretrain_bert.py" not in printed
     assert unfinished.is_file() and (out / "results.md").read_text() == results
