@@ -219,7 +219,7 @@ def test_bert_glue_conll_smoke_preset_runs_from_the_repo_root_on_the_shared_data
     out = tmp_path / "bert_glue_conll"
     command = ["--data_dir", str(shared_data), "--output_dir", str(out), "--tasks", "rte", "conll"]
     seeds = bert_glue_conll.PRESETS["smoke"]["seeds"]  # the preset's, none given
-    run_smoke("bert_glue_conll", *command)
+    printed = run_smoke("bert_glue_conll", *command).stdout
     check_smoke_outputs(out)
     results = (out / "results.md").read_text()
     rte = table_rows(results, "RTE (dev), accuracy")
@@ -243,11 +243,21 @@ def test_bert_glue_conll_smoke_preset_runs_from_the_repo_root_on_the_shared_data
     }
     assert (out / "bert_pretraining.png").read_bytes()[:8] == PNG
 
+    # Each run's output is in its folder's log.txt; the console has one line per run (not their logs)
+    logs = [out / "bert" / "log.txt", *sorted((out / "finetune").glob("*/log.txt"))]
+    assert len(logs) == 1 + 2 * 2 * len(seeds)
+    assert printed.count("finished rte_pretrained_0 in") == 1 and "eval_accuracy" not in printed
+    assert "examples/pretrain_bert.py" in logs[0].read_text()
+
     unfinished = out / "finetune" / "rte_random_1" / "eval_results.json"
     unfinished.unlink()
-    printed = run_smoke("bert_glue_conll", *command).stdout
-    assert printed.count("reusing the finished run") == 1 + 2 * 2 * len(seeds) - 1
-    assert f"--output_dir {unfinished.parent}" in printed and "examples/pretrain_bert.py" not in printed
+    before = {log: log.read_text() for log in logs}
+    run_smoke("bert_glue_conll", *command)
+    added = {log: log.read_text()[len(text) :] for log, text in before.items()}
+    for log, text in added.items():  # every finished run reused, pretraining included; the unfinished one redone
+        redone = log.parent == unfinished.parent
+        assert ("reusing the finished run" in text) != redone and "examples/pretrain_bert.py" not in text, log
+    assert f"--output_dir {unfinished.parent}" in added[unfinished.parent / "log.txt"]
     assert unfinished.is_file() and (out / "results.md").read_text() == results
 
 

@@ -12,6 +12,10 @@ accuracy against steps).
 pretrained before; `--tasks` picks a subset. `--preset smoke` runs every stage on the first lines of
 each file of `--data_dir` (60 lines of each GLUE file, 25 sentences of eng.train, 10 of eng.testa) with two seeds,
 to check the command, not as an experiment: 33 s on 2 idle cores, 171 s at a load average of 9 to 11.
+
+On the CPU the fine-tuning runs go two at a time, on two processes of one CPU thread each, once pretraining is
+done; each run's output goes to the `log.txt` of its folder and the console shows one line per run. The same
+command again reuses every finished run.
 """
 
 import argparse
@@ -20,6 +24,7 @@ from pathlib import Path
 
 from experiment_lib import (
     RUN,
+    Job,
     checkpoint_every,
     final_metric,
     glue_majority_baseline,
@@ -28,6 +33,7 @@ from experiment_lib import (
     plot_pretraining_curves,
     pretrain_on_wiki,
     run_example,
+    run_jobs,
     seed_table,
     smoke_slice,
     write_results_json,
@@ -269,37 +275,46 @@ def main(argv=None):
     if "slice" in preset:
         args.data_dir = smoke_slice(args.data_dir, out, preset["slice"])
 
-    sections, tables = [], []
+    jobs, after = [], ()
     if args.bert is None:
-        bert = pretrain_bert(args, preset, out)
-        plot_pretraining_curves(bert, out / "bert_pretraining.png", "BERT pretraining (wiki)")
-        sections.append("Pretraining curves: `bert_pretraining.png`.\n")
+        bert = out / "bert"
+        jobs.append(Job("bert", pretrain_bert, (args, preset, out), (), bert / "log.txt"))
+        after = ("bert",)
     else:
         bert = Path(args.bert)
 
     pretrained_name, control_name = "pretrained BERT", "random init, same architecture (control)"
+    runs = {}  # task -> init name -> the job names of its seeds
     for task in args.tasks:
-        name, metric = TASKS[task]
-        if task == "conll":
-            inits = {
-                pretrained_name: ["--model_name_or_path", bert],
-                control_name: ["--model_type", "bert", "--config_name", preset["size"], "--tokenizer_name", bert],
-            }
-            baseline = ner_majority_f1()
-        else:
-            inits = {
-                pretrained_name: ["--model_name_or_path", bert],
-                control_name: ["--model_type", "bert", "--config_name", bert, "--tokenizer_name", bert],
-            }
-            label, values = glue_majority_baseline(task, Path(args.data_dir) / "glue" / name)
-            baseline = (label, values[metric])
-        scores = {}
+        size = preset["size"] if task == "conll" else bert
+        inits = {
+            pretrained_name: ["--model_name_or_path", bert],
+            control_name: ["--model_type", "bert", "--config_name", size, "--tokenizer_name", bert],
+        }
         for init_name, init in inits.items():
             for seed in args.seeds:
                 run_dir = (
                     out / "finetune" / f"{task}_{'pretrained' if init_name == pretrained_name else 'random'}_{seed}"
                 )
-                scores.setdefault(init_name, []).append(finetune(args, preset, task, init, run_dir, seed))
+                jobs.append(
+                    Job(run_dir.name, finetune, (args, preset, task, init, run_dir, seed), after, run_dir / "log.txt")
+                )
+                runs.setdefault(task, {}).setdefault(init_name, []).append(run_dir.name)
+    # One worker per core on the CPU (the GPU preset's runs share the one device, one after the other)
+    results = run_jobs(jobs, 1 if args.preset == "gpu" else 2)
+
+    sections, tables = [], []
+    if args.bert is None:
+        plot_pretraining_curves(bert, out / "bert_pretraining.png", "BERT pretraining (wiki)")
+        sections.append("Pretraining curves: `bert_pretraining.png`.\n")
+    for task, by_init in runs.items():
+        name, metric = TASKS[task]
+        if task == "conll":
+            baseline = ner_majority_f1()
+        else:
+            label, values = glue_majority_baseline(task, Path(args.data_dir) / "glue" / name)
+            baseline = (label, values[metric])
+        scores = {init_name: [results[job] for job in names] for init_name, names in by_init.items()}
         tables.append(
             seed_table(
                 f"{name} (dev), {metric}",
