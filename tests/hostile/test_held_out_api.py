@@ -11,25 +11,12 @@ from tiny_checkpoints import (
     bert_pretraining,
     bert_sequence_classifier,
     bert_token_classifier,
-    elmo_token_classifier,
 )
 from transformers import AutoModelForTokenClassification, AutoTokenizer
 
 from hf_ctx import CtxBertConfig, CtxBertForQuestionAnswering, ElmoTokenizer, ScalarMix
 
 IDS = torch.tensor([[2, 10, 11, 3]])
-
-
-@pytest.fixture(scope="module")
-def bert(tmp_path_factory):
-    model, tokenizer = bert_token_classifier(tmp_path_factory.mktemp("bert"))
-    return model.eval(), tokenizer
-
-
-@pytest.fixture(scope="module")
-def elmo():
-    model, tokenizer = elmo_token_classifier(None)
-    return model.eval(), tokenizer
 
 
 @pytest.mark.parametrize("labels", [torch.zeros(1, 3, dtype=torch.long), torch.zeros(4, dtype=torch.long)[:2]])

@@ -4,31 +4,17 @@ naming the folder and the process, or leave one writer's files whole, never a mi
 Each case is a function named after what it tries."""
 
 import os
-import sys
 import threading
 import time
 
 import pytest
+from script_errors import one_error_line
 from test_output_folders import _HOLD_COMMITTED_FILE, _HOLD_LOCK, _background, _kill
 from tiny_checkpoints import bert_sequence_classifier, elmo_bilm
 
 from hf_ctx.atomic_files import write_into_folder
 from hf_ctx.tools.cli import main as cli_main
 from hf_ctx.tools.errors import run_script
-
-EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
-if EXAMPLES not in sys.path:
-    sys.path.insert(0, EXAMPLES)
-
-
-def one_error_line(capsys, run) -> str:
-    with pytest.raises(SystemExit) as exit_info:
-        run()
-    assert exit_info.value.code == 1
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.startswith("error: ")]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 @pytest.fixture

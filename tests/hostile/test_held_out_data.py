@@ -6,20 +6,16 @@ written. Each case is a function named after what it tries."""
 import gzip
 import os
 import subprocess
-import sys
 
 import h5py
 import pytest
 from filesystems import tmpfs
+from script_errors import one_error_line
 from tiny_checkpoints import elmo_bilm
 
 from hf_ctx import train_wordpiece_tokenizer
 from hf_ctx.tools.cli import main as cli_main
 from hf_ctx.tools.errors import run_script
-
-EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
-if EXAMPLES not in sys.path:
-    sys.path.insert(0, EXAMPLES)
 
 LINES = "".join(f"red cat {i} runs fast\n" for i in range(40))
 
@@ -31,17 +27,6 @@ def elmo_folder(tmp_path_factory):
     model.save_pretrained(root / "elmo")
     tokenizer.save_pretrained(root / "elmo")
     return root / "elmo"
-
-
-def one_error_line(capsys, run) -> str:
-    """`run()` exits with status 1 and prints one line `error: ...`, no traceback."""
-    with pytest.raises(SystemExit) as exit_info:
-        run()
-    assert exit_info.value.code == 1
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.startswith("error: ")]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 def train_tokenizer(*files, output_dir):

@@ -3,30 +3,11 @@ that are all ignored, one token, one word, a mask of zeros. Each must give a fin
 naming the problem, never a silent NaN or a run that trains nothing. Each case is a function named after what it
 tries."""
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 from tiny_checkpoints import bert_crf_tagger, bert_token_classifier, elmo_token_classifier, taglm
 
 from hf_ctx import ConditionalRandomField, ScalarMix
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-if str(EXAMPLES) not in sys.path:
-    sys.path.insert(0, str(EXAMPLES))
-
-
-@pytest.fixture(scope="module")
-def bert(tmp_path_factory):
-    model, tokenizer = bert_token_classifier(tmp_path_factory.mktemp("bert"))
-    return model.eval(), tokenizer
-
-
-@pytest.fixture(scope="module")
-def elmo():
-    model, tokenizer = elmo_token_classifier(None)
-    return model.eval(), tokenizer
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
