@@ -388,7 +388,18 @@ class SubwordTokenClassificationPipeline(TokenizerFitsModelMixin, TokenClassific
         """`TokenClassificationPipeline.postprocess`; the windows of a long text are joined token by token before
         sub-tokens are joined into words and words into entities: each token is taken from one window, the one
         it lies in beyond the middle of the overlap. (transformers groups each window into entities first and then
-        keeps the longest of overlapping entities, which drops the words of the shorter one that lie outside it.)"""
+        keeps the longest of overlapping entities, which drops the words of the shorter one that lie outside it.)
+        An entity's "word" is the text between its offsets, as the word-level pipelines give it (transformers
+        decodes the tokens: "cafe" for "café" under an accent-stripping tokenizer, control characters lost)."""
+        entities = self._entities(all_outputs, aggregation_strategy, ignore_labels)
+        sentence = all_outputs[0]["sentence"]
+        if aggregation_strategy != AggregationStrategy.NONE and isinstance(sentence, str):
+            for entity in entities:
+                if entity.get("start") is not None and entity.get("end") is not None:
+                    entity["word"] = sentence[entity["start"] : entity["end"]]
+        return entities
+
+    def _entities(self, all_outputs, aggregation_strategy, ignore_labels):
         if len(all_outputs) == 1:
             return super().postprocess(all_outputs, aggregation_strategy, ignore_labels)
         ignore_labels = ["O"] if ignore_labels is None else ignore_labels

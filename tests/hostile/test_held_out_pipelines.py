@@ -5,6 +5,7 @@ Each case is a function named after what it tries."""
 
 import numpy as np
 import pytest
+import torch
 from tiny_checkpoints import bert_crf_tagger, bert_tokenizer, elmo_bilm, elmo_token_classifier, taglm
 from transformers import pipeline
 
@@ -87,6 +88,20 @@ def test_odd_unicode_and_control_characters_keep_the_offsets_pointing_at_the_wor
     for name, tagger in taggers.items():
         for entity in tagger(text, aggregation_strategy="none" if name != "bert_crf" else "simple"):
             assert text[entity["start"] : entity["end"]] == entity["word"], (name, entity)
+
+
+def test_a_bert_crf_entity_of_several_sub_words_names_the_words_as_the_text_has_them(tmp_path):
+    """The entity's word is the text between its offsets, not the tokens decoded ("cafe" for "café" under the
+    lower-casing, accent-stripping WordPiece tokenizer; control characters dropped). The tagger is made to tag
+    every word as one entity (B, then I), so that the entity spans several sub-words whatever the random weights."""
+    model, tokenizer = bert_crf_tagger(tmp_path)
+    with torch.no_grad():
+        model.classifier.weight.zero_()
+        model.classifier.bias.copy_(torch.tensor([0.0, 5.0, 10.0]))  # O, B-ANIMAL, I-ANIMAL
+    tagger = hf_ctx.SubwordTokenClassificationPipeline(model=model.eval(), tokenizer=tokenizer)
+    for text in ["Café red cat", "red\x00cat\x07 dog"]:
+        (entity,) = tagger(text, aggregation_strategy="simple")
+        assert entity["word"] == text[entity["start"] : entity["end"]] == text.rstrip(), entity
 
 
 def test_one_very_long_word_is_one_word_of_the_output(taggers, extractor):
