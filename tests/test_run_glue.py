@@ -359,7 +359,8 @@ def test_mrpc_from_a_pretrained_checkpoint_keeps_its_encoder(setup, tmp_path):
     AutoTokenizer.from_pretrained(root / "tokenizer").save_pretrained(tmp_path / "pretrained")
     out = tmp_path / "out"
     overrides = ["--config_overrides", "unpad_inputs=true"]  # over the checkpoint's own setting
-    metrics = fine_tune_on_mrpc(setup, out, tmp_path / "pretrained", 2, 0, *overrides)
+    # One step at learning rate 0, the first of a warm-up (--learning_rate 0 is refused as training nothing)
+    metrics = fine_tune_on_mrpc(setup, out, tmp_path / "pretrained", 1, 1e-3, "--warmup_steps", "1", *overrides)
     assert AutoConfig.from_pretrained(out).unpad_inputs is True
     assert metrics["eval_combined_score"] == pytest.approx((metrics["eval_accuracy"] + metrics["eval_f1"]) / 2)
     before, after = load_file(tmp_path / "pretrained" / "model.safetensors"), load_file(out / "model.safetensors")
@@ -746,10 +747,9 @@ def test_a_two_label_checkpoint_fine_tunes_on_three_labels_with_ignore_mismatche
     ) as error:
         run_files(setup, tmp_path / "refused", {"train": three}, *checkpoint)
     assert isinstance(error.value, RuntimeError)  # as transformers raises it
-    # Learning rate 0: the saved model holds what was loaded.
-    run_files(
-        setup, tmp_path / "three", {"train": three}, *checkpoint, "--ignore_mismatched_sizes", "--learning_rate", "0"
-    )
+    # One step at learning rate 0 (the first of a warm-up): the saved model holds what was loaded.
+    warm_up = ["--learning_rate", "1e-3", "--warmup_steps", "1"]
+    run_files(setup, tmp_path / "three", {"train": three}, *checkpoint, "--ignore_mismatched_sizes", *warm_up)
     before, after = load_file(two_labels / "model.safetensors"), load_file(tmp_path / "three" / "model.safetensors")
     assert AutoConfig.from_pretrained(tmp_path / "three").id2label == {0: "a", 1: "b", 2: "c"}
     assert after["classifier.weight"].shape[0] == 3 and before["classifier.weight"].shape[0] == 2

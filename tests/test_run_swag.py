@@ -263,7 +263,9 @@ def test_every_script_builds_its_model_from_the_same_arguments():
     from hf_ctx.tools.families import families_with
     from hf_ctx.tools.scripts import ModelBuildingArguments
 
-    shared = {f.name: f.metadata["help"] for f in dataclasses.fields(ModelBuildingArguments) if f.name != "model_type"}
+    # --model_type and --config_name name the families (and their presets) of the script's task
+    per_task = ("model_type", "config_name")
+    shared = {f.name: f.metadata["help"] for f in dataclasses.fields(ModelBuildingArguments) if f.name not in per_task}
     tasks = {run_glue: "sequence_classification", run_ner: "token_classification", run_qa: "question_answering"}
     for script in (run_glue, run_ner, run_qa, run_swag):
         assert issubclass(script.ModelArguments, ModelBuildingArguments)
