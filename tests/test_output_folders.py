@@ -20,6 +20,7 @@ import pytest
 import torch
 import transformers
 from filesystems import other_filesystem, resize, tmpfs
+from script_errors import one_error_line
 from tiny_checkpoints import bert_sequence_classifier, elmo_bilm
 
 from hf_ctx import ElmoForBiLM
@@ -168,17 +169,6 @@ _HOLD_LOCK = """
 """
 
 
-def _cli_error(capsys, run) -> str:
-    """`run()` must exit with status 1 and one line `error: ...` on stderr."""
-    with pytest.raises(SystemExit) as exit_info:
-        run()
-    assert exit_info.value.code == 1
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.startswith("error: ")]
-    assert len(lines) == 1 and "Traceback" not in err, err  # (beside it, only the saves' progress bars)
-    return lines[0]
-
-
 def test_a_second_run_into_one_output_dir_is_refused_and_a_killed_one_leaves_no_lock(tmp_path, capsys):
     import run_ner
 
@@ -191,7 +181,7 @@ def test_a_second_run_into_one_output_dir_is_refused_and_a_killed_one_leaves_no_
     argv += ["--report_to", "none"]
     holder = _background(_HOLD_LOCK.format(folder=str(output_dir), ready=str(tmp_path / "ready")), tmp_path / "ready")
     try:
-        line = _cli_error(capsys, lambda: run_script(run_ner.main, argv))
+        line = one_error_line(capsys, lambda: run_script(run_ner.main, argv))
         assert line == (
             f"error: --output_dir {output_dir} is being written by another run (process {holder.pid} on "
             f"{os.uname().nodename}); wait for it to finish, or choose another folder"
@@ -225,7 +215,7 @@ def test_a_second_embed_into_one_file_is_refused_and_leaves_the_file_alone(tmp_p
     holder = _background(code, tmp_path / "ready")
     embed = ["embed", str(tmp_path / "elmo"), str(sentences), str(output), "--overwrite"]
     try:
-        line = _cli_error(capsys, lambda: cli_main(embed))
+        line = one_error_line(capsys, lambda: cli_main(embed))
         assert (
             line == f"error: {output} is being written by another process; wait for it to finish, or write elsewhere"
         )
@@ -306,7 +296,7 @@ def test_convert_elmo_failing_at_the_tokenizer_writes_nothing_and_a_rerun_works(
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(ElmoTokenizer, "save_pretrained", disk_full)
-    line = _cli_error(capsys, lambda: cli_main(command))
+    line = one_error_line(capsys, lambda: cli_main(command))
     assert line.startswith(f"error: [Errno 28] could not write {out / 'tokenizer_config.json'}: No space left")
     assert not out.exists() or os.listdir(out) == []  # no weights without a tokenizer
     monkeypatch.undo()
@@ -326,7 +316,7 @@ def test_convert_elmo_and_convert_bert_on_a_real_full_disk(tmp_path, capsys):
             ["convert-bert", str(tmp_path / "bert"), str(disk / "bert")],
         ):
             out = Path(command[-1])
-            line = _cli_error(capsys, lambda command=command: cli_main(command))
+            line = one_error_line(capsys, lambda command=command: cli_main(command))
             assert line.startswith(f"error: [Errno 28] could not write {out}{os.sep}"), line
             assert "No space left on device" in line
             assert not out.exists() and os.listdir(disk) == []
@@ -411,7 +401,7 @@ def test_train_tokenizer_on_a_full_disk_is_one_line_naming_the_file(tmp_path, ca
     corpus.write_text("\n".join(f"word{i} other{i % 7} more{i % 13}" for i in range(3000)))
     with tmpfs(tmp_path / "disk", size="8k") as disk:
         command = ["train-tokenizer", str(corpus), "--output_dir", str(disk / "tok"), "--vocab_size", "3000"]
-        line = _cli_error(capsys, lambda: cli_main(command))
+        line = one_error_line(capsys, lambda: cli_main(command))
         assert line.startswith(f"error: [Errno 28] could not write {disk / 'tok'}{os.sep}") and "No space" in line
         assert os.listdir(disk) == []
 
@@ -609,7 +599,7 @@ def test_any_full_disk_error_a_library_raises_is_one_line(capsys, error):
         with user_errors_as_messages():
             raise error
 
-    line = _cli_error(capsys, fail)
+    line = one_error_line(capsys, fail)
     assert line.startswith(f"error: {error} ({type(error).__name__}: the disk is full; free space and run")
     with pytest.raises(type(error)), user_errors_as_messages(debug=True):
         raise error
