@@ -40,13 +40,18 @@ PICKLED_WEIGHT_FILES = ("pytorch_model*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl"
 SAFETENSORS_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "model-*-of-*.safetensors")
 
 
-def pickle_refusal(path, what: str = "this file") -> str:
-    """The one line that refuses to read the pickle at `path`: what it is, and the way on (a conversion by a tool
-    the user trusts, where running the file's code can do no harm)."""
+CONVERT_TO_SAFETENSORS = (
+    "Convert it to safetensors with a tool you trust, on a machine where its code can do no harm, or use a "
+    "copy saved as safetensors"
+)
+
+
+def pickle_refusal(path, what: str = "this file", way_on: str = CONVERT_TO_SAFETENSORS) -> str:
+    """The one line that refuses to read the pickle at `path`: what it is, and the way on (by default a conversion
+    by a tool the user trusts, where running the file's code can do no harm: right for weights, not for a
+    training state, which has no safetensors form the Trainer reads)."""
     return (
-        f"{os.fspath(path)} is a pickle ({what}); reading one can run any code it holds, so hf_ctx does not. "
-        "Convert it to safetensors with a tool you trust, on a machine where its code can do no harm, or use a "
-        "copy saved as safetensors"
+        f"{os.fspath(path)} is a pickle ({what}); reading one can run any code it holds, so hf_ctx does not. {way_on}"
     )
 
 

@@ -19,7 +19,7 @@ from transformers.trainer_pt_utils import safe_globals
 
 from ..atomic_files import damaged_files
 from ..data.files import read_json_file
-from ..remote_code import pickle_refusal
+from ..remote_code import CONVERT_TO_SAFETENSORS, pickle_refusal
 from .families import MODEL_FAMILIES, find_family
 from .paths import check_local_path, check_model_type
 
@@ -59,7 +59,7 @@ def check_tokenizer_vocabulary(tokenizer, source: str | os.PathLike, way_on: str
     )
 
 
-def check_pickle_loads_safely(path: str | os.PathLike, what: str) -> None:
+def check_pickle_loads_safely(path: str | os.PathLike, what: str, way_on: str = CONVERT_TO_SAFETENSORS) -> None:
     """A `ValueError` (`pickle_refusal`: the file and the way on, in one line) when the pickle at `path` (a
     `torch.save` file: `what` says which, e.g. "the optimizer state") holds anything but tensors, numbers and
     plain containers: torch's weights-only unpickler refuses it and runs nothing. Its storages are memory-mapped,
@@ -75,7 +75,7 @@ def check_pickle_loads_safely(path: str | os.PathLike, what: str) -> None:
                     raise
                 torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError:
-        raise ValueError(pickle_refusal(path, what)) from None
+        raise ValueError(pickle_refusal(path, what, way_on)) from None
 
 
 # The files a tokenizer folder may hold that are read as JSON.

@@ -147,9 +147,15 @@ def check_training_state_pickles(folder: str) -> str:
     scaler and RNG states: `*.pt`, `*.pth`) holds only tensors and plain values (`check_pickle_loads_safely`,
     which runs nothing); else a `ValueError` naming the first that holds more. `training_args.bin` is never
     read."""
+    # A training state has no safetensors form the Trainer resumes from: the way on is another start.
+    way_on = (
+        f"Resume from a checkpoint your own run saved, or start a new run from {folder}'s weights without "
+        "--resume_from_checkpoint (--model_name_or_path reads model.safetensors only)"
+    )
     for name in sorted(os.listdir(folder)):
         if name.endswith((".pt", ".pth")):
-            check_pickle_loads_safely(os.path.join(folder, name), "training state --resume_from_checkpoint reads")
+            path = os.path.join(folder, name)
+            check_pickle_loads_safely(path, "training state --resume_from_checkpoint reads", way_on)
     return folder
 
 
