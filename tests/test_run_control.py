@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tiny_checkpoints import WORDS, bert_tokenizer
-from transformers import TrainerControl, TrainerState, TrainingArguments
+from transformers import Trainer, TrainerControl, TrainerState, TrainingArguments
 
 from hf_ctx.tools import scripts
-from hf_ctx.tools.errors import interruptions_as_messages, resume_command, run_script
-from hf_ctx.tools.trainer import LOSS_RISE_LOGS, NonFiniteTrainingCallback
+from hf_ctx.tools.errors import interruptions_as_messages, resume_command, run_script, stop_signals_held
+from hf_ctx.tools.trainer import LOSS_RISE_LOGS, NonFiniteTrainingCallback, checkpoint_problems
 
 REPO = Path(__file__).resolve().parents[1]
 RUN_GLUE = REPO / "examples" / "run_glue.py"
@@ -128,6 +128,48 @@ def test_a_signal_inside_the_block_ends_in_its_lines_and_exit_status(capsys):
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+def test_a_signal_inside_a_held_block_is_raised_when_the_block_ends(capsys):
+    """SIGTERM inside `stop_signals_held` (nested): the block runs to its end, then the lines and exit 143; what
+    follows the block does not run."""
+    done = []
+    with pytest.raises(SystemExit) as stopped, interruptions_as_messages(lambda interrupted: "go on: again"):
+        with stop_signals_held():
+            with stop_signals_held():
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.5)
+                done.append("inner")
+            time.sleep(0.2)
+            done.append("outer")
+        done.append("after")
+    assert done == ["inner", "outer"] and stopped.value.code == 143
+    assert capsys.readouterr().err.splitlines() == ["interrupted by SIGTERM", "go on: again"]
+
+
+def test_a_stop_signal_while_a_checkpoint_is_saved_keeps_that_checkpoint(task, tmp_path, capsys, monkeypatch):
+    """SIGTERM arriving in the middle of saving checkpoint-2 (after the weights, before the optimizer's and the
+    Trainer's states): the save is finished, then the run stops naming checkpoint-2 as kept (before: it was left
+    half written, and the run said nothing was kept yet)."""
+    save = Trainer._save_optimizer_and_scheduler
+
+    def save_after_a_sigterm(self, output_dir):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.5)  # where the handler would have raised
+        save(self, output_dir)
+
+    monkeypatch.setattr(Trainer, "_save_optimizer_and_scheduler", save_after_a_sigterm)
+    out = tmp_path / "run"
+    extra = ["--max_steps", "100", "--save_strategy", "steps", "--save_steps", "2"]
+    with pytest.raises(SystemExit) as stopped:
+        run_script(scripts_main(), arguments(task, out, *extra))
+    assert stopped.value.code == 143
+    said = capsys.readouterr().err.splitlines()
+    said = said[said.index("interrupted by SIGTERM") :]
+    assert said[1:3] == ["training stopped at step 2 of 100", f"kept: the last checkpoint, {out / 'checkpoint-2'}"]
+    assert [p.name for p in out.glob("checkpoint-*")] == ["checkpoint-2"] and not checkpoint_problems(
+        out / "checkpoint-2"
+    )
+
+
 def test_an_interrupted_hf_ctx_command_says_what_is_kept(tmp_path, capsys, monkeypatch):
     """`hf-ctx train-tokenizer` stopped by Ctrl-C while training: two lines, exit 130, no traceback."""
     from hf_ctx.data import wordpiece
@@ -155,12 +197,14 @@ def test_the_resume_command_drops_overwrite_and_asks_for_the_latest_checkpoint(m
 
 
 def complete_checkpoint_steps(output_dir: Path) -> list[int]:
-    """The steps of the checkpoints in `output_dir` whose last files (the trainer and RNG states) are written."""
+    """The steps of the checkpoints in `output_dir` whose last files (the trainer and RNG states: rng_state.pth, or
+    one rng_state_<rank>.pth per process) are written."""
     return [
         int(folder.name.split("-")[1])
         for folder in output_dir.glob("checkpoint-*")
         if folder.name[11:].isdigit()
-        and all((folder / name).exists() for name in ("trainer_state.json", "rng_state.pth"))
+        and (folder / "trainer_state.json").exists()
+        and any(folder.glob("rng_state*.pth"))
     ]
 
 

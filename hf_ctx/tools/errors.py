@@ -164,19 +164,48 @@ def process_rank() -> int:
     return 0
 
 
+# The stop signal that arrived inside `stop_signals_held` blocks (its number, or None), raised when the outermost
+# one ends; and how deep they are nested. Signal handlers run in the main thread only, as these blocks do.
+_held = {"depth": 0, "signal": None}
+
+
 def _stop_signal_handler():
-    """A signal handler that raises `Interrupted` at the first stop signal; a repeat within `REPEATED_SIGNAL_S`
-    is ignored, a later one exits at once with 128 + its number."""
+    """A signal handler that raises `Interrupted` at the first stop signal (inside `stop_signals_held`: when the
+    block ends); a repeat within `REPEATED_SIGNAL_S` is ignored, a later one exits at once with 128 + its
+    number (the way out of a save that hangs)."""
     first = []
 
     def handle(signal_number, frame):
         if not first:
             first.append(time.monotonic())
+            if _held["depth"]:
+                _held["signal"] = signal_number
+                return
             raise Interrupted(signal_number)
         if time.monotonic() - first[0] > REPEATED_SIGNAL_S:
             os._exit(128 + signal_number)
 
     return handle
+
+
+@contextmanager
+def stop_signals_held():
+    """A stop signal arriving inside the block (under `interruptions_as_messages`) is raised as `Interrupted`
+    once the block ends, not in the middle of it: a checkpoint being saved when Ctrl-C or SIGTERM comes is
+    finished, so the run stops with it kept rather than half written."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _held["depth"] += 1
+    try:
+        yield
+    finally:  # an error inside the block goes on as it is: the run ends with its message
+        _held["depth"] -= 1
+        number = None if _held["depth"] else _held["signal"]
+        if number is not None:
+            _held["signal"] = None
+    if number is not None:
+        raise Interrupted(number)
 
 
 @contextmanager

@@ -31,6 +31,7 @@ from ..data.atomic_write import write_text
 from ..remote_code import check_finite_weights, nonfinite_tensors
 from . import option_kinds as kinds
 from .cpu_threads import CpuThreadsCallback
+from .errors import stop_signals_held
 from .loading import check_pickle_loads_safely
 
 logger = logging.getLogger(__name__)
@@ -703,9 +704,11 @@ class CtxTrainer(Trainer):
     def _save_checkpoint(self, model, trial) -> None:
         """`Trainer._save_checkpoint`; a full disk while writing the checkpoint's `trainer_state.json` (which
         `Trainer` writes itself; every other file goes through `_write_atomically` and names itself) is an
-        `OSError` naming it."""
+        `OSError` naming it. A stop signal during the save is raised once the checkpoint is complete
+        (`stop_signals_held`), so that an interrupted run keeps the checkpoint it was saving."""
         try:
-            super()._save_checkpoint(model, trial)
+            with stop_signals_held():
+                super()._save_checkpoint(model, trial)
         except Exception as error:
             folder = os.path.join(self._get_output_dir(trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
             named = write_failed(os.path.join(folder, "trainer_state.json"), error)
