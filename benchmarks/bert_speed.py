@@ -18,6 +18,13 @@ is the fused AdamW the examples use (the `Trainer` default `adamw_torch_fused`) 
 
     python benchmarks/bert_speed.py --device cpu --data sst2 --preset mini --batch 32 --compile
 
+Fine-tuning steps of ~800 tokens are launch-bound on a GPU: `--compile_mode reduce-overhead` replays each step as
+CUDA graphs (one per batch shape, so with `--bucket --pad_to_multiple_of 8`: a handful), for both models. The
+graphs cannot hold a data-dependent size, so hf_ctx runs padded there (`--plain`):
+
+    python benchmarks/bert_speed.py --device cuda --dtype bf16 --mode finetune --batch 32 --bucket \
+        --pad_to_multiple_of 8 --plain --compile --compile_mode reduce-overhead
+
 `--pad_vocab_size_to_multiple_of 64` (pretraining) adds a third model, alternated with the two others: hf_ctx with
 the same weights and its vocabulary rows padded to a multiple of 64 (`hf_ctx+vocab64`), so the change's effect is
 the ratio of two rows of one run.
@@ -144,14 +151,27 @@ def real_tokens(batches):
     return sum(int(b["attention_mask"].sum()) for b in batches)
 
 
-def measure(model, batches, mode, device, dtype, compile_model, warmup):
+def distinct_shapes(batches):
+    """The first batch of each input shape in `batches`, in order."""
+    first = {}
+    for batch in batches:
+        first.setdefault(tuple(batch["input_ids"].shape), batch)
+    return list(first.values())
+
+
+def measure(model, batches, mode, device, dtype, compile_mode, warmup):
+    """Seconds for the steps of `batches` after the first `warmup`, and the peak GPU memory in GiB. `compile_mode`:
+    None (eager) or a `torch.compile` mode; compiled, each distinct batch shape is also run once before timing, so
+    that compiling (and, under "reduce-overhead", recording a CUDA graph per shape) stays out of the timed steps."""
     model.train(mode != "inference")
-    step_model = torch.compile(model) if compile_model else model
+    step_model = model if compile_mode is None else torch.compile(model, mode=compile_mode)
     optimizer = None
     if mode != "inference":
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
 
     def step(batch):
+        if compile_mode == "reduce-overhead":
+            torch.compiler.cudagraph_mark_step_begin()  # the last step's graph outputs are no longer read
         with torch.autocast(device_type=device, dtype=dtype, enabled=dtype != torch.float32):
             if mode == "inference":
                 with torch.inference_mode():
@@ -162,7 +182,7 @@ def measure(model, batches, mode, device, dtype, compile_model, warmup):
         optimizer.zero_grad(set_to_none=True)
         return loss
 
-    for batch in batches[:warmup]:
+    for batch in batches[:warmup] + ([] if compile_mode is None else distinct_shapes(batches)):
         step(batch)
     if device == "cuda":
         torch.cuda.synchronize()
@@ -214,6 +234,13 @@ def main():
     )
     parser.add_argument("--compile", action="store_true", help="also measure both under torch.compile")
     parser.add_argument(
+        "--compile_mode",
+        choices=["default", "reduce-overhead", "max-autotune-no-cudagraphs"],
+        default="default",
+        help="--compile: torch.compile's mode for every model (reduce-overhead: CUDA graphs, one per batch shape; "
+        "with --plain, as hf_ctx's unpadding has a data-dependent token count that the graphs cannot hold)",
+    )
+    parser.add_argument(
         "--bucket",
         action="store_true",
         help="sst2: length-grouped batches (the examples' GPU default, group_by_length)",
@@ -232,6 +259,8 @@ def main():
     )
     parser.add_argument("--glue_dir", default=str(Path(__file__).resolve().parents[1].parent / "shared/data/glue"))
     args = parser.parse_args()
+    if args.compile_mode != "default" and not args.compile:
+        parser.error(f"--compile_mode {args.compile_mode} is a mode of --compile: give both")
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
     torch.manual_seed(0)
 
@@ -272,6 +301,7 @@ def main():
         f"seq={args.seq if data == 'synthetic' else 'SST-2'}{' bucketed' if args.bucket else ''}"
         f"{f' pad_to={args.pad_to_multiple_of}' if args.pad_to_multiple_of else ''} attn={args.attn_implementation} "
         f"hf_ctx fast paths={'off' if args.plain else 'on'} attention dropout={args.attention_dropout} "
+        f"{f'compile mode={args.compile_mode} ' if args.compile else ''}"
         f"torch={torch.__version__} transformers={transformers.__version__}"
     )
     for compiled in [False, True] if args.compile else [False]:
@@ -279,10 +309,13 @@ def main():
         peaks = {}
         for _ in range(args.repeats):  # alternate, so drift in machine speed hits every model alike
             for name, model in models.items():
-                seconds, peaks[name] = measure(model, batches, args.mode, args.device, dtype, compiled, args.warmup)
+                compile_mode = args.compile_mode if compiled else None
+                seconds, peaks[name] = measure(
+                    model, batches, args.mode, args.device, dtype, compile_mode, args.warmup
+                )
                 results[name].append(tokens / seconds)
         speed = {name: statistics.median(values) for name, values in results.items()}
-        label = "compiled" if compiled else "eager"
+        label = "compiled" if compiled else "eager"  # the mode is on the first line
         for name in models:
             print(f"  {label:8s} {name:16s} {speed[name]:12,.0f} tokens/s   peak {peaks[name]:.2f} GiB")
         for name in list(models)[1:]:

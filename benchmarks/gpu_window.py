@@ -58,6 +58,8 @@ GPU = {
     "gpu_compile_tests": "tests/test_modeling_bert.py -k compile",
     "bert_speed": "--device cuda --dtype bf16 --preset base",
     "compile": "--compile",
+    # CUDA graphs for the launch-bound fine-tuning step, both models; hf_ctx padded (--plain), as graphs need
+    "graphs": "--plain --compile --compile_mode reduce-overhead",
     "fusion": "--device cuda --dtype bf16 --preset base",
     "elmo_speed": "--device cuda",
     "pretrain_bert": "--max_steps 6000 --per_device_train_batch_size 256 --learning_rate 5e-4 --warmup_steps 300 "
@@ -83,6 +85,7 @@ DRY = {
     "gpu_compile_tests": "tests/test_benchmarks.py",
     "bert_speed": "--device cpu --preset tiny --steps 1 --warmup 1 --repeats 1 --batch 2 --seq 16",
     "compile": "",
+    "graphs": "--plain",
     "fusion": "--device cpu --preset tiny --mode eval --tokens 128",
     "elmo_speed": "--device cpu --cell_size 8 --projection_size 4 --steps 3 --repeats 1 --no_compile",
     "pretrain_bert": "--max_steps 3 --per_device_train_batch_size 4 --max_eval_samples 8 --logging_steps 1 "
@@ -177,7 +180,8 @@ ITEMS = {  # name -> (what it does, its steps)
     ),
     "checks-compile": (
         "a plain torch.compile keeping hf_ctx's unpadding (no flag): the compiled ratios and the gpu compile test; "
-        "pretraining also with the vocabulary padded to 64 rows, alternated in the same run",
+        "pretraining also with the vocabulary padded to 64 rows, alternated in the same run; fine-tuning also as CUDA "
+        "graphs (reduce-overhead)",
         [
             Step("gpu_tests_compile", 90, "pytest -q -p no:cacheprovider -m gpu {gpu_compile_tests}"),
             # a third model (eager rows printed before compiling: a cut step still reports them)
@@ -185,7 +189,8 @@ ITEMS = {  # name -> (what it does, its steps)
                 "bert_pretrain_b128_s128", 160, f"pretrain --batch 128 --seq 128 {PADDED_VOCABULARY} {{compile}}"
             ),
             bert_speed("bert_finetune_b32_bucketed", 160, f"finetune --batch 32 {BUCKETED} {{compile}}"),
-            bert_speed("bert_finetune_b32", 110, "finetune --batch 32 {compile}"),
+            # (unbucketed fine-tuning, compiled, is checks-bert's bert_finetune_b32)
+            bert_speed("bert_finetune_b32_bucketed_graphs", 110, f"finetune --batch 32 {BUCKETED} {{graphs}}"),
         ],
     ),
     "bert-speedrun": (

@@ -168,8 +168,8 @@ def test_dry_run_writes_the_result_files_and_the_ledger_moves_on(prepared, tmp_p
 def test_the_next_window_measures_a_plain_compile_then_its_dry_run_runs_every_step(prepared, tmp_path):
     """The ledger's next item is checks-compile (a plain torch.compile, no --trace_unpadding or other flag: the
     compiled pretraining and fine-tuning ratios and the gpu compile test; pretraining also with the vocabulary
-    padded to 64 rows); its dry run finishes every step and its summary has each BERT run's row, the padded arm's
-    too."""
+    padded to 64 rows; fine-tuning also as CUDA graphs, hf_ctx padded); its dry run finishes every step and its
+    summary has each BERT run's row, the padded arm's too."""
     assert gpu_window.plan(gpu_window.read_ledger(gpu_window.LEDGER)).startswith("next item: checks-compile")
     steps = gpu_window.item_steps("checks-compile", gpu_window.GPU, gpu_window.PREPARED, Path("work"))
     speed = [step for step in steps if step.args[0] == "benchmarks/bert_speed.py"]
@@ -177,6 +177,8 @@ def test_the_next_window_measures_a_plain_compile_then_its_dry_run_runs_every_st
     assert all("--compile" in step.args and "--trace_unpadding" not in step.args for step in speed)
     pretraining = next(step for step in speed if "pretrain" in step.args)
     assert pretraining.args[pretraining.args.index("--pad_vocab_size_to_multiple_of") + 1] == "64"
+    graphs = next(step for step in speed if step.name == "bert_finetune_b32_bucketed_graphs")
+    assert "--plain" in graphs.args and graphs.args[graphs.args.index("--compile_mode") + 1] == "reduce-overhead"
     assert steps[0].args[-5:] == ["-m", "gpu", "tests/test_modeling_bert.py", "-k", "compile"]
     ledger = ledger_with(tmp_path, {"checks": "done"})
     out, work = tmp_path / "out", tmp_path / "work"
@@ -187,7 +189,7 @@ def test_the_next_window_measures_a_plain_compile_then_its_dry_run_runs_every_st
     assert [item["name"] for item in results["items"]] == ["checks-compile"]
     assert [step["status"] for step in results["items"][0]["steps"]] == ["done"] * 4, results["items"][0]["steps"]
     summary = (out / "summary.md").read_text()
-    for run in ("pretrain_b128_s128", "finetune_b32_bucketed", "finetune_b32"):
+    for run in ("pretrain_b128_s128", "finetune_b32_bucketed", "finetune_b32_bucketed_graphs"):
         assert re.search(rf"\| BERT {run}, eager \| [\d,]+ \| [\d,]+ \| \*\*[\d.]+x\*\*", summary), run
     padded = r"\| BERT pretrain_b128_s128, eager, vocabulary padded to 64 \| [\d,]+ \| [\d,]+ \| \*\*[\d.]+x\*\* \("
     assert re.search(padded + r"[\d.]+x unpadded\)", summary)

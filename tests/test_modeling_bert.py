@@ -662,6 +662,53 @@ def test_no_graph_breaks_under_torch_compile(model_class, extra):
     assert explanation.graph_break_count == 0, explanation.break_reasons
 
 
+def cuda_graph_blockers(model, inputs) -> list[str]:
+    """The ops of `model`'s compiled training step (forward and backward graphs, as AOTAutograd hands them to
+    inductor) that keep CUDA graphs (`torch.compile(mode="reduce-overhead")`) from holding it: a size that depends
+    on the values (an unbacked symbol) or a read back to the host (`.item()`), which inductor runs outside them,
+    and "graph break" for a step traced as more than one forward graph (the break runs eagerly between them)."""
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+    blockers = []
+
+    def collect(graph, example_inputs):
+        for node in graph.graph.nodes:
+            value = node.meta.get("val")
+            if (value is not None and free_unbacked_symbols(value)) or (
+                node.target is torch.ops.aten._local_scalar_dense.default
+            ):
+                blockers.append(str(node.target))
+        return make_boxed_func(graph.forward)
+
+    forward_graphs = []
+
+    def collect_forward(graph, example_inputs):
+        forward_graphs.append(graph)
+        return collect(graph, example_inputs)
+
+    torch._dynamo.reset()
+    output = torch.compile(model, backend=aot_autograd(fw_compiler=collect_forward, bw_compiler=collect))(**inputs)
+    output.loss.backward()
+    torch._dynamo.reset()
+    return blockers + ["graph break"] * (len(forward_graphs) - 1)
+
+
+@pytest.mark.parametrize("model_class", [CtxBertForSequenceClassification, CtxBertForTokenClassification])
+def test_the_padded_fine_tuning_step_fits_in_cuda_graphs_and_the_unpadded_one_does_not(model_class):
+    """Launch-bound fine-tuning steps gain from CUDA graphs (benchmarks/bert_speed.py --compile_mode
+    reduce-overhead --plain): with `unpad_inputs=False` the compiled step holds no data-dependent size or host read;
+    with unpadding it holds the real-token count (`hf_ctx::true_positions`), which keeps the graphs from it."""
+    input_ids, attention_mask, token_type_ids = padded_batch()
+    inputs = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
+    inputs["labels"] = torch.tensor([0, 1, 1]) if model_class is CtxBertForSequenceClassification else input_ids % 2
+    padded = cuda_graph_blockers(model_class(tiny_config(num_labels=2, unpad_inputs=False)).train(), inputs)
+    assert padded == []
+    unpadded = cuda_graph_blockers(model_class(tiny_config(num_labels=2)).train(), inputs)
+    assert "hf_ctx.true_positions.default" in unpadded
+
+
 @torch._dynamo.config.patch(capture_dynamic_output_shape_ops=False)
 def test_unpadding_is_the_default_and_a_plain_torch_compile_keeps_it():
     """New configs, presets and converted configs unpad, and so does the same model under a plain `torch.compile`
