@@ -115,16 +115,30 @@ def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file())
 
 
+def file_sizes(*which: str) -> dict[str, int]:
+    """Bytes of the repository's files that `git ls-files <which>` lists, by path."""
+    listed = subprocess.run(["git", "ls-files", "-z", *which], cwd=REPO, capture_output=True, check=True)
+    names = [name for name in listed.stdout.decode().split("\0") if name and (REPO / name).is_file()]
+    return {name: (REPO / name).stat().st_size for name in names}
+
+
 def repository_bytes() -> int:
     """What travels of the repository: its tracked and untracked files that git does not ignore."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO,
-        capture_output=True,
-        check=True,
+    return sum(file_sizes("--cached", "--others", "--exclude-standard").values())
+
+
+def untracked_note() -> str:
+    """What of the repository's size is untracked files that git does not ignore (they travel too), the largest
+    named; empty when there are none."""
+    untracked = file_sizes("--others", "--exclude-standard")
+    if not untracked:
+        return ""
+    largest = sorted(untracked, key=untracked.get, reverse=True)[:3]
+    return (
+        f"; {sum(untracked.values()) / 2**20:.1f} MiB of the repository is untracked files that git does not "
+        f"ignore ({len(untracked)}), which travel too (largest: {', '.join(largest)}): remove them or move them under "
+        "runs/"
     )
-    names = listed.stdout.decode().split("\0")
-    return sum((REPO / name).stat().st_size for name in names if name and (REPO / name).is_file())
 
 
 def prepare(args) -> int:
@@ -158,7 +172,8 @@ def prepare(args) -> int:
     )
     if size + repository > CARRIED_BYTES_AT_MOST:
         print(
-            f"over {CARRIED_BYTES_AT_MOST // 2**20} MiB: prepare with fewer --bert_words / --elmo_words",
+            f"over {CARRIED_BYTES_AT_MOST // 2**20} MiB: prepare with fewer --bert_words / --elmo_words"
+            f"{untracked_note()}",
             file=sys.stderr,
         )
         return 1

@@ -64,6 +64,9 @@ from hf_ctx.tools.trainer import CtxTrainer, CtxTrainingArguments, resolve_resum
 
 logger = logging.getLogger(__name__)
 # (argument, argument it makes the script ignore): refused together.
+# The options of the WordPiece tokenizer trained here: refused where the tokenizer comes from elsewhere (a resumed
+# run's command gives them again, and its checkpoint holds the tokenizer they made: not refused).
+TOKENIZER_TRAINING_OPTIONS = ("vocab_size", "lowercase", "tokenizer_train_samples")
 IGNORED_TOGETHER = [
     ("model_name_or_path", "config_name"),
     ("model_name_or_path", "config_overrides"),
@@ -399,6 +402,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         ignored_together=IGNORED_TOGETHER,
         steps=("do_train", "do_eval"),
     )
+    brought = data_args.pretokenized_dir or model_args.tokenizer_name or model_args.model_name_or_path
+    if brought is not None:
+        why = f"they shape the tokenizer trained here, and this run's tokenizer is {brought}'s"
+        scripts.refuse_unused_options(argv, TOKENIZER_TRAINING_OPTIONS, why)
     # The checkpoint ("latest": the latest complete one) is resolved now: its tokenizer is the run's.
     training_args.resume_from_checkpoint = resolve_resume_checkpoint(
         training_args.resume_from_checkpoint, training_args.output_dir

@@ -196,7 +196,7 @@ def check_same_splitter(tokenizer, source: str, word_splitter: str) -> None:
         )
 
 
-def continued_checkpoint(model_args: ModelArguments, config, train_sentences, word_splitter: str):
+def continued_checkpoint(model_args: ModelArguments, config, train_sentences, word_splitter: str, argv=None):
     """(the biLM of --model_name_or_path with its softmax, its tokenizer, what the run created that the checkpoint
     lacked, the vocabulary in words): the checkpoint's word vocabulary and character ids are kept. A checkpoint
     without a word vocabulary (a converted published ELMo, a task model) gets --tokenizer_name's, or one built from
@@ -206,7 +206,9 @@ def continued_checkpoint(model_args: ModelArguments, config, train_sentences, wo
     tokenizer_source = vocabulary_source = model_args.tokenizer_name or source
     tokenizer = load_tokenizer(tokenizer_source)
     check_same_splitter(tokenizer, tokenizer_source, word_splitter)
-    if not tokenizer.has_word_vocabulary:
+    if tokenizer.has_word_vocabulary:
+        refuse_vocabulary_options(argv, tokenizer, tokenizer_source)
+    else:
         tokenizer = vocabulary_of(train_sentences, model_args, word_splitter, tokenizer.max_characters_per_token)
         vocabulary_source = None
         created.append(f"the word vocabulary ({tokenizer.vocab_size:,} words, from the training text)")
@@ -235,14 +237,25 @@ def continued_checkpoint(model_args: ModelArguments, config, train_sentences, wo
     return model, tokenizer, created, vocabulary_in_words(model_args, tokenizer, vocabulary_source)
 
 
-def build_model_and_tokenizer(model_args: ModelArguments, train_sentences, word_splitter: str, continued_config=None):
+def refuse_vocabulary_options(argv, tokenizer, source: str) -> None:
+    """--vocab_min_count and --vocab_max_size build a vocabulary: refused on the command line `argv` where the run
+    takes `tokenizer`'s, from `source`."""
+    why = f"they build the word vocabulary, and this run keeps the {tokenizer.vocab_size:,} words of {source}"
+    scripts.refuse_unused_options(argv, ("vocab_min_count", "vocab_max_size"), why)
+
+
+def build_model_and_tokenizer(
+    model_args: ModelArguments, train_sentences, word_splitter: str, continued_config=None, argv=None
+):
     """(model, tokenizer, what the run created that a continued checkpoint lacked, the vocabulary in words).
-    `continued_config`: the config of --model_name_or_path."""
+    `continued_config`: the config of --model_name_or_path; `argv`: the command line (options it gives that the
+    run would not use are refused)."""
     if model_args.model_name_or_path is not None:
-        return continued_checkpoint(model_args, continued_config, train_sentences, word_splitter)
+        return continued_checkpoint(model_args, continued_config, train_sentences, word_splitter, argv)
     if model_args.tokenizer_name is not None:
         tokenizer = load_tokenizer(model_args.tokenizer_name)
         check_same_splitter(tokenizer, model_args.tokenizer_name, word_splitter)
+        refuse_vocabulary_options(argv, tokenizer, model_args.tokenizer_name)
     else:
         tokenizer = vocabulary_of(train_sentences, model_args, word_splitter)
     overrides = scripts.parse_config_overrides(model_args.config_overrides, ElmoConfig)
@@ -286,7 +299,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             else (None, None)
         )
     model, tokenizer, created, vocabulary = build_model_and_tokenizer(
-        model_args, train_sentences, data_args.word_splitter, continued_config
+        model_args, train_sentences, data_args.word_splitter, continued_config, argv
     )
     new_model = model_args.model_name_or_path is None  # from scratch (a resumed run too, as it started)
     scripts.apply_learning_rate_default(training_args, argv, model.config, "pretraining", new_model)

@@ -258,6 +258,23 @@ def test_elmo_taglm_without_the_glove_package_stops_before_any_job_in_one_line(m
     assert not out.exists()
 
 
+@pytest.mark.parametrize("experiment", ["elmo_taglm", "bert_glue_conll"])
+def test_the_gpu_preset_without_a_gpu_stops_before_any_job_in_one_line(experiment, monkeypatch, tmp_path):
+    """--preset gpu on a machine without one: refused as the command starts, naming the preset and --preset cpu
+    (before: the first job failed on transformers' "Your setup doesn't support bf16/gpu", after the folder was made
+    and other jobs had started)."""
+    import bert_glue_conll
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    out = tmp_path / "run"
+    script = {"elmo_taglm": elmo_taglm, "bert_glue_conll": bert_glue_conll}[experiment]
+    with pytest.raises(
+        ValueError, match=r"--preset gpu trains on a GPU in bf16 and this machine has none .*--preset cpu"
+    ):
+        script.main(["--preset", "gpu", "--data_dir", str(tmp_path), "--output_dir", str(out)])
+    assert not out.exists()
+
+
 def test_a_jobs_user_error_stays_one_named_error_and_a_bug_keeps_its_traceback(tmp_path):
     """A worker's ValueError/OSError is a user's error: a ValueError naming the job and its log, which the scripts
     print as one line; anything else is a bug, a RuntimeError whose traceback the console shows."""

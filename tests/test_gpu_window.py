@@ -250,3 +250,15 @@ def test_gpu_tests_step_names_every_file_with_gpu_tests():
     tests = Path(__file__).parent
     marked = {f"tests/{p.name}" for p in tests.glob("test_*.py") if GPU_MARK.search(p.read_text(encoding="utf-8"))}
     assert set(gpu_window.GPU["gpu_tests"].split()) == marked
+
+
+def test_untracked_files_that_travel_are_named_when_the_carried_size_is_over(monkeypatch):
+    """Untracked files that git does not ignore travel with the repository: the over-the-limit message names the
+    largest (a README snippet's model folder in the root once made a fresh clone's 51 MiB into 72)."""
+    sizes = {"my-bert/model.safetensors": 21 * 2**20, "corpus.txt": 10, "a.png": 2**20, "b.png": 100}
+    monkeypatch.setattr(gpu_window_data, "file_sizes", lambda *which: sizes)
+    note = gpu_window_data.untracked_note()
+    assert note.startswith("; 22.0 MiB of the repository is untracked files that git does not ignore (4)")
+    assert "(largest: my-bert/model.safetensors, a.png, b.png)" in note and note.endswith("move them under runs/")
+    monkeypatch.setattr(gpu_window_data, "file_sizes", lambda *which: {})
+    assert gpu_window_data.untracked_note() == ""

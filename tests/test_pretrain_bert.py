@@ -579,3 +579,17 @@ def test_a_checkpoint_of_another_family_is_refused_before_any_text_is_read(tmp_p
     arguments = ["--model_name_or_path", str(tmp_path / "elmo"), "--train_file", str(tmp_path / "unread.txt")]
     with pytest.raises(ValueError, match="is a 'hf_ctx_elmo' checkpoint; this script continues the pretraining of hf"):
         pretrain_bert.main([*arguments, "--do_train", "--output_dir", str(tmp_path / "out")])
+
+
+def test_tokenizer_training_options_are_refused_where_the_tokenizer_comes_from_elsewhere(single_run, corpus, tmp_path):
+    """--vocab_size (and --lowercase, --tokenizer_train_samples) shape the tokenizer trained here: with
+    --tokenizer_name or --model_name_or_path they did nothing, silently; now refused in one line, before any text is
+    read. (A resumed run's command gives them again and is not refused: the checkpoint holds what they made.)"""
+    output_dir, _ = single_run
+    base = ["--train_file", corpus["train"], "--do_train", "--max_steps", "1", "--use_cpu", "--report_to", "none"]
+    for source in ("--tokenizer_name", "--model_name_or_path"):
+        argv = [*base, source, str(output_dir), "--vocab_size", "50", "--output_dir", str(tmp_path / source[2:])]
+        with pytest.raises(
+            ValueError, match=rf"^--vocab_size would do nothing here: .*is {output_dir}'s; leave it out$"
+        ):
+            pretrain_bert.main(argv)

@@ -346,3 +346,14 @@ def test_a_bert_checkpoint_is_refused_before_any_text_is_read(tmp_path):
             ["--model_name_or_path", str(tmp_path / "bert"), "--train_file", str(tmp_path / "unread.txt")]
             + ["--do_train", "--output_dir", str(tmp_path / "out")]
         )
+
+
+def test_vocabulary_options_are_refused_where_the_vocabulary_is_kept(elmo_run, tmp_path):
+    """--vocab_min_count and --vocab_max_size build the word vocabulary: continuing a biLM that has one (or starting
+    from --tokenizer_name's) keeps that one, so they did nothing, silently; now refused, naming the words kept."""
+    words = AutoTokenizer.from_pretrained(elmo_run).vocab_size
+    kept = rf"would do nothing here: they build the word vocabulary, and this run keeps the {words:,} words of "
+    with pytest.raises(ValueError, match=rf"^--vocab_min_count {kept}{elmo_run}; leave it out$"):
+        continued_run(elmo_run, tmp_path, "--vocab_min_count", "2")
+    with pytest.raises(ValueError, match=rf"^--vocab_min_count and --vocab_max_size {kept}"):
+        continued_run(elmo_run, tmp_path, "--vocab_min_count", "2", "--vocab_max_size", "9")

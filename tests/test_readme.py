@@ -43,6 +43,8 @@ import hf_ctx, hf_ctx_cli
 # What the README's commands and snippets read.
 rng = np.random.default_rng(0)
 Path("corpus.txt").write_text("\\n".join(" ".join(rng.choice(WORDS, 6)) for _ in range(200)) + "\\n")
+Path("runs/end_to_end/data").mkdir(parents=True)
+Path("runs/end_to_end/data/raw.txt").write_text(Path("corpus.txt").read_text())
 Path("sentences.txt").write_text("The cat sat on the mat .\\nIt slept .\\n")
 Path("vocab.txt").write_text("</S>\\n<S>\\n<UNK>\\nThe\\ncat\\n")
 options = options_for(True)

@@ -26,6 +26,7 @@ from experiment_lib import (
     RUN,
     Job,
     checkpoint_every,
+    device_flags,
     final_metric,
     glue_majority_baseline,
     markdown_table,
@@ -269,7 +270,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     preset = PRESETS[args.preset]
     args.seeds = args.seeds or preset.get("seeds", [0, 1, 2])
-    args.device = [] if args.preset == "gpu" else ["--use_cpu"]
+    args.device = device_flags(args.preset, parser)
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     if "slice" in preset:

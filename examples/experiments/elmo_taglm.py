@@ -49,6 +49,7 @@ from experiment_lib import (
     RUN,
     Job,
     checkpoint_every,
+    device_flags,
     final_metric,
     markdown_table,
     ner_majority_f1,
@@ -543,7 +544,7 @@ def parse_arguments(argv):
     args.seeds = args.seeds or PRESETS[args.preset].get("seeds", [0, 1, 2])
     if args.max_vector_words is None:
         args.max_vector_words = PRESETS[args.preset].get("max_vector_words", 100_000)
-    args.device = [] if args.preset == "gpu" else ["--use_cpu"]
+    args.device = device_flags(args.preset, parser)
     return args
 
 

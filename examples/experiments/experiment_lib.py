@@ -47,6 +47,19 @@ def load_example(name: str):
 RUN = ["--report_to", "none", "--disable_tqdm", "true"]  # every run of the experiments
 
 
+def device_flags(preset: str, parser) -> list[str]:
+    """The device options of every job of a preset: none for "gpu" (the scripts then train on the GPU, in bf16),
+    `--use_cpu` for the others. "gpu" on a machine without one is refused by `parser` now, not by the first job."""
+    if preset != "gpu":
+        return ["--use_cpu"]
+    if not torch.cuda.is_available():
+        parser.error(
+            "--preset gpu trains on a GPU in bf16 and this machine has none (torch.cuda.is_available() is "
+            "False); --preset cpu is the same experiment sized for CPUs"
+        )
+    return []
+
+
 def checkpoint_every(steps: int) -> list[str]:
     """Arguments of a pretraining that saves a checkpoint every `steps` steps (the latest two kept), so that a
     command cut off by a time limit resumes from it when given again."""

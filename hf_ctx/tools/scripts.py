@@ -16,7 +16,7 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -333,6 +333,15 @@ def given_options(argv: list[str] | None) -> set[str]:
         for arg in (sys.argv[1:] if argv is None else argv)
         if arg.startswith("--")
     }
+
+
+def refuse_unused_options(argv: list[str] | None, names: Sequence[str], why: str) -> None:
+    """A ValueError when any of the options `names` is on the command line `argv` (`None`: `sys.argv[1:]`)
+    although this run does not use them, `why` saying why: a setting given and silently ignored."""
+    unused = [f"--{name}" for name in names if name in given_options(argv)]
+    if unused:
+        them = "them" if len(unused) > 1 else "it"
+        raise ValueError(f"{' and '.join(unused)} would do nothing here: {why}; leave {them} out")
 
 
 def apply_learning_rate_default(
