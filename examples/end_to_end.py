@@ -34,7 +34,7 @@ import pretrain_elmo
 import run_ner
 from transformers import AutoConfig, AutoModelForTokenClassification, AutoTokenizer, pipeline
 
-from hf_ctx import WordTokenClassificationPipeline
+from hf_ctx import ElmoConfig, WordTokenClassificationPipeline
 from hf_ctx.data.atomic_write import write_text
 from hf_ctx.data.conll import read_conll
 from hf_ctx.data.files import how_generated, mark_generated
@@ -140,6 +140,7 @@ def main(argv: list[str] | None = None) -> dict:
     """The four stages in the order they run, each printing what it did; their work is in pretrain_elmo.py,
     run_ner.py and hf_ctx."""
     (args,) = scripts.parse_options(ARGUMENT_CLASSES, argv)
+    check_options(args, argv)
     out = Path(args.output_dir)
     if not args.overwrite_output_dir:  # refused now, not after the biLM has trained
         for stage in ("bilm", "tagger"):
@@ -149,6 +150,22 @@ def main(argv: list[str] | None = None) -> dict:
     metrics = train_tagger(args, out, train, validation, test)
     entities = tag_with_the_reloaded_tagger(out / "tagger", args.sentence)
     return {"bilm": bilm_metrics, "tagger": metrics, "entities": entities}
+
+
+def check_options(args: EndToEndArguments, argv: list[str] | None) -> None:
+    """Options the run would ignore are refused (the files of your data without --train_file, the generated data's
+    sizes with it), and --bilm_config is checked as the biLM's config before anything trains."""
+    if args.train_file is None:
+        why = "without --train_file the run generates its data"
+        scripts.refuse_unused_options(argv, ("validation_file", "test_file", "raw_text_file"), why)
+    else:
+        why = "they size the generated data, and --train_file brings yours"
+        scripts.refuse_unused_options(argv, ("num_train_sentences", "num_eval_sentences", "num_raw_sentences"), why)
+    overrides = scripts.parse_config_overrides(args.bilm_config, ElmoConfig, option="--bilm_config")
+    try:
+        ElmoConfig.from_preset("small", **overrides)  # pretrain_elmo.py's default size, which the run keeps
+    except ValueError as error:
+        raise ValueError(f"--bilm_config: {error}") from None
 
 
 def prepare_data(args: EndToEndArguments, out: Path) -> tuple:

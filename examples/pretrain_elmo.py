@@ -184,6 +184,19 @@ def vocabulary_in_words(model_args: ModelArguments, tokenizer, source: str | Non
     return vocabulary_origin(f"{tokenizer.vocab_size:,} words", source, role, asked, made="built")
 
 
+def load_elmo_tokenizer(source: str):
+    """The tokenizer of `source`; a ValueError unless it is an ElmoTokenizer (the biLM reads each word's
+    characters and predicts words of a word vocabulary: a WordPiece tokenizer has neither)."""
+    tokenizer = load_tokenizer(source)
+    if not hasattr(tokenizer, "has_word_vocabulary"):  # not isinstance: a remote-code copy is another class
+        raise ValueError(
+            f"{source} holds a {type(tokenizer).__name__}, not an ElmoTokenizer: the biLM reads each word's "
+            "characters and predicts words. Give an ElmoTokenizer folder (a pretrain_elmo.py output), or leave "
+            "out --tokenizer_name to build the vocabulary from the training text"
+        )
+    return tokenizer
+
+
 def check_same_splitter(tokenizer, source: str, word_splitter: str) -> None:
     """A ValueError when the word vocabulary of `tokenizer` (from `source`) was made by another splitter than
     the one this run splits its text with: its words would not be the text's."""
@@ -204,7 +217,7 @@ def continued_checkpoint(model_args: ModelArguments, config, train_sentences, wo
     vocabulary."""
     source, created = model_args.model_name_or_path, []
     tokenizer_source = vocabulary_source = model_args.tokenizer_name or source
-    tokenizer = load_tokenizer(tokenizer_source)
+    tokenizer = load_elmo_tokenizer(tokenizer_source)
     check_same_splitter(tokenizer, tokenizer_source, word_splitter)
     if tokenizer.has_word_vocabulary:
         refuse_vocabulary_options(argv, tokenizer, tokenizer_source)
@@ -253,13 +266,15 @@ def build_model_and_tokenizer(
     if model_args.model_name_or_path is not None:
         return continued_checkpoint(model_args, continued_config, train_sentences, word_splitter, argv)
     if model_args.tokenizer_name is not None:
-        tokenizer = load_tokenizer(model_args.tokenizer_name)
+        tokenizer = load_elmo_tokenizer(model_args.tokenizer_name)
         check_same_splitter(tokenizer, model_args.tokenizer_name, word_splitter)
         refuse_vocabulary_options(argv, tokenizer, model_args.tokenizer_name)
     else:
         tokenizer = vocabulary_of(train_sentences, model_args, word_splitter)
     overrides = scripts.parse_config_overrides(model_args.config_overrides, ElmoConfig)
-    overrides.setdefault("char_cnn", {}).setdefault("max_characters_per_token", tokenizer.max_characters_per_token)
+    char_cnn = overrides.get("char_cnn")
+    if char_cnn is None or isinstance(char_cnn, dict):  # anything else: refused by the config, naming it
+        overrides["char_cnn"] = {"max_characters_per_token": tokenizer.max_characters_per_token, **(char_cnn or {})}
     config = ElmoConfig.from_preset(
         model_args.model_size,
         vocab_size=tokenizer.vocab_size,

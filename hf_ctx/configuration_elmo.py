@@ -337,6 +337,6 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
         if name not in ELMO_PRESETS:
             raise ValueError(f"unknown ELMo preset {name!r}; choose one of {list(ELMO_PRESETS)}")
         preset = copy.deepcopy(ELMO_PRESETS[name])
-        for section in ("char_cnn", "lstm"):
-            preset[section].update(kwargs.pop(section, None) or {})
+        for section, defaults in (("char_cnn", DEFAULT_CHAR_CNN), ("lstm", DEFAULT_LSTM)):
+            preset[section] = _merge(_merge(defaults, preset[section], section), kwargs.pop(section, None), section)
         return cls(**preset, **kwargs)

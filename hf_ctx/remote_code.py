@@ -55,6 +55,15 @@ def pickle_refusal(path, what: str = "this file", way_on: str = CONVERT_TO_SAFET
     )
 
 
+def damaged_folder_error(folder: str | os.PathLike, damaged: list[str]) -> OSError:
+    """The error for a checkpoint folder whose files `damaged` ("name (reason)", `damaged_files`) are truncated or
+    corrupt."""
+    return OSError(
+        f"cannot load {os.fspath(folder)}: {', '.join(damaged)} is incomplete or corrupt (a save or copy that was "
+        "cut short?); save or copy it again"
+    )
+
+
 def check_no_pickled_weights(folder) -> None:
     """An `OSError` when the local folder `folder` holds its weights only in pickles (`pytorch_model.bin`, ...)
     and none in safetensors: transformers would unpickle them (safely refused by `weights_only`, but in a
@@ -348,10 +357,7 @@ class AutoMapMixin:
                 raise MismatchedSizesError(_mismatch_message(folder, mismatched, changes)) from error
             if not damaged:
                 raise
-            raise OSError(
-                f"cannot load {os.fspath(folder)}: {', '.join(damaged)} is incomplete or corrupt (a save or copy "
-                "that was cut short?); save or copy it again"
-            ) from error
+            raise damaged_folder_error(folder, damaged) from error
         model = loaded[0] if isinstance(loaded, tuple) else loaded  # a tuple with output_loading_info
         check_finite_weights(model.state_dict(), pretrained_model_name_or_path)
         check_saved_tokenizer_fits(model.config, pretrained_model_name_or_path)

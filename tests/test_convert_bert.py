@@ -84,6 +84,33 @@ def test_convert_refuses_missing_or_mismatched_weights_naming_them(tmp_path, dam
     assert not (tmp_path / "out").exists()  # nothing written
 
 
+@pytest.mark.parametrize("damage", ["truncated weights", "vocab_size 0", "heads not dividing the width"])
+def test_convert_refuses_a_damaged_source_in_one_line_naming_the_file(tmp_path, damage):
+    """A truncated model.safetensors (before: safetensors' "incomplete metadata" traceback), a config.json with
+    vocab_size 0 (before: an IndexError traceback) or heads that do not divide hidden_size (transformers' message,
+    naming no file): one error naming the file, nothing written."""
+    import json
+
+    _source_with_tokenizer(tmp_path / "src")
+    src = tmp_path / "src"
+    if damage == "truncated weights":
+        weights = src / "model.safetensors"
+        weights.write_bytes(weights.read_bytes()[:5000])
+        error, message = (
+            OSError,
+            rf"^cannot load {src}: model.safetensors \(its tensors need \d+ bytes, the file has 5000\)",
+        )
+    else:
+        config = json.loads((src / "config.json").read_text())
+        config.update({"vocab_size": 0} if damage == "vocab_size 0" else {"num_attention_heads": 3})
+        (src / "config.json").write_text(json.dumps(config))
+        field = "vocab_size must be a positive integer, got 0" if damage == "vocab_size 0" else "divisible by"
+        error, message = ValueError, rf"^{src / 'config.json'}: .*{field}"
+    with pytest.raises(error, match=message):
+        convert_bert_checkpoint(src, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
 def test_convert_refuses_to_write_over_its_source_or_into_a_file(tmp_path):
     _source_with_tokenizer(tmp_path / "src")
     before = {p.name: p.read_bytes() for p in (tmp_path / "src").iterdir()}

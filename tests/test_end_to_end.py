@@ -5,6 +5,7 @@ import math
 import warnings
 
 import end_to_end
+import pytest
 import torch
 from seqeval.metrics import f1_score
 from transformers import AutoModel, AutoModelForTokenClassification
@@ -80,3 +81,29 @@ def test_end_to_end_example_runs_every_step_with_tiny_sizes(tmp_path, capfd):
     assert f"| test | F1 | {round(results['tagger']['predict_f1'], 4)} |" in tagger_card
     bilm_card = (tmp_path / "bilm" / "README.md").read_text()
     assert "| Trained on | the local files raw.txt, bilm_training_text.txt, generated data |" in bilm_card
+
+
+def test_options_the_run_would_ignore_and_a_bad_bilm_config_are_refused_before_anything_runs(tmp_path):
+    """Your files without --train_file, and the generated data's sizes with it, were silently unused (a binary
+    --raw_text_file was never read, and the run reported F1 on generated data); --bilm_config's sections are
+    checked as the biLM's config, named as --bilm_config (before: a traceback, or --config_overrides named)."""
+    text = tmp_path / "train.txt"
+    text.write_text("EU B-ORG\n")
+    out = str(tmp_path / "run")
+    cases = {
+        r"^--validation_file would do nothing here: without --train_file the run generates its data; leave it out$": [
+            "--validation_file", str(text)
+        ],
+        r"^--test_file and --raw_text_file would do nothing here: without --train_file": [
+            "--test_file", str(text), "--raw_text_file", str(text)
+        ],
+        r"^--num_raw_sentences would do nothing here: they size the generated data, and --train_file brings yours": [
+            "--train_file", str(text), "--validation_file", str(text), "--num_raw_sentences", "5"
+        ],
+        r"^--bilm_config is not valid JSON": ["--bilm_config", "{"],
+        r"^--bilm_config: lstm must be a dict of options \(.*\), got 5$": ["--bilm_config", '{"lstm": 5}'],
+    }  # fmt: skip
+    for message, extra in cases.items():
+        with pytest.raises(ValueError, match=message):
+            end_to_end.main(["--output_dir", out, *extra])
+    assert not (tmp_path / "run").exists()

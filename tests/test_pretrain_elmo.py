@@ -357,3 +357,22 @@ def test_vocabulary_options_are_refused_where_the_vocabulary_is_kept(elmo_run, t
         continued_run(elmo_run, tmp_path, "--vocab_min_count", "2")
     with pytest.raises(ValueError, match=rf"^--vocab_min_count and --vocab_max_size {kept}"):
         continued_run(elmo_run, tmp_path, "--vocab_min_count", "2", "--vocab_max_size", "9")
+
+
+def test_a_wordpiece_tokenizer_and_config_sections_that_are_not_objects_are_refused_in_one_line(tmp_path):
+    """--tokenizer_name of a BERT tokenizer (before: AttributeError 'has_word_vocabulary'), and --config_overrides
+    whose char_cnn or lstm is not an object (before: TypeError or AttributeError tracebacks)."""
+    from tiny_checkpoints import bert_tokenizer
+
+    train = write_corpus(tmp_path / "train.txt", 20, np.random.default_rng(0))
+    bert_tokenizer(tmp_path).save_pretrained(tmp_path / "wordpiece")
+    base = ["--train_file", train, "--cache_dir", str(tmp_path / "cache"), "--do_train", "--max_steps", "1"]
+    base += ["--use_cpu", "--report_to", "none", "--output_dir", str(tmp_path / "run")]
+    with pytest.raises(ValueError, match=r"holds a BertTokenizer, not an ElmoTokenizer: the biLM reads each word's"):
+        pretrain_elmo.main([*base, "--tokenizer_name", str(tmp_path / "wordpiece")])
+    for overrides, message in [
+        ("lstm=5", r"^lstm must be a dict of options \(.*\), got 5$"),
+        ('{"char_cnn": [1, 2]}', r"^char_cnn must be a dict of options \(.*\), got \[1, 2\]$"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            pretrain_elmo.main([*base, "--vocab_min_count", "1", "--config_overrides", overrides])

@@ -18,8 +18,9 @@ import transformers
 from transformers import BertConfig
 
 from .. import modeling_bert
+from ..atomic_files import damaged_files
 from ..configuration_bert import CtxBertConfig
-from ..remote_code import check_finite_weights
+from ..remote_code import check_finite_weights, damaged_folder_error
 from .loading import check_pickle_loads_safely, load_tokenizer
 from .model_card import save_converted_checkpoint
 from .paths import check_no_checkpoint_in, check_output_dir
@@ -188,9 +189,20 @@ def convert_bert_checkpoint(
     if not os.path.isfile(os.path.join(src_dir, "config.json")):
         raise FileNotFoundError(f"{src_dir} has no config.json; expected a transformers BERT checkpoint folder")
     check_output_dir(out_dir, source_dir=src_dir)
-    source_config = BertConfig.from_pretrained(src_dir)
+    config_file = os.path.join(src_dir, "config.json")
+    try:
+        source_config = BertConfig.from_pretrained(src_dir)
+    except ValueError as error:
+        raise ValueError(f"{config_file}: {error}") from None
     if source_config.model_type != "bert":
         raise ValueError(f"{src_dir} holds a {source_config.model_type!r} model, not a transformers BERT")
+    try:
+        target_config = convert_bert_config(source_config)
+    except ValueError as error:
+        raise ValueError(f"{config_file}: {error}") from None
+    damaged = damaged_files(src_dir)
+    if damaged:
+        raise damaged_folder_error(src_dir, damaged)
     architecture = (source_config.architectures or ["BertModel"])[0]
     if architecture not in ARCHITECTURES:
         raise ValueError(f"unsupported architecture {architecture!r}; supported: {sorted(ARCHITECTURES)}")
@@ -202,7 +214,7 @@ def convert_bert_checkpoint(
         )
     source = _load_source(src_dir, architecture)
     target_class = getattr(modeling_bert, ARCHITECTURES[architecture])
-    target = target_class(convert_bert_config(source_config)).eval()
+    target = target_class(target_config).eval()
     state_dict = convert_bert_state_dict(source.state_dict())
     check_finite_weights(state_dict, src_dir)
     if not weights_only:

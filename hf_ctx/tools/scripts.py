@@ -442,10 +442,10 @@ def _split_top_level(text: str) -> list[str]:
     return [item for item in items if item.strip()]
 
 
-def parse_config_overrides(overrides: str | None, config_class=None) -> dict:
-    """The value of `--config_overrides`, the same syntax in every example script, as a dict of config fields;
-    with `config_class`, a field that config has not (a typo, which a config would keep as an unused attribute)
-    is a `ValueError` naming it.
+def parse_config_overrides(overrides: str | None, config_class=None, option: str = "--config_overrides") -> dict:
+    """The value of `--config_overrides` (or of `option`, a script's other name for it), the same syntax in every
+    example script, as a dict of config fields; with `config_class`, a field that config has not (a typo, which a
+    config would keep as an unused attribute) is a `ValueError` naming it.
 
     Two spellings:
     - a JSON object: '{"lstm": {"dim": 512}, "dropout": 0.1}';
@@ -459,7 +459,7 @@ def parse_config_overrides(overrides: str | None, config_class=None) -> dict:
         try:
             parsed = json.loads(text)  # text starting with "{" is an object or no JSON at all
         except json.JSONDecodeError as error:
-            raise ValueError(f"--config_overrides is not valid JSON ({error}): {text!r}") from None
+            raise ValueError(f"{option} is not valid JSON ({error}): {text!r}") from None
     else:
         parsed = _key_value_pairs(text)
     if config_class is not None:
