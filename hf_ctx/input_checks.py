@@ -284,6 +284,13 @@ def check_sentence_length(config, input_ids) -> None:
         )
 
 
+def check_has_words(input_ids: torch.Tensor, model: str) -> None:
+    """A task model's ELMo-encoded input holds at least one word: its RNNs cannot run over none (PyTorch's
+    "Cannot pack empty tensors"). The biLM itself reads an empty sentence (it predicts </S> after <S>)."""
+    if input_ids.shape[1] == 0:
+        raise ValueError(f"input_ids hold no words (shape {tuple(input_ids.shape)}); {model} labels at least one word")
+
+
 def check_character_ids(input_ids, attention_mask, max_characters: int, n_characters: int) -> torch.Tensor:
     """Check ELMo-encoded words (the inputs of ELMo and TagLM) and return the word mask (B, W) as booleans.
 

@@ -31,6 +31,7 @@ from .input_checks import (
     IGNORE_INDEX,
     check_bilm_hidden_states,
     check_gold_tags,
+    check_has_words,
     check_labels_shape,
     check_word_ids,
     elmo_input_mask,
@@ -540,6 +541,7 @@ class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, W, feature_size) task features of each word, and the word mask (B, W)."""
         mask = elmo_input_mask(self.config, input_ids, attention_mask)
+        check_has_words(input_ids, type(self).__name__)
         if bilm_hidden_states is not None:
             if not self.config.freeze_bilm:
                 raise ValueError("bilm_hidden_states replace a frozen biLM's output, but freeze_bilm=False")

@@ -42,6 +42,7 @@ from .input_checks import (
     check_bilm_hidden_states,
     check_character_ids,
     check_gold_tags,
+    check_has_words,
     check_labels_shape,
     check_sentence_length,
     check_word_ids,
@@ -193,8 +194,7 @@ class TagLMPreTrainedModel(
             check_sentence_length(self.bilm.config, input_ids)
             n_characters = min(n_characters, self.bilm.config.char_cnn["n_characters"])
         mask = check_character_ids(input_ids, attention_mask, config.max_characters_per_token, n_characters)
-        if input_ids.shape[1] == 0:
-            raise ValueError(f"input_ids hold no words (shape {tuple(input_ids.shape)}); TagLM tags at least one word")
+        check_has_words(input_ids, "TagLM")
         if input_word_ids is None:
             raise ValueError("TagLM needs input_word_ids (batch, words): use an ElmoTokenizer with a word vocabulary")
         check_word_ids(config, input_word_ids, mask)

@@ -250,6 +250,14 @@ def test_bad_input_is_a_clear_error(batch):
         model(**{**batch, "input_word_ids": words})
     with pytest.raises(ValueError, match="integer"):
         model(input_ids=batch["input_ids"].float())
+    # An empty sentence (ElmoTokenizer([""])): the biLM reads it (it predicts </S>), a task head refuses it (before:
+    # PyTorch's "Cannot pack empty tensors").
+    empty = torch.zeros(1, 0, 50, dtype=torch.long)
+    for head in (ElmoForTokenClassification, ElmoForSequenceClassification):
+        with pytest.raises(
+            ValueError, match=rf"^input_ids hold no words \(shape \(1, 0, 50\)\); {head.__name__} labels"
+        ):
+            head(tiny_config(num_labels=2))(input_ids=empty)
 
 
 def test_auto_classes_round_trip(tmp_path, tokenizer, batch):
