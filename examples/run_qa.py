@@ -242,6 +242,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         ignored_together=IGNORED_TOGETHER,
     )
     scripts.apply_gpu_defaults(training_args, argv)
+    scripts.check_trained_for_the_task(model_args, training_args, "question answering", "ForQuestionAnswering")
 
     wanted = {"train": training_args.do_train, "validation": training_args.do_eval, "test": training_args.do_predict}
     files = {"train": data_args.train_file, "validation": data_args.validation_file, "test": data_args.test_file}

@@ -137,6 +137,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = scripts.parse_args_and_set_up(
         ARGUMENT_CLASSES, argv, logger, ignored_together=IGNORED_TOGETHER
     )
+    scripts.check_trained_for_the_task(model_args, training_args, "multiple choice", "ForMultipleChoice")
     columns = data_args.columns()
     files = {
         "train": data_args.train_file if training_args.do_train else None,

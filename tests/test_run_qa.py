@@ -485,3 +485,27 @@ def test_a_failure_after_training_keeps_the_model_and_says_so(setup, tmp_path, m
     run(setup, tmp_path / "again", "--test_file", str(root / "dev.json"), "--do_predict", model=out)
     answers = json.loads((tmp_path / "again" / "predict_predictions.json").read_text())
     assert sorted(answers) == sorted(f"d{i}" for i in range(40))  # the saved model answers every question
+
+
+def test_evaluating_a_model_not_fine_tuned_for_the_task_is_refused(setup, tmp_path):
+    """--do_eval without --do_train on a pretrained model (no answer head): before, the head got random weights and
+    its exact match and F1 were reported as the model's, exit 0. Refused, naming the architecture; run_swag.py
+    (multiple choice) the same way."""
+    from types import SimpleNamespace
+
+    from hf_ctx import CtxBertForMaskedLM
+    from hf_ctx.tools import scripts
+
+    root, _ = setup
+    tokenizer = AutoTokenizer.from_pretrained(root / "tokenizer")
+    CtxBertForMaskedLM(CtxBertConfig(vocab_size=len(tokenizer), **TINY_BERT)).save_pretrained(tmp_path / "mlm")
+    tokenizer.save_pretrained(tmp_path / "mlm")
+    named = r"is not fine-tuned for question answering \(its config.json names CtxBertForMaskedLM\)"
+    with pytest.raises(ValueError, match=rf"^{tmp_path / 'mlm'} {named}: without --do_train"):
+        run(setup, tmp_path / "out", "--do_eval", model=tmp_path / "mlm")
+    model_args = SimpleNamespace(model_name_or_path=str(tmp_path / "mlm"), cache_dir=None)
+    with pytest.raises(ValueError, match=r"is not fine-tuned for multiple choice \(its config.json names CtxBert"):
+        scripts.check_trained_for_the_task(
+            model_args, SimpleNamespace(do_train=False), "multiple choice", "ForMultipleChoice"
+        )
+    scripts.check_trained_for_the_task(model_args, SimpleNamespace(do_train=True), "multiple choice", "Choice")

@@ -313,6 +313,22 @@ def keep_first_examples(raw: Mapping[str, datasets.Dataset], data_args) -> tuple
     return datasets.DatasetDict(kept), available
 
 
+def check_trained_for_the_task(model_args: "ModelBuildingArguments", training_args, task: str, head: str) -> None:
+    """A run that evaluates or predicts without training (no --do_train) needs a --model_name_or_path fine-tuned
+    for this `task` (its config.json names an architecture ending in `head`, e.g. "ForQuestionAnswering"); a
+    pretrained model would get a head of random weights, whose scores would be reported as the model's."""
+    if training_args.do_train or model_args.model_name_or_path is None:
+        return
+    config = transformers.AutoConfig.from_pretrained(model_args.model_name_or_path, cache_dir=model_args.cache_dir)
+    architectures = config.architectures or []
+    if not any(name.endswith(head) for name in architectures):
+        raise ValueError(
+            f"{model_args.model_name_or_path} is not fine-tuned for {task} (its config.json names "
+            f"{', '.join(architectures) or 'no architecture'}): without --do_train its answers would come from a "
+            "head of random weights. Add --do_train and --train_file to train one, or give a fine-tuned model"
+        )
+
+
 def fine_tuning_tokenizer(model_args: "ModelBuildingArguments"):
     """The tokenizer a fine-tuning script reads with: `--tokenizer_name`, else `--model_name_or_path`'s; else (a
     new model) its family's own where it needs no training text (ELMo's character ids)."""
