@@ -77,6 +77,14 @@ def test_wrong_dimension_names_both_sizes(tmp_path):
         load_word_vectors(nn.Embedding(len(VOCABULARY), 8), bad, VOCABULARY)
     with pytest.raises(FileNotFoundError, match="word vectors not found"):
         load_word_vectors(nn.Embedding(len(VOCABULARY), 8), tmp_path / "missing.txt", VOCABULARY)
+    # A value that is not finite: before, read as is, and the run stopped at step 1 as "training diverged",
+    # blaming the learning rate.
+    for value in ("nan", "-inf", "1e39"):
+        text.write_text(f"cat 1 2 3 4 5\nthe 1 2 {value} 4 5\n")
+        with pytest.raises(
+            ValueError, match=rf"glove\.txt:2: the vector of 'the' holds '{value}', not a finite number"
+        ):
+            load_word_vectors(nn.Embedding(len(VOCABULARY), 5), text, VOCABULARY)
 
 
 def test_the_installed_glove_package_by_keyword():

@@ -108,9 +108,15 @@ def _read_text(path: Path, wanted: set[str] | None) -> Iterator[tuple[str, np.nd
                 )
             if wanted is None or fields[0] in wanted:
                 try:
-                    yield fields[0], np.array(fields[1:], dtype=np.float32)
+                    vector = np.array(fields[1:], dtype=np.float32)
                 except ValueError:
                     raise ValueError(f"{path}:{line_number}: not a number in the vector of {fields[0]!r}") from None
+                if not np.isfinite(vector).all():  # NaN, inf, or a number beyond float32 (1e39)
+                    raise ValueError(
+                        f"{path}:{line_number}: the vector of {fields[0]!r} holds {fields[1 + int(np.argmin(np.isfinite(vector)))]!r}, "
+                        "not a finite number"
+                    )
+                yield fields[0], vector
     if dim is None:
         raise ValueError(f"{path} holds no word vectors")
 
