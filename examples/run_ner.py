@@ -334,7 +334,14 @@ def _scheme_of(tags, tag_scheme: str) -> str:
     return "plain" if tag_schemes.tag_set_kind(tags) == "plain" else tag_scheme
 
 
-def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
+def refuse_vocabulary_options(argv: list[str] | None, source: str) -> None:
+    """--word_min_count and --vocab_size size a vocabulary built from the training words: refused on the command
+    line `argv` where the tagger's tokenizer is that of `source` (a checkpoint, a biLM, --tokenizer_name)."""
+    why = f"they size a vocabulary built from the training words, and this tagger's tokenizer is {source}'s"
+    scripts.refuse_unused_options(argv, ("word_min_count", "vocab_size"), why)
+
+
+def build_tagger(model_args, data_args, labels: list[str], data, scheme: str, argv: list[str] | None = None):
     """(model, tokenizer, family record, checkpoint it was loaded from) for the arguments: a checkpoint (a finished
     tagger, a pretrained BERT or ELMo), or a new tagger of `--model_type` built as its family's record says."""
     label_fields = {"id2label": dict(enumerate(labels)), "label2id": {label: i for i, label in enumerate(labels)}}
@@ -363,8 +370,10 @@ def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
         overrides = scripts.parse_config_overrides(model_args.config_overrides, type(config))
         if family is not None and found is not family:
             raise ValueError(f"{checkpoint} is not an hf_ctx {family.name} checkpoint")
-        tokenizer = load_tokenizer(model_args.tokenizer_name or checkpoint)
-        check_tokenizer_fits(config, tokenizer, data_args.max_seq_length, model_args.tokenizer_name or checkpoint)
+        source = model_args.tokenizer_name or checkpoint
+        refuse_vocabulary_options(argv, source)
+        tokenizer = load_tokenizer(source)
+        check_tokenizer_fits(config, tokenizer, data_args.max_seq_length, source)
         model = AutoModelForTokenClassification.from_pretrained(
             checkpoint,
             num_labels=len(labels),
@@ -390,6 +399,7 @@ def build_tagger(model_args, data_args, labels: list[str], data, scheme: str):
         )
         source = None
     else:
+        refuse_vocabulary_options(argv, source)
         tokenizer = load_tokenizer(source)
     # This script's options that set a field of a new tagger's config, where its family's config has one (TagLM's).
     tagger_fields = {
@@ -511,7 +521,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     for split in tagged:
         conll.check_labels(data[split], label2id, split, label_column)
     callbacks = early_stopping(model_args, training_args)
-    model, tokenizer, family, checkpoint = build_tagger(model_args, data_args, labels, data, scheme)
+    model, tokenizer, family, checkpoint = build_tagger(model_args, data_args, labels, data, scheme, argv)
     new_model = model_args.model_name_or_path is None  # random weights: the rate of a model from scratch
     scripts.apply_learning_rate_default(training_args, argv, model.config, "token_classification", new_model)
     # On a GPU: length-grouped batches, and the family's own defaults (TagLM's larger batches).

@@ -388,6 +388,19 @@ def test_a_new_bert_tagger_refuses_what_it_cannot_use(corpus, bilm, tmp_path, op
         )
 
 
+@pytest.mark.parametrize("option", [["--word_min_count", "100000"], ["--vocab_size", "50"]])
+def test_vocabulary_options_are_refused_where_the_tokenizer_is_the_bilms(corpus, bilm, tmp_path, option):
+    """A TagLM on a biLM (no --word_vectors) takes the biLM's tokenizer: --word_min_count 100000 trained a tagger
+    with the same vocabulary as without it, silently; now refused, naming whose tokenizer it is."""
+    with pytest.raises(
+        ValueError, match=rf"^{option[0]} would do nothing here: .*tokenizer is {bilm}'s; leave it out$"
+    ):
+        run_ner.main(
+            ["--model_type", "taglm", "--bilm_name_or_path", str(bilm), "--train_file", str(corpus["train"])]
+            + ["--do_train", *option, "--output_dir", str(tmp_path / "out"), *COMMON]
+        )
+
+
 def test_a_new_elmo_tagger_needs_its_bilm(corpus, tmp_path):
     """A new ELMo tagger is its biLM checkpoint with a new head (`bilm_use="starts_from"`): without one, an error."""
     with pytest.raises(ValueError, match="--model_type elmo needs --bilm_name_or_path"):
