@@ -107,6 +107,35 @@ def test_a_run_at_learning_rate_10_stops_in_one_line_keeping_its_checkpoint(task
     assert not (out / "model.safetensors").exists()
 
 
+def test_an_unknown_metric_for_best_model_and_another_models_checkpoint_are_one_line(task, tmp_path, capsys):
+    """--metric_for_best_model that the evaluation does not report (before: transformers' KeyError traceback at
+    the first evaluation), and --resume_from_checkpoint of a checkpoint of another shape (before: PyTorch's
+    state-dict traceback): one line each, naming what the evaluation reports / the first mismatched weight."""
+    best = ["--do_eval", "--validation_file", str(task["validation"]), "--eval_strategy", "steps", "--eval_steps", "1"]
+    best += ["--load_best_model_at_end", "--metric_for_best_model", "bogus", "--max_steps", "2"]
+    with pytest.raises(SystemExit):
+        run_script(scripts_main(), arguments(task, tmp_path / "best", *best))
+    [line] = error_lines(capsys.readouterr().err)
+    assert line == (
+        "error: --metric_for_best_model bogus: the evaluation at step 1 reports no eval_bogus; it reports accuracy, loss"
+    )
+    saved = ["--max_steps", "1", "--save_strategy", "steps", "--save_steps", "1"]
+    run_script(scripts_main(), arguments(task, tmp_path / "tiny", *saved))
+    wider = ["--config_overrides", "hidden_size=32,intermediate_size=64", "--max_steps", "2"]
+    checkpoint = tmp_path / "tiny" / "checkpoint-1"
+    with pytest.raises(SystemExit):
+        run_script(
+            scripts_main(), arguments(task, tmp_path / "wide", *wider, "--resume_from_checkpoint", str(checkpoint))
+        )
+    [line] = error_lines(capsys.readouterr().err)
+    assert line.startswith(
+        f"error: --resume_from_checkpoint {checkpoint}: its weights do not fit this run's model (size"
+    )
+    assert line.endswith(
+        "it was saved by another model or task. Resume from a checkpoint of this run, or start it without --resume_from_checkpoint"
+    )
+
+
 def scripts_main():
     import run_glue
 

@@ -802,6 +802,37 @@ class CtxTrainer(Trainer):
             logs["train_loss"] *= self.state.global_step / trained
         super().log(logs, *args, **kwargs)
 
+    def _determine_best_metric(self, metrics: dict, trial) -> bool:
+        """`Trainer._determine_best_metric`; a --metric_for_best_model that the evaluation does not report is a
+        ValueError naming the ones it does (transformers raises a KeyError, which ends in a traceback)."""
+        name = self.args.metric_for_best_model
+        key = name if name is None or name.startswith("eval_") else f"eval_{name}"
+        if key is not None and key not in metrics:
+            timings = ("runtime", "samples_per_second", "steps_per_second")
+            reported = ", ".join(
+                sorted(k.removeprefix("eval_") for k in metrics if k.startswith("eval_") and not k.endswith(timings))
+            )
+            raise ValueError(
+                f"--metric_for_best_model {name}: the evaluation at step {self.state.global_step} reports no {key}; "
+                f"it reports {reported}"
+            )
+        return super()._determine_best_metric(metrics, trial)
+
+    def _load_from_checkpoint(self, resume_from_checkpoint: str, model=None) -> None:
+        """`Trainer._load_from_checkpoint`; weights of another shape than this run's model (a checkpoint of another
+        model or task) are a ValueError naming the first, not PyTorch's state-dict traceback."""
+        try:
+            super()._load_from_checkpoint(resume_from_checkpoint, model)
+        except RuntimeError as error:
+            mismatch = next((line.strip() for line in str(error).splitlines() if "size mismatch" in line), None)
+            if mismatch is None:
+                raise
+            raise ValueError(
+                f"--resume_from_checkpoint {resume_from_checkpoint}: its weights do not fit this run's model "
+                f"({mismatch}): it was saved by another model or task. Resume from a checkpoint of this run, or "
+                "start it without --resume_from_checkpoint"
+            ) from None
+
     def evaluate(self, *args, **kwargs):
         if self.cpu_threads is not None:
             self.cpu_threads.update(wait=True, activity="evaluating")
