@@ -81,7 +81,9 @@ def read_squad_file(path: str | Path, answers_required: bool = True) -> dict[str
 def check_questions(rows: dict[str, list] | Dataset, source, version_2_with_negative: bool | None = None) -> None:
     """Refuse what cannot be trained on or scored, naming `source` and the question id: a question id seen
     twice, an answer whose text is empty (or blanks only) or whose `answer_start` does not point at its text, and
-    (when `version_2_with_negative` is False) a question without an answer."""
+    (when `version_2_with_negative` is False) a question without an answer; and no questions at all."""
+    if len(rows["id"]) == 0:  # else a training run fails on a missing column, an evaluation after training
+        raise ValueError(f"{source} holds no questions (a SQuAD file is one JSON object {SQUAD_LAYOUT})")
     seen = set()
     for qid, context, answers in zip(rows["id"], rows["context"], rows["answers"]):
         if qid in seen:
