@@ -50,6 +50,7 @@ from hf_ctx.data.pretraining import (
     compute_pretraining_metrics,
     load_pretokenized,
     preprocess_pretraining_logits,
+    pretokenized_info_file,
     train_tokenizer_on_corpus,
 )
 from hf_ctx.data.subsets import first_examples, hold_out_validation, shuffled_stream
@@ -283,6 +284,7 @@ def documents_and_tokenizer(model_args, data_args, training_args):
     whose examples are read as they were saved."""
     if data_args.pretokenized_dir is not None:
         check_pretokenized_arguments(model_args, data_args)
+        pretokenized_info_file(data_args.pretokenized_dir)  # before its tokenizer, whose error would not say so
         return None, None, None, load_tokenizer(data_args.pretokenized_dir)
     train_documents, validation_documents, text_column = load_documents(
         data_args, training_args.seed, data_args.preprocessing_num_workers

@@ -50,9 +50,10 @@ def write_corpus(path, num_documents, rng):
     return str(path)
 
 
-def common_args(corpus, output_dir):
+def common_args(corpus, output_dir, tokenizer=None):
     # No dropout, so that one process and two processes compute the same function. The validation file only where
-    # a test evaluates (`with_validation`): a run that does not evaluate refuses one.
+    # a test evaluates (`with_validation`): a run that does not evaluate refuses one. A tokenizer trained here of
+    # 120 pieces, or `tokenizer`'s folder.
     return [
         "--train_file",
         corpus["train"],
@@ -60,8 +61,7 @@ def common_args(corpus, output_dir):
         corpus["cache"],
         "--model_size",
         "tiny",
-        "--vocab_size",
-        "120",
+        *(["--vocab_size", "120"] if tokenizer is None else ["--tokenizer_name", str(tokenizer)]),
         "--max_seq_length",
         "32",
         "--config_overrides",
@@ -191,7 +191,7 @@ def test_push_to_hub_uploads_the_checkpoints_and_at_the_end_the_model_and_its_ca
     """--push_to_hub --hub_strategy every_save, to the Hub over HTTP: checkpoint pushes while training, then one at
     the end; the repository ends with what save_pretrained wrote and the card, without training state."""
     output_dir, _ = single_run
-    args = common_args(corpus, tmp_path) + [
+    args = common_args(corpus, tmp_path, tokenizer=output_dir) + [
         "--max_steps",
         "2",
         "--per_device_train_batch_size",
@@ -200,8 +200,6 @@ def test_push_to_hub_uploads_the_checkpoints_and_at_the_end_the_model_and_its_ca
         "steps",
         "--save_steps",
         "1",
-        "--tokenizer_name",
-        str(output_dir),
         "--push_to_hub",
         "--hub_model_id",
         "me/bert-tiny",
@@ -262,13 +260,11 @@ def test_two_cpu_processes_train_like_one_with_the_same_global_batch(single_run,
     masks moves the loss by several percent a step here.
     """
     output_dir, _ = single_run
-    args = common_args(corpus, tmp_path) + [
+    args = common_args(corpus, tmp_path, tokenizer=output_dir) + [
         "--per_device_train_batch_size",
         "4",
         "--save_strategy",
         "no",
-        "--tokenizer_name",
-        str(output_dir),
         *("--validation_file", corpus["valid"], "--do_eval"),  # as the one-process run (evaluated at its end)
     ]
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(EXAMPLE)]
@@ -476,11 +472,13 @@ def test_pretokenized_examples_train_exactly_as_the_text_they_came_from(single_r
         "add": ["--pretokenized_dir", str(tmp_path / "ids")],
     }
     assert run(tmp_path / "ids_run", ids) == run(tmp_path / "text_run", text)
+    args = common_args(corpus, tmp_path / "refused")
+    del args[args.index("--vocab_size") : args.index("--vocab_size") + 2]  # refused with a tokenizer brought
     with pytest.raises(ValueError, match="--pretokenized_dir brings the text and its tokenizer: drop --train_file"):
-        pretrain_bert.main(
-            common_args(corpus, tmp_path / "refused")
-            + ["--objective", "mlm", "--pretokenized_dir", str(tmp_path / "ids")]
-        )
+        pretrain_bert.main([*args, "--objective", "mlm", "--pretokenized_dir", str(tmp_path / "ids")])
+    (tmp_path / "empty").mkdir()  # before: the tokenizer's "sentencepiece or tiktoken" error, naming no file
+    with pytest.raises(FileNotFoundError, match=r"pretokenized.json not found: .*empty is not a pre-tokenized corpus"):
+        pretrain_bert.main([*args[2:], "--objective", "mlm", "--pretokenized_dir", str(tmp_path / "empty")])
 
 
 # --- continued pretraining on a task's own text --------------------------------------------------------------

@@ -482,11 +482,17 @@ def save_pretokenized(
     return summary
 
 
-def load_pretokenized(folder: str | os.PathLike, split: str, max_seq_length: int) -> Dataset:
-    """One split of a corpus `save_pretokenized` wrote, checked to be packed to `max_seq_length`."""
+def pretokenized_info_file(folder: str | os.PathLike) -> str:
+    """The `pretokenized.json` of `folder`; a FileNotFoundError when there is none (not a pre-tokenized corpus)."""
     path = os.path.join(folder, PRETOKENIZED_INFO)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path} not found: {folder} is not a pre-tokenized corpus (save_pretokenized)")
+    return path
+
+
+def load_pretokenized(folder: str | os.PathLike, split: str, max_seq_length: int) -> Dataset:
+    """One split of a corpus `save_pretokenized` wrote, checked to be packed to `max_seq_length`."""
+    path = pretokenized_info_file(folder)
     with open(path, encoding="utf-8") as f:
         info = json.load(f)
     if info.get("max_seq_length") != max_seq_length:
