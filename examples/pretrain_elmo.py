@@ -51,6 +51,7 @@ from hf_ctx.data.subsets import first_examples, hold_out_validation, shuffled_st
 from hf_ctx.tools import hub, scripts
 from hf_ctx.tools import option_kinds as kinds
 from hf_ctx.tools.errors import run_script
+from hf_ctx.tools.families import is_elmo_tokenizer
 from hf_ctx.tools.loading import load_pretraining_config, load_pretraining_model, load_tokenizer
 from hf_ctx.tools.model_card import vocabulary_origin
 from hf_ctx.tools.trainer import CtxTrainer, CtxTrainingArguments
@@ -188,7 +189,7 @@ def load_elmo_tokenizer(source: str):
     """The tokenizer of `source`; a ValueError unless it is an ElmoTokenizer (the biLM reads each word's
     characters and predicts words of a word vocabulary: a WordPiece tokenizer has neither)."""
     tokenizer = load_tokenizer(source)
-    if not hasattr(tokenizer, "has_word_vocabulary"):  # not isinstance: a remote-code copy is another class
+    if not is_elmo_tokenizer(tokenizer):
         raise ValueError(
             f"{source} holds a {type(tokenizer).__name__}, not an ElmoTokenizer: the biLM reads each word's "
             "characters and predicts words. Give an ElmoTokenizer folder (a pretrain_elmo.py output), or leave "

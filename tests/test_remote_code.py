@@ -287,3 +287,18 @@ def test_a_new_label_count_names_ignore_mismatched_sizes_and_the_flag_keeps_the_
     assert loaded.config.num_labels == 3 and loaded.classifier.weight.shape[0] == 3
     saved = model.state_dict()
     assert all(torch.equal(t, saved[n]) for n, t in loaded.state_dict().items() if not n.startswith("classifier."))
+
+
+def test_a_remote_code_copy_of_the_elmo_tokenizer_is_an_elmo_tokenizer_to_the_family_checks():
+    """With trust_remote_code=True and hf_ctx installed, the tokenizer is the checkpoint's copy of ElmoTokenizer,
+    another class of the same name: TagLM's word-level pipeline refused it ("needs an ElmoTokenizer ...; got
+    ElmoTokenizer"). The family checks go by the class name."""
+    from hf_ctx import ElmoTokenizer
+    from hf_ctx.tools import families
+
+    copy = type("ElmoTokenizer", (), {"has_word_vocabulary": True})()  # not a subclass of hf_ctx's
+    assert families.is_elmo_tokenizer(copy) and families.is_elmo_tokenizer(ElmoTokenizer())
+    families._check_word_vocabulary(copy, "remote")
+    families._check_reads_characters(copy, "remote")
+    with pytest.raises(ValueError, match=r"holds a BertTokenizer"):
+        families._check_reads_characters(type("BertTokenizer", (), {})(), "folder")

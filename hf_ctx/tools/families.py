@@ -183,15 +183,21 @@ def _characters_only():
     return ElmoTokenizer()
 
 
+def is_elmo_tokenizer(tokenizer) -> bool:
+    """Whether `tokenizer` is an ElmoTokenizer: hf_ctx's class, or the copy a checkpoint's remote code loaded
+    (`trust_remote_code=True`), which is another class of the same name."""
+    return any(cls.__name__ == ElmoTokenizer.__name__ for cls in type(tokenizer).__mro__)
+
+
 def _check_reads_characters(tokenizer, source) -> None:
-    if not isinstance(tokenizer, ElmoTokenizer):
+    if not is_elmo_tokenizer(tokenizer):
         raise ValueError(
             f"an ELMo model reads ElmoTokenizer's character ids; {source} holds a {type(tokenizer).__name__}"
         )
 
 
 def _check_word_vocabulary(tokenizer, source) -> None:
-    if not isinstance(tokenizer, ElmoTokenizer) or not tokenizer.has_word_vocabulary:
+    if not is_elmo_tokenizer(tokenizer) or not tokenizer.has_word_vocabulary:
         raise ValueError(
             "TagLM needs an ElmoTokenizer with a word vocabulary (the biLM's, or built from the "
             f"training words); got {type(tokenizer).__name__}"
