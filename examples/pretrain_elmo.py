@@ -169,7 +169,13 @@ def sentences(lines, data_args: DataArguments, limit: int | None):
 def vocabulary_of(train_sentences, model_args: ModelArguments, word_splitter: str, max_characters_per_token: int = 50):
     """An ElmoTokenizer whose word vocabulary is built from the training sentences (--vocab_min_count,
     --vocab_max_size), which records the splitter that made their words."""
-    vocabulary = build_vocabulary(count_words(train_sentences), model_args.vocab_min_count, model_args.vocab_max_size)
+    counts = count_words(train_sentences)
+    vocabulary = build_vocabulary(counts, model_args.vocab_min_count, model_args.vocab_max_size)
+    if len(vocabulary) == 3:  # <S>, </S>, <UNK> only: a biLM that predicts <UNK> for every word
+        raise ValueError(
+            f"--vocab_min_count {model_args.vocab_min_count:,}: no word of the training text is seen that often (the "
+            f"most frequent, {max(counts.values(), default=0):,} times), so every word would be <UNK>; lower it"
+        )
     return ElmoTokenizer(
         vocab=vocabulary, max_characters_per_token=max_characters_per_token, word_splitter=word_splitter
     )
@@ -317,6 +323,12 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     model, tokenizer, created, vocabulary = build_model_and_tokenizer(
         model_args, train_sentences, data_args.word_splitter, continued_config, argv
     )
+    sampled = model.config.num_sampled
+    if sampled and sampled >= tokenizer.vocab_size:
+        raise ValueError(
+            f"--num_sampled {sampled:,} is not below the vocabulary's {tokenizer.vocab_size:,} words: the sampled "
+            "softmax would cost more than the full one it approximates; give fewer, or 0 for the full softmax"
+        )
     new_model = model_args.model_name_or_path is None  # from scratch (a resumed run too, as it started)
     scripts.apply_learning_rate_default(training_args, argv, model.config, "pretraining", new_model)
     if data_args.streaming and training_args.do_train:

@@ -376,3 +376,16 @@ def test_a_wordpiece_tokenizer_and_config_sections_that_are_not_objects_are_refu
     ]:
         with pytest.raises(ValueError, match=message):
             pretrain_elmo.main([*base, "--vocab_min_count", "1", "--config_overrides", overrides])
+
+
+def test_a_vocabulary_of_only_unk_and_more_samples_than_words_are_refused(tmp_path):
+    """--vocab_min_count above every word's count trained a biLM of 3 words (<S>, </S>, <UNK>) that predicts <UNK>
+    for every word, and --num_sampled at or above the vocabulary's size a sampled softmax dearer than the full one:
+    both silently, exit 0; now one line each."""
+    train = write_corpus(tmp_path / "train.txt", 20, np.random.default_rng(0))
+    base = ["--train_file", train, "--cache_dir", str(tmp_path / "cache"), "--do_train", "--max_steps", "1"]
+    base += ["--use_cpu", "--report_to", "none", "--output_dir", str(tmp_path / "run")]
+    with pytest.raises(ValueError, match=r"^--vocab_min_count 1,000,000: no word of the training text is seen that"):
+        pretrain_elmo.main([*base, "--vocab_min_count", "1000000"])
+    with pytest.raises(ValueError, match=r"^--num_sampled 100,000 is not below the vocabulary's \d+ words"):
+        pretrain_elmo.main([*base, "--vocab_min_count", "1", "--num_sampled", "100000"])
