@@ -223,6 +223,10 @@ def test_files_that_do_not_fit_are_clear_errors(tmp_path):
     (tmp_path / "options.json").write_text(json.dumps(options))
     with pytest.raises(ValueError, match=r"W_0 has shape \(12, 48\), expected \(12, 40\)"):
         convert_elmo_checkpoint(tmp_path / "options.json", tmp_path / "weights.hdf5", tmp_path / "out")
+    options["lstm"]["dim"], options["char_cnn"]["n_characters"] = 16, 10  # before: replaced by 262 in silence
+    (tmp_path / "options.json").write_text(json.dumps(options))
+    with pytest.raises(ValueError, match=r"options\.json: char_cnn.n_characters is 10; bilm-tf's character encoding"):
+        convert_elmo_checkpoint(tmp_path / "options.json", tmp_path / "weights.hdf5", tmp_path / "out")
     (tmp_path / "options.json").write_text("{not json")
     with pytest.raises(ValueError, match=r"options\.json: not JSON .*expected bilm-tf.s JSON options file"):
         convert_elmo_checkpoint(tmp_path / "options.json", tmp_path / "weights.hdf5", tmp_path / "out")

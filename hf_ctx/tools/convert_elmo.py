@@ -70,6 +70,12 @@ def elmo_config_from_options(options: dict, source: str = "options.json") -> Elm
     filters = _value(cnn, "char_cnn.filters", source)
     if not isinstance(filters, list) or not all(isinstance(f, list) and len(f) == 2 for f in filters):
         raise ValueError(f"{source}: char_cnn.filters must be a list of [width, count] pairs, got {filters!r}")
+    given_characters = cnn.get("n_characters", N_CHARACTERS - 1)
+    if given_characters not in (N_CHARACTERS - 1, N_CHARACTERS):  # before: replaced by 262 in silence
+        raise ValueError(
+            f"{source}: char_cnn.n_characters is {given_characters!r}; bilm-tf's character encoding has "
+            f"{N_CHARACTERS - 1} ids ({N_CHARACTERS} with the padding id), the only one ELMo's weights read"
+        )
     char_cnn = {
         "activation": _value(cnn, "char_cnn.activation", source),
         "embedding": {"dim": _value(_section(cnn, "char_cnn.embedding", source), "char_cnn.embedding.dim", source)},
