@@ -177,8 +177,11 @@ def test_a_squad_file_with_half_a_surrogate_pair_is_named_before_any_tokenizer_s
     path.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [{"context": context, "qas": [qa]}]}]}))
     with pytest.raises(ValueError, match=rf"^{path}: the text 'the caf\\udce9 sat' holds half of a UTF-16 surrogate"):
         read_squad_file(path)
-    path.write_text(json.dumps({"data": []}).replace("[]", '[{"title": "\\ud83d\\ude00", "paragraphs": []}]'))
-    assert read_squad_file(path)["id"] == []  # a whole pair (an emoji) is a character
+    paragraphs = [{"context": "the cat sat", "qas": [{**qa, "answers": [{"text": "sat", "answer_start": 8}]}]}]
+    path.write_text(
+        json.dumps({"data": [{"title": "TITLE", "paragraphs": paragraphs}]}).replace("TITLE", "\\ud83d\\ude00")
+    )
+    assert read_squad_file(path)["title"] == ["\U0001f600"]  # a whole pair (an emoji) is a character
 
 
 def edit_vocab(change):

@@ -219,8 +219,6 @@ def test_resuming_from_the_latest_checkpoint_skips_an_incomplete_one(checkpoints
     from pathlib import Path
     from unittest import mock
 
-    from transformers import Trainer
-
     from hf_ctx.tools.trainer import CtxTrainer, resolve_resume_checkpoint
 
     output_dir = tmp_path / "run"
@@ -248,7 +246,7 @@ def test_resuming_from_the_latest_checkpoint_skips_an_incomplete_one(checkpoints
         train_dataset=checkpoints.train_dataset,
         processing_class=checkpoints.processing_class,
     )
-    with mock.patch.object(Trainer, "_load_from_checkpoint", wraps=trainer._load_from_checkpoint) as load:
+    with mock.patch.object(CtxTrainer, "_load_from_checkpoint", wraps=trainer._load_from_checkpoint) as load:
         trainer.train(resume_from_checkpoint="latest")
     assert load.call_args.args[0] == str(output_dir / "checkpoint-1") and trainer.state.global_step == 2
 
