@@ -268,10 +268,14 @@ def test_the_gpu_preset_without_a_gpu_stops_before_any_job_in_one_line(experimen
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     out = tmp_path / "run"
     script = {"elmo_taglm": elmo_taglm, "bert_glue_conll": bert_glue_conll}[experiment]
+    argv = ["--preset", "gpu", "--data_dir", str(tmp_path), "--output_dir", str(out)]
+    if experiment == "elmo_taglm":  # a vectors file: the default keyword needs the glove extra, checked first
+        (tmp_path / "vectors.txt").write_text("the 0.1 0.2\n")
+        argv += ["--word_vectors", str(tmp_path / "vectors.txt")]
     with pytest.raises(
         ValueError, match=r"--preset gpu trains on a GPU in bf16 and this machine has none .*--preset cpu"
     ):
-        script.main(["--preset", "gpu", "--data_dir", str(tmp_path), "--output_dir", str(out)])
+        script.main(argv)
     assert not out.exists()
 
 
