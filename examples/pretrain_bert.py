@@ -64,10 +64,10 @@ from hf_ctx.tools.model_card import vocabulary_origin
 from hf_ctx.tools.trainer import CtxTrainer, CtxTrainingArguments, resolve_resume_checkpoint
 
 logger = logging.getLogger(__name__)
-# (argument, argument it makes the script ignore): refused together.
 # The options of the WordPiece tokenizer trained here: refused where the tokenizer comes from elsewhere (a resumed
 # run's command gives them again, and its checkpoint holds the tokenizer they made: not refused).
 TOKENIZER_TRAINING_OPTIONS = ("vocab_size", "lowercase", "tokenizer_train_samples")
+# (argument, argument it makes the script ignore): refused together.
 IGNORED_TOGETHER = [
     ("model_name_or_path", "config_name"),
     ("model_name_or_path", "config_overrides"),

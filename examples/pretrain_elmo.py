@@ -216,6 +216,13 @@ def check_same_splitter(tokenizer, source: str, word_splitter: str) -> None:
         )
 
 
+def refuse_vocabulary_options(argv, tokenizer, source: str) -> None:
+    """--vocab_min_count and --vocab_max_size build a vocabulary: refused on the command line `argv` where the run
+    takes `tokenizer`'s, from `source`."""
+    why = f"they build the word vocabulary, and this run keeps the {tokenizer.vocab_size:,} words of {source}"
+    scripts.refuse_unused_options(argv, ("vocab_min_count", "vocab_max_size"), why)
+
+
 def continued_checkpoint(model_args: ModelArguments, config, train_sentences, word_splitter: str, argv=None):
     """(the biLM of --model_name_or_path with its softmax, its tokenizer, what the run created that the checkpoint
     lacked, the vocabulary in words): the checkpoint's word vocabulary and character ids are kept. A checkpoint
@@ -255,13 +262,6 @@ def continued_checkpoint(model_args: ModelArguments, config, train_sentences, wo
     model, new_modules = load_pretraining_model(source, config)
     created += [f"`{name}`: random initialisation over the {tokenizer.vocab_size:,} words" for name in new_modules]
     return model, tokenizer, created, vocabulary_in_words(model_args, tokenizer, vocabulary_source)
-
-
-def refuse_vocabulary_options(argv, tokenizer, source: str) -> None:
-    """--vocab_min_count and --vocab_max_size build a vocabulary: refused on the command line `argv` where the run
-    takes `tokenizer`'s, from `source`."""
-    why = f"they build the word vocabulary, and this run keeps the {tokenizer.vocab_size:,} words of {source}"
-    scripts.refuse_unused_options(argv, ("vocab_min_count", "vocab_max_size"), why)
 
 
 def build_model_and_tokenizer(

@@ -111,10 +111,11 @@ def _read_text(path: Path, wanted: set[str] | None) -> Iterator[tuple[str, np.nd
                     vector = np.array(fields[1:], dtype=np.float32)
                 except ValueError:
                     raise ValueError(f"{path}:{line_number}: not a number in the vector of {fields[0]!r}") from None
-                if not np.isfinite(vector).all():  # NaN, inf, or a number beyond float32 (1e39)
+                not_finite = np.flatnonzero(~np.isfinite(vector))  # NaN, inf, or beyond float32 (1e39)
+                if not_finite.size:
+                    value = fields[1 + not_finite[0]]
                     raise ValueError(
-                        f"{path}:{line_number}: the vector of {fields[0]!r} holds {fields[1 + int(np.argmin(np.isfinite(vector)))]!r}, "
-                        "not a finite number"
+                        f"{path}:{line_number}: the vector of {fields[0]!r} holds {value!r}, not a finite number"
                     )
                 yield fields[0], vector
     if dim is None:

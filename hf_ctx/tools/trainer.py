@@ -806,8 +806,8 @@ class CtxTrainer(Trainer):
         """`Trainer._determine_best_metric`; a --metric_for_best_model that the evaluation does not report is a
         ValueError naming the ones it does (transformers raises a KeyError, which ends in a traceback)."""
         name = self.args.metric_for_best_model
-        key = name if name is None or name.startswith("eval_") else f"eval_{name}"
-        if key is not None and key not in metrics:
+        key = name and f"eval_{name.removeprefix('eval_')}"  # as transformers looks it up
+        if key and key not in metrics:
             timings = ("runtime", "samples_per_second", "steps_per_second")
             reported = ", ".join(
                 sorted(k.removeprefix("eval_") for k in metrics if k.startswith("eval_") and not k.endswith(timings))
