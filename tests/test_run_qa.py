@@ -244,6 +244,10 @@ def test_squad_files_are_read_and_bad_ones_refused_naming_file_and_question(setu
     twice = squad_json([(context, qas), (context, qas)])
     with pytest.raises(ValueError, match=r"bad.json: question id 'x1' appears twice"):
         squad.read_squad_file(write_json(tmp_path / "bad.json", twice))
+    # An empty question or context: before, a model trained and answered on windows of [CLS] [SEP] and a context.
+    for blank, name in (((context, [("x1", " ", [])]), "question"), (("", [("x1", "which colour ?", [])]), "context")):
+        with pytest.raises(ValueError, match=rf"bad.json: question 'x1': the {name} is '\s*'; give it a text"):
+            squad.read_squad_file(write_json(tmp_path / "bad.json", squad_json([blank])), answers_required=False)
     # No questions: before, "Column 'example_id' doesn't exist" (training) or a failure after training (evaluation).
     for empty in ({"data": []}, {"data": [{"title": "t", "paragraphs": [{"context": "c", "qas": []}]}]}):
         with pytest.raises(ValueError, match=r"bad.json holds no questions \(a SQuAD file is one JSON object"):

@@ -80,15 +80,19 @@ def read_squad_file(path: str | Path, answers_required: bool = True) -> dict[str
 
 def check_questions(rows: dict[str, list] | Dataset, source, version_2_with_negative: bool | None = None) -> None:
     """Refuse what cannot be trained on or scored, naming `source` and the question id: a question id seen
-    twice, an answer whose text is empty (or blanks only) or whose `answer_start` does not point at its text, and
-    (when `version_2_with_negative` is False) a question without an answer; and no questions at all."""
+    twice, a question or context that is empty (or blanks only: the model would answer nothing, or from nothing),
+    an answer whose text is empty or whose `answer_start` does not point at its text, and (when
+    `version_2_with_negative` is False) a question without an answer; and no questions at all."""
     if len(rows["id"]) == 0:  # else a training run fails on a missing column, an evaluation after training
         raise ValueError(f"{source} holds no questions (a SQuAD file is one JSON object {SQUAD_LAYOUT})")
     seen = set()
-    for qid, context, answers in zip(rows["id"], rows["context"], rows["answers"]):
+    for qid, question, context, answers in zip(rows["id"], rows["question"], rows["context"], rows["answers"]):
         if qid in seen:
             raise ValueError(f"{source}: question id {qid!r} appears twice; predictions are keyed by id")
         seen.add(qid)
+        for name, text in (("question", question), ("context", context)):
+            if not text.strip():  # a window of [CLS] [SEP] and the context alone, or no span to answer from
+                raise ValueError(f"{source}: question {qid!r}: the {name} is {text!r}; give it a text")
         for text, start in zip(answers["text"], answers["answer_start"]):
             if not text.strip():  # no span of tokens: an unanswerable question has no answers instead
                 raise ValueError(
