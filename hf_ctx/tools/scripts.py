@@ -165,8 +165,9 @@ def parse_args_and_set_up(
     `--output_dir` (`hf_ctx.tools.output_files.lock_output`: a second run into the same folder is an error; the
     temporaries a killed run left there are removed). A folder that holds an earlier run's model, checkpoints or
     results is refused unless `--overwrite_output_dir` or `--resume_from_checkpoint` says what to do with them
-    (`hf_ctx.tools.paths.prepare_output_dir`). Last, `--push_to_hub` creates its repository, so that a push the
-    Hub would refuse is one line before training (`hf_ctx.tools.argument_checks.check_push_to_hub`).
+    (`hf_ctx.tools.paths.prepare_output_dir`). `--push_to_hub` creates its repository, so that a push the
+    Hub would refuse is one line before training (`hf_ctx.tools.argument_checks.check_push_to_hub`): before the
+    folder is made where there is none yet, else after its checks.
 
     Args:
         argument_classes: the script's argument dataclasses, `TrainingArguments` last.
@@ -198,6 +199,11 @@ def parse_args_and_set_up(
     check_conflicting_arguments(ignored_together, *script_args)
     check_training_arguments(training_args)
     check_mixed_precision(training_args)
+    # A run into a folder not made yet asks the Hub first, so that a refused push leaves no folder behind (only
+    # the lock and an earlier run, which need the folder, can refuse a run before the Hub is asked).
+    new_folder = not training_args.output_dir or not os.path.exists(training_args.output_dir)
+    if new_folder:
+        check_push_to_hub(training_args)
     # One process of a multi-process run saves (the main one, or each node's with --save_on_each_node), so that
     # one takes the lock: the others write only where it tells them to.
     if training_args.output_dir and training_args.should_save:
@@ -211,7 +217,8 @@ def parse_args_and_set_up(
             overwrite=getattr(training_args, "overwrite_output_dir", False),
             resume=bool(training_args.resume_from_checkpoint),
         )
-    check_push_to_hub(training_args)  # last: a run refused above creates no repository
+    if not new_folder:
+        check_push_to_hub(training_args)  # after the folder's checks: a run refused there creates no repository
     return tuple(parsed)
 
 
