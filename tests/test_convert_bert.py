@@ -27,13 +27,16 @@ def test_convert_rejects_what_it_cannot_represent(tmp_path):
         convert_bert_checkpoint(tmp_path, tmp_path / "out")
 
 
-def test_convert_carries_the_tokenizer(tmp_path):
+def test_convert_carries_the_tokenizer(tmp_path, capfd):
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "##s"]
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "vocab.txt").write_text("\n".join(vocab) + "\n")
     transformers.BertTokenizer(vocab=str(tmp_path / "src" / "vocab.txt")).save_pretrained(tmp_path / "src")
     transformers.BertModel(BertConfig(**{**SMALL, "vocab_size": len(vocab)})).save_pretrained(tmp_path / "src")
+    capfd.readouterr()
     hf_ctx.tools.cli.main(["convert-bert", str(tmp_path / "src"), str(tmp_path / "out")])
+    # One line: before, transformers' "Loading weights" and "Writing model shards" bars for a one-file model.
+    assert capfd.readouterr() == (f"wrote hf_ctx checkpoint to {tmp_path / 'out'}\n", "")
     tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "out")
     assert tokenizer("hello worlds")["input_ids"] == [2, 5, 6, 7, 3]
     assert isinstance(AutoModel.from_pretrained(tmp_path / "out"), CtxBertModel)

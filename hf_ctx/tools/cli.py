@@ -60,10 +60,12 @@ def _add_convert_bert(subparsers):
 
     def run(args):
         from .convert_bert import convert_bert_checkpoint
+        from .trainer import transformers_progress_bars_off
 
-        convert_bert_checkpoint(
-            args.src_dir, args.out_dir, weights_only=args.weights_only, source_name=args.source_name
-        )
+        with transformers_progress_bars_off():
+            convert_bert_checkpoint(
+                args.src_dir, args.out_dir, weights_only=args.weights_only, source_name=args.source_name
+            )
         print(f"wrote hf_ctx checkpoint to {args.out_dir}")
 
     p.set_defaults(func=run)
@@ -147,8 +149,10 @@ def _add_convert_elmo(subparsers):
 
     def run(args):
         from .convert_elmo import convert_elmo_checkpoint
+        from .trainer import transformers_progress_bars_off
 
-        convert_elmo_checkpoint(args.options_json, args.weights_hdf5, args.output_dir, vocab_file=args.vocab_file)
+        with transformers_progress_bars_off():
+            convert_elmo_checkpoint(args.options_json, args.weights_hdf5, args.output_dir, vocab_file=args.vocab_file)
         print(f"wrote hf_ctx ELMo checkpoint to {args.output_dir}")
 
     p.set_defaults(func=run)

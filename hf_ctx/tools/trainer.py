@@ -3,6 +3,7 @@ every file written atomically, the Trainer's pickled state never uploaded), with
 to the model it trains.
 """
 
+import contextlib
 import json
 import logging
 import math
@@ -299,6 +300,20 @@ class NonFiniteTrainingCallback(TrainerCallback):
             f"the learning rate {rate:g} is too high; try --learning_rate {suggestion} or lower. Stopped, and "
             f"{self._kept(args)}"
         )
+
+
+@contextlib.contextmanager
+def transformers_progress_bars_off():
+    """No progress bars of transformers while the block runs (as before it, after). `save_pretrained` draws a
+    "Writing model shards" bar even for one file, and `from_pretrained` a "Loading weights" one: lines of noise
+    where a save or a load takes a second."""
+    shown = transformers.utils.logging.is_progress_bar_enabled()
+    transformers.utils.logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            transformers.utils.logging.enable_progress_bar()
 
 
 def progress_to_terminal() -> bool:
@@ -683,14 +698,8 @@ class CtxTrainer(Trainer):
         super().save_model(output_dir, _internal_call)
 
     def _save(self, output_dir: str | None = None, state_dict=None) -> None:
-        # save_pretrained draws a "Writing model shards" bar even for one file: three lines of noise per checkpoint.
-        shown = transformers.utils.logging.is_progress_bar_enabled()
-        transformers.utils.logging.disable_progress_bar()
-        try:
+        with transformers_progress_bars_off():  # three lines of noise per checkpoint
             self._write_atomically(lambda folder: Trainer._save(self, folder, state_dict), output_dir)
-        finally:
-            if shown:
-                transformers.utils.logging.enable_progress_bar()
 
     def _save_optimizer_and_scheduler(self, output_dir: str) -> None:
         self._write_atomically(lambda folder: Trainer._save_optimizer_and_scheduler(self, folder), output_dir)
