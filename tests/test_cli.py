@@ -73,6 +73,18 @@ def test_train_tokenizer_options_have_help_and_defaults(capsys, tmp_path):
     )
 
 
+def test_lowercase_and_no_lowercase_together_are_refused(tmp_path, capsys):
+    """One line; before, the last of the two won in silence."""
+    text = tmp_path / "a.txt"
+    text.write_text("a line\n")
+    with pytest.raises(SystemExit):
+        cli.main(["train-tokenizer", str(text), "--output_dir", str(tmp_path / "o"), "--lowercase", "--no_lowercase"])
+    assert capsys.readouterr().err == (
+        "error: hf-ctx train-tokenizer: argument --no_lowercase: not allowed with argument --lowercase\n"
+    )
+    assert not (tmp_path / "o").exists()
+
+
 def test_cased_is_a_deprecated_alias_of_no_lowercase(tmp_path):
     text = tmp_path / "a.txt"
     text.write_text("a line\n")

@@ -95,15 +95,18 @@ def _add_train_tokenizer(subparsers):
         default=2,
         help="least number of occurrences of a merged piece (default %(default)s)",
     )
-    p.add_argument(
+    casing = p.add_mutually_exclusive_group()  # given together, argparse would take the last one in silence
+    casing.add_argument(
         "--lowercase",
         dest="lowercase",
         action="store_true",
         default=True,
         help="lower-case the text and strip accents (uncased BERT; the default)",
     )
-    p.add_argument("--no_lowercase", dest="lowercase", action="store_false", help="keep case and accents (cased BERT)")
-    p.add_argument("--cased", dest="lowercase", action=_DeprecatedCased, nargs=0, help=argparse.SUPPRESS)
+    casing.add_argument(
+        "--no_lowercase", dest="lowercase", action="store_false", help="keep case and accents (cased BERT)"
+    )
+    casing.add_argument("--cased", dest="lowercase", action=_DeprecatedCased, nargs=0, help=argparse.SUPPRESS)
     p.add_argument(
         "--model_max_length",
         type=kinds.LENGTH,
