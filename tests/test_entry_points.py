@@ -317,6 +317,34 @@ def test_an_invisible_prefix_reads_as_the_file_without_it(reader, prefix, tmp_pa
     assert read(marked) == read(plain)
 
 
+@pytest.mark.parametrize("reader", ["conll", "glue-sst2", "text", "embed", "table", "wordpiece"])
+def test_utf16_without_a_byte_order_mark_is_refused_naming_the_file_and_line(reader, tmp_path):
+    """UTF-16 saved without its byte-order mark is valid UTF-8 with a NUL after each ASCII letter: before, every
+    reader but `hf-ctx embed` took it as text (a WordPiece vocabulary of letters and NULs)."""
+    from hf_ctx.data.tables import read_table
+    from hf_ctx.data.wordpiece import train_wordpiece_tokenizer
+
+    contents = {
+        "conll": "EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n",
+        "glue-sst2": "sentence\tlabel\na fine film\t1\n",
+        "text": "first line\nsecond line\n",
+        "embed": "the cat\na dog\n",
+        "table": "sentence,label\na fine film,1\n",
+        "wordpiece": "first line\nsecond line\n",
+    }
+    path = tmp_path / ("input.csv" if reader == "table" else "input.txt")
+    path.write_bytes(contents[reader].encode("utf-16-le"))
+    read = {
+        **readers(path),
+        "table": read_table,
+        "wordpiece": lambda path: train_wordpiece_tokenizer([path], vocab_size=50),
+    }[reader]
+    with pytest.raises(
+        ValueError, match=rf"^{path}:1: a NUL character in the text; is {path} a binary file, or UTF-16"
+    ):
+        read(path)
+
+
 # --- a user's tables (data/tables.py) and the task readers on them ------------------------------------------------
 
 # Words of many scripts: decomposed accents, emoji sequences, scripts without spaces, and the values pandas would

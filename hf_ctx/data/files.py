@@ -22,7 +22,7 @@ def strip_invisible_prefix(line: str) -> str:
 def utf8_lines(f, path: str | os.PathLike):
     """The lines of the open file `f` (binary, or text opened as UTF-8), each without the invisible characters
     at its start (`INVISIBLE_PREFIXES`: a byte-order mark, a zero-width space); line endings are kept. Bytes that
-    are not UTF-8 are a ValueError naming `path:line`."""
+    are not UTF-8, and a NUL character, are a ValueError naming `path:line`."""
     try:
         for line_number, line in enumerate(f, start=1):
             if isinstance(line, bytes):
@@ -30,6 +30,11 @@ def utf8_lines(f, path: str | os.PathLike):
                     line = line.decode("utf-8")
                 except UnicodeDecodeError as error:
                     raise _line_error(path, line_number, error) from None
+            if "\x00" in line:  # valid UTF-8, but no text holds it: UTF-16 without its byte-order mark does
+                raise ValueError(
+                    f"{os.fspath(path)}:{line_number}: a NUL character in the text; is {os.fspath(path)} a binary "
+                    "file, or UTF-16 without a byte-order mark? Save it as UTF-8 text"
+                )
             yield strip_invisible_prefix(line)
     except UnicodeDecodeError as error:  # a text file's reader decodes ahead of the lines it gives
         raise invalid_utf8_error(path, error) from None

@@ -146,8 +146,6 @@ def read_sentences(path: str | os.PathLike) -> list[str]:
         line = strip_invisible_prefix(line)
         if not line:
             empty.append(number)
-        if "\x00" in line:  # HDF5 strings (the sentence_to_index keys) cannot hold it
-            raise ValueError(f"{path}:{number}: a NUL byte in the text; is {path} a binary file?")
         sentences.append(line)
     if empty:
         shown = ", ".join(map(str, empty[:10])) + (f" and {len(empty) - 10} more" if len(empty) > 10 else "")
