@@ -82,7 +82,9 @@ def check_class_labels(logits: torch.Tensor, labels: torch.Tensor, name: str = "
         raise ValueError(
             f"{name} must be a tensor of integer class ids (int64), or {IGNORE_INDEX} for none; got {what}"
         )
-    if labels.numel() != logits[..., 0].numel():
+    # The shape itself, not the count: labels of another shape with as many ids would be reshaped onto the
+    # wrong rows (a trailing dimension of 1, as some collators give a sentence's label, is the same rows).
+    if tuple(labels.shape) not in (tuple(logits.shape[:-1]), (*logits.shape[:-1], 1)):
         raise ValueError(
             f"{name} has shape {tuple(labels.shape)}, expected {tuple(logits.shape[:-1])}: one class id per "
             f"{'token' if logits.dim() == 3 else 'example'}, or {IGNORE_INDEX} for none"

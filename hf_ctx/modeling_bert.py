@@ -50,7 +50,13 @@ from .input_checks import (
     host_syncs_allowed,
     true_positions,
 )
-from .losses import AccumulatedBatchLossMixin, accumulated_mean, classification_loss, sequence_classification_loss
+from .losses import (
+    AccumulatedBatchLossMixin,
+    accumulated_mean,
+    check_class_labels,
+    classification_loss,
+    sequence_classification_loss,
+)
 from .model_size import ParameterMemoryMixin
 from .remote_code import AutoMapMixin
 
@@ -572,6 +578,7 @@ def masked_lm_logits_and_loss(lm_head, sequence_output, labels, config, num_item
     if labels is None:
         return lm_head(sequence_output), None
     if config.sparse_prediction:
+        check_class_labels(sequence_output, labels)  # before the flat positions index the states with them
         labelled = true_positions(labels != IGNORE_INDEX)  # (N,) flat positions; traced by torch.compile
         logits = lm_head(sequence_output.reshape(-1, sequence_output.shape[-1]).index_select(0, labelled))
         labels = labels.reshape(-1).index_select(0, labelled)

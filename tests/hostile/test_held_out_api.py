@@ -19,12 +19,27 @@ from hf_ctx import CtxBertConfig, CtxBertForQuestionAnswering, ElmoTokenizer, Sc
 IDS = torch.tensor([[2, 10, 11, 3]])
 
 
-@pytest.mark.parametrize("labels", [torch.zeros(1, 3, dtype=torch.long), torch.zeros(4, dtype=torch.long)[:2]])
+@pytest.mark.parametrize(
+    "labels",
+    [torch.zeros(1, 3, dtype=torch.long), torch.zeros(4, dtype=torch.long)[:2], torch.zeros(4, dtype=torch.long)],
+)
 def test_token_labels_of_the_wrong_shape_name_both_shapes(bert, labels):
-    """Before: torch's "Expected input batch_size (4) to match target batch_size (3)" from inside cross_entropy."""
+    """Before: torch's "Expected input batch_size (4) to match target batch_size (3)" from inside cross_entropy;
+    and labels of another shape with as many ids, (4,) here, were reshaped onto the tokens in silence."""
     model, _ = bert
     with pytest.raises(ValueError, match=r"labels has shape .*, expected \(1, 4\): one class id per token"):
         model(input_ids=IDS, labels=labels)
+
+
+@pytest.mark.parametrize("shape", [(1, 3), (2, 2), (4,)])
+def test_sparse_mlm_labels_of_the_wrong_shape_are_named(tmp_path, shape):
+    """Before: the sparse head indexed the flattened states with the flattened labels' positions, so every target
+    fell on another token (or past the batch), and a loss came back."""
+    model, _ = bert_pretraining(tmp_path)
+    model.config.sparse_prediction = True
+    with pytest.raises(ValueError, match=r"labels has shape .*, expected \(1, 4\): one class id per token"):
+        model(input_ids=IDS, labels=torch.full(shape, 5))
+    assert model(input_ids=IDS, labels=torch.full((1, 4), 5)).loss.isfinite()
 
 
 @pytest.mark.parametrize("build", [bert_token_classifier, bert_sequence_classifier], ids=["tokens", "sentences"])
