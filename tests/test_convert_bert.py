@@ -158,3 +158,23 @@ def test_convert_writes_a_card_naming_the_source(tmp_path):
     )
     assert ModelCard.load(tmp_path / "out" / "README.md").data.base_model == "me/bert-sst2"
     assert checkpoint_name(tmp_path / "downloaded") == "downloaded"
+
+
+def test_a_readme_hf_ctx_did_not_write_is_refused_not_replaced(tmp_path, capsys):
+    """Before: the conversion's card replaced the user's README.md (or the downloaded model's card) in silence."""
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "##s"]
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    transformers.BertTokenizer(vocab=str(tmp_path / "src" / "vocab.txt")).save_pretrained(tmp_path / "src")
+    transformers.BertModel(BertConfig(**{**SMALL, "vocab_size": len(vocab)})).save_pretrained(tmp_path / "src")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "README.md").write_text("my own notes\n")
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        hf_ctx.tools.cli.main(["convert-bert", str(tmp_path / "src"), str(tmp_path / "out")])
+    assert capsys.readouterr().err == (
+        f"error: {tmp_path / 'out' / 'README.md'} is not a model card hf_ctx wrote, and the conversion writes its "
+        "card there; move it, or give another output folder\n"
+    )
+    assert (tmp_path / "out" / "README.md").read_text() == "my own notes\n"
+    assert not (tmp_path / "out" / "config.json").exists()

@@ -388,7 +388,17 @@ def save_converted_checkpoint(
     output_dir: str | os.PathLike, model, tokenizer, *, converter: str, source: str, how: str
 ) -> None:
     """Save a converted `model`, its `tokenizer` (if any) and its card (`write_conversion_card`) into `output_dir`
-    together: staged in one folder and moved in at once, so a full disk leaves none of them and a rerun works."""
+    together: staged in one folder and moved in at once, so a full disk leaves none of them and a rerun works.
+    A README.md there that hf_ctx did not write (the user's notes, the downloaded model's card) is refused, not
+    replaced by the card."""
+    from .paths import is_hf_ctx_card
+
+    readme = Path(output_dir) / "README.md"
+    if readme.exists() and not is_hf_ctx_card(str(readme)):
+        raise FileExistsError(
+            f"{readme} is not a model card hf_ctx wrote, and the conversion writes its card there; move it, or give "
+            "another output folder"
+        )
 
     def save(staging: str) -> None:
         model.save_pretrained(staging)

@@ -212,7 +212,7 @@ def earlier_run_outputs(folder: str | os.PathLike) -> dict[str, list[str]]:
         return [name for name in files if any(fnmatch.fnmatch(name, pattern) for pattern in patterns)]
 
     model = matching(WEIGHT_FILES)
-    if model and _is_hf_ctx_card(os.path.join(folder, "README.md")):
+    if model and is_hf_ctx_card(os.path.join(folder, "README.md")):
         model.append("README.md")
     checkpoints = [
         name for name in names if CHECKPOINT_FOLDER.match(name) and os.path.isdir(os.path.join(folder, name))
@@ -221,7 +221,7 @@ def earlier_run_outputs(folder: str | os.PathLike) -> dict[str, list[str]]:
     return {"model": model, "checkpoints": checkpoints, "results": matching(RESULT_FILES)}
 
 
-def _is_hf_ctx_card(path: str) -> bool:
+def is_hf_ctx_card(path: str) -> bool:
     """Whether `path` is a model card that hf_ctx wrote (its metadata's tags name hf_ctx), not a user's README."""
     if not os.path.isfile(path):
         return False
