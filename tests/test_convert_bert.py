@@ -1,6 +1,9 @@
 """`hf-ctx convert-bert`: what it refuses (before writing anything), the tokenizer it carries, and the model
 card that names the source. The converted model's parity with transformers is in test_modeling_bert.py."""
 
+import json
+import re
+
 import pytest
 import torch
 import transformers
@@ -178,3 +181,24 @@ def test_a_readme_hf_ctx_did_not_write_is_refused_not_replaced(tmp_path, capsys)
     )
     assert (tmp_path / "out" / "README.md").read_text() == "my own notes\n"
     assert not (tmp_path / "out" / "config.json").exists()
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"model_type": "bert", "hidden_size": "big"}, r"config.json: .*hidden_size.*expected int, got str"),
+        ({"model_type": "bert", "vocab_size": None}, r"config.json: .*vocab_size"),
+        ({}, r"c holds a config.json without a model_type, not a transformers BERT"),
+        ({"model_type": "hf_ctx_elmo"}, r"c holds a 'hf_ctx_elmo' model, not a transformers BERT"),
+    ],
+)
+def test_a_config_of_the_wrong_kinds_or_type_is_one_line_naming_it(tmp_path, capsys, fields, message):
+    """Before: huggingface_hub's StrictDataclassFieldValidationError traceback, or (for `{}`) a sentencepiece
+    message about the tokenizer."""
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "config.json").write_text(json.dumps(fields))
+    with pytest.raises(SystemExit):
+        hf_ctx.tools.cli.main(["convert-bert", str(tmp_path / "c"), str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and re.search(message, err), err
+    assert not (tmp_path / "out").exists()

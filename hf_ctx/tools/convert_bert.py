@@ -15,11 +15,13 @@ from pathlib import Path
 
 import torch
 import transformers
+from huggingface_hub.errors import StrictDataclassFieldValidationError
 from transformers import BertConfig
 
 from .. import modeling_bert
 from ..atomic_files import damaged_files
 from ..configuration_bert import CtxBertConfig
+from ..data.files import read_json_file
 from ..remote_code import check_finite_weights, damaged_folder_error
 from .loading import check_pickle_loads_safely, load_tokenizer
 from .model_card import save_converted_checkpoint
@@ -190,12 +192,17 @@ def convert_bert_checkpoint(
         raise FileNotFoundError(f"{src_dir} has no config.json; expected a transformers BERT checkpoint folder")
     check_output_dir(out_dir, source_dir=src_dir)
     config_file = os.path.join(src_dir, "config.json")
+    # The type first: BertConfig reads any config.json, and another model's (an hf_ctx ELMo's, `{}`) fails on
+    # its fields, or on a missing tokenizer, naming neither the type nor the file.
+    fields = read_json_file(config_file, "a transformers BERT's config.json")
+    model_type = fields.get("model_type") if isinstance(fields, dict) else None
+    if model_type != "bert":
+        held = f"a {model_type!r} model" if model_type else "a config.json without a model_type"
+        raise ValueError(f"{src_dir} holds {held}, not a transformers BERT (model_type 'bert')")
     try:
         source_config = BertConfig.from_pretrained(src_dir)
-    except ValueError as error:
-        raise ValueError(f"{config_file}: {error}") from None
-    if source_config.model_type != "bert":
-        raise ValueError(f"{src_dir} holds a {source_config.model_type!r} model, not a transformers BERT")
+    except (ValueError, TypeError, StrictDataclassFieldValidationError) as error:  # a field of the wrong kind
+        raise ValueError(f"{config_file}: {' '.join(str(error).split())}") from None
     try:
         target_config = convert_bert_config(source_config)
     except ValueError as error:
