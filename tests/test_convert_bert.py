@@ -165,11 +165,7 @@ def test_convert_writes_a_card_naming_the_source(tmp_path):
 
 def test_a_readme_hf_ctx_did_not_write_is_refused_not_replaced(tmp_path, capsys):
     """Before: the conversion's card replaced the user's README.md (or the downloaded model's card) in silence."""
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "##s"]
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    transformers.BertTokenizer(vocab=str(tmp_path / "src" / "vocab.txt")).save_pretrained(tmp_path / "src")
-    transformers.BertModel(BertConfig(**{**SMALL, "vocab_size": len(vocab)})).save_pretrained(tmp_path / "src")
+    _source_with_tokenizer(tmp_path / "src", "BertModel")
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "README.md").write_text("my own notes\n")
     capsys.readouterr()
