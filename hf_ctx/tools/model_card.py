@@ -26,6 +26,7 @@ from ..data.atomic_write import write_text
 from ..data.files import how_generated
 from ..remote_code import registered_auto_class, shareable_name
 from .families import MODEL_FAMILIES
+from .paths import is_hf_ctx_card
 
 logger = logging.getLogger(__name__)
 
@@ -391,8 +392,6 @@ def save_converted_checkpoint(
     together: staged in one folder and moved in at once, so a full disk leaves none of them and a rerun works.
     A README.md there that hf_ctx did not write (the user's notes, the downloaded model's card) is refused, not
     replaced by the card."""
-    from .paths import is_hf_ctx_card
-
     readme = Path(output_dir) / "README.md"
     if readme.exists() and not is_hf_ctx_card(str(readme)):
         raise FileExistsError(
