@@ -103,6 +103,19 @@ def check_label_range(labels: torch.Tensor, num_classes: int) -> None:
         raise label_range_error(outside, num_classes)
 
 
+def check_integer_labels(labels, name: str = "labels") -> None:
+    """A `ValueError` unless `labels` are a tensor of integer class ids (any integer dtype; the losses read them as
+    int64): float or boolean labels would fail inside `cross_entropy` or a CRF's gather without naming the
+    argument (`name`)."""
+    if not isinstance(labels, torch.Tensor) or labels.dtype.is_floating_point or labels.dtype.is_complex:
+        what = f"dtype {labels.dtype}" if isinstance(labels, torch.Tensor) else type(labels).__name__
+    elif labels.dtype == torch.bool:
+        what = "dtype torch.bool"
+    else:
+        return
+    raise ValueError(f"{name} must be a tensor of integer class ids (int64), or {IGNORE_INDEX} for none; got {what}")
+
+
 def label_range_error(label: int, num_classes: int) -> ValueError:
     """The error of a label outside [0, num_classes) (`check_label_range`'s and `check_gold_tags`')."""
     return ValueError(
@@ -125,6 +138,7 @@ def check_gold_tags(crf, labels: torch.Tensor, mask: torch.Tensor, config) -> No
 
     The three checks (negative, range, transitions) cost one host sync together.
     """
+    check_integer_labels(labels)
     if not host_syncs_allowed(labels) or labels.numel() == 0:
         return
     allowed, t = crf.allowed, crf.num_tags
@@ -176,10 +190,15 @@ def tag_scheme_error(bad: torch.Tensor, tags: torch.Tensor, lengths: torch.Tenso
 # --- BERT: token ids --------------------------------------------------------------------------------------------
 
 
-def check_bert_inputs(config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds) -> None:
+def check_bert_inputs(
+    config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, model_dtype=None
+) -> None:
     """A `ValueError` unless BERT's inputs fit `config`: exactly one of `input_ids` (B, T) int64 or int32 and
     `inputs_embeds` (B, T, hidden_size), not empty, at most `max_position_embeddings` long; `attention_mask` and
-    `token_type_ids` (B, T), `position_ids` (..., T); ids in their embeddings' ranges; a mask of 0 and 1 only."""
+    `token_type_ids` (B, T), `position_ids` (B, T), (1, T) or (T,); token type and position ids int64 or int32;
+    ids in their embeddings' ranges; a mask of 0 and 1 only. `model_dtype`, the dtype of the model's weights:
+    `inputs_embeds` of a wider floating-point dtype (float64 into a float32 model, float32 into a bfloat16 one)
+    is refused, where LayerNorm would fail on the mixed dtypes (a narrower one is promoted, as in transformers)."""
     if (input_ids is None) == (inputs_embeds is None):
         raise ValueError("pass exactly one of input_ids or inputs_embeds")
     check_tensors(
@@ -192,8 +211,7 @@ def check_bert_inputs(config, input_ids, attention_mask, token_type_ids, positio
     if input_ids is not None:
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must have shape (batch, tokens), got {tuple(input_ids.shape)}")
-        if input_ids.dtype not in (torch.int64, torch.int32):  # what an embedding lookup takes
-            raise ValueError(f"input_ids must be integer token ids (int64 or int32), got dtype {input_ids.dtype}")
+        check_id_dtype("input_ids", input_ids, "token ids")
         shape = tuple(input_ids.shape)
     else:
         if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != config.hidden_size:
@@ -202,6 +220,7 @@ def check_bert_inputs(config, input_ids, attention_mask, token_type_ids, positio
             )
         if not inputs_embeds.dtype.is_floating_point:
             raise ValueError(f"inputs_embeds must be floating-point vectors, got dtype {inputs_embeds.dtype}")
+        check_embeds_dtype(inputs_embeds, model_dtype)
         shape = tuple(inputs_embeds.shape[:2])
     if 0 in shape:
         raise ValueError(f"the batch is empty (shape {shape}); pass at least one sequence of at least one token")
@@ -213,10 +232,37 @@ def check_bert_inputs(config, input_ids, attention_mask, token_type_ids, positio
     for name, tensor in [("attention_mask", attention_mask), ("token_type_ids", token_type_ids)]:
         if tensor is not None and tuple(tensor.shape) != shape:
             raise ValueError(f"{name} has shape {tuple(tensor.shape)} but input_ids has shape {shape}")
-    if position_ids is not None and position_ids.shape[-1] != shape[1]:
-        raise ValueError(f"position_ids has shape {tuple(position_ids.shape)}; expected (..., {shape[1]})")
+    if position_ids is not None and tuple(position_ids.shape) not in (shape, (1, shape[1]), (shape[1],)):
+        raise ValueError(
+            f"position_ids has shape {tuple(position_ids.shape)}; expected (batch, tokens) = {shape}, "
+            f"(1, {shape[1]}) or ({shape[1]},)"
+        )
+    check_id_dtype("token_type_ids", token_type_ids, "segment ids")
+    check_id_dtype("position_ids", position_ids, "positions")
     if host_syncs_allowed(input_ids if input_ids is not None else inputs_embeds):
         check_bert_values(config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds)
+
+
+def check_id_dtype(name: str, ids: torch.Tensor | None, what: str = "ids") -> None:
+    """A `ValueError` unless `ids` (when given) are integers of a dtype an embedding lookup takes (int64 or int32):
+    float ids would fail inside the lookup with an error naming neither the argument nor the dtype."""
+    if ids is not None and ids.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"{name} must be integer {what} (int64 or int32), got dtype {ids.dtype}")
+
+
+def check_embeds_dtype(inputs_embeds: torch.Tensor, model_dtype) -> None:
+    """A `ValueError` when `inputs_embeds` has a wider floating-point dtype than the model's weights
+    (`model_dtype`; None: not checked): the model adds its float32 (bfloat16, ...) embeddings to them and
+    LayerNorm refuses the mixed dtypes. A narrower dtype is promoted to the model's, and under autocast the
+    kernels choose their dtypes themselves."""
+    if model_dtype is None or torch.promote_types(inputs_embeds.dtype, model_dtype) == model_dtype:
+        return
+    if torch.is_autocast_enabled(inputs_embeds.device.type):
+        return
+    raise ValueError(
+        f"inputs_embeds has dtype {inputs_embeds.dtype}, but the model computes in {model_dtype}: pass "
+        f"inputs_embeds.to({model_dtype})"
+    )
 
 
 def check_tensors(**arguments) -> None:
@@ -347,6 +393,8 @@ def check_word_ids(config, input_word_ids: torch.Tensor, mask: torch.Tensor) -> 
     """A `ValueError` unless `input_word_ids` has the word mask's shape (B, W) and, at the words, ids in
     `[0, config.vocab_size)`. `config` is an ELMo or a TagLM config: both have `vocab_size`, the size of the
     tokenizer's word vocabulary."""
+    check_tensors(input_word_ids=input_word_ids)
+    check_id_dtype("input_word_ids", input_word_ids, "word ids")
     if tuple(input_word_ids.shape) != tuple(mask.shape):
         raise ValueError(
             f"input_word_ids has shape {tuple(input_word_ids.shape)}, expected (batch, words) = {tuple(mask.shape)}"

@@ -7,7 +7,7 @@ checkpoint's remote code). They compute in float32, so a head running in half pr
 import torch
 from torch.nn import functional as F
 
-from .input_checks import IGNORE_INDEX, check_label_range
+from .input_checks import IGNORE_INDEX, check_integer_labels, check_label_range
 
 
 class AccumulatedBatchLossMixin:
@@ -63,7 +63,7 @@ def classification_loss(
     """
     check_class_labels(logits, labels, name)
     count = accumulated_count(num_items_in_batch)
-    labels = labels.reshape(-1)
+    labels = labels.reshape(-1).long()  # any integer dtype: cross_entropy takes int64 class ids
     check_label_range(labels, num_classes)
     total = F.cross_entropy(
         logits.reshape(-1, num_classes).float(), labels, ignore_index=IGNORE_INDEX, reduction="sum"
@@ -77,11 +77,7 @@ def classification_loss(
 def check_class_labels(logits: torch.Tensor, labels: torch.Tensor, name: str = "labels") -> None:
     """A `ValueError` unless `labels` are integer class ids, one per row of `logits` (...): a float label or one
     of another shape would fail inside `cross_entropy` without naming the argument (`name`)."""
-    if not isinstance(labels, torch.Tensor) or labels.dtype.is_floating_point or labels.dtype == torch.bool:
-        what = f"dtype {labels.dtype}" if isinstance(labels, torch.Tensor) else type(labels).__name__
-        raise ValueError(
-            f"{name} must be a tensor of integer class ids (int64), or {IGNORE_INDEX} for none; got {what}"
-        )
+    check_integer_labels(labels, name)
     # The shape itself, not the count: labels of another shape with as many ids would be reshaped onto the
     # wrong rows (a trailing dimension of 1, as some collators give a sentence's label, is the same rows).
     if tuple(labels.shape) not in (tuple(logits.shape[:-1]), (*logits.shape[:-1], 1)):

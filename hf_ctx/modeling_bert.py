@@ -531,7 +531,15 @@ class CtxBertModel(CtxBertPreTrainedModel):
         output_hidden_states = (
             self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
         )
-        check_bert_inputs(self.config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds)
+        check_bert_inputs(
+            self.config,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            model_dtype=self.embeddings.word_embeddings.weight.dtype,
+        )
 
         embeddings = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)
         if output_attentions:

@@ -439,9 +439,9 @@ class ElmoForBiLM(ElmoPreTrainedModel):
         """[<S>, w_1 ... w_n, </S>, padding] word ids: (B, W + 2)."""
         check_word_ids(self.config, input_word_ids, mask)
         batch, words = mask.shape
-        tokens = input_word_ids.new_full((batch, words + 2), self.config.eos_token_id)
+        tokens = input_word_ids.new_full((batch, words + 2), self.config.eos_token_id, dtype=torch.long)
         tokens[:, 0] = self.config.bos_token_id
-        tokens[:, 1 : words + 1] = torch.where(mask, input_word_ids, self.config.eos_token_id)
+        tokens[:, 1 : words + 1] = torch.where(mask, input_word_ids.long(), self.config.eos_token_id)
         return tokens
 
 

@@ -345,6 +345,22 @@ def test_presets():
         ),
         ({"input_ids": torch.ones(4, dtype=torch.long)}, r"\(batch, tokens\)"),
         ({"input_ids": torch.ones(2, 4)}, "integer"),
+        (
+            {"input_ids": torch.ones(2, 4, dtype=torch.long), "position_ids": torch.arange(4.0)[None]},
+            r"^position_ids must be integer positions \(int64 or int32\), got dtype torch.float32$",
+        ),
+        (
+            {"input_ids": torch.ones(2, 4, dtype=torch.long), "token_type_ids": torch.zeros(2, 4)},
+            r"^token_type_ids must be integer segment ids \(int64 or int32\), got dtype torch.float32$",
+        ),
+        (
+            {"input_ids": torch.ones(2, 4, dtype=torch.long), "position_ids": torch.arange(4).repeat(3, 1)},
+            r"^position_ids has shape \(3, 4\); expected \(batch, tokens\) = \(2, 4\), \(1, 4\) or \(4,\)$",
+        ),
+        (
+            {"inputs_embeds": torch.ones(2, 4, 32, dtype=torch.float64)},
+            r"^inputs_embeds has dtype torch.float64, but the model computes in torch.float32",
+        ),
         ({}, "exactly one"),
     ],
 )
@@ -352,6 +368,20 @@ def test_bad_input_is_a_clear_value_error(inputs, message):
     model = CtxBertModel(tiny_config()).eval()
     with pytest.raises(ValueError, match=message):
         model(**inputs)
+
+
+def test_position_ids_of_one_row_and_narrower_inputs_embeds_are_taken():
+    """Position ids (T,) or (1, T) are every sequence's; bfloat16 `inputs_embeds` into a float32 model are promoted
+    (what transformers' BERT does), and give what the float32 vectors of the same values give."""
+    model = CtxBertModel(tiny_config()).eval()
+    input_ids = torch.ones(2, 4, dtype=torch.long)
+    expected = model(input_ids).last_hidden_state
+    for positions in (torch.arange(4), torch.arange(4)[None], torch.arange(4, dtype=torch.int32).repeat(2, 1)):
+        torch.testing.assert_close(model(input_ids, position_ids=positions).last_hidden_state, expected)
+    embeds = torch.randn(2, 4, 32).bfloat16()
+    torch.testing.assert_close(
+        model(inputs_embeds=embeds).last_hidden_state, model(inputs_embeds=embeds.float()).last_hidden_state
+    )
 
 
 def test_every_auto_class_loads_the_right_class(tmp_path):

@@ -248,6 +248,14 @@ def test_bad_input_is_a_clear_error(batch):
     words[0, 0] = len(VOCAB)
     with pytest.raises(ValueError, match="outside the word vocabulary"):
         model(**{**batch, "input_word_ids": words})
+    with pytest.raises(
+        ValueError, match=r"^input_word_ids must be integer word ids \(int64 or int32\), got dtype torch.float32$"
+    ):
+        model(**{**batch, "input_word_ids": batch["input_word_ids"].float()})
+    # int32 word ids are the int64 ones (before: cross_entropy refused int32 targets)
+    torch.testing.assert_close(
+        model(**{**batch, "input_word_ids": batch["input_word_ids"].int()}).loss, model(**batch).loss
+    )
     with pytest.raises(ValueError, match="integer"):
         model(input_ids=batch["input_ids"].float())
     # An empty sentence (ElmoTokenizer([""])): the biLM reads it (it predicts </S>), a task head refuses it (before:

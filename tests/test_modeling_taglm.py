@@ -110,6 +110,22 @@ def test_bad_inputs_raise_clear_errors():
         model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids, labels=torch.full((3, 4), -100))
     with pytest.raises(ValueError, match="right padding"):
         model(input_ids=input_ids, attention_mask=torch.tensor([[0, 1, 1, 1]] * 3), input_word_ids=word_ids)
+    with pytest.raises(
+        ValueError, match=r"^input_word_ids must be integer word ids \(int64 or int32\), got dtype torch.float32$"
+    ):
+        model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids.float())
+    with pytest.raises(ValueError, match=r"^labels must be a tensor of integer class ids .* got dtype torch.float32$"):
+        model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids, labels=torch.zeros(3, 4))
+
+
+def test_int32_word_ids_and_labels_are_the_int64_ones():
+    model = TagLMForTokenClassification(tiny_config()).eval()
+    input_ids, mask, word_ids = batch(SENTENCES, VOCAB)
+    labels = torch.tensor([[1, 0, 0, 3], [1, 2, 0, -100], [3, -100, -100, -100]])
+    expected = model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids, labels=labels)
+    narrow = model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids.int(), labels=labels.int())
+    torch.testing.assert_close(narrow.loss, expected.loss)
+    torch.testing.assert_close(narrow.logits, expected.logits)
 
 
 def test_config_validation_names_the_field():
