@@ -243,6 +243,44 @@ def check_bert_inputs(
         check_bert_values(config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds)
 
 
+def check_choice_inputs(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds) -> int:
+    """A multiple-choice model's inputs before it flattens the choices: exactly one of `input_ids` (B, C, T) and
+    `inputs_embeds` (B, C, T, H), and `attention_mask`, `token_type_ids`, `position_ids` of shape (B, C, T). A
+    `ValueError` names the 3-D shapes: flattened to (B * C, T), a mask of the choices' transpose (C, B, T) would
+    pass for the (B * C, T) shape and mask the wrong sequences. Returns C; the flattened inputs then take
+    `check_bert_inputs`."""
+    if (input_ids is None) == (inputs_embeds is None):
+        raise ValueError("pass exactly one of input_ids or inputs_embeds")
+    check_tensors(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        token_type_ids=token_type_ids,
+        position_ids=position_ids,
+        inputs_embeds=inputs_embeds,
+    )
+    if input_ids is not None:
+        reference, shape = "input_ids", tuple(input_ids.shape)
+        if input_ids.dim() != 3:
+            raise ValueError(f"multiple-choice input_ids must have shape (batch, choices, tokens), got {shape}")
+    else:
+        reference, shape = "inputs_embeds", tuple(inputs_embeds.shape[:3])
+        if inputs_embeds.dim() != 4:
+            raise ValueError(
+                "multiple-choice inputs_embeds must have shape (batch, choices, tokens, hidden_size), got "
+                f"{tuple(inputs_embeds.shape)}"
+            )
+    for name, tensor in [
+        ("attention_mask", attention_mask),
+        ("token_type_ids", token_type_ids),
+        ("position_ids", position_ids),
+    ]:
+        if tensor is not None and tuple(tensor.shape) != shape:
+            raise ValueError(
+                f"{name} has shape {tuple(tensor.shape)} but {reference} has (batch, choices, tokens) = {shape}"
+            )
+    return shape[1]
+
+
 def check_id_dtype(name: str, ids: torch.Tensor | None, what: str = "ids") -> None:
     """A `ValueError` unless `ids` (when given) are integers of a dtype an embedding lookup takes (int64 or int32):
     float ids would fail inside the lookup with an error naming neither the argument nor the dtype."""

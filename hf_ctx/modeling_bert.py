@@ -46,6 +46,7 @@ from .crf import ConditionalRandomField, crf_logits_and_loss, init_crf_weights, 
 from .input_checks import (
     IGNORE_INDEX,
     check_bert_inputs,
+    check_choice_inputs,
     check_gold_tags,
     host_syncs_allowed,
     true_positions,
@@ -1035,10 +1036,7 @@ class CtxBertForMultipleChoice(CtxBertPreTrainedModel):
         num_items_in_batch=None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> MultipleChoiceModelOutput | tuple:
-        reference = input_ids if input_ids is not None else inputs_embeds
-        if reference is None or reference.dim() < 3:
-            raise ValueError("multiple-choice inputs must have shape (batch, choices, tokens)")
-        num_choices = reference.shape[1]
+        num_choices = check_choice_inputs(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds)
 
         def flat(t):  # (B, C, T, ...) -> (B * C, T, ...): every choice is one sequence for the encoder
             return None if t is None else t.reshape(-1, *t.shape[2:])

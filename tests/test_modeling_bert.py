@@ -484,6 +484,25 @@ def test_sequence_classification_problem_types(num_labels, labels, problem_type)
     torch.testing.assert_close(out.loss, expected)
 
 
+@pytest.mark.parametrize(
+    "name, shape, message",
+    [
+        ("attention_mask", (3, 2, 5), r"^attention_mask has shape \(3, 2, 5\) but input_ids has \(batch, choices, "),
+        ("attention_mask", (6, 5), r"^attention_mask has shape \(6, 5\) but input_ids has .* = \(2, 3, 5\)$"),
+        ("token_type_ids", (2, 15), r"^token_type_ids has shape \(2, 15\) but input_ids has"),
+        ("position_ids", (2, 3, 4), r"^position_ids has shape \(2, 3, 4\) but input_ids has"),
+    ],
+)
+def test_multiple_choice_inputs_are_checked_before_the_choices_are_flattened(name, shape, message):
+    """A mask of the choices' transpose (3, 2, 5) has the flattened (6, 5) shape and, before, masked the wrong
+    sequences in silence; a (6, 5) or (2, 15) one was checked after flattening, named by shapes nobody passed."""
+    model = CtxBertForMultipleChoice(tiny_config()).eval()
+    with pytest.raises(ValueError, match=message):
+        model(torch.ones(2, 3, 5, dtype=torch.long), **{name: torch.ones(shape, dtype=torch.long)})
+    with pytest.raises(ValueError, match=r"^multiple-choice input_ids must have shape \(batch, choices, tokens\)"):
+        model(torch.ones(6, 5, dtype=torch.long))
+
+
 def test_label_out_of_range_is_a_clear_error():
     model = CtxBertForSequenceClassification(tiny_config(num_labels=2)).eval()
     with pytest.raises(ValueError, match="label 5"):
