@@ -123,6 +123,26 @@ def label_range_error(label: int, num_classes: int) -> ValueError:
     )
 
 
+def check_target_values(labels: torch.Tensor, problem_type: str) -> None:
+    """A `ValueError` unless a sequence classifier's float targets are finite (`problem_type` "regression") or lie
+    in [0, 1] ("multi_label_classification"): a NaN target makes the loss NaN, and binary cross-entropy takes a
+    target of 2 or -1 without complaint and learns nonsense from it. One host sync."""
+    if not host_syncs_allowed(labels) or labels.numel() == 0:
+        return
+    values = labels.float()
+    # Regression: finite. Multi-label: in [0, 1], which NaN is not.
+    inside = torch.isfinite(values) if problem_type == "regression" else (values >= 0) & (values <= 1)
+    bad = ~inside.all()
+    _, (bad,) = values_outside([], [bad])
+    if bad and problem_type == "regression":
+        raise ValueError("regression labels hold NaN or infinite values: the loss would be NaN")
+    if bad:
+        raise ValueError(
+            "multi-label classification labels must lie in [0, 1] (1: the label applies, 0: it does not); "
+            "found a value outside it or NaN"
+        )
+
+
 def check_labels_shape(labels: torch.Tensor, mask: torch.Tensor) -> None:
     """A `ValueError` unless a word tagger's `labels` have the shape of its word mask (B, W)."""
     if tuple(labels.shape) != tuple(mask.shape):

@@ -7,7 +7,7 @@ checkpoint's remote code). They compute in float32, so a head running in half pr
 import torch
 from torch.nn import functional as F
 
-from .input_checks import IGNORE_INDEX, check_integer_labels, check_label_range
+from .input_checks import IGNORE_INDEX, check_integer_labels, check_label_range, check_target_values, check_tensors
 
 
 class AccumulatedBatchLossMixin:
@@ -110,19 +110,40 @@ def _element_mean(per_element: torch.Tensor, num_items_in_batch=None) -> torch.T
     return per_element.mean() if count is None else per_element.sum() / count
 
 
+def infer_problem_type(num_labels: int, labels: torch.Tensor) -> str:
+    """The problem type of a sequence classifier without one, from its labels, as transformers infers it:
+    regression when `num_labels == 1`, single-label classification for integer class ids, multi-label for float
+    targets. Integer labels of any dtype are class ids (transformers names int64 and int32 only, and reads int16,
+    int8 or uint8 ids as multi-label targets, then fails on their shape); boolean labels, neither class ids nor
+    float targets, are refused rather than guessed."""
+    if num_labels == 1:
+        return "regression"
+    check_tensors(labels=labels)
+    if labels.dtype == torch.bool:
+        raise ValueError(
+            "labels of dtype torch.bool are neither class ids nor multi-label targets: pass labels.long() (one "
+            "class id per sentence) or labels.float() (multi-hot, num_labels per sentence), or set "
+            "config.problem_type"
+        )
+    if labels.dtype.is_floating_point or labels.dtype.is_complex:
+        return "multi_label_classification"
+    return "single_label_classification"
+
+
 def sequence_classification_loss(
     config, logits: torch.Tensor, labels: torch.Tensor, num_items_in_batch=None
 ) -> torch.Tensor:
     """The loss of a sequence-classification head, chosen by `config.problem_type` as in transformers.
 
     - "regression": mean squared error. `labels` are (B,) floats with one output (`num_labels == 1`), or
-      (B, num_labels) floats for several outputs.
-    - "single_label_classification": cross-entropy. `labels` are (B,) class ids; `IGNORE_INDEX` (-100) gives
-      a sentence no loss.
-    - "multi_label_classification": binary cross-entropy per label. `labels` are (B, num_labels) 0/1 values.
+      (B, num_labels) floats for several outputs; NaN or infinite targets are refused.
+    - "single_label_classification": cross-entropy. `labels` are (B,) class ids of any integer dtype;
+      `IGNORE_INDEX` (-100) gives a sentence no loss.
+    - "multi_label_classification": binary cross-entropy per label. `labels` are (B, num_labels) targets in
+      [0, 1] (floats, or booleans); others are refused.
 
-    An unset `problem_type` is inferred from the labels once and stored in the config, as transformers does:
-    regression when `num_labels == 1`, single-label for integer labels, multi-label otherwise.
+    An unset `problem_type` is inferred from the labels (`infer_problem_type`) and stored in the config, as
+    transformers does, once a loss has been computed: labels refused by a check leave it unset.
 
     Args:
         config: the model config (`num_labels`, `problem_type`).
@@ -130,44 +151,48 @@ def sequence_classification_loss(
         labels: as described above.
         num_items_in_batch: the labels' count in the whole accumulated batch (see `AccumulatedBatchLossMixin`).
     """
-    num_labels = config.num_labels
+    problem_type = config.problem_type or infer_problem_type(config.num_labels, labels)
+    loss = _sequence_classification_loss(problem_type, config.num_labels, logits, labels, num_items_in_batch)
     if config.problem_type is None:
-        if num_labels == 1:
-            config.problem_type = "regression"
-        elif labels.dtype in (torch.long, torch.int):
-            config.problem_type = "single_label_classification"
-        else:
-            config.problem_type = "multi_label_classification"
+        config.problem_type = problem_type
+    return loss
+
+
+def _sequence_classification_loss(problem_type, num_labels, logits, labels, num_items_in_batch):
     batch = logits.shape[0]
-    if config.problem_type == "regression":
+    if problem_type == "regression":
         if num_labels == 1:
             if labels.numel() != batch:
                 raise ValueError(
                     f"regression labels must have shape ({batch},) (one value per sentence), got {tuple(labels.shape)}"
                 )
+            check_target_values(labels, problem_type)
             squared = F.mse_loss(logits.reshape(-1).float(), labels.reshape(-1).float(), reduction="none")
             return _element_mean(squared, num_items_in_batch)
         if tuple(labels.shape) != (batch, num_labels):
             raise ValueError(
                 f"regression labels must have shape ({batch}, num_labels={num_labels}), got {tuple(labels.shape)}"
             )
+        check_target_values(labels, problem_type)
         return _element_mean(F.mse_loss(logits.float(), labels.float(), reduction="none"), num_items_in_batch)
-    if config.problem_type == "single_label_classification":
+    if problem_type == "single_label_classification":
         if labels.numel() != batch:
             raise ValueError(
                 f"single-label classification labels must have shape ({batch},) (one class id per "
-                f"sentence), got {tuple(labels.shape)}"
+                f"sentence), got {tuple(labels.shape)}; multi-hot labels (batch, num_labels) are floats "
+                "(labels.float()) or problem_type='multi_label_classification'"
             )
         return classification_loss(logits, labels, num_labels, num_items_in_batch)
-    if config.problem_type == "multi_label_classification":
+    if problem_type == "multi_label_classification":
         if tuple(labels.shape) != (batch, num_labels):
             raise ValueError(
                 f"multi-label classification labels must have shape ({batch}, num_labels="
                 f"{num_labels}), got {tuple(labels.shape)}"
             )
+        check_target_values(labels, problem_type)
         binary = F.binary_cross_entropy_with_logits(logits.float(), labels.float(), reduction="none")
         return _element_mean(binary, num_items_in_batch)
     raise ValueError(
         f"problem_type must be 'regression', 'single_label_classification' or "
-        f"'multi_label_classification', got {config.problem_type!r}"
+        f"'multi_label_classification', got {problem_type!r}"
     )

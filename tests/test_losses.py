@@ -123,6 +123,59 @@ def test_bad_labels_are_the_same_clear_error_in_both_heads(build):
         model(**inputs, labels=torch.zeros(4))
 
 
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8])
+def test_integer_labels_of_any_dtype_are_single_label_class_ids(dtype):
+    """transformers infers single-label classification for int64 and int32 labels only; hf_ctx for every integer
+    dtype (before: int32 failed inside cross_entropy, int16 / int8 / uint8 were taken for multi-label targets,
+    failed on their shape, and left multi_label_classification in the config)."""
+    logits, labels = torch.randn(4, 3), torch.tensor([0, 2, 1, 2])
+    config = Config(3)
+    loss = sequence_classification_loss(config, logits, labels.to(dtype))
+    assert config.problem_type == "single_label_classification"
+    torch.testing.assert_close(loss, F.cross_entropy(logits, labels))
+    model, inputs = bert(3)
+    out = model(**inputs, labels=labels.to(dtype))
+    torch.testing.assert_close(out.loss, F.cross_entropy(out.logits, labels))
+
+
+def test_refused_labels_leave_the_problem_type_unset():
+    """Inferred, the problem type is stored only with a loss: labels that a check refuses do not decide it."""
+    logits = torch.randn(2, 3)
+    config = Config(3)
+    with pytest.raises(ValueError, match=r"^labels of dtype torch.bool are neither class ids nor multi-label"):
+        sequence_classification_loss(config, logits, torch.tensor([True, False]))
+    with pytest.raises(ValueError, match=r"single-label classification labels must have shape \(2,\)"):
+        sequence_classification_loss(config, logits, torch.ones(2, 3, dtype=torch.uint8))
+    with pytest.raises(ValueError, match=r"label 3 is outside"):
+        sequence_classification_loss(config, logits, torch.tensor([0, 3]))
+    assert config.problem_type is None
+    # Said outright, boolean multi-hot targets are 0/1 targets.
+    multi_label = Config(3, "multi_label_classification")
+    targets = torch.tensor([[True, False, True], [False, False, True]])
+    torch.testing.assert_close(
+        sequence_classification_loss(multi_label, logits, targets),
+        F.binary_cross_entropy_with_logits(logits, targets.float()),
+    )
+
+
+@pytest.mark.parametrize(
+    "num_labels, problem_type, labels, message",
+    [
+        (1, None, [float("nan"), 1.0], r"^regression labels hold NaN or infinite values"),
+        (2, "regression", [[0.0, float("inf")], [1.0, 2.0]], r"^regression labels hold NaN or infinite values"),
+        (2, None, [[1.0, 2.0], [0.0, 1.0]], r"^multi-label classification labels must lie in \[0, 1\]"),
+        (2, None, [[1.0, -1.0], [0.0, 1.0]], r"^multi-label classification labels must lie in \[0, 1\]"),
+        (2, None, [[1.0, float("nan")], [0.0, 1.0]], r"^multi-label classification labels must lie in \[0, 1\]"),
+    ],
+)
+def test_targets_that_would_give_a_nan_or_meaningless_loss_are_refused(num_labels, problem_type, labels, message):
+    """Before: a NaN loss, or a binary cross-entropy against a target of 2 or -1, in silence."""
+    with pytest.raises(ValueError, match=message):
+        sequence_classification_loss(
+            Config(num_labels, problem_type), torch.randn(2, num_labels), torch.tensor(labels)
+        )
+
+
 def test_sequence_classification_loss_edge_cases():
     logits = torch.randn(2, 3)
     # Every label ignored: no loss rather than NaN.
