@@ -469,10 +469,18 @@ def check_word_ids(config, input_word_ids: torch.Tensor, mask: torch.Tensor) -> 
 def check_bilm_hidden_states(config, bilm_hidden_states: torch.Tensor, mask: torch.Tensor) -> None:
     """A `ValueError` unless precomputed biLM states (what a frozen biLM gives for these words, e.g. from a cache)
     have the shape (B, W, L + 1, 2P) of the ELMo config `config`'s biLM for the word mask (B, W) and a
-    floating-point dtype."""
+    floating-point dtype, and hold no NaN or infinity (padding included: the scalar mix multiplies padding by 0,
+    and NaN * 0 is NaN), which would silently make the outputs NaN. One host sync."""
+    check_tensors(bilm_hidden_states=bilm_hidden_states)
     expected = (*mask.shape, config.num_output_layers, config.hidden_size)
     if tuple(bilm_hidden_states.shape) != expected or not bilm_hidden_states.dtype.is_floating_point:
         raise ValueError(
             f"bilm_hidden_states has shape {tuple(bilm_hidden_states.shape)} and dtype {bilm_hidden_states.dtype}; "
             f"expected floats of shape (batch, words, layers, 2 * projection_dim) = {expected}"
         )
+    if host_syncs_allowed(bilm_hidden_states) and bilm_hidden_states.numel() > 0:
+        _, (not_finite,) = values_outside([], [~torch.isfinite(bilm_hidden_states).all()])
+        if not_finite:
+            raise ValueError(
+                "bilm_hidden_states hold NaN or infinite values (a damaged cache?): every output would be NaN"
+            )

@@ -193,6 +193,13 @@ def test_bad_states_and_a_trained_biLM_are_errors(tokenizer, features):
     batch, states = cached_batch(model, tokenizer, features)
     with pytest.raises(ValueError, match=r"bilm_hidden_states has shape \(5, 9, 2, 16\).*expected .* \(5, 9, 3, 16\)"):
         model(**batch, bilm_hidden_states=states[:, :, :2])
+    # NaN or infinity anywhere, padding included, in TagLM and an ELMo task model (before: NaN outputs in silence)
+    for value, position in [(float("nan"), (0, 0, 1, 3)), (float("inf"), (0, 8, 0, 0))]:
+        damaged = states.clone()
+        damaged[position] = value
+        for tagger in (model, elmo_tagger(tokenizer)):
+            with pytest.raises(ValueError, match=r"^bilm_hidden_states hold NaN or infinite values"):
+                tagger(**batch, bilm_hidden_states=damaged)
     no_bilm = TagLMForTokenClassification(TagLMConfig(vocab_size=tokenizer.vocab_size, num_labels=3))
     with pytest.raises(ValueError, match="this TagLM has no biLM"):
         no_bilm(**batch, bilm_hidden_states=states)
