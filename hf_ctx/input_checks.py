@@ -207,6 +207,45 @@ def tag_scheme_error(bad: torch.Tensor, tags: torch.Tensor, lengths: torch.Tenso
     )
 
 
+# --- masks ------------------------------------------------------------------------------------------------------
+
+
+def not_binary_count(mask: torch.Tensor) -> torch.Tensor:
+    """0-d: how many values of `mask` are neither 0 nor 1 (0 for a boolean mask), a flag for `values_outside`.
+    Every mask a model reads (attention masks, a CRF's word mask) holds 1 and 0 only, as booleans, integers or
+    floats: another value (0.5, 2, an additive -inf) would be read as 1 or inverted in silence."""
+    if mask.dtype == torch.bool:
+        return torch.zeros((), dtype=torch.long, device=mask.device)
+    return ((mask != 0) & (mask != 1)).sum()
+
+
+def not_binary_error(name: str, count: int, meaning: str, hint: str = "") -> ValueError:
+    """The error of a mask (`name`) with `count` values other than 0 and 1; `meaning` says what 1 and 0 mark."""
+    return ValueError(f"{name} must hold {meaning}; it has {count} other values{hint}")
+
+
+def check_word_mask(word_mask: torch.Tensor, attention_mask, shape: tuple, source: str = "word_mask") -> None:
+    """A `ValueError` unless a sub-word tagger's CRF word mask (B, T) has the inputs' `shape`, holds 0 and 1 only,
+    and marks no padding token (attention_mask 0) as a word: the CRF would decode it as one. `source` names where
+    the mask came from ("word_mask", or "labels" when it is where they are not -100). One host sync."""
+    check_tensors(word_mask=word_mask)
+    if tuple(word_mask.shape) != tuple(shape):
+        raise ValueError(f"{source} has shape {tuple(word_mask.shape)}, expected (batch, tokens) = {tuple(shape)}")
+    if not host_syncs_allowed(word_mask) or word_mask.numel() == 0:
+        return
+    flags = [not_binary_count(word_mask)]
+    if isinstance(attention_mask, torch.Tensor) and tuple(attention_mask.shape) == tuple(shape):
+        flags.append(((word_mask != 0) & (attention_mask == 0)).any())
+    _, (not_binary, *on_padding) = values_outside([], flags)
+    if not_binary:
+        raise not_binary_error(source, not_binary, "1 at the first sub-token of each word and 0 elsewhere")
+    if on_padding and on_padding[0]:
+        what = "a label other than -100" if source == "labels" else "1"
+        raise ValueError(
+            f"{source} marks a padding token (attention_mask 0) as a word ({what}); words are real tokens"
+        )
+
+
 # --- BERT: token ids --------------------------------------------------------------------------------------------
 
 
@@ -348,7 +387,7 @@ def check_bert_values(config, input_ids, attention_mask, token_type_ids, positio
     ]
     flags = []
     if attention_mask is not None and attention_mask.dtype != torch.bool:
-        flags.append(((attention_mask != 0) & (attention_mask != 1)).sum())
+        flags.append(not_binary_count(attention_mask))
     if inputs_embeds is not None:
         flags.append(~torch.isfinite(inputs_embeds).all())
     outside, flag_values = values_outside([(tensor, limit) for _, tensor, limit in ids], flags)
@@ -359,9 +398,11 @@ def check_bert_values(config, input_ids, attention_mask, token_type_ids, positio
         raise ValueError("inputs_embeds holds NaN or infinite values: every output would be NaN")
     not_binary = flag_values
     if not_binary and not_binary[0] > 0:
-        raise ValueError(
-            f"attention_mask must hold 1 for real tokens and 0 for padding; it has {not_binary[0]} other values (an "
-            "additive 0 / -inf mask? pass (mask == 0) instead)"
+        raise not_binary_error(
+            "attention_mask",
+            not_binary[0],
+            "1 for real tokens and 0 for padding",
+            " (an additive 0 / -inf mask? pass (mask == 0) instead)",
         )
 
 
@@ -430,11 +471,13 @@ def check_character_ids(input_ids, attention_mask, max_characters: int, n_charac
         return mask
     word_after_padding = (mask[:, 1:] & ~mask[:, :-1]).any()
     word_without_characters = (mask & (input_ids == 0).all(dim=-1)).any()
-    (outside,), (word_after_padding, word_without_characters) = values_outside(
-        [(input_ids, n_characters)], [word_after_padding, word_without_characters]
+    (outside,), (word_after_padding, word_without_characters, not_binary) = values_outside(
+        [(input_ids, n_characters)], [word_after_padding, word_without_characters, not_binary_count(attention_mask)]
     )
     if outside is not None:
         raise ValueError(f"input_ids contains the character id {outside}, outside [0, {n_characters})")
+    if not_binary:
+        raise not_binary_error("attention_mask", not_binary, "1 on words and 0 on padding")
     if word_after_padding:
         raise ValueError(
             "attention_mask must mark each sentence's words first and padding after them "

@@ -48,6 +48,7 @@ from .input_checks import (
     check_bert_inputs,
     check_choice_inputs,
     check_gold_tags,
+    check_word_mask,
     host_syncs_allowed,
     true_positions,
 )
@@ -856,7 +857,8 @@ class CtxBertForTokenClassification(CtxBertPreTrainedModel):
     ) -> TokenClassifierOutput | tuple:
         r"""`word_mask` (`torch.Tensor` of shape `(B, T)`, *optional*): with `config.use_crf`, 1 (or True) at the
         first sub-token of each word, the positions the CRF decodes; defaults to `labels != -100`."""
-        word_mask = self._word_mask(word_mask, labels, input_ids if input_ids is not None else inputs_embeds)
+        inputs = input_ids if input_ids is not None else inputs_embeds
+        word_mask = self._word_mask(word_mask, labels, attention_mask, inputs)
         outputs = self.bert(
             input_ids,
             attention_mask=attention_mask,
@@ -881,9 +883,9 @@ class CtxBertForTokenClassification(CtxBertPreTrainedModel):
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
 
-    def _word_mask(self, word_mask, labels, inputs) -> torch.Tensor | None:
-        """The CRF's word positions (B, T) as booleans: `word_mask`, else where `labels` are not -100; None
-        without a CRF."""
+    def _word_mask(self, word_mask, labels, attention_mask, inputs) -> torch.Tensor | None:
+        """The CRF's word positions (B, T) as booleans, checked (`check_word_mask`): `word_mask`, else where
+        `labels` are not -100; None without a CRF."""
         if self.crf is None:
             if word_mask is not None:
                 raise ValueError("word_mask is read by the CRF only; this model has none (use_crf=False)")
@@ -895,11 +897,10 @@ class CtxBertForTokenClassification(CtxBertPreTrainedModel):
                     "first sub-token of each word, or labels (-100 on the other tokens); for a pipeline use "
                     "pipeline(..., pipeline_class=hf_ctx.SubwordTokenClassificationPipeline)"
                 )
-            word_mask = labels != IGNORE_INDEX
-        if tuple(word_mask.shape) != tuple(inputs.shape[:2]):
-            raise ValueError(
-                f"word_mask has shape {tuple(word_mask.shape)}, expected (batch, tokens) = {tuple(inputs.shape[:2])}"
-            )
+            source, word_mask = "labels", labels != IGNORE_INDEX
+        else:
+            source = "word_mask"
+        check_word_mask(word_mask, attention_mask, word_mask.shape if inputs is None else inputs.shape[:2], source)
         if labels is not None and tuple(labels.shape) != tuple(word_mask.shape):
             raise ValueError(
                 f"labels has shape {tuple(labels.shape)}, expected (batch, tokens) = {tuple(word_mask.shape)}"

@@ -188,6 +188,29 @@ def test_bert_crf_says_what_it_needs_to_find_the_words():
         bert_crf(use_crf=False)(**inputs, word_mask=BERT_LABELS != IGNORE_INDEX)
 
 
+def test_bert_crf_word_mask_is_0_and_1_on_real_tokens_only():
+    """A word mask of 0.5 was read as 1, and a word on padding decoded as a word (before: both in silence); one of
+    0 and 1 as floats, integers or booleans gives one result."""
+    model, inputs = bert_crf().eval(), bert_inputs()
+    words = BERT_LABELS != IGNORE_INDEX
+    with pytest.raises(
+        ValueError, match=r"^word_mask must hold 1 at the first sub-token of each word and 0 elsewhere; it has 9 other"
+    ):
+        model(**inputs, word_mask=words * 0.5)
+    on_padding = words.clone()
+    on_padding[1, 7] = True  # attention_mask 0 there
+    with pytest.raises(ValueError, match=r"^word_mask marks a padding token \(attention_mask 0\) as a word"):
+        model(**inputs, word_mask=on_padding)
+    labels = BERT_LABELS.clone()
+    labels[1, 7] = 0
+    with pytest.raises(ValueError, match=r"^labels marks a padding token .* \(a label other than -100\)"):
+        model(**inputs, labels=labels)
+    with torch.no_grad():
+        expected = model(**inputs, word_mask=words).logits
+        for same in (words.long(), words.float()):
+            torch.testing.assert_close(model(**inputs, word_mask=same).logits, expected)
+
+
 def test_crf_learns_and_its_constraints_survive_save_and_load(tmp_path):
     for name, model, inputs, labels in [
         ("bert", bert_crf(), bert_inputs(), BERT_LABELS),

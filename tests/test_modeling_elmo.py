@@ -244,6 +244,17 @@ def test_bad_input_is_a_clear_error(batch):
         model(input_ids=batch["input_ids"], attention_mask=holes)
     with pytest.raises(ValueError, match="character ids are all 0"):
         model(input_ids=batch["input_ids"], attention_mask=torch.ones_like(batch["attention_mask"]))
+    # A mask of 0.5 or 2 was read as 1 (before: in silence); 0 and 1 as floats are the integer mask
+    for factor in (0.5, 2):
+        with pytest.raises(
+            ValueError, match=r"^attention_mask must hold 1 on words and 0 on padding; it has \d+ other"
+        ):
+            model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"] * factor)
+    with torch.no_grad():
+        torch.testing.assert_close(
+            model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"].float()).forward_logits,
+            model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).forward_logits,
+        )
     words = batch["input_word_ids"].clone()
     words[0, 0] = len(VOCAB)
     with pytest.raises(ValueError, match="outside the word vocabulary"):
