@@ -143,6 +143,23 @@ def check_target_values(labels: torch.Tensor, problem_type: str) -> None:
         )
 
 
+def check_span_positions(positions: torch.Tensor, name: str) -> None:
+    """A `ValueError` unless extractive QA's span positions (`name`: start_positions or end_positions) are integer
+    token indices, or `IGNORE_INDEX` for no loss: a negative position is no token (transformers clamps it to 0, the
+    [CLS] token, and trains it as a no-answer span in silence). A position past the input is a span cut off by
+    truncation, ignored as in transformers. One host sync."""
+    check_integer_labels(positions, name)
+    if not host_syncs_allowed(positions) or positions.numel() == 0:
+        return
+    used = positions.masked_fill(positions == IGNORE_INDEX, 0)
+    (outside,), _ = values_outside([(used, torch.iinfo(torch.int64).max)])
+    if outside is not None:
+        raise ValueError(
+            f"{name} contains {outside}: a span position is a token index (past the input: ignored), or "
+            f"{IGNORE_INDEX} for no loss"
+        )
+
+
 def check_labels_shape(labels: torch.Tensor, mask: torch.Tensor) -> None:
     """A `ValueError` unless a word tagger's `labels` have the shape of its word mask (B, W)."""
     if tuple(labels.shape) != tuple(mask.shape):

@@ -48,6 +48,7 @@ from .input_checks import (
     check_bert_inputs,
     check_choice_inputs,
     check_gold_tags,
+    check_span_positions,
     check_word_mask,
     host_syncs_allowed,
     true_positions,
@@ -937,11 +938,12 @@ def words_first(word_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def span_labels(positions: torch.Tensor, length: int) -> torch.Tensor:
-    """Span positions (B,) as class labels over an input of `length` tokens. Spans outside the (possibly truncated)
-    input point at an ignored index, as in transformers; here they become IGNORE_INDEX, so that a batch of such
-    spans has loss 0, not NaN."""
-    positions = positions.view(-1).clamp(0, length)
-    return positions.masked_fill(positions == length, IGNORE_INDEX)
+    """Span positions (B,) (or (B, 1)) as class labels over an input of `length` tokens. Spans past the (possibly
+    truncated) input point at an ignored index, as in transformers; here they become IGNORE_INDEX, so that a batch
+    of such spans has loss 0, not NaN. IGNORE_INDEX itself stays ignored (transformers clamps it to 0, the [CLS]
+    token); other negative positions are refused where they enter (`check_span_positions`)."""
+    positions = positions.reshape(-1)
+    return positions.masked_fill((positions >= length) | (positions < 0), IGNORE_INDEX)
 
 
 class CtxBertForQuestionAnswering(CtxBertPreTrainedModel):
@@ -975,7 +977,8 @@ class CtxBertForQuestionAnswering(CtxBertPreTrainedModel):
         num_items_in_batch=None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> QuestionAnsweringModelOutput | tuple:
-        r"""`start_positions`/`end_positions` (B,): answer span token indices; positions past the end are ignored.
+        r"""`start_positions`/`end_positions` (B,): answer span token indices; positions past the end and -100 are
+        ignored (no loss), other negative positions refused.
         Returns `start_logits` and `end_logits`, each (B, T)."""
         outputs = self.bert(
             input_ids,
@@ -989,6 +992,8 @@ class CtxBertForQuestionAnswering(CtxBertPreTrainedModel):
         start_logits, end_logits = self.qa_outputs(outputs.last_hidden_state).float().unbind(-1)
         loss = None
         if start_positions is not None and end_positions is not None:
+            check_span_positions(start_positions, "start_positions")
+            check_span_positions(end_positions, "end_positions")
             length = start_logits.shape[1]
             # Each a mean over its spans inside the input: this batch's share of the accumulated batch's
             starts, ends = span_labels(start_positions, length), span_labels(end_positions, length)

@@ -523,6 +523,25 @@ def test_question_answering_ignores_spans_past_the_input():
     torch.testing.assert_close(out.loss, expected)
 
 
+def test_question_answering_ignores_spans_of_minus_100_and_refuses_other_negative_positions():
+    """-100 is no loss, as for every hf_ctx head (transformers clamps it to 0 and trains the [CLS] token as the
+    answer; so did hf_ctx, in silence); -3 is no token."""
+    model = CtxBertForQuestionAnswering(tiny_config()).eval()
+    input_ids, attention_mask, _ = padded_batch()
+    out = model(
+        input_ids, attention_mask, start_positions=torch.tensor([1, -100, 2]), end_positions=torch.tensor([3, 4, 2])
+    )
+    expected = (
+        torch.nn.functional.cross_entropy(out.start_logits[[0, 2]], torch.tensor([1, 2]))
+        + torch.nn.functional.cross_entropy(out.end_logits, torch.tensor([3, 4, 2]))
+    ) / 2
+    torch.testing.assert_close(out.loss, expected)
+    with pytest.raises(ValueError, match=r"^end_positions contains -3: a span position is a token index"):
+        model(input_ids, start_positions=torch.tensor([1, 2, 2]), end_positions=torch.tensor([3, -3, 2]))
+    with pytest.raises(ValueError, match=r"^start_positions must be a tensor of integer class ids"):
+        model(input_ids, start_positions=torch.tensor([1.0, 2, 2]), end_positions=torch.tensor([3, 3, 2]))
+
+
 def test_return_dict_false_gives_a_tuple():
     model = CtxBertForTokenClassification(tiny_config(num_labels=4)).eval()
     out = model(torch.tensor([[1, 2, 3]]), labels=torch.tensor([[0, 1, -100]]), return_dict=False)
