@@ -9,6 +9,7 @@ The word vocabulary file is bilm-tf's `vocab.txt`: one word per line, in id orde
 """
 
 import logging
+import numbers
 import os
 import sys
 from collections.abc import Iterable
@@ -72,6 +73,15 @@ class WordBatchEncoding(BatchEncoding):
     def __setstate__(self, state):
         super().__setstate__(state)
         self._word_ids = state.get("word_ids")
+
+
+def check_length_options(max_length, pad_to_multiple_of) -> None:
+    """A `ValueError` unless `max_length` and `pad_to_multiple_of` are each None or a positive number of words:
+    `max_length=0` truncated every sentence to no words, -1 cut its last word, and `pad_to_multiple_of=0`
+    padded nothing, all in silence."""
+    for name, value in (("max_length", max_length), ("pad_to_multiple_of", pad_to_multiple_of)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1):
+            raise ValueError(f"{name} must be a positive number of words (or None), got {value!r}")
 
 
 class ElmoTokenizer(PreTrainedTokenizer):
@@ -301,6 +311,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
                 "character ids. For ELMo and TagLM taggers, pass "
                 'pipeline_class=hf_ctx.WordTokenClassificationPipeline to pipeline("token-classification", ...)'
             )
+        check_length_options(max_length, pad_to_multiple_of)
         side = truncation_side or self.truncation_side
         if side not in ("left", "right"):
             raise ValueError(f"truncation_side must be 'left' or 'right', got {side!r}")
@@ -398,6 +409,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
         the longest sentence (rounded up to `pad_to_multiple_of`), "max_length" to `max_length`, `False` not at
         all (then tensors need sentences of one length).
         """
+        check_length_options(max_length, pad_to_multiple_of)
         if isinstance(encoded_inputs, (list, tuple)):
             if not encoded_inputs:
                 raise ValueError("nothing to pad: got an empty list of examples")

@@ -278,3 +278,26 @@ def test_a_sentence_longer_than_model_max_length_is_a_warning(caplog):
 def test_options_it_cannot_honour_are_refused_by_name(option, message):
     with pytest.raises(ValueError, match=message):
         ElmoTokenizer(vocab=VOCAB)(["the cat sat"], truncation=True, max_length=2, **option)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"truncation": True, "max_length": 0},
+        {"truncation": True, "max_length": -1},
+        {"padding": "max_length", "max_length": -1},
+        {"padding": True, "pad_to_multiple_of": 0},
+        {"padding": True, "pad_to_multiple_of": -2},
+        {"padding": True, "pad_to_multiple_of": 2.5},
+    ],
+)
+def test_lengths_that_are_no_number_of_words_are_refused_by_name(options):
+    """Before: max_length=0 gave sentences of no words, -1 cut the last word, pad_to_multiple_of=0 did nothing."""
+    name = "max_length" if "max_length" in options else "pad_to_multiple_of"
+    value = options[name]
+    tokenizer = ElmoTokenizer(vocab=VOCAB)
+    message = rf"^{name} must be a positive number of words \(or None\), got {value}$"
+    with pytest.raises(ValueError, match=message):
+        tokenizer(["the cat sat"], **options)
+    with pytest.raises(ValueError, match=message):
+        tokenizer.pad([tokenizer("the cat")], **{key: v for key, v in options.items() if key != "truncation"})
