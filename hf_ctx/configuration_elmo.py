@@ -1,6 +1,7 @@
 """Configuration of hf_ctx's ELMo biLM (Peters et al., 2018, "Deep contextualized word representations")."""
 
 import copy
+import math
 
 from transformers import PreTrainedConfig
 
@@ -138,6 +139,18 @@ def _check_num_output_representations(name: str, value) -> None:
     one_of((1, 2))(name, value)
 
 
+def _check_scalar_mix_parameters(name: str, value) -> None:
+    """None, or a list of finite numbers (their count is checked against the layers in `check_fields_together`)."""
+    if value is None:
+        return
+    if not isinstance(value, (list, tuple)) or not all(
+        isinstance(weight, (int, float)) and not isinstance(weight, bool) and math.isfinite(weight) for weight in value
+    ):
+        raise ValueError(
+            f"{name} must be a list of finite numbers, one per biLM layer (or None: learned), got {value!r}"
+        )
+
+
 class ElmoConfig(CheckedConfig, PreTrainedConfig):
     r"""
     Configuration of the ELMo biLM ([`ElmoModel`], [`ElmoForBiLM`]) and of the task models built on it
@@ -180,6 +193,10 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
             train only the scalar mix and the task layers, as in the paper.
         scalar_mix_layer_norm (`bool`, defaults to `False`): layer-normalise each biLM layer (over the words of the
             batch) before the task's scalar mix.
+        scalar_mix_parameters (`list[float]`, *optional*): fixed pre-softmax weights of the L + 1 biLM layers in
+            the task models' scalar mixes (AllenNLP's `Elmo(scalar_mix_parameters=...)`): the mixes are not
+            trained then (their weights nor their scale gamma, which stays 1); e.g. `[-1e4, 1, -1e4]` takes
+            the middle layer alone. `None` (the default): the weights are learned, from equal ones.
         bilm_state_norm (`str`, defaults to `"center"`): what the task models do to each biLM layer's features
             before the scalar mix, with batch statistics in training and running averages in evaluation:
             `"center"` subtracts each feature's mean over the words, `"standardize"` also divides by its standard
@@ -231,6 +248,7 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
         unk_token_id=2,
         freeze_bilm=True,
         scalar_mix_layer_norm=False,
+        scalar_mix_parameters=None,
         bilm_state_norm="center",
         task_hidden_size=256,
         task_word_embedding_size=0,
@@ -255,6 +273,7 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
         self.unk_token_id = unk_token_id
         self.freeze_bilm = freeze_bilm
         self.scalar_mix_layer_norm = scalar_mix_layer_norm
+        self.scalar_mix_parameters = None if scalar_mix_parameters is None else list(scalar_mix_parameters)
         self.bilm_state_norm = bilm_state_norm
         self.task_hidden_size = task_hidden_size
         self.task_word_embedding_size = task_word_embedding_size
@@ -291,6 +310,7 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
         "num_sampled": non_negative_int("full softmax"),
         "freeze_bilm": boolean,
         "scalar_mix_layer_norm": boolean,
+        "scalar_mix_parameters": _check_scalar_mix_parameters,
         "bilm_state_norm": one_of(BILM_STATE_NORMS),
         "task_hidden_size": non_negative_int("no task LSTM"),
         "task_word_embedding_size": non_negative_int("ELMo vectors only"),
@@ -307,6 +327,12 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
                 raise ValueError(f"{name} must be a word id in [0, vocab_size={vocab_size}), got {value!r}")
         if self.task_word_embedding_size and self.vocab_size is None:
             raise ValueError("task_word_embedding_size needs vocab_size (the word vocabulary the task embeds)")
+        weights = self.scalar_mix_parameters
+        if weights is not None and len(weights) != self.num_output_layers:
+            raise ValueError(
+                f"scalar_mix_parameters has {len(weights)} values; this ELMo has {self.num_output_layers} layers "
+                f"(the token layer and lstm n_layers={self.lstm['n_layers']}), one weight each"
+            )
 
     @property
     def projection_dim(self) -> int:

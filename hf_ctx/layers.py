@@ -416,6 +416,8 @@ class ScalarMix(nn.Module):
             raise ValueError(f"initial_scalar_parameters has {len(initial)} values for {num_layers} layers")
         self.num_layers = num_layers
         self.do_layer_norm = do_layer_norm
+        self.initial_scalar_parameters = initial  # what weight initialisation gives them
+        self.trainable = trainable
         self.scalar_parameters = nn.Parameter(torch.tensor(initial, dtype=torch.float32), requires_grad=trainable)
         self.gamma = nn.Parameter(torch.ones(1), requires_grad=trainable)
 

@@ -138,7 +138,8 @@ class ElmoPreTrainedModel(AutoMapMixin, ParameterMemoryMixin, AccumulatedBatchLo
             init.zeros_(module.running_mean)
             init.ones_(module.running_var)
         elif isinstance(module, ScalarMix):
-            init.zeros_(module.scalar_parameters)
+            # Equal weights, or the fixed ones of `config.scalar_mix_parameters`.
+            init.copy_(module.scalar_parameters, torch.tensor(module.initial_scalar_parameters))
             init.ones_(module.gamma)
         elif isinstance(module, WordSoftmax):
             init.normal_(module.weight, std=(1.0 / module.weight.shape[1]) ** 0.5)
@@ -502,7 +503,7 @@ class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
             self.bilm_norm = MaskedBatchNorm(
                 config.num_output_layers, config.hidden_size, scale=config.bilm_state_norm == "standardize"
             )
-        self.scalar_mix = ScalarMix(config.num_output_layers, do_layer_norm=config.scalar_mix_layer_norm)
+        self.scalar_mix = self._scalar_mix(config)
         self.dropout = nn.Dropout(config.classifier_dropout)
         self.word_embeddings = None
         self.feature_size = config.hidden_size
@@ -517,8 +518,26 @@ class ElmoTaskModel(FrozenBiLMMixin, ElmoPreTrainedModel):
             self.feature_size = 2 * config.task_hidden_size
         self.output_scalar_mix = None
         if config.num_output_representations == 2:
-            self.output_scalar_mix = ScalarMix(config.num_output_layers, do_layer_norm=config.scalar_mix_layer_norm)
+            self.output_scalar_mix = self._scalar_mix(config)
             self.feature_size += config.hidden_size
+
+    @staticmethod
+    def _scalar_mix(config: ElmoConfig) -> ScalarMix:
+        """A scalar mix of the biLM layers: learned, or fixed to `config.scalar_mix_parameters` (AllenNLP's
+        semantics: neither the weights nor gamma train)."""
+        return ScalarMix(
+            config.num_output_layers,
+            do_layer_norm=config.scalar_mix_layer_norm,
+            initial_scalar_parameters=config.scalar_mix_parameters,
+            trainable=config.scalar_mix_parameters is None,
+        )
+
+    def _freeze_bilm(self):
+        """The biLM frozen (`FrozenBiLMMixin`), and fixed scalar mixes too: loading makes them trainable again."""
+        super()._freeze_bilm()
+        for mix in self.scalar_mixes():
+            if not mix.trainable:
+                mix.requires_grad_(False)
 
     def scalar_mixes(self) -> list[ScalarMix]:
         """The model's scalar mixes of the biLM layers, one per output representation: the one the task LSTM

@@ -373,6 +373,34 @@ def test_two_output_representations_mix_the_layers_twice_at_the_input_and_output
         tiny_config(num_output_representations=3)
 
 
+def test_scalar_mix_parameters_fix_the_task_mixes_as_allennlp_does(batch, tmp_path):
+    """`scalar_mix_parameters` (AllenNLP's `Elmo` argument) are the fixed pre-softmax weights of every task mix:
+    not trained, gamma 1, kept through save and load (before: accepted by the config and ignored)."""
+    weights = [-1e4, 1.0, -1e4]  # the middle layer alone
+    config = tiny_config(
+        num_labels=3, scalar_mix_parameters=weights, num_output_representations=2, bilm_state_norm="none"
+    )
+    model = ElmoForTokenClassification(config).eval()
+    for mix in model.scalar_mixes():
+        assert mix.scalar_parameters.tolist() == weights and mix.gamma.item() == 1.0
+        assert not mix.scalar_parameters.requires_grad and not mix.gamma.requires_grad
+    with torch.no_grad():
+        features = model(**batch, output_hidden_states=True).hidden_states[0]
+        middle = model.elmo(**batch, output_hidden_states=True).hidden_states[1]
+    torch.testing.assert_close(features[..., -10:], middle)  # the second mix, beside the task LSTM's output
+    model.save_pretrained(tmp_path)
+    loaded = ElmoForTokenClassification.from_pretrained(tmp_path)
+    assert loaded.config.scalar_mix_parameters == weights
+    assert all(not p.requires_grad for mix in loaded.scalar_mixes() for p in mix.parameters())
+    assert all(mix.scalar_parameters.tolist() == weights for mix in loaded.scalar_mixes())
+    with pytest.raises(ValueError, match=r"^scalar_mix_parameters has 2 values; this ELMo has 3 layers"):
+        tiny_config(scalar_mix_parameters=[0.0, 1.0])
+    with pytest.raises(ValueError, match=r"^scalar_mix_parameters must be a list of finite numbers"):
+        tiny_config(scalar_mix_parameters=[0.0, float("nan"), 1.0])
+    # None, the default: learned from equal weights
+    assert all(mix.scalar_parameters.requires_grad for mix in ElmoForTokenClassification(tiny_config()).scalar_mixes())
+
+
 def test_a_task_checkpoint_without_the_new_fields_loads_with_one_mix_and_no_crf(batch, tmp_path):
     model = ElmoForTokenClassification(tiny_config(num_labels=3)).eval()
     model.save_pretrained(tmp_path)

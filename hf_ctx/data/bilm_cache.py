@@ -94,6 +94,7 @@ CONFIG_FIELDS_NOT_IN_STATES = frozenset(
         "problem_type",
         "return_dict",
         "scalar_mix_layer_norm",
+        "scalar_mix_parameters",
         "share_softmax",
         "task_hidden_size",
         "task_word_embedding_size",
