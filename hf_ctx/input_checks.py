@@ -275,15 +275,7 @@ def check_bert_inputs(
     ids in their embeddings' ranges; a mask of 0 and 1 only. `model_dtype`, the dtype of the model's weights:
     `inputs_embeds` of a wider floating-point dtype (float64 into a float32 model, float32 into a bfloat16 one)
     is refused, where LayerNorm would fail on the mixed dtypes (a narrower one is promoted, as in transformers)."""
-    if (input_ids is None) == (inputs_embeds is None):
-        raise ValueError("pass exactly one of input_ids or inputs_embeds")
-    check_tensors(
-        input_ids=input_ids,
-        attention_mask=attention_mask,
-        token_type_ids=token_type_ids,
-        position_ids=position_ids,
-        inputs_embeds=inputs_embeds,
-    )
+    check_bert_tensors(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds)
     if input_ids is not None:
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must have shape (batch, tokens), got {tuple(input_ids.shape)}")
@@ -325,15 +317,7 @@ def check_choice_inputs(input_ids, attention_mask, token_type_ids, position_ids,
     `ValueError` names the 3-D shapes: flattened to (B * C, T), a mask of the choices' transpose (C, B, T) would
     pass for the (B * C, T) shape and mask the wrong sequences. Returns C; the flattened inputs then take
     `check_bert_inputs`."""
-    if (input_ids is None) == (inputs_embeds is None):
-        raise ValueError("pass exactly one of input_ids or inputs_embeds")
-    check_tensors(
-        input_ids=input_ids,
-        attention_mask=attention_mask,
-        token_type_ids=token_type_ids,
-        position_ids=position_ids,
-        inputs_embeds=inputs_embeds,
-    )
+    check_bert_tensors(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds)
     if input_ids is not None:
         reference, shape = "input_ids", tuple(input_ids.shape)
         if input_ids.dim() != 3:
@@ -355,6 +339,19 @@ def check_choice_inputs(input_ids, attention_mask, token_type_ids, position_ids,
                 f"{name} has shape {tuple(tensor.shape)} but {reference} has (batch, choices, tokens) = {shape}"
             )
     return shape[1]
+
+
+def check_bert_tensors(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds) -> None:
+    """BERT's inputs (flat or with choices): exactly one of `input_ids` and `inputs_embeds`, and tensors or None."""
+    if (input_ids is None) == (inputs_embeds is None):
+        raise ValueError("pass exactly one of input_ids or inputs_embeds")
+    check_tensors(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        token_type_ids=token_type_ids,
+        position_ids=position_ids,
+        inputs_embeds=inputs_embeds,
+    )
 
 
 def check_id_dtype(name: str, ids: torch.Tensor | None, what: str = "ids") -> None:
