@@ -273,7 +273,9 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
         self.unk_token_id = unk_token_id
         self.freeze_bilm = freeze_bilm
         self.scalar_mix_layer_norm = scalar_mix_layer_norm
-        self.scalar_mix_parameters = None if scalar_mix_parameters is None else list(scalar_mix_parameters)
+        self.scalar_mix_parameters = (
+            list(scalar_mix_parameters) if isinstance(scalar_mix_parameters, tuple) else scalar_mix_parameters
+        )
         self.bilm_state_norm = bilm_state_norm
         self.task_hidden_size = task_hidden_size
         self.task_word_embedding_size = task_word_embedding_size

@@ -397,6 +397,8 @@ def test_scalar_mix_parameters_fix_the_task_mixes_as_allennlp_does(batch, tmp_pa
         tiny_config(scalar_mix_parameters=[0.0, 1.0])
     with pytest.raises(ValueError, match=r"^scalar_mix_parameters must be a list of finite numbers"):
         tiny_config(scalar_mix_parameters=[0.0, float("nan"), 1.0])
+    with pytest.raises(ValueError, match=r"^scalar_mix_parameters must be a list of finite numbers"):
+        tiny_config(scalar_mix_parameters=5)
     # None, the default: learned from equal weights
     assert all(mix.scalar_parameters.requires_grad for mix in ElmoForTokenClassification(tiny_config()).scalar_mixes())
 
