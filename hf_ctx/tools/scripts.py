@@ -11,6 +11,7 @@ there pass through `after_saving`) and ends with `hf_ctx.tools.hub.finish_run` (
 import contextlib
 import copy
 import importlib.metadata
+import importlib.util
 import json
 import logging
 import os
@@ -240,6 +241,7 @@ def launcher_arguments(argv: list[str] | None) -> tuple[list[str] | None, str | 
       would train one process. Refused, naming the forms that start N.
     """
     environ = os.environ
+    _refuse_deepspeed_not_installed(argv)
     world_size = int(environ.get("WORLD_SIZE", "1") or 1)
     if (
         "ACCELERATE_USE_CPU" in environ
@@ -257,6 +259,21 @@ def launcher_arguments(argv: list[str] | None) -> tuple[list[str] | None, str | 
         argv = [*(sys.argv[1:] if argv is None else argv), "--use_cpu"]
         return argv, f"{world_size} processes and no GPU: training on CPU processes (gloo), as --use_cpu asks"
     return argv, None
+
+
+def _refuse_deepspeed_not_installed(argv: list[str] | None) -> None:
+    """A ValueError when DeepSpeed is asked for (`--deepspeed CONFIG`, or an accelerate config with
+    `distributed_type: DEEPSPEED`) and the deepspeed package is absent: transformers would stop with
+    `PackageNotFoundError` from its `require_version` while building `TrainingArguments`."""
+    if importlib.util.find_spec("deepspeed") is not None:
+        return
+    if "deepspeed" in given_options(argv):
+        asked = "--deepspeed"
+    elif os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() in ("1", "true", "yes"):
+        asked = "the accelerate config (distributed_type: DEEPSPEED)"
+    else:
+        return
+    raise ValueError(f"{asked} asks for DeepSpeed, but deepspeed is not installed: pip install deepspeed")
 
 
 def _accelerator_available() -> bool:
