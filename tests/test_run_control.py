@@ -304,7 +304,14 @@ def test_launcher_environments(monkeypatch):
     """What each launcher sets, read by `launcher_arguments`: torchrun's WORLD_SIZE without a GPU adds --use_cpu;
     accelerate's one-process --cpu launch of N (MASTER_ADDR, no WORLD_SIZE) is refused; one process is left
     alone."""
-    for name in ("WORLD_SIZE", "ACCELERATE_USE_CPU", "MASTER_ADDR", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
+    for name in (
+        "WORLD_SIZE",
+        "ACCELERATE_USE_CPU",
+        "MASTER_ADDR",
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_SIZE",
+        "ACCELERATE_MIXED_PRECISION",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(scripts, "_accelerator_available", lambda: False)
     assert scripts.launcher_arguments(["--do_train"]) == (["--do_train"], None)
@@ -314,6 +321,14 @@ def test_launcher_environments(monkeypatch):
     assert scripts.launcher_arguments(["--use_cpu", "false"]) == (["--use_cpu", "false"], None)
     monkeypatch.setattr(scripts, "_accelerator_available", lambda: True)
     assert scripts.launcher_arguments(["--do_train"]) == (["--do_train"], None)
+    monkeypatch.setattr(scripts, "_accelerator_available", lambda: False)
+    monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", "bf16")  # accelerate launch of multi_gpu.yaml
+    with pytest.raises(
+        ValueError, match=r"^accelerate launch asks for multi-GPU training \(2 processes\), but no CUDA"
+    ):
+        scripts.launcher_arguments(["--do_train"])
+    assert scripts.launcher_arguments(["--use_cpu"]) == (["--use_cpu"], None)
+    monkeypatch.delenv("ACCELERATE_MIXED_PRECISION")
     monkeypatch.delenv("WORLD_SIZE")
     monkeypatch.setenv("ACCELERATE_USE_CPU", "True")
     assert scripts.launcher_arguments([]) == ([], None)  # one process: no MASTER_ADDR
