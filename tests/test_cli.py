@@ -201,3 +201,20 @@ def test_run_script_strips_debug_and_then_shows_the_traceback(monkeypatch, capsy
     with pytest.raises(ValueError, match="needs --validation_file"):
         run_script(main, ["--output_dir", "x", "--debug"])
     assert seen == [["--output_dir", "x"], ["--output_dir", "x"]]  # the script's parser never sees --debug
+
+
+def test_a_refusal_of_the_launch_is_printed_by_rank_0_alone(monkeypatch, capsys):
+    """A launch refusal (`SameOnEveryRank`) that every process raises alike is printed once, by rank 0; the
+    other ranks exit 1 silently. Any other user error is printed by the rank that raised it."""
+    from hf_ctx.tools.errors import SameOnEveryRank, user_errors_as_messages
+
+    monkeypatch.delenv("HF_CTX_DEBUG", raising=False)
+    for rank, error, printed in (
+        ("1", SameOnEveryRank("no GPU"), ""),
+        ("0", SameOnEveryRank("no GPU"), "error: no GPU\n"),
+        ("1", ValueError("bad file"), "error: bad file\n"),
+    ):
+        monkeypatch.setenv("RANK", rank)
+        with pytest.raises(SystemExit) as exit_info, user_errors_as_messages():
+            raise error
+        assert exit_info.value.code == 1 and capsys.readouterr().err == printed

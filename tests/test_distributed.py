@@ -139,7 +139,9 @@ def test_fsdp_on_cpu_processes_is_refused(tmp_path):
     command = [sys.executable, str(WORKER), "--output_dir", str(tmp_path), "--use_cpu", "--fsdp"]
     process = subprocess.run(command, env={**environment(), **rendezvous}, capture_output=True, text=True, timeout=300)
     assert process.returncode != 0
-    assert "FSDP was asked for, but accelerate set up MULTI_CPU on cpu" in process.stderr, process.stderr[-3000:]
+    assert "FSDP was asked for (--fsdp), but accelerate set up MULTI_CPU on cpu" in process.stderr, process.stderr[
+        -3000:
+    ]
     assert not (tmp_path / "rank0.json").exists()
 
 

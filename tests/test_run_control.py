@@ -4,6 +4,7 @@ an interruption (Ctrl-C, a scheduler's SIGTERM: a few lines, the step, what is k
 exit 130 / 143), with no spurious warning when the run resumes. The launches and interruptions are real
 subprocesses of `examples/run_glue.py` on a tiny CSV task."""
 
+import importlib.util
 import json
 import os
 import signal
@@ -303,7 +304,14 @@ def test_launcher_environments(monkeypatch):
     """What each launcher sets, read by `launcher_arguments`: torchrun's WORLD_SIZE without a GPU adds --use_cpu;
     accelerate's one-process --cpu launch of N (MASTER_ADDR, no WORLD_SIZE) is refused; one process is left
     alone."""
-    for name in ("WORLD_SIZE", "ACCELERATE_USE_CPU", "MASTER_ADDR", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
+    for name in (
+        "WORLD_SIZE",
+        "ACCELERATE_USE_CPU",
+        "MASTER_ADDR",
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_SIZE",
+        "ACCELERATE_MIXED_PRECISION",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(scripts, "_accelerator_available", lambda: False)
     assert scripts.launcher_arguments(["--do_train"]) == (["--do_train"], None)
@@ -313,6 +321,14 @@ def test_launcher_environments(monkeypatch):
     assert scripts.launcher_arguments(["--use_cpu", "false"]) == (["--use_cpu", "false"], None)
     monkeypatch.setattr(scripts, "_accelerator_available", lambda: True)
     assert scripts.launcher_arguments(["--do_train"]) == (["--do_train"], None)
+    monkeypatch.setattr(scripts, "_accelerator_available", lambda: False)
+    monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", "bf16")  # accelerate launch of multi_gpu.yaml
+    with pytest.raises(
+        ValueError, match=r"^accelerate launch asks for multi-GPU training \(2 processes\), but no CUDA"
+    ):
+        scripts.launcher_arguments(["--do_train"])
+    assert scripts.launcher_arguments(["--use_cpu"]) == (["--use_cpu"], None)
+    monkeypatch.delenv("ACCELERATE_MIXED_PRECISION")
     monkeypatch.delenv("WORLD_SIZE")
     monkeypatch.setenv("ACCELERATE_USE_CPU", "True")
     assert scripts.launcher_arguments([]) == ([], None)  # one process: no MASTER_ADDR
@@ -426,3 +442,19 @@ def test_ctrl_c_under_torchrun_is_said_once(task, tmp_path):
     [resume] = [line for line in output.splitlines() if line.startswith("resume: ")]
     assert resume.startswith("resume: torchrun --nproc_per_node 2 ") and resume.endswith(" latest")
     assert output.count("skipping the incomplete checkpoint") <= 1
+
+
+def test_deepspeed_without_deepspeed_installed_is_one_line(monkeypatch):
+    """`--deepspeed CONFIG` or accelerate's DeepSpeed config without the deepspeed package: one line saying to
+    install it (transformers' `require_version` would raise `PackageNotFoundError` inside argument parsing)."""
+    for name in ("WORLD_SIZE", "ACCELERATE_USE_CPU", "MASTER_ADDR", "ACCELERATE_USE_DEEPSPEED"):
+        monkeypatch.delenv(name, raising=False)
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "deepspeed" else real_find_spec(name, *a)
+    )
+    with pytest.raises(ValueError, match=r"^--deepspeed asks for DeepSpeed, but deepspeed is not installed: pip"):
+        scripts.launcher_arguments(["--deepspeed", "examples/accelerate/ds_zero2.json"])
+    monkeypatch.setenv("ACCELERATE_USE_DEEPSPEED", "true")
+    with pytest.raises(ValueError, match=r"^the accelerate config \(distributed_type: DEEPSPEED\) asks"):
+        scripts.launcher_arguments([])

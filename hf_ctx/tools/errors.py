@@ -36,6 +36,12 @@ from typing import Any
 
 from ..atomic_files import full_disk_errno
 
+
+class SameOnEveryRank(ValueError):
+    """A refusal of the launch itself (the launcher's set-up, what the machine lacks), which every process a
+    launcher started raises alike: rank 0 alone prints it, the others exit with the same status."""
+
+
 DEBUG_FLAG = "--debug"
 DEBUG_ENV = "HF_CTX_DEBUG"
 # What hf_ctx raises for input a user can fix. OSError covers FileNotFoundError, IsADirectoryError,
@@ -131,7 +137,8 @@ def user_errors_as_messages(debug: bool = False):
         message = error_message(error) if hub_message is None or hub_message in str(error) else f"error: {hub_message}"
         if full_disk:
             message += f" ({type(error).__name__}: the disk is full; free space and run the same command again)"
-        print(message, file=sys.stderr)
+        if not (isinstance(error, SameOnEveryRank) and process_rank() != 0):
+            print(message, file=sys.stderr)
         raise SystemExit(1) from None
 
 

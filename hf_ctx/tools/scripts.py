@@ -11,6 +11,7 @@ there pass through `after_saving`) and ends with `hf_ctx.tools.hub.finish_run` (
 import contextlib
 import copy
 import importlib.metadata
+import importlib.util
 import json
 import logging
 import os
@@ -36,7 +37,7 @@ from .argument_checks import (
     check_push_to_hub,
     check_training_arguments,
 )
-from .errors import USER_ERRORS
+from .errors import USER_ERRORS, SameOnEveryRank
 from .families import MODEL_FAMILIES, families_with, find_family, preset_names
 from .loading import load_tokenizer
 from .output_files import lock_output
@@ -240,6 +241,7 @@ def launcher_arguments(argv: list[str] | None) -> tuple[list[str] | None, str | 
       would train one process. Refused, naming the forms that start N.
     """
     environ = os.environ
+    _refuse_deepspeed_not_installed(argv)
     world_size = int(environ.get("WORLD_SIZE", "1") or 1)
     if (
         "ACCELERATE_USE_CPU" in environ
@@ -247,16 +249,43 @@ def launcher_arguments(argv: list[str] | None) -> tuple[list[str] | None, str | 
         and not any(name in environ for name in _MPI_WORLD_SIZES)
     ):
         count, script = _launcher_option("--num_processes") or "N", sys.argv[0] or "<script>"
-        raise ValueError(
+        raise SameOnEveryRank(
             f"accelerate launch --cpu starts one process whatever --num_processes says; for {count} CPU processes "
             f"run `accelerate launch --multi_gpu --num_processes {count} {script} ... --use_cpu` or `torchrun "
             f"--nproc_per_node {count} {script} ... --use_cpu` (docs/distributed.md)"
         )
     given = given_options(argv)
+    if (
+        world_size > 1
+        and "use_cpu" not in given
+        and "ACCELERATE_MIXED_PRECISION" in environ  # accelerate launch's multi-GPU set-up (a yaml or --multi_gpu)
+        and not _accelerator_available()
+    ):
+        script = sys.argv[0] or "<script>"
+        raise SameOnEveryRank(
+            f"accelerate launch asks for multi-GPU training ({world_size} processes), but no CUDA device is present; "
+            f"for {world_size} CPU processes add --use_cpu to the script's arguments: `accelerate launch --multi_gpu "
+            f"--num_processes {world_size} {script} ... --use_cpu` (docs/distributed.md)"
+        )
     if world_size > 1 and "use_cpu" not in given and not _accelerator_available():
         argv = [*(sys.argv[1:] if argv is None else argv), "--use_cpu"]
         return argv, f"{world_size} processes and no GPU: training on CPU processes (gloo), as --use_cpu asks"
     return argv, None
+
+
+def _refuse_deepspeed_not_installed(argv: list[str] | None) -> None:
+    """A ValueError when DeepSpeed is asked for (`--deepspeed CONFIG`, or an accelerate config with
+    `distributed_type: DEEPSPEED`) and the deepspeed package is absent: transformers would stop with
+    `PackageNotFoundError` from its `require_version` while building `TrainingArguments`."""
+    if importlib.util.find_spec("deepspeed") is not None:
+        return
+    if "deepspeed" in given_options(argv):
+        asked = "--deepspeed"
+    elif os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() in ("1", "true", "yes"):
+        asked = "the accelerate config (distributed_type: DEEPSPEED)"
+    else:
+        return
+    raise SameOnEveryRank(f"{asked} asks for DeepSpeed, but deepspeed is not installed: pip install deepspeed")
 
 
 def _accelerator_available() -> bool:

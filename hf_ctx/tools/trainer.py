@@ -32,7 +32,7 @@ from ..data.atomic_write import write_text
 from ..remote_code import check_finite_weights, nonfinite_tensors
 from . import option_kinds as kinds
 from .cpu_threads import CpuThreadsCallback
-from .errors import stop_signals_held
+from .errors import SameOnEveryRank, stop_signals_held
 from .loading import check_pickle_loads_safely
 
 logger = logging.getLogger(__name__)
@@ -616,10 +616,15 @@ class CtxTrainer(Trainer):
         each process holding the whole model, and says nothing."""
         asked = bool(self.args.fsdp) or os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true"
         if asked and not self.is_fsdp_enabled:
-            raise ValueError(
-                f"FSDP was asked for, but accelerate set up {self.accelerator.distributed_type.value} on "
+            given, advice = (
+                ("--fsdp", "Leave out --fsdp")
+                if self.args.fsdp
+                else ("accelerate config distributed_type: FSDP", "Launch without the FSDP config")
+            )
+            raise SameOnEveryRank(
+                f"FSDP was asked for ({given}), but accelerate set up {self.accelerator.distributed_type.value} on "
                 f"{self.args.device.type}: it shards only on GPUs or other accelerators, so these processes would "
-                "each hold the whole model (plain DDP). Leave out --fsdp (DDP) or run on GPUs"
+                f"each hold the whole model (plain DDP). {advice} (DDP) or run on GPUs"
             )
 
     def _get_num_items_in_batch(self, batch_samples: list, device: torch.device):
