@@ -201,3 +201,31 @@ def test_run_script_strips_debug_and_then_shows_the_traceback(monkeypatch, capsy
     with pytest.raises(ValueError, match="needs --validation_file"):
         run_script(main, ["--output_dir", "x", "--debug"])
     assert seen == [["--output_dir", "x"], ["--output_dir", "x"]]  # the script's parser never sees --debug
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+@pytest.mark.parametrize("kind", ["fifo", "devnull"])
+def test_train_tokenizer_names_a_text_input_that_is_not_a_regular_file(tmp_path, capsys, kind):
+    if kind == "fifo":
+        path = tmp_path / "pipe"
+        os.mkfifo(path)
+    else:
+        path = Path(os.devnull)
+    with pytest.raises(SystemExit) as raised:
+        cli.main(["train-tokenizer", str(path), "--output_dir", str(tmp_path / "tok")])
+    assert raised.value.code == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "not a regular file" in err and "not found" not in err
+    assert not (tmp_path / "tok").exists()
+
+
+def test_train_tokenizer_refuses_a_file_given_twice(tmp_path, capsys):
+    text = tmp_path / "a.txt"
+    text.write_text("the cat sat on the mat\n", encoding="utf-8")
+    os.symlink(text, tmp_path / "b.txt")
+    for second in (text, tmp_path / "b.txt"):
+        with pytest.raises(SystemExit):
+            cli.main(["train-tokenizer", str(text), str(second), "--output_dir", str(tmp_path / "tok")])
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "given twice" in err
+    assert not (tmp_path / "tok").exists()

@@ -254,3 +254,15 @@ def test_streaming_runs_train_for_max_steps(tmp_path, shards):
         importlib.import_module("pretrain_elmo").main(
             [a for a in common if a not in ("--max_steps", "2")] + tiny_elmo(tmp_path / "elmo2")
         )
+
+
+def test_resolve_text_files_refuses_a_file_named_twice_and_a_device(tmp_path):
+    from hf_ctx.data.text import resolve_text_files
+
+    text = tmp_path / "a.txt"
+    text.write_text("hello\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="given twice"):
+        resolve_text_files([str(text), str(text)])
+    with pytest.raises(ValueError, match="not a regular file"):
+        resolve_text_files(["/dev/null"])
+    assert resolve_text_files([str(text), str(tmp_path / "*.txt")]) == [str(text)]  # a pattern's overlap is fine

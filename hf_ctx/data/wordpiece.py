@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from transformers import BertTokenizer
 
+from .files import check_regular_file, unique_files
 from .text import iter_text_file_lines
 
 logger = logging.getLogger(__name__)
@@ -29,10 +30,9 @@ SPECIAL_TOKENS = {
 def iter_text_lines(files: Iterable[str | os.PathLike]) -> Iterator[str]:
     """Yield the non-blank lines of text files (plain or gzip-compressed), checking each file exists, is UTF-8 (a
     corrupt or truncated gzip named as such, `text.iter_text_file_lines`) and has some text."""
+    files = unique_files(files)
     for path in files:
-        path = os.fspath(path)
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"text file not found: {path}")
+        check_regular_file(path)
         found_text = False
         for _, line in iter_text_file_lines(path):
             if line:
