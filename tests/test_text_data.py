@@ -266,3 +266,14 @@ def test_resolve_text_files_refuses_a_file_named_twice_and_a_device(tmp_path):
     with pytest.raises(ValueError, match="not a regular file"):
         resolve_text_files(["/dev/null"])
     assert resolve_text_files([str(text), str(tmp_path / "*.txt")]) == [str(text)]  # a pattern's overlap is fine
+
+
+@pytest.mark.parametrize("option, value", [("--num_train", "0"), ("--num_test", "-5"), ("--seed", "-1")])
+def test_synthetic_ner_refuses_sizes_below_one_and_bad_seeds(tmp_path, capsys, option, value):
+    from hf_ctx.data.synthetic_ner import main as synthetic_ner_main
+
+    with pytest.raises(SystemExit) as raised:
+        synthetic_ner_main([str(tmp_path / "out"), option, value])
+    assert raised.value.code == 2
+    assert option in capsys.readouterr().err.strip().splitlines()[-1]
+    assert not (tmp_path / "out").exists()
