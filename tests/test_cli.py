@@ -218,3 +218,71 @@ def test_a_refusal_of_the_launch_is_printed_by_rank_0_alone(monkeypatch, capsys)
         with pytest.raises(SystemExit) as exit_info, user_errors_as_messages():
             raise error
         assert exit_info.value.code == 1 and capsys.readouterr().err == printed
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+@pytest.mark.parametrize("kind", ["fifo", "devnull"])
+def test_train_tokenizer_names_a_text_input_that_is_not_a_regular_file(tmp_path, capsys, kind):
+    if kind == "fifo":
+        path = tmp_path / "pipe"
+        os.mkfifo(path)
+    else:
+        path = Path(os.devnull)
+    with pytest.raises(SystemExit) as raised:
+        cli.main(["train-tokenizer", str(path), "--output_dir", str(tmp_path / "tok")])
+    assert raised.value.code == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "not a regular file" in err and "not found" not in err
+    assert not (tmp_path / "tok").exists()
+
+
+def test_train_tokenizer_refuses_a_file_given_twice(tmp_path, capsys):
+    text = tmp_path / "a.txt"
+    text.write_text("the cat sat on the mat\n", encoding="utf-8")
+    os.symlink(text, tmp_path / "b.txt")
+    for second in (text, tmp_path / "b.txt"):
+        with pytest.raises(SystemExit):
+            cli.main(["train-tokenizer", str(text), str(second), "--output_dir", str(tmp_path / "tok")])
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "given twice" in err
+    assert not (tmp_path / "tok").exists()
+
+
+def test_train_tokenizer_stops_at_once_on_a_signal_while_learning_merges(tmp_path):
+    """The merges are learnt in Rust after the text is read: a SIGINT then stops training at once (before: it was
+    seen only when the training ended, and the work was thrown away)."""
+    import random
+    import signal
+    import threading
+    import time
+
+    from hf_ctx.data import wordpiece
+
+    rng = random.Random(0)
+    words = [
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 12))) for _ in range(100_000)
+    ]
+    text = tmp_path / "corpus.txt"
+    text.write_text("\n".join(" ".join(rng.choices(words, k=30)) for _ in range(40_000)) + "\n", encoding="utf-8")
+    read, sent = threading.Event(), []
+    real_lines = wordpiece.iter_text_lines
+
+    def lines(files):
+        yield from real_lines(files)
+        read.set()
+
+    def interrupt():
+        read.wait(60)
+        time.sleep(0.3)
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    wordpiece.iter_text_lines, restore = lines, wordpiece.iter_text_lines
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            wordpiece.train_wordpiece_tokenizer([text], vocab_size=60_000)
+        stopped = time.monotonic()
+    finally:
+        wordpiece.iter_text_lines = restore
+    assert sent and stopped - sent[0] < 1.0  # at once, not when the merges are all learnt

@@ -497,3 +497,56 @@ def test_cli_embed_splits_raw_text_as_conll_unless_pretokenized(elmo_dir, tmp_pa
     assert (
         "another word splitter (--pretokenized or not) ('treebank', this run: 'whitespace')" in capsys.readouterr().err
     )
+
+
+@pytest.mark.parametrize("inside", ["config.json", "new.hdf5"])
+def test_cli_embed_refuses_an_output_inside_the_model_folder(elmo_dir, text_file, capsys, inside):
+    output = elmo_dir / inside
+    before = output.read_bytes() if output.exists() else None
+    with pytest.raises(SystemExit) as raised:
+        main(["embed", str(elmo_dir), str(text_file), str(output), "--overwrite", "--device", "cpu", "--no_progress"])
+    assert raised.value.code == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "inside the model folder" in err
+    assert (output.read_bytes() if output.exists() else None) == before
+
+
+def test_cli_embed_refuses_the_vocab_file_as_output(elmo_dir, text_file, tmp_path, capsys):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("the\ncat\n", encoding="utf-8")
+    with pytest.raises(SystemExit):
+        main(["embed", str(elmo_dir), str(text_file), str(vocab), "--vocab_file", str(vocab), "--overwrite"])
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "is the input file" in err
+    assert vocab.read_text(encoding="utf-8") == "the\ncat\n"
+
+
+def test_cli_embed_overwrite_interrupted_says_the_old_file_was_kept(
+    elmo_dir, text_file, tmp_path, monkeypatch, capsys
+):
+    output = tmp_path / "vectors.hdf5"
+    main(["embed", str(elmo_dir), str(text_file), str(output), "--device", "cpu", "--no_progress"])
+    before = output.read_bytes()
+
+    def interrupted(self, sentences, layer_output=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ElmoEmbedder, "embed_batch", interrupted)
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(
+            [
+                "embed",
+                str(elmo_dir),
+                str(text_file),
+                str(output),
+                "--overwrite",
+                "--top",
+                "--device",
+                "cpu",
+                "--no_progress",
+            ]
+        )
+    err = capsys.readouterr().err
+    assert "as it was before this run" in err and "without --overwrite" not in err
+    assert output.read_bytes() == before

@@ -254,3 +254,26 @@ def test_streaming_runs_train_for_max_steps(tmp_path, shards):
         importlib.import_module("pretrain_elmo").main(
             [a for a in common if a not in ("--max_steps", "2")] + tiny_elmo(tmp_path / "elmo2")
         )
+
+
+def test_resolve_text_files_refuses_a_file_named_twice_and_a_device(tmp_path):
+    from hf_ctx.data.text import resolve_text_files
+
+    text = tmp_path / "a.txt"
+    text.write_text("hello\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="given twice"):
+        resolve_text_files([str(text), str(text)])
+    with pytest.raises(ValueError, match="not a regular file"):
+        resolve_text_files(["/dev/null"])
+    assert resolve_text_files([str(text), str(tmp_path / "*.txt")]) == [str(text)]  # a pattern's overlap is fine
+
+
+@pytest.mark.parametrize("option, value", [("--num_train", "0"), ("--num_test", "-5"), ("--seed", "-1")])
+def test_synthetic_ner_refuses_sizes_below_one_and_bad_seeds(tmp_path, capsys, option, value):
+    from hf_ctx.data.synthetic_ner import main as synthetic_ner_main
+
+    with pytest.raises(SystemExit) as raised:
+        synthetic_ner_main([str(tmp_path / "out"), option, value])
+    assert raised.value.code == 2
+    assert option in capsys.readouterr().err.strip().splitlines()[-1]
+    assert not (tmp_path / "out").exists()

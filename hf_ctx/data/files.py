@@ -14,6 +14,36 @@ from .atomic_write import write_text
 INVISIBLE_PREFIXES = "\ufeff\u200b\u2060"
 
 
+def check_regular_file(path: str | os.PathLike, what: str = "text file") -> None:
+    """An error naming `path` unless it is a regular file: FileNotFoundError when nothing is there,
+    IsADirectoryError for a folder, ValueError for a pipe, a process substitution `<(...)`, a device such as
+    /dev/null or a socket (read twice or sized by hf_ctx, a stream would be read empty the second time)."""
+    path = os.fspath(path)
+    if os.path.isfile(path):
+        return
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{what} {path} is a folder; give a file")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{what} not found: {path}")
+    raise ValueError(
+        f"{what} {path} is not a regular file (a pipe, a process substitution, a device such as /dev/null); "
+        "save the text to a file and give that"
+    )
+
+
+def unique_files(paths) -> list[str]:
+    """`paths` without a file given again (the same file under another name included): a file listed twice is a
+    ValueError naming both, so that it is not read (trained on) twice without the user knowing."""
+    seen = {}
+    for path in map(os.fspath, paths):
+        key = os.path.realpath(path)
+        if key in seen:
+            also = "" if seen[key] == path else f" (also as {seen[key]})"
+            raise ValueError(f"the file {path} is given twice{also}; give each file once")
+        seen[key] = path
+    return list(seen.values())
+
+
 def strip_invisible_prefix(line: str) -> str:
     """`line` without the `INVISIBLE_PREFIXES` characters at its start."""
     return line.lstrip(INVISIBLE_PREFIXES)

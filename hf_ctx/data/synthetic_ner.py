@@ -376,15 +376,23 @@ def generate_ner_corpus(
 
 
 def main(argv=None):
+    from ..tools import option_kinds as kinds  # sizes of at least 1: a corpus of 0 or -5 sentences is refused
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("output_dir")
-    parser.add_argument("--num_train", type=int, default=1500)
-    parser.add_argument("--num_validation", type=int, default=300)
-    parser.add_argument("--num_test", type=int, default=300)
-    parser.add_argument("--num_raw", type=int, default=6000)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--num_train", type=kinds.COUNT, default=1500)
+    parser.add_argument("--num_validation", type=kinds.COUNT, default=300)
+    parser.add_argument("--num_test", type=kinds.COUNT, default=300)
+    parser.add_argument("--num_raw", type=kinds.COUNT, default=6000)
+    parser.add_argument("--seed", type=kinds.SEED, default=0)
     parser.add_argument("--scheme", default="IOB1", choices=TAG_SCHEMES)
     args = parser.parse_args(argv)
+    for name in ("num_train", "num_validation", "num_test", "num_raw", "seed"):
+        kind = kinds.SEED if name == "seed" else kinds.COUNT
+        try:
+            kind.check(f"--{name}", getattr(args, name))
+        except ValueError as error:
+            parser.error(str(error))  # one line, exit status 2, before anything is written
     paths = generate_ner_corpus(
         args.output_dir, args.num_train, args.num_validation, args.num_test, args.num_raw, args.seed, args.scheme
     )

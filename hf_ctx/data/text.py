@@ -32,7 +32,7 @@ from datasets.exceptions import DatasetGenerationError
 from datasets.fingerprint import Hasher
 
 from ..atomic_files import full_disk_errno
-from .files import strip_invisible_prefix, utf8_lines
+from .files import check_regular_file, strip_invisible_prefix, unique_files, utf8_lines
 
 logger = logging.getLogger(__name__)
 
@@ -64,10 +64,11 @@ def resolve_text_files(patterns: str | os.PathLike | Sequence[str | os.PathLike]
             matches = sorted(path for path in glob.glob(pattern) if os.path.isfile(path))
             if not matches:
                 raise FileNotFoundError(f"no file matches the pattern {pattern!r}")
-        elif os.path.isfile(pattern):
-            matches = [pattern]
         else:
-            raise FileNotFoundError(f"text file not found: {pattern}")
+            check_regular_file(pattern)
+            matches = [pattern]
+            if os.path.realpath(pattern) in map(os.path.realpath, files):
+                unique_files([*files, pattern])  # a file named twice: an error naming both
         files.extend(path for path in matches if path not in files)
     return files
 

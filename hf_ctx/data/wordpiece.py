@@ -7,11 +7,13 @@ hf_ctx is not installed. This module adds training a WordPiece vocabulary from t
 
 import logging
 import os
+import threading
 from collections.abc import Iterable, Iterator
 
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from transformers import BertTokenizer
 
+from .files import check_regular_file, unique_files
 from .text import iter_text_file_lines
 
 logger = logging.getLogger(__name__)
@@ -29,10 +31,9 @@ SPECIAL_TOKENS = {
 def iter_text_lines(files: Iterable[str | os.PathLike]) -> Iterator[str]:
     """Yield the non-blank lines of text files (plain or gzip-compressed), checking each file exists, is UTF-8 (a
     corrupt or truncated gzip named as such, `text.iter_text_file_lines`) and has some text."""
+    files = unique_files(files)
     for path in files:
-        path = os.fspath(path)
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"text file not found: {path}")
+        check_regular_file(path)
         found_text = False
         for _, line in iter_text_file_lines(path):
             if line:
@@ -40,6 +41,27 @@ def iter_text_lines(files: Iterable[str | os.PathLike]) -> Iterator[str]:
                 yield line
         if not found_text:
             raise ValueError(f"{path} holds no text (empty or only blank lines)")
+
+
+def _train_interruptibly(bpe, lines: Iterator[str], trainer) -> None:
+    """`bpe.train_from_iterator(lines, trainer)` in a thread of its own, the main thread waiting on it: the
+    merges are learnt in Rust, where a Ctrl-C or SIGTERM was not seen until the end (minutes on a big corpus);
+    waiting here, the main thread runs the signal's handler at once and the KeyboardInterrupt stops the command
+    (the daemon thread's work, never saved, ends with the process)."""
+    failure = []
+
+    def train():
+        try:
+            bpe.train_from_iterator(lines, trainer)
+        except BaseException as error:  # handed to the main thread
+            failure.append(error)
+
+    worker = threading.Thread(target=train, name="wordpiece-training", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.1)
+    if failure:
+        raise failure[0]
 
 
 # Private-use planes 15 and 16: where continuing characters are written while the vocabulary is learnt.
@@ -143,7 +165,7 @@ def train_wordpiece_tokenizer(
         special_tokens=list(SPECIAL_TOKENS.values()),
         show_progress=False,
     )
-    bpe.train_from_iterator(marked_words(), trainer)
+    _train_interruptibly(bpe, marked_words(), trainer)
     vocab = marks.unmark(bpe.get_vocab(with_added_tokens=True))
     tokenizer = BertTokenizer(
         vocab=vocab,

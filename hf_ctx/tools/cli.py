@@ -220,8 +220,9 @@ def _add_embed(subparsers):
     p.set_defaults(output="all")
 
     def run(args):
-        from .embed import ElmoEmbedder, parse_scalar_mix_weights
+        from .embed import ElmoEmbedder, check_output_outside_inputs, parse_scalar_mix_weights
 
+        check_output_outside_inputs(args.output_file, args.model, [args.input_file, args.vocab_file])
         weights = parse_scalar_mix_weights(args.scalar_mix_weights) if args.scalar_mix_weights else None
         embedder = ElmoEmbedder(args.model, device=args.device, dtype=args.dtype)
         if args.vocab_file:
@@ -289,6 +290,12 @@ AFTER_AN_INTERRUPTION = {
     "embed": "kept: the sentences embedded so far, in the output file; the same command (without --overwrite) "
     "goes on from there",
 }
+# embed --overwrite of an existing file writes the replacement beside it and renames it over the file only once
+# whole: an interruption removes the replacement and keeps the old file as it was.
+EMBED_OVERWRITE_INTERRUPTED = (
+    "kept: the output file as it was before this run (its replacement, written beside it, was removed); "
+    "run the same command again"
+)
 # The other commands write each file whole or not at all (hf_ctx.atomic_files).
 NOTHING_WRITTEN = "kept: nothing of this run (its files are written whole or not at all); run the same command again"
 DEBUG_ENV = "HF_CTX_DEBUG"
@@ -298,6 +305,14 @@ def _debug_from_environment() -> bool:
     from .errors import debug_from_environment  # imports the package: only where the variable is set
 
     return debug_from_environment()
+
+
+def _is_nonempty_file(path) -> bool:
+    """Whether `path` is a file with something in it (what embed --overwrite replaces rather than writes)."""
+    try:
+        return os.path.getsize(path) > 0
+    except OSError:
+        return False
 
 
 def main(argv=None):
@@ -312,6 +327,8 @@ def main(argv=None):
     from .errors import interruptions_as_messages, user_errors_as_messages
 
     go_on = AFTER_AN_INTERRUPTION.get(args.command, NOTHING_WRITTEN)
+    if args.command == "embed" and args.overwrite and _is_nonempty_file(args.output_file):
+        go_on = EMBED_OVERWRITE_INTERRUPTED
     interruptions = nullcontext() if args.debug else interruptions_as_messages(lambda interrupted: go_on)
     with interruptions, user_errors_as_messages(args.debug):
         return args.func(args)

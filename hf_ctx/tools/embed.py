@@ -215,6 +215,22 @@ def _check_output_path(input_path, output_path: str) -> None:
         raise ValueError(f"the output file {output_path} is the input file")
 
 
+def check_output_outside_inputs(output_path, model, inputs=()) -> None:
+    """A `ValueError` when the output file is one of the input files (`inputs`; None entries skipped) or lies
+    inside the local model folder `model`: writing there would overwrite or add to the checkpoint."""
+    output = os.path.realpath(output_path)
+    for path in inputs:
+        if path is not None and os.path.realpath(path) == output:
+            raise ValueError(f"the output file {output_path} is the input file {path}; choose another output path")
+    if model is not None and os.path.isdir(model):
+        folder = os.path.realpath(model)
+        if os.path.commonpath([folder, output]) == folder:
+            raise ValueError(
+                f"the output file {output_path} is inside the model folder {model}; writing there would change "
+                "the checkpoint: choose an output path outside it"
+            )
+
+
 def _open_output(output_path: str, resume: bool):
     """(store, h5py file) of the output: extended when `resume`, else created anew. Written through a
     CommittedFile, so each flush is a durable point that a full disk cannot damage. A file to resume that is not

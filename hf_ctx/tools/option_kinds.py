@@ -152,6 +152,11 @@ def _existing_file(option, value):
         raise ValueError(f"{option} {value} is a folder; give a file")
     if not os.path.exists(path):
         raise FileNotFoundError(f"{option} {value}: no such file")
+    if not os.path.isfile(path):
+        raise ValueError(
+            f"{option} {value} is not a regular file (a pipe, a process substitution, a device such as "
+            "/dev/null); save it to a file and give that"
+        )
 
 
 def _existing_folder(option, value):
