@@ -277,3 +277,13 @@ def test_synthetic_ner_refuses_sizes_below_one_and_bad_seeds(tmp_path, capsys, o
     assert raised.value.code == 2
     assert option in capsys.readouterr().err.strip().splitlines()[-1]
     assert not (tmp_path / "out").exists()
+
+
+def test_generate_ner_corpus_refuses_sizes_below_one_before_writing(tmp_path):
+    from hf_ctx.data.synthetic_ner import generate_ner_corpus
+
+    with pytest.raises(ValueError, match=r"^num_validation must be a whole number of sentences, at least 1, got 0$"):
+        generate_ner_corpus(tmp_path / "out", num_validation=0)
+    with pytest.raises(ValueError, match=r"^seed must be"):
+        generate_ner_corpus(tmp_path / "out", seed=2.5)
+    assert not (tmp_path / "out").exists()

@@ -337,6 +337,12 @@ def generate_ner_corpus(
         seed: the same seed writes the same files.
         scheme: tags of the tagged files: "IOB1" (as CoNLL-2003 is released), "IOB2", "BIOES" or "BIOUL".
     """
+    sizes = {"num_train": num_train, "num_validation": num_validation, "num_test": num_test, "num_raw": num_raw}
+    for name, size in sizes.items():  # 0 or -5 would write an empty split
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"{name} must be a whole number of sentences, at least 1, got {size!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        raise ValueError(f"seed must be a whole number in [0, 2**32), as every hf_ctx seed, got {seed!r}")
     if scheme not in TAG_SCHEMES:
         raise ValueError(f"scheme must be one of {TAG_SCHEMES}, got {scheme!r}")
     output_dir = Path(output_dir)
@@ -376,26 +382,21 @@ def generate_ner_corpus(
 
 
 def main(argv=None):
-    from ..tools import option_kinds as kinds  # sizes of at least 1: a corpus of 0 or -5 sentences is refused
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("output_dir")
-    parser.add_argument("--num_train", type=kinds.COUNT, default=1500)
-    parser.add_argument("--num_validation", type=kinds.COUNT, default=300)
-    parser.add_argument("--num_test", type=kinds.COUNT, default=300)
-    parser.add_argument("--num_raw", type=kinds.COUNT, default=6000)
-    parser.add_argument("--seed", type=kinds.SEED, default=0)
+    parser.add_argument("--num_train", type=int, default=1500)
+    parser.add_argument("--num_validation", type=int, default=300)
+    parser.add_argument("--num_test", type=int, default=300)
+    parser.add_argument("--num_raw", type=int, default=6000)
+    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--scheme", default="IOB1", choices=TAG_SCHEMES)
     args = parser.parse_args(argv)
-    for name in ("num_train", "num_validation", "num_test", "num_raw", "seed"):
-        kind = kinds.SEED if name == "seed" else kinds.COUNT
-        try:
-            kind.check(f"--{name}", getattr(args, name))
-        except ValueError as error:
-            parser.error(str(error))  # one line, exit status 2, before anything is written
-    paths = generate_ner_corpus(
-        args.output_dir, args.num_train, args.num_validation, args.num_test, args.num_raw, args.seed, args.scheme
-    )
+    try:
+        paths = generate_ner_corpus(
+            args.output_dir, args.num_train, args.num_validation, args.num_test, args.num_raw, args.seed, args.scheme
+        )
+    except ValueError as error:  # the arguments, checked before anything is written: name the option
+        parser.error(f"--{error}")
     for split, path in paths.items():
         print(f"{split}: {path}")
 
