@@ -248,7 +248,53 @@ def test_train_tokenizer_refuses_a_file_given_twice(tmp_path, capsys):
     assert not (tmp_path / "tok").exists()
 
 
-def test_train_tokenizer_stops_at_once_on_a_signal_while_learning_merges(tmp_path, monkeypatch):
+@pytest.fixture
+def ctrl_c_raises():
+    """SIGINT raises KeyboardInterrupt, as at a terminal: a shell starts a background job (`pytest ... &`) with
+    SIGINT ignored, and Python then leaves it ignored."""
+    import signal
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_interrupted_tokenizer_training_stops_reading_the_text(ctrl_c_raises):
+    """From Python (no process exit to end it), the training thread of an interrupted
+    `train_wordpiece_tokenizer` is stopped by the next line it reads, rather than reading the whole corpus."""
+    import _thread
+    import threading
+    import time
+
+    from hf_ctx.data import wordpiece
+
+    read, ended = [], []
+
+    class SlowReader:
+        def train_from_iterator(self, lines, trainer):
+            try:
+                for line in lines:
+                    read.append(line)
+                    time.sleep(0.01)
+                ended.append("read every line")
+            except RuntimeError as error:
+                ended.append(str(error))
+
+    def interrupt():
+        while len(read) < 5:
+            time.sleep(0.01)
+        _thread.interrupt_main()
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        wordpiece._train_interruptibly(SlowReader(), iter([f"line {i}" for i in range(10_000)]), trainer=None)
+    deadline = time.monotonic() + 5
+    while not ended and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ended == ["tokenizer training was interrupted"] and len(read) < 100
+
+
+def test_train_tokenizer_stops_at_once_on_a_signal_while_learning_merges(tmp_path, monkeypatch, ctrl_c_raises):
     """The merges are learnt in Rust after the text is read, where a signal is not seen until the training returns:
     a SIGINT then stops training at once (before: only when the merges were all learnt, the work thrown away).
     The stand-in for tokenizers' training blocks SIGINT in its thread for 3 s, as the Rust loop ignores it."""

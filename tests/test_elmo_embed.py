@@ -511,6 +511,21 @@ def test_cli_embed_refuses_an_output_inside_the_model_folder(elmo_dir, text_file
     assert (output.read_bytes() if output.exists() else None) == before
 
 
+@pytest.mark.parametrize("given", ["folder", "model"])
+def test_embed_file_refuses_an_output_inside_the_model_folder(elmo_dir, text_file, given):
+    """From Python too, whether the embedder got the folder or a model loaded from it (its `name_or_path`)."""
+    model = elmo_dir if given == "folder" else ElmoModel.from_pretrained(elmo_dir)
+    embedder = ElmoEmbedder(model, device="cpu")
+    before = (elmo_dir / "config.json").read_bytes()
+    with pytest.raises(ValueError, match="inside the model folder"):
+        embedder.embed_file(text_file, elmo_dir / "config.json", overwrite=True, progress=False)
+    with pytest.raises(ValueError, match="inside the model folder"):
+        embedder.embed_file(text_file, elmo_dir / "new.hdf5", progress=False)
+    assert (elmo_dir / "config.json").read_bytes() == before and not (elmo_dir / "new.hdf5").exists()
+    with pytest.raises(ValueError, match="is the input file"):
+        embedder.embed_file(text_file, text_file, overwrite=True, progress=False)
+
+
 def test_cli_embed_refuses_the_vocab_file_as_output(elmo_dir, text_file, tmp_path, capsys):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("the\ncat\n", encoding="utf-8")

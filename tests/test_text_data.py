@@ -287,3 +287,26 @@ def test_generate_ner_corpus_refuses_sizes_below_one_before_writing(tmp_path):
     with pytest.raises(ValueError, match=r"^seed must be"):
         generate_ner_corpus(tmp_path / "out", seed=2.5)
     assert not (tmp_path / "out").exists()
+
+
+def test_synthetic_ner_keeps_a_users_own_files_and_regenerates_its_own(tmp_path, capsys):
+    """A folder holding the user's own train.txt is refused before anything is written (it used to be
+    replaced without a word); a corpus synthetic_ner wrote itself is written again."""
+    from hf_ctx.data.synthetic_ner import generate_ner_corpus
+    from hf_ctx.data.synthetic_ner import main as synthetic_ner_main
+
+    generated = generate_ner_corpus(tmp_path / "generated", num_train=3, num_validation=2, num_test=2, num_raw=4)
+    first = generated["train"].read_text(encoding="utf-8")
+    again = generate_ner_corpus(tmp_path / "generated", num_train=5, num_validation=2, num_test=2, num_raw=4, seed=1)
+    assert again == generated and again["train"].read_text(encoding="utf-8") != first
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "raw.txt").write_text("my own text\n", encoding="utf-8")
+    with pytest.raises(FileExistsError, match="raw.txt exists and is not a corpus synthetic_ner generated"):
+        generate_ner_corpus(own)
+    with pytest.raises(SystemExit) as raised:
+        synthetic_ner_main([str(own)])
+    assert raised.value.code == 2
+    assert "raw.txt exists" in capsys.readouterr().err.strip().splitlines()[-1]
+    assert (own / "raw.txt").read_text(encoding="utf-8") == "my own text\n"
+    assert sorted(p.name for p in own.iterdir()) == ["raw.txt"]

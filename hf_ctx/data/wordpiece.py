@@ -46,20 +46,32 @@ def iter_text_lines(files: Iterable[str | os.PathLike]) -> Iterator[str]:
 def _train_interruptibly(bpe, lines: Iterator[str], trainer) -> None:
     """`bpe.train_from_iterator(lines, trainer)` in a thread of its own, the main thread waiting on it: the
     merges are learnt in Rust, where a Ctrl-C or SIGTERM was not seen until the end (minutes on a big corpus);
-    waiting here, the main thread runs the signal's handler at once and the KeyboardInterrupt stops the command
-    (the daemon thread's work, never saved, ends with the process)."""
-    failure = []
+    waiting here, the main thread runs the signal's handler at once and the KeyboardInterrupt stops the command.
+    The thread cannot be stopped from outside: while it still reads the text, the next line it asks for raises
+    and ends it; learning merges, it runs on until they are learnt (the command's process exits at once; a
+    Python session keeps the thread busy that long, its result thrown away)."""
+    failure, stop = [], threading.Event()
+
+    def lines_until_stopped():
+        for line in lines:
+            if stop.is_set():
+                raise RuntimeError("tokenizer training was interrupted")
+            yield line
 
     def train():
         try:
-            bpe.train_from_iterator(lines, trainer)
+            bpe.train_from_iterator(lines_until_stopped(), trainer)
         except BaseException as error:  # handed to the main thread
             failure.append(error)
 
     worker = threading.Thread(target=train, name="wordpiece-training", daemon=True)
     worker.start()
-    while worker.is_alive():
-        worker.join(0.1)
+    try:
+        while worker.is_alive():
+            worker.join(0.1)
+    except BaseException:
+        stop.set()
+        raise
     if failure:
         raise failure[0]
 

@@ -206,15 +206,6 @@ def weights_fingerprint(model: torch.nn.Module) -> str:
     return digest.hexdigest()
 
 
-def _check_output_path(input_path, output_path: str) -> None:
-    """The output file's folder must exist, and the output must not be the input."""
-    folder = os.path.dirname(os.path.abspath(output_path))
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(f"the output folder {folder} does not exist")
-    if os.path.exists(output_path) and os.path.samefile(output_path, input_path):
-        raise ValueError(f"the output file {output_path} is the input file")
-
-
 def check_output_outside_inputs(output_path, model, inputs=()) -> None:
     """A `ValueError` when the output file is one of the input files (`inputs`; None entries skipped) or lies
     inside the local model folder `model`: writing there would overwrite or add to the checkpoint."""
@@ -438,7 +429,11 @@ class ElmoEmbedder:
             "word_splitter": check_word_splitter(word_splitter),
         }
         output_path = os.fspath(output_path)
-        _check_output_path(input_path, output_path)
+        folder = os.path.dirname(os.path.abspath(output_path))
+        if not os.path.isdir(folder):
+            raise FileNotFoundError(f"the output folder {folder} does not exist")
+        # The folder the model was loaded from (a path or an ElmoModel's `name_or_path`): a Hub name is no folder.
+        check_output_outside_inputs(output_path, self.model.name_or_path or None, [input_path])
         # Every line is split and checked before the output is touched: a line the model cannot take is an error
         # naming it, not a failure half-way through the file.
         job = _EmbedJob(
