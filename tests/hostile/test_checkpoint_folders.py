@@ -267,15 +267,12 @@ def test_the_sizes_in_weights_declarations_match_each_familys_saved_weights(save
             assert held is not None and held[0] == _config_value(config, field), (family, field, held)
 
 
-def test_a_deep_elmo_config_given_to_hf_ctx_embed_is_one_line(saved, tmp_path):
-    folder = edited_copy(saved["elmo_bilm"], tmp_path, lambda c: c["char_cnn"].update(n_highway=10**6))
-    text = tmp_path / "text.txt"
-    text.write_text("red cat runs\n")
-    result = hf_ctx_command("embed", folder, text, tmp_path / "out.hdf5")
-    assert result.returncode == 1
-    line = one_line_refusal(result.stderr + result.stdout)
+def test_a_deep_elmo_config_given_to_hf_ctx_embed_is_one_line(embeds_of_edited_configs):
+    folder, status, printed = embeds_of_edited_configs["deep"]
+    assert status == 1
+    line = one_line_refusal(printed)
     assert "char_cnn.n_highway=1000000" in line and str(folder / "config.json") in line
-    assert not (tmp_path / "out.hdf5").exists()
+    assert not Path(f"{folder}.hdf5").exists()
 
 
 # --- a model_type that lies -------------------------------------------------------------------------------------
@@ -314,66 +311,116 @@ def test_a_family_class_given_another_familys_folder_names_the_type_and_the_file
         CtxBertModel.from_pretrained(folder)
 
 
-@pytest.mark.parametrize("lie", ["bert", "hf_ctx_elmo_v2"])
+# `hf-ctx embed FOLDER TEXT OUT` for each folder given, in one process with stdin closed: each command's exit
+# status and what it printed.
+EMBED_EACH = """
+import contextlib, io, json, sys
+from hf_ctx.tools.cli import main
+text, answers = sys.argv[1], {}
+for folder in sys.argv[2:]:
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+        try:
+            main(["embed", folder, text, folder + ".hdf5"])
+            status = 0
+        except SystemExit as exit:
+            status = exit.code
+    answers[folder] = [status, printed.getvalue()]
+print(json.dumps(answers))
+"""
+UNKNOWN_TYPES = ["bert", "hf_ctx_elmo_v2"]
+
+
+@pytest.fixture(scope="module")
+def embeds_of_edited_configs(saved, tmp_path_factory):
+    """`hf-ctx embed` of copies of the ELMo folder whose config.json was edited: each model_type of
+    UNKNOWN_TYPES, and "deep" (a million highway layers); name -> (folder, exit status, what it printed)."""
+    tmp_path = tmp_path_factory.mktemp("embed_types")
+    edits = {lie: lambda c, lie=lie: c.update(model_type=lie) for lie in UNKNOWN_TYPES}
+    edits["deep"] = lambda c: c["char_cnn"].update(n_highway=10**6)
+    folders = {name: edited_copy(saved["elmo_bilm"], tmp_path, edit, name) for name, edit in edits.items()}
+    text = tmp_path / "text.txt"
+    text.write_text("red cat runs\n")
+    result = subprocess.run(
+        [sys.executable, "-c", EMBED_EACH, str(text), *map(str, folders.values())],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=240,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"},
+    )
+    assert result.returncode == 0, result.stderr
+    answers = json.loads(result.stdout.splitlines()[-1])
+    return {name: (folder, *answers[str(folder)]) for name, folder in folders.items()}
+
+
+@pytest.mark.parametrize("lie", UNKNOWN_TYPES)
 def test_a_model_type_edited_to_transformers_or_an_unknown_type_is_refused_by_hf_ctx_embed_without_a_prompt(
-    saved, tmp_path, lie
+    embeds_of_edited_configs, lie
 ):
     """An unknown model_type made transformers ask "Do you wish to run the custom code? [y/N]" (the folder's
     auto_map names hf_ctx's code); 'bert' would load transformers' BERT with random weights. The entry points
     read config.json first and name it."""
-    folder = edited_copy(saved["elmo_bilm"], tmp_path, lambda c: c.update(model_type=lie))
-    text = tmp_path / "text.txt"
-    text.write_text("red cat runs\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "hf_ctx.tools.cli", "embed", str(folder), str(text), str(tmp_path / "out.hdf5")],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"},
-    )
-    assert result.returncode == 1 and "[y/N]" not in result.stdout + result.stderr
-    line = one_line_refusal(result.stderr + result.stdout)
+    folder, status, printed = embeds_of_edited_configs[lie]
+    assert status == 1 and "[y/N]" not in printed
+    line = one_line_refusal(printed)
     assert str(folder / "config.json") in line and repr(lie) in line, line
+    assert not Path(f"{folder}.hdf5").exists()
 
 
 PLAIN_LOAD = """
 import sys
 import hf_ctx
 from transformers import AutoConfig, AutoModel, AutoModelForTokenClassification, AutoTokenizer, pipeline
-for load in (AutoConfig, AutoModel, AutoModelForTokenClassification):
-    try:
-        load.from_pretrained(sys.argv[1])
-    except ValueError as error:
-        print("refused:", error)
-AutoTokenizer.from_pretrained(sys.argv[1])
-print("tokenizer loaded")
+for folder in sys.argv[1:]:
+    print("folder:", folder)
+    for load in (AutoConfig, AutoModel, AutoModelForTokenClassification):
+        try:
+            load.from_pretrained(folder)
+        except ValueError as error:
+            print("refused:", error)
+    AutoTokenizer.from_pretrained(folder)
+    print("tokenizer loaded")
 """
+EDITED_TYPES = [("bert_token_classifier", "hf_ctx_elmo_v2"), ("taglm", "hf_ctx_elmo_v2"), ("elmo_bilm", "bert")]
 
 
-@pytest.mark.parametrize(
-    "family, lie", [("bert_token_classifier", "hf_ctx_elmo_v2"), ("taglm", "hf_ctx_elmo_v2"), ("elmo_bilm", "bert")]
-)
-def test_plain_transformers_loads_of_an_edited_hf_ctx_folder_never_ask_to_run_its_code(saved, tmp_path, family, lie):
-    """transformers' own `AutoConfig`/`AutoModel*`/`AutoTokenizer.from_pretrained` after `import hf_ctx`, with
-    stdin closed as in a job: a type it does not know made it ask "Do you wish to run the custom code? [y/N]" (the
-    folder's auto_map names hf_ctx's code), and 'bert' built transformers' BERT from an hf_ctx folder (random
-    weights). Now each load names config.json and both types in one line, and never prompts; the tokenizer loads."""
-    folder = edited_copy(saved[family], tmp_path, lambda c: c.update(model_type=lie))
+@pytest.fixture(scope="module")
+def plain_loads(saved, tmp_path_factory):
+    """What PLAIN_LOAD printed for each folder of EDITED_TYPES (one process for all, stdin closed):
+    (family, lie) -> (folder, its lines); and the whole output."""
+    tmp_path = tmp_path_factory.mktemp("plain_loads")
+    folders = {
+        case: edited_copy(saved[case[0]], tmp_path, lambda c, lie=case[1]: c.update(model_type=lie), "_".join(case))
+        for case in EDITED_TYPES
+    }
     result = subprocess.run(
-        [sys.executable, "-c", PLAIN_LOAD, str(folder)],
+        [sys.executable, "-c", PLAIN_LOAD, *map(str, folders.values())],
         capture_output=True,
         text=True,
         stdin=subprocess.DEVNULL,
-        timeout=120,
+        timeout=240,
         env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"},
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0 and "[y/N]" not in output and "custom code" not in output, output
-    refusals = [line for line in result.stdout.splitlines() if line.startswith("refused:")]
+    parts = result.stdout.split("folder: ")[1:]
+    assert len(parts) == len(folders), output
+    return {case: (folder, part.splitlines()[1:]) for (case, folder), part in zip(folders.items(), parts)}, output
+
+
+@pytest.mark.parametrize("family, lie", EDITED_TYPES)
+def test_plain_transformers_loads_of_an_edited_hf_ctx_folder_never_ask_to_run_its_code(plain_loads, family, lie):
+    """transformers' own `AutoConfig`/`AutoModel*`/`AutoTokenizer.from_pretrained` after `import hf_ctx`, with
+    stdin closed as in a job: a type it does not know made it ask "Do you wish to run the custom code? [y/N]" (the
+    folder's auto_map names hf_ctx's code), and 'bert' built transformers' BERT from an hf_ctx folder (random
+    weights). Now each load names config.json and both types in one line, and never prompts; the tokenizer loads."""
+    (folder, lines), output = plain_loads[0][(family, lie)], plain_loads[1]
+    refusals = [line for line in lines if line.startswith("refused:")]
     assert len(refusals) == 3, output
     for line in refusals:
         assert f"{folder / 'config.json'} has model_type {lie!r}, but was saved by " in line
-    assert "tokenizer loaded" in result.stdout
+    assert lines[-1] == "tokenizer loaded", output
 
 
 # --- tokenizer files against the model they ship with ---------------------------------------------------------
