@@ -45,7 +45,9 @@ from transformers import BertConfig
 
 from hf_ctx import CtxBertForPreTraining, CtxBertForSequenceClassification, CtxBertModel
 from hf_ctx.configuration_bert import BERT_PRESETS
+from hf_ctx.tools import option_kinds as kinds
 from hf_ctx.tools.convert_bert import convert_bert_config, convert_bert_state_dict
+from hf_ctx.tools.errors import run_script
 
 VOCAB_SIZE = 30522
 
@@ -207,20 +209,21 @@ def real_token_difference(reference, ours, batch, compiled):
     return (actual[real].float() - expected[real].float()).abs().max().item()
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mode", choices=["inference", "pretrain", "finetune"], default="inference")
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--dtype", choices=["fp32", "bf16", "fp16"], default="fp32")
-    parser.add_argument("--preset", choices=list(BERT_PRESETS), default="base")
-    parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--seq", type=int, default=128)
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--repeats", type=int, default=3, help="alternate the two models this many times")
-    parser.add_argument("--attn_implementation", default="sdpa")
+def main(argv=None):
+    parser = kinds.CheckedArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mode", type=kinds.TEXT, choices=["inference", "pretrain", "finetune"], default="inference")
+    parser.add_argument("--device", type=kinds.TEXT, default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--dtype", type=kinds.TEXT, choices=["fp32", "bf16", "fp16"], default="fp32")
+    parser.add_argument("--preset", type=kinds.TEXT, choices=list(BERT_PRESETS), default="base")
+    parser.add_argument("--batch", type=kinds.BATCH_SIZE, default=8)
+    parser.add_argument("--seq", type=kinds.LENGTH, default=128)
+    parser.add_argument("--steps", type=kinds.COUNT, default=10)
+    parser.add_argument("--warmup", type=kinds.count_or_zero("no warm-up"), default=3)
+    parser.add_argument("--repeats", type=kinds.COUNT, default=3, help="alternate the two models this many times")
+    parser.add_argument("--attn_implementation", type=kinds.TEXT, default="sdpa")
     parser.add_argument(
         "--data",
+        type=kinds.TEXT,
         choices=["synthetic", "sst2"],
         default=None,
         help="synthetic full-length batches or SST-2 sentences (default: sst2 for finetune)",
@@ -228,13 +231,14 @@ def main():
     parser.add_argument("--plain", action="store_true", help="hf_ctx without sparse_prediction and unpad_inputs")
     parser.add_argument(
         "--attention_dropout",
-        type=float,
+        type=kinds.PROBABILITY,
         default=0.1,
         help="both models (BERT's 0.1; 0 lets training use flash kernels: varlen for hf_ctx)",
     )
     parser.add_argument("--compile", action="store_true", help="also measure both under torch.compile")
     parser.add_argument(
         "--compile_mode",
+        type=kinds.TEXT,
         choices=["default", "reduce-overhead", "max-autotune-no-cudagraphs"],
         default="default",
         help="--compile: torch.compile's mode for every model (reduce-overhead: CUDA graphs, one per batch shape; "
@@ -247,18 +251,22 @@ def main():
     )
     parser.add_argument(
         "--pad_to_multiple_of",
-        type=int,
+        type=kinds.COUNT,
         default=None,
         help="sst2: round each batch's length up to a multiple of this (the examples: 8 on GPU)",
     )
     parser.add_argument(
         "--pad_vocab_size_to_multiple_of",
-        type=int,
+        type=kinds.COUNT,
         default=None,
         help="pretrain: also hf_ctx with its vocabulary rows padded to a multiple of this (MosaicBERT: 64), same run",
     )
-    parser.add_argument("--glue_dir", default=str(Path(__file__).resolve().parents[1].parent / "shared/data/glue"))
-    args = parser.parse_args()
+    parser.add_argument(
+        "--glue_dir",
+        type=kinds.EXISTING_FOLDER,
+        default=str(Path(__file__).resolve().parents[1].parent / "shared/data/glue"),
+    )
+    args = parser.parse_args(argv)
     if args.compile_mode != "default" and not args.compile:
         parser.error(f"--compile_mode {args.compile_mode} is a mode of --compile: give both")
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
@@ -328,4 +336,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -30,6 +30,8 @@ from hf_ctx import (
 )
 from hf_ctx.data.bilm_cache import STORAGE_DTYPE, BiLMStateCache, BiLMStatesCollator, sentence_key
 from hf_ctx.data.conll import read_conll
+from hf_ctx.tools import option_kinds as kinds
+from hf_ctx.tools.errors import run_script
 
 DEFAULT_CONLL = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "conll2003", "eng.train")
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-MISC", "I-MISC"]
@@ -59,14 +61,14 @@ def epoch(model, batches: list[list[dict]], collator) -> float:
     return time.perf_counter() - start
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--conll", default=DEFAULT_CONLL)
-    parser.add_argument("--sentences", type=int, default=64)
-    parser.add_argument("--batch_size", type=int, default=8)
-    parser.add_argument("--size", default="small", choices=list(ELMO_PRESETS))
-    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
-    args = parser.parse_args()
+def main(argv=None):
+    parser = kinds.CheckedArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--conll", type=kinds.EXISTING_FILE, default=DEFAULT_CONLL)
+    parser.add_argument("--sentences", type=kinds.COUNT, default=64)
+    parser.add_argument("--batch_size", type=kinds.BATCH_SIZE, default=8)
+    parser.add_argument("--size", type=kinds.TEXT, default="small", choices=list(ELMO_PRESETS))
+    parser.add_argument("--threads", type=kinds.THREADS, default=None, help="torch.set_num_threads")
+    args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
 
@@ -121,4 +123,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

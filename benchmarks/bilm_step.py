@@ -49,6 +49,8 @@ from torch import nn
 
 from hf_ctx import ELMO_PRESETS, ElmoConfig, ElmoForBiLM, ElmoTokenizer
 from hf_ctx.data.bilm import BiLMDataCollator, sentences_of
+from hf_ctx.tools import option_kinds as kinds
+from hf_ctx.tools.errors import run_script
 
 
 def random_vocabulary(size: int, seed: int = 0) -> list[str]:
@@ -276,25 +278,46 @@ def print_words_per_second(model, tokenizer, batches, args):
         print(f"ratio current / {args.baseline}: {base_cpu / cpu:.2f} (CPU time), {base_wall / wall:.2f} (wall time)")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model_size", default="small", choices=list(ELMO_PRESETS))
-    parser.add_argument("--config_overrides", default=None, help="JSON of ElmoConfig fields over the preset")
-    parser.add_argument("--vocab_size", type=int, default=81_000, help="word vocabulary (softmax) size")
-    parser.add_argument("--num_sampled", type=int, default=4096, help="sampled softmax size (0: full softmax)")
-    parser.add_argument("--batch_size", type=int, default=32, help="sentences per batch")
-    parser.add_argument("--words", type=int, default=40, help="words per sentence")
-    parser.add_argument("--text", default=None, help="a text file: its first sentences (lines) instead of Zipf words")
-    parser.add_argument("--sentences", default=None, help="a text file: words/s on random batches of its sentences")
-    parser.add_argument("--lines", type=int, default=20_000, help="with --sentences: lines of the file read")
-    parser.add_argument("--batches", type=int, default=8, help="with --sentences: batches drawn")
-    parser.add_argument("--baseline", default=None, help="with --sentences: git revision whose biLM to compare with")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--warmup", type=int, default=2)
+def main(argv=None):
+    parser = kinds.CheckedArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model_size", type=kinds.TEXT, default="small", choices=list(ELMO_PRESETS))
+    parser.add_argument(
+        "--config_overrides", type=kinds.TEXT, default=None, help="JSON of ElmoConfig fields over the preset"
+    )
+    parser.add_argument(
+        "--vocab_size", type=kinds.VOCABULARY_SIZE, default=81_000, help="word vocabulary (softmax) size"
+    )
+    parser.add_argument(
+        "--num_sampled",
+        type=kinds.count_or_zero("the full softmax"),
+        default=4096,
+        help="sampled softmax size (0: full softmax)",
+    )
+    parser.add_argument("--batch_size", type=kinds.BATCH_SIZE, default=32, help="sentences per batch")
+    parser.add_argument("--words", type=kinds.LENGTH, default=40, help="words per sentence")
+    parser.add_argument(
+        "--text",
+        type=kinds.EXISTING_FILE,
+        default=None,
+        help="a text file: its first sentences (lines) instead of Zipf words",
+    )
+    parser.add_argument(
+        "--sentences",
+        type=kinds.EXISTING_FILE,
+        default=None,
+        help="a text file: words/s on random batches of its sentences",
+    )
+    parser.add_argument("--lines", type=kinds.COUNT, default=20_000, help="with --sentences: lines of the file read")
+    parser.add_argument("--batches", type=kinds.COUNT, default=8, help="with --sentences: batches drawn")
+    parser.add_argument(
+        "--baseline", type=kinds.TEXT, default=None, help="with --sentences: git revision whose biLM to compare with"
+    )
+    parser.add_argument("--threads", type=kinds.THREADS, default=1)
+    parser.add_argument("--repeats", type=kinds.COUNT, default=5)
+    parser.add_argument("--warmup", type=kinds.count_or_zero("no warm-up"), default=2)
     parser.add_argument("--no_parts", action="store_true", help="skip the per-part breakdown")
     parser.add_argument("--fused_adamw", action="store_true", help="AdamW(fused=True) in both steps")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.baseline and not args.sentences:
         parser.error("--baseline compares words/s, which --sentences measures: give --sentences FILE")
 
@@ -352,4 +375,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

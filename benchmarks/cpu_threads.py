@@ -25,7 +25,9 @@ import torch
 from bert_speed import build_pair, measure, real_tokens, sst2_batches
 
 from hf_ctx import CtxBertConfig, CtxBertForQuestionAnswering, CtxBertForSequenceClassification
+from hf_ctx.tools import option_kinds as kinds
 from hf_ctx.tools.cpu_threads import CpuThreadsCallback, available_cores
+from hf_ctx.tools.errors import run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 # all-MiniLM-L6-v2's shape (22.7M parameters), the size of model people fine-tune on a CPU.
@@ -129,22 +131,25 @@ def busy(args) -> None:
     print(f"  ratio {ours_speed / transformers_speed:.2f} (goal >= 1.5)")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("case", choices=["alone", "side_by_side", "busy"])
-    parser.add_argument("--steps", type=int, default=8, help="timed fine-tuning steps per measurement")
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--repeats", type=int, default=3, help="alternate the two settings this many times")
+def main(argv=None):
+    parser = kinds.CheckedArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("case", type=kinds.TEXT, choices=["alone", "side_by_side", "busy"])
+    parser.add_argument("--steps", type=kinds.COUNT, default=8, help="timed fine-tuning steps per measurement")
+    parser.add_argument("--warmup", type=kinds.count_or_zero("no warm-up"), default=2)
+    parser.add_argument("--repeats", type=kinds.COUNT, default=3, help="alternate the two settings this many times")
     parser.add_argument(
         "--data",
+        type=kinds.TEXT,
         choices=["sst2", "squad"],
         default="sst2",
         help="alone: SST-2 sentences (short) or full 384-token windows as run_qa.py's",
     )
-    parser.add_argument("--glue_dir", default=str(ROOT.parent / "shared" / "data" / "glue"))
-    args = parser.parse_args()
+    parser.add_argument(
+        "--glue_dir", type=kinds.EXISTING_FOLDER, default=str(ROOT.parent / "shared" / "data" / "glue")
+    )
+    args = parser.parse_args(argv)
     {"alone": alone, "side_by_side": side_by_side, "busy": busy}[args.case](args)
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

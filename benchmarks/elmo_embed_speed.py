@@ -28,7 +28,9 @@ import time
 import torch
 
 from hf_ctx import ElmoConfig, ElmoModel
+from hf_ctx.tools import option_kinds as kinds
 from hf_ctx.tools.embed import ElmoEmbedder, LayerOutput
+from hf_ctx.tools.errors import run_script
 
 DEFAULT_TEXT = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "corpus", "wikitext-2.test.txt")
 
@@ -49,15 +51,24 @@ def read_text(path: str, words: int) -> list[list[str]]:
     return sentences + ([current] if current else [])
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--text", default=DEFAULT_TEXT, help="whitespace-tokenised text (default: WikiText-2 test)")
-    parser.add_argument("--words", type=int, default=100_000)
-    parser.add_argument("--sizes", nargs="+", default=["small", "original"], choices=["small", "medium", "original"])
-    parser.add_argument("--batch_size", type=int, default=64)
-    parser.add_argument("--sample_batches", type=int, default=None, help="time only this many batches, spread evenly")
-    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
-    args = parser.parse_args()
+def main(argv=None):
+    parser = kinds.CheckedArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        "--text",
+        type=kinds.EXISTING_FILE,
+        default=DEFAULT_TEXT,
+        help="whitespace-tokenised text (default: WikiText-2 test)",
+    )
+    parser.add_argument("--words", type=kinds.COUNT, default=100_000)
+    parser.add_argument(
+        "--sizes", type=kinds.TEXT, nargs="+", default=["small", "original"], choices=["small", "medium", "original"]
+    )
+    parser.add_argument("--batch_size", type=kinds.BATCH_SIZE, default=64)
+    parser.add_argument(
+        "--sample_batches", type=kinds.COUNT, default=None, help="time only this many batches, spread evenly"
+    )
+    parser.add_argument("--threads", type=kinds.THREADS, default=None, help="torch.set_num_threads")
+    args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     if not os.path.isfile(args.text):
@@ -115,4 +126,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -27,6 +27,8 @@ import torch
 from torch.nn import functional as F
 
 from hf_ctx.layers import ProjectedLstm, reverse_padded_sequences
+from hf_ctx.tools import option_kinds as kinds
+from hf_ctx.tools.errors import run_script
 
 
 def reference_layer(cell, x):
@@ -118,25 +120,28 @@ def largest_difference(a, b):
     return max((u.float() - v.float()).abs().max().item() for u, v in zip(a, b))
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--batch_size", type=int, default=None, help="default: 128 on GPU, 32 on CPU")
-    parser.add_argument("--steps", type=int, default=20, help="time steps (words) per sequence")
-    parser.add_argument("--cell_size", type=int, default=None, help="default: 4096 on GPU (original), 1024 on CPU")
-    parser.add_argument("--projection_size", type=int, default=None, help="default: 512 on GPU, 128 on CPU")
-    parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--clip", type=float, default=3.0, help="cell and projection clip (ELMo: 3)")
-    parser.add_argument("--repeats", type=int, default=None, help="timed passes (default 20 on GPU, 3 on CPU)")
+def main(argv=None):
+    parser = kinds.CheckedArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", type=kinds.TEXT, default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--batch_size", type=kinds.BATCH_SIZE, default=None, help="default: 128 on GPU, 32 on CPU")
+    parser.add_argument("--steps", type=kinds.LENGTH, default=20, help="time steps (words) per sequence")
+    parser.add_argument(
+        "--cell_size", type=kinds.COUNT, default=None, help="default: 4096 on GPU (original), 1024 on CPU"
+    )
+    parser.add_argument("--projection_size", type=kinds.COUNT, default=None, help="default: 512 on GPU, 128 on CPU")
+    parser.add_argument("--layers", type=kinds.COUNT, default=2)
+    parser.add_argument("--clip", type=kinds.POSITIVE_NUMBER, default=3.0, help="cell and projection clip (ELMo: 3)")
+    parser.add_argument("--repeats", type=kinds.COUNT, default=None, help="timed passes (default 20 on GPU, 3 on CPU)")
     parser.add_argument("--no_compile", action="store_true", help="skip the torch.compile variant")
     parser.add_argument("--tf32", action="store_true", help="allow TF32 matmuls on GPU (both sides)")
     parser.add_argument(
         "--autocast",
+        type=kinds.TEXT,
         choices=["bf16", "fp16"],
         default=None,
         help="run the hf_ctx variants under torch.autocast (the reference stays fp32)",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     device = torch.device(args.device)
     gpu = device.type == "cuda"
@@ -216,4 +221,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

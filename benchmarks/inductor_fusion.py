@@ -21,6 +21,8 @@ from torch._inductor.utils import run_and_get_code
 from hf_ctx import CtxBertConfig
 from hf_ctx.configuration_bert import BERT_PRESETS
 from hf_ctx.modeling_bert import CtxBertLayer
+from hf_ctx.tools import option_kinds as kinds
+from hf_ctx.tools.errors import run_script
 
 KERNEL = re.compile(r"^(\w+) = async_compile\.\w+\(", re.MULTILINE)
 LIBRARY_CALL = re.compile(r"\b(extern_kernels\.\w+|torch\.ops\.[\w.]+)\(")
@@ -58,12 +60,14 @@ def generated_code(config, mode: str, device: str, dtype, tokens: int) -> list[s
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--dtype", choices=["fp32", "bf16", "fp16"], default="fp32", help="autocast dtype")
-    parser.add_argument("--preset", choices=list(BERT_PRESETS), default="mini")
-    parser.add_argument("--tokens", type=int, default=512, help="the (N, H) real tokens the layer runs on")
-    parser.add_argument("--mode", choices=["eval", "train", "both"], default="both")
+    parser = kinds.CheckedArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", type=kinds.TEXT, default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument(
+        "--dtype", type=kinds.TEXT, choices=["fp32", "bf16", "fp16"], default="fp32", help="autocast dtype"
+    )
+    parser.add_argument("--preset", type=kinds.TEXT, choices=list(BERT_PRESETS), default="mini")
+    parser.add_argument("--tokens", type=kinds.LENGTH, default=512, help="the (N, H) real tokens the layer runs on")
+    parser.add_argument("--mode", type=kinds.TEXT, choices=["eval", "train", "both"], default="both")
     args = parser.parse_args(argv)
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
     torch.manual_seed(0)
@@ -85,4 +89,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

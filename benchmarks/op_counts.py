@@ -50,7 +50,9 @@ from hf_ctx import (
 from hf_ctx import crf as crf_module
 from hf_ctx import layers as layers_module
 from hf_ctx.configuration_bert import BERT_PRESETS
+from hf_ctx.tools import option_kinds as kinds
 from hf_ctx.tools.convert_bert import convert_bert_config, convert_bert_state_dict
+from hf_ctx.tools.errors import run_script
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 
@@ -277,15 +279,17 @@ def swap_classes(model, modules_from, modules_to):
                 module.__class__ = getattr(target, name)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--preset", default="mini", choices=list(BERT_PRESETS), help="BERT size")
-    parser.add_argument("--batch", type=int, default=8, help="BERT batch size")
-    parser.add_argument("--seq", type=int, default=128, help="BERT sequence length")
-    parser.add_argument("--repeats", type=int, default=5, help="timed steps per measurement")
-    parser.add_argument("--baseline", default=None, help="git revision whose layers.py and crf.py to compare with")
+def main(argv=None):
+    parser = kinds.CheckedArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", type=kinds.TEXT, default="mini", choices=list(BERT_PRESETS), help="BERT size")
+    parser.add_argument("--batch", type=kinds.BATCH_SIZE, default=8, help="BERT batch size")
+    parser.add_argument("--seq", type=kinds.LENGTH, default=128, help="BERT sequence length")
+    parser.add_argument("--repeats", type=kinds.COUNT, default=5, help="timed steps per measurement")
+    parser.add_argument(
+        "--baseline", type=kinds.TEXT, default=None, help="git revision whose layers.py and crf.py to compare with"
+    )
     parser.add_argument("--skip_bert", action="store_true")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.manual_seed(0)
     print(
         f"torch {torch.__version__}, transformers {transformers.__version__}, {torch.get_num_threads()} threads; "
@@ -350,4 +354,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

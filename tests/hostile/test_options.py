@@ -32,7 +32,19 @@ for folder in (EXAMPLES, EXPERIMENTS):
 
 # The scripts whose options are dataclasses (HfArgumentParser), and those with an argparse parser of their own.
 DATACLASS_SCRIPTS = ("end_to_end", "pretrain_bert", "pretrain_elmo", "run_glue", "run_ner", "run_qa", "run_swag")
-ARGPARSE_SCRIPTS = ("bert_glue_conll", "elmo_taglm", "probe_elmo_layers", "render_results")
+# The benchmarks too, but gpu_window.py and gpu_window_data.py: they import nothing of hf_ctx or torch, so that
+# the window's driver runs, and records a step's failure, even where those imports fail; theirs is argparse's.
+BENCHMARKS = (
+    "bert_speed",
+    "bilm_cache_speed",
+    "bilm_step",
+    "cpu_threads",
+    "elmo_embed_speed",
+    "elmo_lstm_speed",
+    "inductor_fusion",
+    "op_counts",
+)
+ARGPARSE_SCRIPTS = ("bert_glue_conll", "elmo_taglm", "probe_elmo_layers", "render_results", *BENCHMARKS)
 CLI_COMMANDS = ("convert-bert", "train-tokenizer", "convert-elmo", "embed")
 # transformers' own number options hf_ctx leaves alone: the launcher sets it.
 LAUNCHER_SET = {"local_rank"}
@@ -284,6 +296,8 @@ def argparse_base(name: str, places: dict) -> dict[str, str]:
         "elmo_taglm": {"--preset": "smoke", "--data_dir": places["folder"], "--output_dir": out},
         "probe_elmo_layers": {"--bilm": places["model"], "--data_dir": places["folder"], "--output_dir": out},
         "render_results": {},
+        **dict.fromkeys(BENCHMARKS, {}),
+        "cpu_threads": {"case": "alone"},
         "convert-bert": {"src_dir": places["folder"], "out_dir": out},
         "train-tokenizer": {"files": places["file"], "--output_dir": out},
         "convert-elmo": {"options_json": places["file"], "weights_hdf5": places["file"], "output_dir": out},
