@@ -160,6 +160,10 @@ class QuestionAnsweringPipeline:
     {"score" (its probability among the n best), "start", "end" (character offsets), "answer"}; `top_k` > 1
     gives a list of the `top_k` best. `handle_impossible_answer=True` (SQuAD 2.0 models) lets the empty answer
     win when the model scores it higher. Lists of questions and contexts give a list of results.
+
+    The call takes what transformers 4's pipeline took: `question=` and `context=` (texts or lists of texts),
+    the two texts as positional arguments, a dict {"question": ..., "context": ...} or a list of them; and, for
+    one call, `max_answer_len`, `max_seq_len` and `doc_stride` over the values the pipeline was built with.
     """
 
     def __init__(
@@ -217,10 +221,30 @@ class QuestionAnsweringPipeline:
             ends += list(output.end_logits.float().cpu().numpy())
         return starts, ends
 
-    def __call__(self, question, context, top_k: int = 1, handle_impossible_answer: bool = False):
+    def __call__(
+        self,
+        *inputs,
+        question=None,
+        context=None,
+        top_k: int = 1,
+        handle_impossible_answer: bool = False,
+        max_answer_len: int | None = None,
+        max_seq_len: int | None = None,
+        doc_stride: int | None = None,
+    ):
         kinds.COUNT.check("top_k", top_k)
         kinds.check_flag("handle_impossible_answer", handle_impossible_answer)
-        single = isinstance(question, str)
+        for name, value in [("max_answer_len", max_answer_len), ("max_seq_len", max_seq_len)]:
+            if value is not None:
+                kinds.COUNT.check(name, value)
+        if doc_stride is not None:
+            kinds.count_or_zero("windows that do not overlap").check("doc_stride", doc_stride)
+        max_seq_length = self.max_seq_length if max_seq_len is None else min(max_seq_len, self.max_seq_length)
+        max_answer_length = self.max_answer_length if max_answer_len is None else max_answer_len
+        stride = self.doc_stride if doc_stride is None else doc_stride
+        if doc_stride is None and max_seq_len is not None:  # the default overlap, a third of this call's window
+            stride = min(stride, max_seq_length // 3)
+        question, context, single = _questions_and_contexts(inputs, question, context)
         questions = [question] if single else texts("question", question)
         contexts = [context] * len(questions) if isinstance(context, str) else texts("context", context)
         if len(contexts) != len(questions):
@@ -229,7 +253,7 @@ class QuestionAnsweringPipeline:
             empty = [i for i, text in enumerate(values) if not isinstance(text, str) or not text.strip()]
             if empty:
                 raise ValueError(f"{name} {empty[0]} is empty or not a text: {values[empty[0]]!r:.40}")
-        encoded = encode_windows(self.tokenizer, questions, contexts, self.max_seq_length, self.doc_stride)
+        encoded = encode_windows(self.tokenizer, questions, contexts, max_seq_length, stride)
         starts, ends = self._logits(encoded)
         _, n_best, _ = postprocess_predictions(
             list(enumerate(contexts)),
@@ -237,7 +261,7 @@ class QuestionAnsweringPipeline:
             starts,
             ends,
             n_best_size=max(self.n_best_size, top_k),
-            max_answer_length=self.max_answer_length,
+            max_answer_length=max_answer_length,
             version_2_with_negative=handle_impossible_answer,
         )
         results = []
@@ -250,3 +274,30 @@ class QuestionAnsweringPipeline:
                 best.sort(key=lambda c: c["score"], reverse=True)  # the null answer was appended after the n best
             results.append(best[0] if top_k == 1 else best[:top_k])
         return results[0] if single else results
+
+
+def _questions_and_contexts(inputs: tuple, question, context) -> tuple:
+    """(question, context, single) from the forms a call takes: `question=` and `context=` (`inputs` empty),
+    `(question, context)` as two positional texts, one {"question", "context"} dict or a list of them."""
+    if not inputs:  # the texts are checked by the caller
+        return question, context, isinstance(question, str)
+    if question is not None or context is not None:
+        raise TypeError("give the question and context once: as question= and context=, or as the positional input")
+    if len(inputs) == 2 and all(isinstance(text, str) for text in inputs):
+        return inputs[0], inputs[1], True
+    if len(inputs) > 1:
+        raise TypeError(f"give one input (a dict or a list of dicts) or a question and a context, got {len(inputs)}")
+    given = inputs[0]
+    single = isinstance(given, dict)
+    items = [given] if single else given
+    if not isinstance(items, (list, tuple)) or not items or not all(isinstance(item, dict) for item in items):
+        raise TypeError(
+            "the input must be a {'question': ..., 'context': ...} dict or a list of them, got "
+            f"{type(given).__name__} {given!r:.40}"
+        )
+    for i, item in enumerate(items):
+        missing = [key for key in ("question", "context") if key not in item]
+        if missing:
+            raise ValueError(f"input {i} has no {missing[0]!r}: each dict needs 'question' and 'context'")
+    questions, contexts = [item["question"] for item in items], [item["context"] for item in items]
+    return (questions[0], contexts[0], True) if single else (questions, contexts, False)

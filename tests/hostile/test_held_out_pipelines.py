@@ -221,3 +221,35 @@ def test_question_answering_inputs_that_are_no_texts_are_named(reader, question,
 def test_question_answering_pipeline_sizes_of_zero_are_named(reader, argument):
     with pytest.raises(ValueError, match=f"{argument} must be a positive integer, got 0"):
         QuestionAnsweringPipeline(reader.model, reader.tokenizer, **{argument: 0})
+
+
+def test_question_answering_takes_the_call_forms_of_transformers_4(reader):
+    """A dict, a list of dicts and two positional texts answer as question= and context= do; transformers 4's
+    per-call max_answer_len, max_seq_len and doc_stride are taken (before: TypeError for each)."""
+    question, context = "what runs", "red cat runs fast . blue dog sleeps"
+    expected = reader(question=question, context=context)
+    assert reader({"question": question, "context": context}) == expected
+    assert reader(question, context) == expected
+    assert reader([{"question": question, "context": context}] * 2) == [expected] * 2
+    short = reader(question=question, context=context, max_answer_len=1, top_k=50)
+    assert short and all(len(answer["answer"].split()) <= 1 for answer in short)
+    long = reader(question=question, context=context, top_k=50)
+    assert any(len(answer["answer"].split()) > 1 for answer in long)
+    windowed = reader(question=question, context=context * 3, max_seq_len=16, doc_stride=2)
+    assert windowed["answer"] == (context * 3)[windowed["start"] : windowed["end"]]
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, match",
+    [
+        (({"question": "what runs"},), {}, "input 0 has no 'context'"),
+        (([{"question": "what", "context": "red cat"}, "red cat"],), {}, "must be a .* dict or a list of them"),
+        (({"question": "what", "context": "red cat"},), {"question": "what"}, "give the question and context once"),
+        (("what", "red", "cat"), {}, "give one input"),
+        ((), {"question": "what", "context": "red cat", "max_answer_len": 0}, "max_answer_len must be a positive"),
+        ((), {"question": "what", "context": "red cat", "doc_stride": -1}, "doc_stride must be"),
+    ],
+)
+def test_question_answering_call_forms_that_do_not_fit_are_named(reader, args, kwargs, match):
+    with pytest.raises((TypeError, ValueError), match=match):
+        reader(*args, **kwargs)
