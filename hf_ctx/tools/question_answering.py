@@ -239,7 +239,8 @@ class QuestionAnsweringPipeline:
                 kinds.COUNT.check(name, value)
         if doc_stride is not None:
             kinds.count_or_zero("windows that do not overlap").check("doc_stride", doc_stride)
-        max_seq_length = self.max_seq_length if max_seq_len is None else min(max_seq_len, self.max_seq_length)
+        longest = getattr(self.model.config, "max_position_embeddings", max_seq_len)  # as in __init__
+        max_seq_length = self.max_seq_length if max_seq_len is None else min(max_seq_len, longest)
         max_answer_length = self.max_answer_length if max_answer_len is None else max_answer_len
         stride = self.doc_stride if doc_stride is None else doc_stride
         if doc_stride is None and max_seq_len is not None:  # the default overlap, a third of this call's window

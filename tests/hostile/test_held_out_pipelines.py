@@ -237,6 +237,8 @@ def test_question_answering_takes_the_call_forms_of_transformers_4(reader):
     assert any(len(answer["answer"].split()) > 1 for answer in long)
     windowed = reader(question=question, context=context * 3, max_seq_len=16, doc_stride=2)
     assert windowed["answer"] == (context * 3)[windowed["start"] : windowed["end"]]
+    # a window longer than the model's positions (32) is the model's
+    assert reader(question=question, context=context, max_seq_len=10**6) == expected
 
 
 @pytest.mark.parametrize(
