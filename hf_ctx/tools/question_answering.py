@@ -176,25 +176,33 @@ class QuestionAnsweringPipeline:
         n_best_size: int = 20,
         batch_size: int = 8,
     ):
-        for name, value in [
-            ("max_seq_length", max_seq_length),
-            ("max_answer_length", max_answer_length),
-            ("n_best_size", n_best_size),
-            ("batch_size", batch_size),
-        ]:
-            kinds.COUNT.check(name, value)
-        if doc_stride is not None:
-            kinds.count_or_zero("windows that do not overlap").check("doc_stride", doc_stride)
+        kinds.COUNT.check("n_best_size", n_best_size)
+        kinds.COUNT.check("batch_size", batch_size)
         # The tokenizer against the model, as every hf_ctx pipeline (`TokenizerFitsModelMixin`)
         check_tokenizer_fits(
             model.config, tokenizer, None, getattr(tokenizer, "name_or_path", None) or "the tokenizer"
         )
         self.model, self.tokenizer = model.eval(), tokenizer
-        self.max_seq_length = min(max_seq_length, getattr(model.config, "max_position_embeddings", max_seq_length))
         # transformers' default overlap, 128 of 384 tokens, kept to a third of a shorter model's window.
-        self.doc_stride = min(128, self.max_seq_length // 3) if doc_stride is None else doc_stride
-        self.max_answer_length, self.n_best_size = max_answer_length, n_best_size
-        self.batch_size = batch_size
+        self.max_seq_length, self.doc_stride, self.max_answer_length = self._sizes(
+            ("max_seq_length", max_seq_length),
+            ("doc_stride", doc_stride),
+            ("max_answer_length", max_answer_length),
+            128,
+        )
+        self.n_best_size, self.batch_size = n_best_size, batch_size
+
+    def _sizes(self, max_seq_length: tuple, doc_stride: tuple, max_answer_length: tuple, default_stride: int):
+        """The window, its overlap and the longest answer, each a (name, value) as the caller was given it, checked
+        and fitted to the model: the window at most its `max_position_embeddings`, an overlap not given
+        `default_stride` up to a third of the window."""
+        for name, value in (max_seq_length, max_answer_length):
+            kinds.COUNT.check(name, value)
+        if doc_stride[1] is not None:
+            kinds.count_or_zero("windows that do not overlap").check(*doc_stride)
+        window = min(max_seq_length[1], getattr(self.model.config, "max_position_embeddings", max_seq_length[1]))
+        stride = min(default_stride, window // 3) if doc_stride[1] is None else doc_stride[1]
+        return window, stride, max_answer_length[1]
 
     @classmethod
     def from_pretrained(cls, name_or_path, **kwargs):
@@ -234,17 +242,13 @@ class QuestionAnsweringPipeline:
     ):
         kinds.COUNT.check("top_k", top_k)
         kinds.check_flag("handle_impossible_answer", handle_impossible_answer)
-        for name, value in [("max_answer_len", max_answer_len), ("max_seq_len", max_seq_len)]:
-            if value is not None:
-                kinds.COUNT.check(name, value)
-        if doc_stride is not None:
-            kinds.count_or_zero("windows that do not overlap").check("doc_stride", doc_stride)
-        longest = getattr(self.model.config, "max_position_embeddings", max_seq_len)  # as in __init__
-        max_seq_length = self.max_seq_length if max_seq_len is None else min(max_seq_len, longest)
-        max_answer_length = self.max_answer_length if max_answer_len is None else max_answer_len
-        stride = self.doc_stride if doc_stride is None else doc_stride
-        if doc_stride is None and max_seq_len is not None:  # the default overlap, a third of this call's window
-            stride = min(stride, max_seq_length // 3)
+        # This call's sizes over the pipeline's; the pipeline's overlap kept to a third of this call's window.
+        max_seq_length, stride, max_answer_length = self._sizes(
+            ("max_seq_len", self.max_seq_length if max_seq_len is None else max_seq_len),
+            ("doc_stride", self.doc_stride if doc_stride is None and max_seq_len is None else doc_stride),
+            ("max_answer_len", self.max_answer_length if max_answer_len is None else max_answer_len),
+            self.doc_stride,
+        )
         question, context, single = _questions_and_contexts(inputs, question, context)
         questions = [question] if single else texts("question", question)
         contexts = [context] * len(questions) if isinstance(context, str) else texts("context", context)
