@@ -60,3 +60,25 @@ def test_a_curve_of_one_evaluation_writes_its_value_and_says_so():
         "eval_loss (one evaluation, at step 10)": ["1.5"],
         "eval_f1 (one evaluation, at step 10)": ["0.25"],
     }
+
+
+def test_the_same_curves_are_drawn_once_unless_the_file_changed(tmp_path, monkeypatch):
+    """A script writes its card twice (after training, then with the test scores): the second call with the same
+    curves keeps the picture it drew; new curves, or a file removed or replaced since, are drawn again."""
+    pytest.importorskip("matplotlib.figure")
+    from hf_ctx.tools import plots
+
+    drawn = []
+    monkeypatch.setattr(plots, "curves_figure", lambda curves, cls, draw=plots.curves_figure: (
+        drawn.append(list(curves)), draw(curves, cls))[1])  # fmt: skip
+    path = tmp_path / "training_curves.png"
+    curves = training_curves(LOG_HISTORY)
+    assert write_training_curves(path, curves) and write_training_curves(path, training_curves(LOG_HISTORY))
+    assert len(drawn) == 1
+    curves["eval_f1"][1][0] = 0.5  # the caller's dict changed in place: other curves
+    assert write_training_curves(path, curves) and len(drawn) == 2
+    path.unlink()
+    assert write_training_curves(path, curves) and path.is_file() and len(drawn) == 3
+    path.write_bytes(b"not a picture")
+    assert write_training_curves(path, curves) and path.read_bytes()[:4] == b"\x89PNG" and len(drawn) == 4
+    assert write_training_curves(tmp_path / "other.png", curves) and len(drawn) == 5
