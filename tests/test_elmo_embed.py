@@ -309,6 +309,25 @@ def test_embed_refuses_models_that_are_not_elmo(tmp_path):
         LayerOutput(3, "bottom")
 
 
+def test_cli_embed_takes_negative_weights_as_written_and_no_progress_hides_every_bar(
+    elmo_dir, text_file, tmp_path, capsys
+):
+    """`--scalar_mix_weights -1,0.5,2` is the option's value (before: "expected one argument", argparse reading it
+    as an option); `--no_progress` hides transformers' bar while the weights load (before: "Loading weights")."""
+    from transformers.utils import logging as transformers_logging
+
+    output = tmp_path / "vectors.hdf5"
+    main(["embed", str(elmo_dir), str(text_file), str(output), "--scalar_mix_weights", "-1,0.5,2", "--no_progress"])
+    captured = capsys.readouterr()
+    assert "Loading weights" not in captured.err and "it/s" not in captured.err, captured.err
+    assert transformers_logging.is_progress_bar_enabled()  # this process's own setting, as it was
+    model = reference_model(elmo_dir)
+    with h5py.File(output, "r") as f:
+        assert f.attrs["output"] == "scalar_mix -1.0,0.5,2.0"
+        expected = np.tensordot([-1, 0.5, 2], layers_alone(model, SENTENCES[0]), axes=1)
+        np.testing.assert_allclose(f["0"][...], expected, atol=1e-5, rtol=0)
+
+
 def test_cli_embed_with_vocab_file_and_overwrite(elmo_dir, text_file, tmp_path, capsys):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("the\ncat\ndog\nmat\n.\n", encoding="utf-8")

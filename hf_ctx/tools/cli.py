@@ -216,7 +216,7 @@ def _add_embed(subparsers):
         "punctuation off words",
     )
     p.add_argument("--overwrite", action="store_true", help="replace OUTPUT_FILE instead of extending it")
-    p.add_argument("--no_progress", action="store_true", help="no progress bar")
+    p.add_argument("--no_progress", action="store_true", help="no progress bars (loading, embedding)")
     p.set_defaults(output="all")
 
     def run(args):
@@ -224,7 +224,7 @@ def _add_embed(subparsers):
 
         check_output_outside_inputs(args.output_file, args.model, [args.input_file, args.vocab_file])
         weights = parse_scalar_mix_weights(args.scalar_mix_weights) if args.scalar_mix_weights else None
-        embedder = ElmoEmbedder(args.model, device=args.device, dtype=args.dtype)
+        embedder = _load_embedder(args, ElmoEmbedder)
         if args.vocab_file:
             print(f"cached the token layer of {embedder.cache_vocabulary(args.vocab_file)} words", file=sys.stderr)
         done = embedder.embed_file(
@@ -243,6 +243,21 @@ def _add_embed(subparsers):
         )
 
     p.set_defaults(func=run)
+
+
+def _load_embedder(args, embedder_class):
+    """`hf-ctx embed`'s model; `--no_progress` hides transformers' bar while it loads the weights too (for this
+    load only: a Python caller of `main` keeps its own setting)."""
+    from transformers.utils import logging as transformers_logging
+
+    bars = transformers_logging.is_progress_bar_enabled()
+    if args.no_progress:
+        transformers_logging.disable_progress_bar()
+    try:
+        return embedder_class(args.model, device=args.device, dtype=args.dtype)
+    finally:
+        if bars:
+            transformers_logging.enable_progress_bar()
 
 
 class _DeprecatedCased(argparse.Action):

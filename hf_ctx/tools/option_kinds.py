@@ -15,6 +15,7 @@ import argparse
 import glob
 import math
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -438,10 +439,22 @@ def check_declared_options(arguments) -> None:
 # --- parse errors in one line ------------------------------------------------------------------------------------
 
 
+# What argparse reads as a negative number, a value, rather than an option: Python 3.13's rule (a '-' then a digit,
+# or '-.' then a digit), so that lists (`--bilm_layers -2,-1`, `--scalar_mix_weights -1,0,1`) and exponents
+# (`--learning_rate -1e-3`) are values on every Python; 3.11's rule took only plain numbers, and the rest ended in
+# "expected one argument". None of the scripts has an option spelt like a negative number.
+NEGATIVE_NUMBER_PATTERN = re.compile(r"-\.?\d")
+
+
+def read_negative_numbers_as_values(parser: argparse.ArgumentParser) -> None:
+    """Make `parser` read a word starting with a negative number as a value (`NEGATIVE_NUMBER_PATTERN`)."""
+    parser._negative_number_matcher = NEGATIVE_NUMBER_PATTERN
+
+
 def parse_error_line(message: str, argv: list[str]) -> str:
     """argparse's error `message` as the one line a script prints (not its usage, which for a script with every
     `TrainingArguments` option is some 140 lines), with the way on where argparse read a negative number given
-    as a value (`--learning_rate -1e-3`) as an option of its own."""
+    as a value that `NEGATIVE_NUMBER_PATTERN` does not match (`--learning_rate -inf`) as an option of its own."""
     for i, arg in enumerate(argv[:-1]):
         value = argv[i + 1]
         if arg.startswith("--") and "=" not in arg and f"argument {arg}" in message and value.startswith("-"):
@@ -456,7 +469,12 @@ def parse_error_line(message: str, argv: list[str]) -> str:
 class CheckedArgumentParser(argparse.ArgumentParser):
     """An `argparse.ArgumentParser` whose options' kinds are their `type=` (a `Kind`: `type=kinds.COUNT`), checked
     by `check_options` once parsed, and whose errors are a `ValueError` of one line (the scripts and `hf-ctx`
-    print it and exit with status 1) instead of the usage and status 2."""
+    print it and exit with status 1) instead of the usage and status 2. A negative number is a value
+    (`read_negative_numbers_as_values`)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        read_negative_numbers_as_values(self)
 
     def parse_known_args(self, args=None, namespace=None):
         self._argv = list(sys.argv[1:] if args is None else args)

@@ -123,6 +123,7 @@ class OptionParser(HfArgumentParser):
 
     def __init__(self, dataclass_types, **kwargs):
         super().__init__(dataclass_types, **kwargs)
+        kinds.read_negative_numbers_as_values(self)  # `--bilm_layers -2,-1` a value, not an option
         self.option_kinds = {f"--{name}": kind for name, kind in kinds.option_kinds(self.dataclass_types).items()}
 
     @staticmethod

@@ -346,10 +346,10 @@ def test_each_hf_ctx_command_refuses_hostile_values_of_each_option_in_one_line(
 
 
 def test_hostile_options_as_real_commands_print_one_line(places):
-    """Three of them as a user starts them (at once: each loads torch): a negative rate read as an option, a file
+    """Three of them as a user starts them (at once: each loads torch): a negative rate, a file
     as --output_dir, a folder where hf-ctx embed reads its text."""
     cases = [
-        (["examples/run_glue.py", "--learning_rate", "-1e-3"], "--learning_rate=-1e-3"),  # the way on
+        (["examples/run_glue.py", "--learning_rate", "-1e-3"], "--learning_rate"),  # a value, refused by its kind
         (["examples/run_ner.py", "--do_train", "--output_dir", places["file"]], "--output_dir"),
         (["hf_ctx_cli.py", "embed", places["model"], places["folder"], "out.hdf5"], "input_file"),
     ]
@@ -376,6 +376,18 @@ def test_a_negative_rate_after_an_equals_sign_is_refused_by_its_kind(capsys, sto
 
     code, err = run_in_process(run_glue.main, ["--learning_rate=-1e-3"], capsys)
     assert (code, err) == (1, "error: --learning_rate must be a finite number of at least 0, got -0.001\n")
+
+
+def test_a_list_starting_with_a_negative_number_is_a_value():
+    """`--bilm_layers -2,-1` (layers counted from the top) is the option's value; before, argparse read the list as
+    an option of its own ("expected one argument") and only `--bilm_layers=-2,-1` worked."""
+    import run_ner
+
+    from hf_ctx.tools.scripts import parse_options
+
+    model_args, *_ = parse_options(run_ner.ARGUMENT_CLASSES, ["--bilm_layers", "-2,-1", "--output_dir", "out"])
+    assert model_args.bilm_layers == "-2,-1"
+    assert run_ner.bilm_layer_list(model_args.bilm_layers) == [-2, -1]
 
 
 # --- an input the run would not read -----------------------------------------------------------------------------
