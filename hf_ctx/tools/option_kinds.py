@@ -484,10 +484,23 @@ class CheckedArgumentParser(argparse.ArgumentParser):
         values = {names[dest]: getattr(namespace, dest, None) for dest in kinds}
         defaults = {names[action.dest]: action.default for action in self._actions if action.dest in kinds}
         check_options({names[dest]: kind for dest, kind in kinds.items()}, values, defaults)
+        for action in self._actions:
+            given = getattr(namespace, action.dest, None)
+            # files given twice are refused where they are read, under any name (`data/files.py` `unique_files`)
+            if action.nargs in ("+", "*") and isinstance(given, list) and action.type is not EXISTING_FILE:
+                check_listed_once(action_name(action), given)
         return namespace, remaining
 
     def error(self, message):
         raise ValueError(parse_error_line(f"{self.prog}: {message}", getattr(self, "_argv", sys.argv[1:])))
+
+
+def check_listed_once(option: str, values: list) -> None:
+    """Refuse a list option naming a value twice (`--seeds 0 0`, `--tasks rte rte`): each value is a job or a run
+    of its own, and the second copy would race the first into its folder or report one result as two."""
+    twice = next((value for i, value in enumerate(values) if value in values[:i]), None)
+    if twice is not None:
+        raise ValueError(f"{option} lists {twice} twice: give each value once")
 
 
 def action_name(action) -> str:

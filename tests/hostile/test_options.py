@@ -325,6 +325,19 @@ def test_each_experiment_refuses_hostile_values_of_each_option_in_one_line(name,
             assert_one_line_naming(option, code, err, f"{name} {option} {value!r}")
 
 
+def test_a_list_option_naming_a_value_twice_is_refused_in_one_line(places, capsys, monkeypatch):
+    """`--seeds 0 0` started each seed's jobs twice, racing into one folder until one stopped on the other's lock
+    (elmo_taglm, bert_glue_conll), or reported one seed as two (probe_elmo_layers); the same for every list option
+    of these parsers (`--tasks`, `--arms`; files twice are `unique_files`' to refuse, under any of their names)."""
+    stop_after_parsing_with(monkeypatch)
+    cases = [(name, "--seeds", ["1", "1"]) for name in ("elmo_taglm", "bert_glue_conll", "probe_elmo_layers")]
+    cases += [("bert_glue_conll", "--tasks", ["rte", "conll", "rte"]), ("elmo_taglm", "--arms", ["full", "full"])]
+    for name, option, values in cases:
+        argv = [item for pair in argparse_base(name, places).items() for item in pair] + [option, *values]
+        code, err = run_in_process(importlib.import_module(name).main, argv, capsys)
+        assert (code, err) == (1, f"error: {option} lists {values[-1]} twice: give each value once\n"), argv
+
+
 @pytest.mark.parametrize("command", CLI_COMMANDS)
 def test_each_hf_ctx_command_refuses_hostile_values_of_each_option_in_one_line(
     command, places, capsys, stop_after_parsing
