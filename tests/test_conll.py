@@ -1,6 +1,8 @@
 """CoNLL reading, tag schemes, label alignment, long-sentence splitting, prediction files, the seqeval metric."""
 
+import json
 import logging
+import re
 
 import pytest
 
@@ -394,6 +396,24 @@ def test_plain_text_and_csv_tables_of_tagged_words(tmp_path):
     data = load_tagged_table(table, "words", "tags", "IOB2")
     assert data["tokens"] == [["Peter", "Blackburn"], ["said"]]
     assert data["ner_tags"] == [["B-PER", "I-PER"], ["O"]]  # IOB1 read and converted
+
+
+@pytest.mark.parametrize("word", ["New York", "big\tcity", "a\u00a0b"], ids=["space", "tab", "no-break-space"])
+def test_a_word_or_tag_of_a_table_holding_whitespace_is_refused_naming_its_line(tmp_path, word):
+    """A JSON-lines word "New York" was read, then written to predictions_*.txt as two columns (a row of four
+    fields that no CoNLL reader, hf_ctx's included, reads back)."""
+    from hf_ctx.data.conll import load_tagged_table
+
+    table = tmp_path / "train.jsonl"
+    table.write_text(json.dumps({"tokens": ["in", "a"], "ner_tags": ["O", "O"]}) + "\n"
+                     + json.dumps({"tokens": ["in", word], "ner_tags": ["O", "B-LOC"]}) + "\n")  # fmt: skip
+    with pytest.raises(ValueError, match=re.escape(f"{table}:2, column 'tokens': word 2 is {word!r}, which holds")):
+        load_tagged_table(table)
+    table.write_text(json.dumps({"tokens": ["in", "York"], "ner_tags": ["O", "B LOC"]}) + "\n")
+    with pytest.raises(
+        ValueError, match=r"train.jsonl:1, column 'ner_tags': tag 2 is 'B LOC', which holds whitespace"
+    ):
+        load_tagged_table(table)
 
 
 def test_plain_tags_are_scored_by_token_accuracy():

@@ -263,8 +263,8 @@ def load_tagged_table(
 
     The file is read by `data/tables.py` (a row with another field count than the header's, bytes that are not
     UTF-8, a line that is not JSON: named by line). Raises a `ValueError` naming the file, line and column of a
-    missing column or value, a word that is empty or not a string, a tag that is not a string or an integer, or a
-    row whose words and tags differ in number.
+    missing column or value, a word that is empty or not a string, a tag that is not a string or an integer, a
+    word or tag holding whitespace, or a row whose words and tags differ in number.
     """
     table = read_table(path, what="sentences")
     table.require([text_column], "the words; --text_column_name names another")
@@ -300,7 +300,19 @@ def _word_list(value, where: str) -> list[str]:
     for position, word in enumerate(words, start=1):
         if not isinstance(word, str) or not word.strip():
             raise ValueError(f"{where}: word {position} is {describe(word)}, not a word (a non-empty string)")
+        _check_one_token(word, f"{where}: word {position}")
     return words
+
+
+def _check_one_token(text: str, what: str) -> None:
+    """A word or tag of a table holding whitespace (a space, tab or no-break space inside) is refused: the
+    predictions files (`write_conll_predictions`, CoNLL's layout) separate columns by whitespace, so it would
+    become two columns there."""
+    if len(text.split()) != 1:
+        raise ValueError(
+            f"{what} is {text!r}, which holds whitespace: each word and tag is one token (the predictions are "
+            "written in CoNLL's layout, whitespace between columns); split it into words or join it with '_'"
+        )
 
 
 def _tag_list(value, where: str) -> list[str]:
@@ -311,6 +323,7 @@ def _tag_list(value, where: str) -> list[str]:
     for position, tag in enumerate(tags, start=1):
         if isinstance(tag, bool) or not isinstance(tag, (str, int)) or not str(tag).strip():
             raise ValueError(f"{where}: tag {position} is {describe(tag)}, not a tag (a string or a class id)")
+        _check_one_token(str(tag), f"{where}: tag {position}")
     return [str(tag) for tag in tags]
 
 
