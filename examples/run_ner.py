@@ -61,6 +61,7 @@ from hf_ctx import tag_schemes
 from hf_ctx.data import conll
 from hf_ctx.data.bilm_cache import BiLMCacheArguments, with_bilm_cache
 from hf_ctx.data.subsets import hold_out_validation
+from hf_ctx.data.tables import TABLE_FORMATS, is_table
 from hf_ctx.data.word_vectors import load_word_vectors
 from hf_ctx.tools import hub, scripts
 from hf_ctx.tools import option_kinds as kinds
@@ -253,12 +254,17 @@ ARGUMENT_CLASSES = (ModelArguments, DataArguments, CtxTrainingArguments)
 
 
 def load_data(
-    data_args: DataArguments, training_args: TrainingArguments, word_splitter: str = "treebank"
+    data_args: DataArguments,
+    training_args: TrainingArguments,
+    word_splitter: str = "treebank",
+    argv: list[str] | None = None,
 ) -> tuple[datasets.DatasetDict, dict]:
     """The splits the run needs, with string tags in `data_args.tag_scheme`, and each split's size before
-    `--max_*_samples` (for the model card). Plain text is split into words by `word_splitter`."""
+    `--max_*_samples` (for the model card). Plain text is split into words by `word_splitter`. Column names on the
+    command line `argv` without a table or dataset to name columns of are refused."""
     if data_args.train_sample_seed is not None and data_args.max_train_samples is None:
         raise ValueError("--train_sample_seed draws the --max_train_samples sentences: give both")
+    refuse_column_names_without_tables(data_args, argv)
     label_column = conll.TASK_COLUMNS[data_args.task_name]
     if data_args.dataset_name is not None:
         data = conll.load_hub_ner_dataset(
@@ -304,6 +310,20 @@ def load_data(
                 f"{split} split (--{split}_file or a dataset that has one)"
             )
     return scripts.keep_first_examples({split: data[split] for split, wanted in needed.items() if wanted}, data_args)
+
+
+def refuse_column_names_without_tables(data_args: DataArguments, argv: list[str] | None) -> None:
+    """--text_column_name and --label_column_name name a table's or a dataset's columns: with CoNLL files (and
+    plain text) only, they were ignored, and `--label_column_name chunk_tags` trained an NER tagger."""
+    files = [data_args.train_file, data_args.validation_file, data_args.test_file]
+    if data_args.dataset_name is not None or any(f is not None and is_table(f) for f in files):
+        return
+    tasks = ", ".join(conll.TASK_COLUMNS)
+    why = (
+        f"column names are for tables ({'/'.join(TABLE_FORMATS)}) and datasets; a CoNLL file's words are its first "
+        f"column, --task_name ({tasks}) picks its tag column and --num_columns says how many columns it has"
+    )
+    scripts.refuse_unused_options(argv, ("text_column_name", "label_column_name"), why)
 
 
 def text_word_splitter(model_args: ModelArguments, data_args: DataArguments) -> str:
@@ -520,7 +540,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         ignored_together=IGNORED_TOGETHER,
     )
     splitter = text_word_splitter(model_args, data_args)
-    data, available = load_data(data_args, training_args, splitter)  # available: for the card, N used of M
+    data, available = load_data(data_args, training_args, splitter, argv)  # available: for the card, N used of M
     label_column = conll.TASK_COLUMNS[data_args.task_name]
     labels, scheme = labels_for(model_args, data_args, data, label_column)
     label2id = {label: i for i, label in enumerate(labels)}

@@ -570,6 +570,21 @@ def test_a_crf_tagger_trains_evaluates_and_predicts_on_sentences_split_inside_en
     assert count_scheme_breaks([written["ner_tags"]], "IOB2") == 0
 
 
+@pytest.mark.parametrize("option", [["--label_column_name", "chunk_tags"], ["--text_column_name", "words"]])
+def test_column_names_are_refused_for_conll_files(corpus, tmp_path, option):
+    """They name a table's columns: on CoNLL files `--label_column_name chunk_tags` trained an NER tagger, exit 0."""
+    with pytest.raises(ValueError) as error:
+        run_ner.main(
+            [*TAGLM_SMALL, "--train_file", str(corpus["train"]), "--do_train", *option]
+            + ["--output_dir", str(tmp_path / "out"), *COMMON]
+        )
+    assert str(error.value) == (
+        f"{option[0]} would do nothing here: column names are for tables (.csv/.tsv/.json/.jsonl) and datasets; a "
+        "CoNLL file's words are its first column, --task_name (ner, pos, chunk) picks its tag column and "
+        "--num_columns says how many columns it has; leave it out"
+    )
+
+
 def test_label_all_tokens_changes_nothing_for_a_word_level_tagger(corpus, tmp_path):
     def train(*extra):
         return run_ner.main(
