@@ -61,6 +61,7 @@ from hf_ctx import tag_schemes
 from hf_ctx.data import conll
 from hf_ctx.data.bilm_cache import BiLMCacheArguments, with_bilm_cache
 from hf_ctx.data.subsets import hold_out_validation
+from hf_ctx.data.tables import TABLE_FORMATS, is_table
 from hf_ctx.data.word_vectors import load_word_vectors
 from hf_ctx.tools import hub, scripts
 from hf_ctx.tools import option_kinds as kinds
@@ -253,12 +254,17 @@ ARGUMENT_CLASSES = (ModelArguments, DataArguments, CtxTrainingArguments)
 
 
 def load_data(
-    data_args: DataArguments, training_args: TrainingArguments, word_splitter: str = "treebank"
+    data_args: DataArguments,
+    training_args: TrainingArguments,
+    word_splitter: str = "treebank",
+    argv: list[str] | None = None,
 ) -> tuple[datasets.DatasetDict, dict]:
     """The splits the run needs, with string tags in `data_args.tag_scheme`, and each split's size before
-    `--max_*_samples` (for the model card). Plain text is split into words by `word_splitter`."""
+    `--max_*_samples` (for the model card). Plain text is split into words by `word_splitter`. Column names on the
+    command line `argv` without a table or dataset to name columns of are refused."""
     if data_args.train_sample_seed is not None and data_args.max_train_samples is None:
         raise ValueError("--train_sample_seed draws the --max_train_samples sentences: give both")
+    refuse_column_names_without_tables(data_args, argv)
     label_column = conll.TASK_COLUMNS[data_args.task_name]
     if data_args.dataset_name is not None:
         data = conll.load_hub_ner_dataset(
@@ -304,6 +310,20 @@ def load_data(
                 f"{split} split (--{split}_file or a dataset that has one)"
             )
     return scripts.keep_first_examples({split: data[split] for split, wanted in needed.items() if wanted}, data_args)
+
+
+def refuse_column_names_without_tables(data_args: DataArguments, argv: list[str] | None) -> None:
+    """--text_column_name and --label_column_name name a table's or a dataset's columns: with CoNLL files (and
+    plain text) only, they were ignored, and `--label_column_name chunk_tags` trained an NER tagger."""
+    files = [data_args.train_file, data_args.validation_file, data_args.test_file]
+    if data_args.dataset_name is not None or any(f is not None and is_table(f) for f in files):
+        return
+    tasks = ", ".join(conll.TASK_COLUMNS)
+    why = (
+        f"column names are for tables ({'/'.join(TABLE_FORMATS)}) and datasets; a CoNLL file's words are its first "
+        f"column, --task_name ({tasks}) picks its tag column and --num_columns says how many columns it has"
+    )
+    scripts.refuse_unused_options(argv, ("text_column_name", "label_column_name"), why)
 
 
 def text_word_splitter(model_args: ModelArguments, data_args: DataArguments) -> str:
@@ -447,24 +467,31 @@ def encode_splits(
     max_seq_length: int | None,
     label_column: str = "ner_tags",
     label_all_tokens: bool = False,
+    scheme: str = "plain",
 ):
     """Split sentences that are too long, then encode every split (one position per word for word-level models;
-    without --max_seq_length their sentences are not limited, sub-word models' by the tokenizer). Sentences without
-    tags (words to tag) are encoded with a placeholder tag: only their predictions are read. `label_all_tokens`
-    labels every sub-token of the training split's words."""
+    without --max_seq_length their sentences are not limited, sub-word models' by the tokenizer). Pieces end
+    outside the entities of the tags, in `scheme` ("plain": tags without one), where they fit, and each piece's
+    tags are valid for the scheme (`conll.split_long_sentences`). Sentences without tags (words to tag) are encoded
+    with a placeholder tag: only their predictions are read. `label_all_tokens` labels every sub-token of the
+    training split's words."""
     limit = max_seq_length or (None if words_are_tokens else tokenizer.model_max_length)
     budget = None if limit is None else limit - tokenizer.num_special_tokens_to_add()
     pieces, encoded = {}, {}
     for split, dataset in data.items():
+        if budget is not None:
+            dataset = conll.split_long_sentences(
+                dataset,
+                conll.subword_counts(tokenizer),
+                budget,
+                desc=f"splitting long {split} sentences",
+                label_column=label_column,
+                tag_scheme=None if scheme == "plain" else scheme,
+            )
+        # Added after splitting: a placeholder is no entity for the pieces to keep whole.
         if label_column not in dataset.column_names:
             dataset = dataset.add_column(label_column, [[next(iter(label2id))] * len(w) for w in dataset["tokens"]])
-        pieces[split] = (
-            dataset
-            if budget is None
-            else conll.split_long_sentences(
-                dataset, conll.subword_counts(tokenizer), budget, desc=f"splitting long {split} sentences"
-            )
-        )
+        pieces[split] = dataset
         encoded[split] = pieces[split].map(
             conll.encode_tagged_words,
             batched=True,
@@ -513,7 +540,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         ignored_together=IGNORED_TOGETHER,
     )
     splitter = text_word_splitter(model_args, data_args)
-    data, available = load_data(data_args, training_args, splitter)  # available: for the card, N used of M
+    data, available = load_data(data_args, training_args, splitter, argv)  # available: for the card, N used of M
     label_column = conll.TASK_COLUMNS[data_args.task_name]
     labels, scheme = labels_for(model_args, data_args, data, label_column)
     label2id = {label: i for i, label in enumerate(labels)}
@@ -536,6 +563,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         data_args.max_seq_length,
         label_column,
         data_args.label_all_tokens,
+        scheme,
     )
 
     # Pads the labels with -100 to the tokens' length: sub-tokens (BERT) or words (ELMo, TagLM).
@@ -544,6 +572,13 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     collator = with_bilm_cache(
         model, tokenizer, collator, encoded, model_args, training_args.output_dir, training_args.device
     )
+
+    def scores_of(split: str):
+        # Per sentence, against its own tags: a piece cut from an entity too long for one has rewritten tags.
+        gold = data[split][label_column]
+        entity_level = data_args.return_entity_level_metrics
+        return conll.ner_metrics(model.config.id2label, scheme, entity_level, pieces[split], gold)
+
     trainer = CtxTrainer(
         model=model,
         args=training_args,
@@ -551,7 +586,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         eval_dataset=encoded.get("validation"),
         processing_class=tokenizer,
         data_collator=collator,
-        compute_metrics=conll.ner_metrics(model.config.id2label, scheme, data_args.return_entity_level_metrics),
+        compute_metrics=scores_of("validation") if "validation" in tagged else None,
         preprocess_logits_for_metrics=conll.logits_to_tags,
         callbacks=callbacks,
     )
@@ -574,12 +609,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             word_vectors=model_args.word_vectors,
             train_sample_seed=data_args.train_sample_seed,
         )
-    scores = trainer.compute_metrics
     with scripts.after_saving(trainer, training_args.do_train):
         for split in [s for s in ("validation", "test") if s in encoded] if training_args.do_predict else ():
             prefix = "predict" if split == "test" else "eval" if evaluate_while_predicting else "predict_validation"
             # words without tags are not scored: seqeval over no gold entities only warns of empty means
-            trainer.compute_metrics = scores if split in tagged else None
+            trainer.compute_metrics = scores_of(split) if split in tagged else None
             output = trainer.predict(encoded[split], metric_key_prefix=prefix)
             write_predictions(trainer, split, output, pieces, data, label_column)
             if split in tagged:  # words without tags: predictions only

@@ -255,6 +255,36 @@ def allowed_transitions(scheme: str, id2label: dict[int, str]) -> list[tuple[int
     ]
 
 
+def continues_entity(previous_tag: str, tag: str, scheme: str) -> bool:
+    """Whether the word tagged `tag` continues the entity of the word before it, tagged `previous_tag`, in
+    `scheme`: a sentence cut between the two would cut an entity (IOB2 `B-LOC -> I-LOC`; not IOB1's `O -> I-LOC`,
+    which starts one, nor its `I-LOC -> B-LOC`, which starts a second)."""
+    record = SCHEMES[canonical_scheme(scheme)]
+    (from_prefix, from_entity), (to_prefix, to_entity) = split_tag(previous_tag), split_tag(tag)
+    return to_prefix in record.continues and from_prefix in record.left_open and from_entity == to_entity
+
+
+def as_sentence(tags: list[str], scheme: str) -> list[str]:
+    """The tags of a piece cut from a longer sentence, rewritten where `scheme` forbids them at a sentence's start
+    or end, so that the piece is a sentence of its own (a CRF checks its gold tags): an entity cut at the piece's
+    start starts there (IOB2, BIOES, BIOUL `I-X` -> `B-X`; BIOES `E-X` -> `S-X`, BIOUL `L-X` -> `U-X`; IOB1 `B-X`
+    -> `I-X`), one cut at its end ends there (BIOES `I-X` -> `E-X`, `B-X` -> `S-X`; BIOUL likewise with `L-`/`U-`).
+    Other tags are kept."""
+    name = canonical_scheme(scheme)
+    record, tags = SCHEMES[name], list(tags)
+    if not tags:
+        return tags
+    prefix, entity = split_tag(tags[0])
+    if not _is_transition_allowed(name, "START", "", prefix, entity):
+        goes_on = len(tags) > 1 and continues_entity(tags[0], tags[1], name)
+        tags[0] = f"{record.first if goes_on else record.single}-{entity}"
+    prefix, entity = split_tag(tags[-1])
+    if not _is_transition_allowed(name, prefix, entity, "END", ""):
+        went_on = len(tags) > 1 and continues_entity(tags[-2], tags[-1], name)
+        tags[-1] = f"{record.last if went_on else record.single}-{entity}"
+    return tags
+
+
 def count_scheme_breaks(tag_sequences, scheme: str) -> int:
     """How many transitions of the tag sequences (string tags; the sentence start and end included) `scheme` does
     not allow: e.g. `O -> I-PER` or a sentence starting with `I-PER` under IOB2. A tagger that decodes with a CRF

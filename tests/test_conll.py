@@ -29,7 +29,7 @@ from hf_ctx.data.conll import (
 from hf_ctx.data.synthetic_ner import generate_ner_corpus
 from hf_ctx.input_checks import IGNORE_INDEX
 from hf_ctx.metrics import load_metric
-from hf_ctx.tag_schemes import convert_tags, detect_tag_scheme, sort_labels
+from hf_ctx.tag_schemes import convert_tags, count_scheme_breaks, detect_tag_scheme, sort_labels
 
 SAMPLE = """-DOCSTART- -X- -X- O
 
@@ -270,6 +270,33 @@ def test_long_sentences_are_split_and_merged_back_not_dropped(wordpiece, caplog)
     assert all(len(ids) <= 16 for ids in encoded["input_ids"])
     merged = merge_split_predictions(pieces, pieces["ner_tags"])
     assert merged == data["ner_tags"]
+
+
+def one_cost_per_word(batch_tokens):
+    return [[1] * len(words) for words in batch_tokens]
+
+
+@pytest.mark.parametrize("scheme", ["IOB2", "BIOES", "BIOUL", "IOB1"])
+def test_long_sentences_are_cut_outside_entities_and_each_piece_keeps_the_scheme(scheme):
+    """A cut inside an entity left a piece starting with I-X, which a CRF's check of the gold tags rejects under
+    IOB2 ("your tags are IOB1"). Pieces end before an entity where it fits; a 5-word ORG does not fit in a piece
+    of 4 words, and is cut into two entities, each piece's tags written as a sentence of the scheme."""
+    iob2 = ["B-PER", "I-PER", "O", "B-LOC", "I-LOC", "I-LOC", "O", *["B-ORG", *["I-ORG"] * 4], "O"]
+    words = [f"w{i}" for i in range(len(iob2))]
+    data = Dataset.from_dict({"tokens": [words], "ner_tags": [convert_tags(iob2, "IOB2", scheme)]})
+    pieces = split_long_sentences(data, one_cost_per_word, budget=4, tag_scheme=scheme)
+    assert pieces["word_start"] == [0, 3, 7, 11]  # without the schemes: 0, 4, 8, 12 (inside LOC and ORG)
+    iob2_pieces = [iob2[0:3], iob2[3:7], ["B-ORG", "I-ORG", "I-ORG", "I-ORG"], ["B-ORG", "O"]]
+    assert pieces["ner_tags"] == [convert_tags(tags, "IOB2", scheme) for tags in iob2_pieces]
+    assert count_scheme_breaks(pieces["ner_tags"], scheme) == 0
+    assert merge_split_predictions(pieces, pieces["tokens"]) == [words]
+
+
+def test_a_piece_cut_before_iob1s_b_tag_starts_with_i():
+    """IOB1's B-X only follows an entity of the same type: a piece cut there starts its entity with I-X."""
+    data = Dataset.from_dict({"tokens": [["a", "b", "c", "d"]], "ner_tags": [["I-LOC", "I-LOC", "B-LOC", "I-LOC"]]})
+    pieces = split_long_sentences(data, one_cost_per_word, budget=2, tag_scheme="IOB1")
+    assert pieces["ner_tags"] == [["I-LOC", "I-LOC"], ["I-LOC", "I-LOC"]]
 
 
 def test_prediction_file_reads_back_as_conlleval_input(sample_file, tmp_path):

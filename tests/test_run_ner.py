@@ -543,6 +543,48 @@ def test_untagged_conll_and_plain_text_get_the_tags_of_the_tagged_file(corpus, t
     assert [entity["word"] for entity in tagger("Fischer flew to Moscow.")] == ["Fischer", "flew", "to", "Moscow."]
 
 
+def test_a_crf_tagger_trains_evaluates_and_predicts_on_sentences_split_inside_entities(corpus, tmp_path, caplog):
+    """`--max_seq_length` cut sentences inside entities, and TagLM's CRF (as BERT's with --use_crf) stopped at the
+    first piece starting with I-X, saying the IOB2 tags were IOB1. Pieces now end outside entities where they fit,
+    and an entity longer than a piece is cut into two the scheme allows; the files keep the sentences' own tags."""
+    out = tmp_path / "taglm"
+    files = ["--train_file", str(corpus["train"]), "--validation_file", str(corpus["validation"])]
+    metrics = run_ner.main(
+        [*TAGLM_SMALL, *files, "--test_file", str(corpus["test"]), "--do_train", "--do_eval", "--do_predict"]
+        + ["--max_seq_length", "3", "--num_train_epochs", "2", "--output_dir", str(out), *COMMON]
+    )
+    assert "sentences are longer than the model allows (3)" in caplog.text
+    check_scores(metrics, out, corpus)  # the files' words and gold tags are the sentences' own, and their F1
+    # An entity of 5 words in pieces of 3: predicted in two pieces, written as one sentence with its own tags.
+    entity_type = next(tag[2:] for s in read_conll(corpus["train"]) for tag in s["ner_tags"] if tag != "O")
+    tags = ["O", f"B-{entity_type}", *[f"I-{entity_type}"] * 4, "O"]
+    words = [s["tokens"] for s in read_conll(corpus["test"])][0][:1] * len(tags)
+    long_entity = tmp_path / "long_entity.conll"
+    long_entity.write_text("".join(f"{w} X X {t}\n" for w, t in zip(words, tags)))
+    run_ner.main(
+        ["--model_name_or_path", str(out), "--test_file", str(long_entity), "--do_predict", "--max_seq_length", "3"]
+        + ["--output_dir", str(tmp_path / "long"), *COMMON]
+    )
+    [written] = read_conll(tmp_path / "long" / "predictions_test.txt", num_columns=5)
+    assert written["tokens"] == words and written["column_3"] == tags
+    assert count_scheme_breaks([written["ner_tags"]], "IOB2") == 0
+
+
+@pytest.mark.parametrize("option", [["--label_column_name", "chunk_tags"], ["--text_column_name", "words"]])
+def test_column_names_are_refused_for_conll_files(corpus, tmp_path, option):
+    """They name a table's columns: on CoNLL files `--label_column_name chunk_tags` trained an NER tagger, exit 0."""
+    with pytest.raises(ValueError) as error:
+        run_ner.main(
+            [*TAGLM_SMALL, "--train_file", str(corpus["train"]), "--do_train", *option]
+            + ["--output_dir", str(tmp_path / "out"), *COMMON]
+        )
+    assert str(error.value) == (
+        f"{option[0]} would do nothing here: column names are for tables (.csv/.tsv/.json/.jsonl) and datasets; a "
+        "CoNLL file's words are its first column, --task_name (ner, pos, chunk) picks its tag column and "
+        "--num_columns says how many columns it has; leave it out"
+    )
+
+
 def test_label_all_tokens_changes_nothing_for_a_word_level_tagger(corpus, tmp_path):
     def train(*extra):
         return run_ner.main(

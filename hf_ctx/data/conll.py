@@ -11,8 +11,8 @@ One encoding for every model family: `encode_tagged_words` labels the first toke
 `word_ids()`: BERT's first sub-token, ELMo's and TagLM's one position per word) and gives -100 to a word's other
 sub-tokens and to special tokens. A word the tokenizer maps to no token at all (a control character, a soft hyphen,
 a lone variation selector) is read as the tokenizer's unknown token (`words_as_read`), so every word has a tag.
-Sentences longer than a model allows are split into pieces that fit (with a warning), never dropped;
-`merge_split_predictions` puts the pieces' predictions back together.
+Sentences longer than a model allows are split into pieces that fit (with a warning), never dropped, and cut
+outside entities where a piece fits one; `merge_split_predictions` puts the pieces' predictions back together.
 """
 
 import logging
@@ -23,7 +23,9 @@ from datasets import ClassLabel, Dataset, DatasetDict, Sequence
 
 from ..input_checks import IGNORE_INDEX
 from ..tag_schemes import (
+    as_sentence,
     canonical_scheme,
+    continues_entity,
     convert_tags,
     count_scheme_breaks,
     detect_tag_scheme,
@@ -420,17 +422,34 @@ def check_labels(dataset: Dataset, label2id: dict[str, int], split: str, label_c
 # --- long sentences ------------------------------------------------------------------------------------
 
 
-def split_long_sentences(dataset: Dataset, word_costs, budget: int, desc: str = "splitting long sentences") -> Dataset:
+def split_long_sentences(
+    dataset: Dataset,
+    word_costs,
+    budget: int,
+    desc: str = "splitting long sentences",
+    label_column: str = "ner_tags",
+    tag_scheme: str | None = None,
+) -> Dataset:
     """Split sentences whose words cost more than `budget` into consecutive pieces that fit.
 
     Args:
-        dataset: with "tokens", "ner_tags" and any other per-word list columns.
+        dataset: with "tokens", the tags `label_column` (string tags; absent for words to tag) and any other
+            per-word list columns.
         word_costs: function from a batch of token lists to a list of per-word cost lists (e.g. sub-token counts).
         budget: the most a piece may cost (e.g. the model's maximum length minus its special tokens).
+        label_column: the tags a tagger learns from the pieces.
+        tag_scheme: the scheme of those tags (`tag_schemes.SCHEME_NAMES`); None for tags without one (POS tags),
+            which are cut anywhere.
 
     Returns:
         The pieces, each with "sentence_id" (index of its sentence in `dataset`) and "word_start" (index of its
-        first word there). A single word costing more than `budget` gets a piece of its own (the encoder then
+        first word there). With a `tag_scheme`, a piece ends before a word that starts an entity or is outside one
+        where one fits, not inside an entity. An entity longer than a piece is cut: its pieces' `label_column`
+        tags are rewritten to make each piece a sentence of its own in the scheme (`tag_schemes.as_sentence`:
+        IOB2 `I-X` -> `B-X` at a piece's start; BIOES `E-X` -> `S-X` there too and `I-X` -> `E-X`, `B-X` -> `S-X`
+        at a piece's end), so the tagger learns and predicts it as two entities, and the predictions joined back
+        (`merge_split_predictions`) hold two. The gold tags written beside the predictions are the sentence's own,
+        from `dataset`. A single word costing more than `budget` gets a piece of its own (the encoder then
         truncates it). Logs a warning with the number of sentences split.
     """
     word_columns = [
@@ -439,21 +458,17 @@ def split_long_sentences(dataset: Dataset, word_costs, budget: int, desc: str = 
         if c == "tokens" or c == "ner_tags" or c in CONLL2003_COLUMNS or c.startswith("column_")
     ]
     other_columns = [c for c in dataset.column_names if c not in word_columns]
+    tagged = tag_scheme is not None and label_column in word_columns
 
     def split_batch(batch, indices):
         out = defaultdict(list)
         for row, (index, costs) in enumerate(zip(indices, word_costs(batch["tokens"]))):
-            start, total = 0, 0
-            pieces = []
-            for position, cost in enumerate(costs):
-                if total + cost > budget and position > start:
-                    pieces.append((start, position))
-                    start, total = position, 0
-                total += cost
-            pieces.append((start, len(costs)))
-            for start, end in pieces:
+            tags = batch[label_column][row] if tagged else None
+            for start, end in _pieces(costs, budget, tags, tag_scheme):
                 for column in word_columns:
                     out[column].append(batch[column][row][start:end])
+                if tagged:
+                    out[label_column][-1] = as_sentence(out[label_column][-1], tag_scheme)
                 for column in other_columns:
                     out[column].append(batch[column][row])
                 out["sentence_id"].append(index)
@@ -470,6 +485,26 @@ def split_long_sentences(dataset: Dataset, word_costs, budget: int, desc: str = 
             len(dataset),
             budget,
         )
+    return pieces
+
+
+def _pieces(costs: list[int], budget: int, tags: list[str] | None, tag_scheme: str | None) -> list[tuple[int, int]]:
+    """(start, end) of the pieces of one sentence of words costing `costs`: each as long as fits in `budget`, but
+    ended earlier, where that keeps an entity of `tags` whole, before the entity's first word."""
+
+    def cuts_entity(position: int) -> bool:
+        return tags is not None and continues_entity(tags[position - 1], tags[position], tag_scheme)
+
+    pieces, start, total = [], 0, 0
+    for position, cost in enumerate(costs):
+        # A loop: after a cut back at an entity's start, the entity with this word may still not fit in a piece.
+        while total + cost > budget and position > start:
+            cut = next((p for p in range(position, start, -1) if not cuts_entity(p)), position)
+            pieces.append((start, cut))
+            total -= sum(costs[start:cut])
+            start = cut
+        total += cost
+    pieces.append((start, len(costs)))
     return pieces
 
 
@@ -625,7 +660,13 @@ def logits_to_tags(logits, labels):
     return logits.argmax(-1)
 
 
-def ner_metrics(id2label: dict[int, str], tag_scheme: str | None = None, entity_level: bool = False):
+def ner_metrics(
+    id2label: dict[int, str],
+    tag_scheme: str | None = None,
+    entity_level: bool = False,
+    pieces: Dataset | None = None,
+    gold_tags: list[list[str]] | None = None,
+):
     """`Trainer(compute_metrics=...)` for tag ids from `logits_to_tags`: entity-level scores from the shipped
     seqeval metric ("precision", "recall", "f1", "accuracy" overall, and "<TYPE>_f1" per entity type; with
     `entity_level` also "<TYPE>_precision", "<TYPE>_recall" and "<TYPE>_support", the entities of the type in
@@ -635,11 +676,22 @@ def ner_metrics(id2label: dict[int, str], tag_scheme: str | None = None, entity_
 
     `tag_scheme` scores the way `tag_schemes.seqeval_arguments` says: BIOES and BIOUL in seqeval's strict mode
     (only well-formed entities count, and L-/U- are read), IOB1 and IOB2 (and `None`) as conlleval reads them.
+
+    With `pieces` (a split as `split_long_sentences` cut it, in the order evaluated) and `gold_tags` (the split's
+    sentences' own tags), the pieces' predictions are joined back per sentence and scored against `gold_tags`: as
+    the predictions file shows them, not with the pieces' tags, rewritten where an entity was cut.
     """
+
+    def tags_of(eval_prediction) -> tuple[list[list[str]], list[list[str]]]:
+        predicted, gold = predictions_to_tags(eval_prediction.predictions, eval_prediction.label_ids, id2label)
+        if pieces is not None and "sentence_id" in pieces.column_names:
+            return merge_split_predictions(pieces, predicted), gold_tags
+        return predicted, gold
+
     if tag_scheme == "plain":
 
         def token_accuracy(eval_prediction) -> dict[str, float]:
-            predicted, gold = predictions_to_tags(eval_prediction.predictions, eval_prediction.label_ids, id2label)
+            predicted, gold = tags_of(eval_prediction)
             pairs = [(p, g) for row_p, row_g in zip(predicted, gold) for p, g in zip(row_p, row_g)]
             return {"accuracy": sum(p == g for p, g in pairs) / max(len(pairs), 1)}
 
@@ -652,7 +704,7 @@ def ner_metrics(id2label: dict[int, str], tag_scheme: str | None = None, entity_
     per_type = {"precision": "precision", "recall": "recall", "f1": "f1", "number": "support"}
 
     def compute(eval_prediction) -> dict[str, float]:
-        predicted, gold = predictions_to_tags(eval_prediction.predictions, eval_prediction.label_ids, id2label)
+        predicted, gold = tags_of(eval_prediction)
         scores = seqeval.compute(predictions=predicted, references=gold, zero_division=0, **scheme_arguments)
         metrics = {name: scores[f"overall_{name}"] for name in ("precision", "recall", "f1", "accuracy")}
         for entity, value in scores.items():
