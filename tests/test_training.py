@@ -347,6 +347,29 @@ def test_max_train_minutes_stops_training_cleanly_at_the_end_of_a_step(tmp_path,
         training.CtxTrainingArguments(output_dir=str(tmp_path), max_train_minutes=0)
 
 
+def test_prediction_keeps_the_examples_order_when_training_groups_batches_by_length(tmp_path):
+    """`group_by_length` (the scripts' GPU default) made `Trainer` batch evaluation and prediction by length too,
+    and return the predictions in that order: run_glue wrote test predictions to other rows, run_ner stopped with
+    "sentence 0 has 13 words but 16 predictions". They come back in the examples' order."""
+    from tiny_checkpoints import WORDS, bert_sequence_classifier
+
+    from hf_ctx.tools.trainer import CtxTrainer, CtxTrainingArguments
+
+    model, tokenizer = bert_sequence_classifier(tmp_path)
+    lengths = [1, 9, 2, 8, 3, 7, 4, 6, 5, 9, 1, 8]  # sentences of every length, in no order
+    labels = [0, 0, 1, 0, 1, 1, 0, 1, 1, 1, 0, 0]  # the rows' order, as the model's two classes can write it
+    data = Dataset.from_dict({"text": [" ".join(WORDS[:n]) for n in lengths], "label": labels})
+    data = data.map(lambda b: tokenizer(b["text"]), batched=True, remove_columns="text")
+    grouped = {"train_sampling_strategy": "group_by_length"}
+    if not hasattr(TrainingArguments, "train_sampling_strategy"):  # transformers before 5.2x: the flag
+        grouped = {"group_by_length": True}
+    args = CtxTrainingArguments(
+        output_dir=str(tmp_path / "run"), use_cpu=True, report_to="none", per_device_eval_batch_size=4, **grouped
+    )
+    output = CtxTrainer(model=model, args=args, processing_class=tokenizer).predict(data)
+    assert output.label_ids.tolist() == labels  # each row's prediction beside its own example
+
+
 def test_max_train_cpu_minutes_counts_training_cpu_time_not_validation(tmp_path, monkeypatch):
     """--max_train_cpu_minutes: the clock is this process's CPU time less the spans spent validating (between a
     step's end and `on_evaluate`); training stops at the first step past the limit, and every log line carries

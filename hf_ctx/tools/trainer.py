@@ -22,7 +22,7 @@ from accelerate.data_loader import prepare_data_loader
 from datasets.distributed import split_dataset_by_node
 from huggingface_hub import HfApi
 from packaging.version import Version
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, SequentialSampler
 from transformers import ProgressCallback, Trainer, TrainerCallback, TrainerState, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy
 from transformers.utils.hub import PushInProgress
@@ -576,6 +576,7 @@ class CtxTrainer(Trainer):
     - A run that diverges (non-finite values, or a loss far above its start) stops with a `ValueError`
       (`NonFiniteTrainingCallback`), and weights holding NaN or infinite values are never saved (`save_model`):
       the last checkpoint written is the last finite one.
+    - Evaluation and prediction keep the examples' order, `group_by_length` or not (`_get_eval_sampler`).
     - An interruption of `train` (Ctrl-C; SIGTERM under `hf_ctx.tools.errors.run_script`) gets the step reached
       and the last complete checkpoint as notes, which the scripts print in a few lines with the command that
       resumes. Resumed, the logging, evaluation and save steps given as shares of the run are compared with the
@@ -671,6 +672,15 @@ class CtxTrainer(Trainer):
         return prepare_data_loader(
             loader, self.args.device, num_processes=1, process_index=0, put_on_device=True, dispatch_batches=False
         )
+
+    def _get_eval_sampler(self, eval_dataset):
+        """Evaluation and prediction read the examples in their order, as `Trainer`'s does without
+        `group_by_length`: with it (the scripts' GPU default) `Trainer` batches them by length there too, and the
+        predictions came back in that order, which the scripts write beside their examples by index (run_ner
+        stopped with "13 words but 16 predictions"; run_glue's test predictions went to other rows)."""
+        if eval_dataset is None or not hasattr(eval_dataset, "__len__"):
+            return None
+        return SequentialSampler(eval_dataset) if self.args.world_size <= 1 else None
 
     # --- writing: every file the Trainer writes appears whole or not at all (hf_ctx.atomic_files) ---------
 
