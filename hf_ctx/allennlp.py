@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .configuration_checks import finite_numbers, optional
 from .layers import ScalarMix
 from .modeling_elmo import ElmoModel, elmo_input_mask
 from .tokenization_elmo import ElmoTokenizer
@@ -171,6 +172,7 @@ class Elmo(nn.Module):
             self.bilm = load_bilm(options_file, weight_file)
             self.bilm.requires_grad_(requires_grad)
         num_layers = self.bilm.config.num_output_layers
+        optional(finite_numbers("one per layer"), "trained")("scalar_mix_parameters", scalar_mix_parameters)
         if scalar_mix_parameters is not None and len(scalar_mix_parameters) != num_layers:
             raise ValueError(
                 f"scalar_mix_parameters has {len(scalar_mix_parameters)} values; this ELMo has {num_layers} layers "

@@ -439,6 +439,12 @@ def test_bad_files_are_one_line_errors(arguments, message):
 def test_bad_arguments_are_one_line_errors():
     with pytest.raises(ValueError, match=r"scalar_mix_parameters has 2 values; this ELMo has 3 layers"):
         fixture_elmo(1, scalar_mix_parameters=[0.0, 1.0])
+    for weights in ([float("nan")] * 3, [float("inf"), 0.0, 0.0], [float("nan")] * 2, "abc"):
+        with pytest.raises(ValueError) as error:  # before: every representation NaN, in silence
+            fixture_elmo(1, scalar_mix_parameters=weights)
+        assert str(error.value) == (
+            f"scalar_mix_parameters must be a list of finite numbers, one per layer, got {weights!r} (or None: trained)"
+        )
     with pytest.raises(ValueError, match=r"num_output_representations must be a positive integer, got 0"):
         fixture_elmo(0)
     with pytest.raises(ValueError, match=r"module must be an hf_ctx ElmoModel"):
