@@ -21,6 +21,7 @@ This module is a front door (layer 3, like `hf_ctx/__init__.py`): nothing in the
 """
 
 import logging
+import math
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
@@ -30,6 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .configuration_checks import finite_numbers, optional
 from .layers import ScalarMix
 from .modeling_elmo import ElmoModel, elmo_input_mask
 from .tokenization_elmo import ElmoTokenizer
@@ -170,6 +172,7 @@ class Elmo(nn.Module):
             self.bilm = load_bilm(options_file, weight_file)
             self.bilm.requires_grad_(requires_grad)
         num_layers = self.bilm.config.num_output_layers
+        optional(finite_numbers("one per layer"), "trained")("scalar_mix_parameters", scalar_mix_parameters)
         if scalar_mix_parameters is not None and len(scalar_mix_parameters) != num_layers:
             raise ValueError(
                 f"scalar_mix_parameters has {len(scalar_mix_parameters)} values; this ELMo has {num_layers} layers "
@@ -211,7 +214,9 @@ class Elmo(nn.Module):
         Returns:
             {"elmo_representations": `num_output_representations` tensors (batch, timesteps, 2P), "mask": (batch,
             timesteps) bool, True at words}; with `keep_sentence_boundaries`, timesteps + 2 (`<S>` first, `</S>`
-            right after each sentence's last word) in both.
+            right after each sentence's last word) in both. Sentences of no words give (batch, 0, 2P) and an empty
+            (batch, 0) mask (with boundaries: the two of each); a batch of no sentences (`batch_to_ids([])`) is a
+            `ValueError`, as for `ElmoModel`.
         """
         if not isinstance(inputs, torch.Tensor) or inputs.dim() < 3:
             raise ValueError(
@@ -219,7 +224,11 @@ class Elmo(nn.Module):
                 + (f"shape {tuple(inputs.shape)}" if isinstance(inputs, torch.Tensor) else type(inputs).__name__)
             )
         leading, timesteps = inputs.shape[:-2], inputs.shape[-2]
-        character_ids = inputs.reshape(-1, timesteps, inputs.shape[-1])
+        sentences = math.prod(leading)
+        if sentences == 0:  # as ElmoModel refuses it; a batch of empty sentences is fine
+            raise ValueError(f"inputs hold no sentences (batch size 0, shape {tuple(inputs.shape)})")
+        # The batch size given, not -1: reshape(-1, 0, 50) of empty sentences is ambiguous.
+        character_ids = inputs.reshape(sentences, timesteps, inputs.shape[-1])
         if word_inputs is not None:
             if not self._has_cached_vocab:
                 logger.warning("Word inputs were passed to ELMo but it does not have a cached vocab.")

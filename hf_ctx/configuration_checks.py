@@ -62,6 +62,19 @@ def positive_number(name: str, value) -> None:
         raise ValueError(f"{name} must be a positive number, got {value!r}")
 
 
+def finite_numbers(how_many: str) -> Check:
+    """A list (or tuple) of finite numbers (NaN and infinity are not), such as a scalar mix's layer weights;
+    `how_many` says how many ("one per biLM layer"): the caller, who knows the count, checks it. The one check of
+    such weights: `ElmoConfig.scalar_mix_parameters`, `layers.ScalarMix`, `hf_ctx.allennlp.Elmo` and `hf-ctx
+    embed --scalar_mix_weights` use it."""
+
+    def check(name: str, value) -> None:
+        if not isinstance(value, (list, tuple)) or not all(_is_number(v) and math.isfinite(v) for v in value):
+            raise ValueError(f"{name} must be a list of finite numbers, {how_many}, got {value!r}")
+
+    return check
+
+
 def boolean(name: str, value) -> None:
     if not isinstance(value, bool):
         raise ValueError(f"{name} must be true or false, got {value!r}")

@@ -1,13 +1,13 @@
 """Configuration of hf_ctx's ELMo biLM (Peters et al., 2018, "Deep contextualized word representations")."""
 
 import copy
-import math
 
 from transformers import PreTrainedConfig
 
 from .configuration_checks import (
     CheckedConfig,
     boolean,
+    finite_numbers,
     non_negative_int,
     one_of,
     optional,
@@ -137,18 +137,6 @@ def _check_lstm(name: str, lstm) -> None:
 def _check_num_output_representations(name: str, value) -> None:
     positive_int(name, value)
     one_of((1, 2))(name, value)
-
-
-def _check_scalar_mix_parameters(name: str, value) -> None:
-    """None, or a list of finite numbers (their count is checked against the layers in `check_fields_together`)."""
-    if value is None:
-        return
-    if not isinstance(value, (list, tuple)) or not all(
-        isinstance(weight, (int, float)) and not isinstance(weight, bool) and math.isfinite(weight) for weight in value
-    ):
-        raise ValueError(
-            f"{name} must be a list of finite numbers, one per biLM layer (or None: learned), got {value!r}"
-        )
 
 
 class ElmoConfig(CheckedConfig, PreTrainedConfig):
@@ -312,7 +300,8 @@ class ElmoConfig(CheckedConfig, PreTrainedConfig):
         "num_sampled": non_negative_int("full softmax"),
         "freeze_bilm": boolean,
         "scalar_mix_layer_norm": boolean,
-        "scalar_mix_parameters": _check_scalar_mix_parameters,
+        # The count is checked against the layers in `check_fields_together`.
+        "scalar_mix_parameters": optional(finite_numbers("one per biLM layer"), "learned"),
         "bilm_state_norm": one_of(BILM_STATE_NORMS),
         "task_hidden_size": non_negative_int("no task LSTM"),
         "task_word_embedding_size": non_negative_int("ELMo vectors only"),

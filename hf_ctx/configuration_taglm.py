@@ -3,6 +3,7 @@
 from transformers import PreTrainedConfig
 
 from .configuration_checks import CheckedConfig, one_of, optional, positive_int, positive_number, probability
+from .configuration_elmo import ElmoConfig
 from .elmo_characters import N_CHARACTERS, PADDING_CHARACTER_ID
 from .tag_schemes import SCHEME_NAMES
 
@@ -22,6 +23,26 @@ def _check_bilm_layers(name: str, value) -> None:
         or not all(isinstance(i, int) and not isinstance(i, bool) for i in value)
     ):
         raise ValueError(f"{name} must be a non-empty list of layer indices, got {value!r}")
+
+
+def check_bilm_layers_of(bilm_layers: list[int], num_layers: int) -> None:
+    """`bilm_layers` as indices into a biLM's `num_layers` = L + 1 layers: each in range, negatives counting from
+    the top, and no layer named twice (the same states concatenated twice: more weights for no new input)."""
+    top = num_layers - 1
+    for layer in bilm_layers:
+        if not -num_layers <= layer < num_layers:
+            raise ValueError(
+                f"bilm_layers contains {layer}, but the biLM has {num_layers} layers (0 = token layer, {top} = top)"
+            )
+    spellings = {}  # layer -> the first index that names it
+    for layer in bilm_layers:
+        resolved = layer % num_layers
+        if resolved in spellings:
+            negative = min(spellings[resolved], layer)
+            named = {top: f"the top layer, {top},", 0: "the token layer, 0,"}.get(resolved, f"layer {resolved}")
+            how = f" ({negative} is {named} of this {top}-layer biLM)" if negative < 0 else ""
+            raise ValueError(f"bilm_layers {bilm_layers} names layer {resolved} twice{how}")
+        spellings[resolved] = layer
 
 
 class TagLMConfig(CheckedConfig, PreTrainedConfig):
@@ -153,6 +174,8 @@ class TagLMConfig(CheckedConfig, PreTrainedConfig):
     }
 
     def check_fields_together(self) -> None:
+        if self.bilm_config is not None:  # the layers are known once the biLM is (`from_bilm` sets it)
+            check_bilm_layers_of(self.bilm_layers, ElmoConfig.from_dict(self.bilm_config).num_output_layers)
         if self.char_cnn_width > self.max_characters_per_token:
             raise ValueError(
                 f"char_cnn_width={self.char_cnn_width} is wider than max_characters_per_token="

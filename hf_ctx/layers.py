@@ -13,6 +13,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from .configuration_checks import finite_numbers
 from .input_checks import IGNORE_INDEX, host_syncs_allowed
 
 ACTIVATIONS = {"relu": F.relu, "tanh": torch.tanh}
@@ -397,6 +398,9 @@ class ScalarMix(nn.Module):
     `gamma * sum_k softmax(s)_k * h_k`, optionally after normalising each layer `h_k` to zero mean and unit
     variance over the positions the mask keeps.
 
+    `initial_scalar_parameters`: the pre-softmax weights s to start from (a list of `num_layers` finite numbers;
+    None: equal weights).
+
     Input: `num_layers` tensors (B, T, D), mask (B, T) (needed for `do_layer_norm`). Output: (B, T, D), zero
     where the mask is 0 when a mask is given.
     """
@@ -411,6 +415,8 @@ class ScalarMix(nn.Module):
         super().__init__()
         if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
             raise ValueError(f"ScalarMix needs num_layers of at least 1 (the layers it mixes), got {num_layers!r}")
+        if initial_scalar_parameters is not None:  # NaN or infinity would make every output NaN
+            finite_numbers("one per layer")("initial_scalar_parameters", initial_scalar_parameters)
         initial = [0.0] * num_layers if initial_scalar_parameters is None else list(initial_scalar_parameters)
         if len(initial) != num_layers:
             raise ValueError(f"initial_scalar_parameters has {len(initial)} values for {num_layers} layers")

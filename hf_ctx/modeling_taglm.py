@@ -145,13 +145,7 @@ class TagLMPreTrainedModel(
                     f"the biLM reads {bilm_config.max_characters_per_token} characters per word but "
                     f"max_characters_per_token={config.max_characters_per_token}"
                 )
-            num_layers = bilm_config.num_output_layers
-            for layer in config.bilm_layers:
-                if not -num_layers <= layer < num_layers:
-                    raise ValueError(
-                        f"bilm_layers contains {layer}, but the biLM has {num_layers} layers "
-                        f"(0 = token layer, {num_layers - 1} = top)"
-                    )
+            # config.bilm_layers were checked against its layers (`TagLMConfig.check_fields_together`).
             bilm_dim = len(config.bilm_layers) * bilm_config.hidden_size
         self.second_rnn = rnn_class(
             2 * config.rnn_hidden_size + bilm_dim, config.rnn_hidden_size, batch_first=True, bidirectional=True

@@ -241,6 +241,30 @@ def test_elmo_4D_input():
             assert torch.equal(embeddings_4d["mask"][:, k], embeddings_3d[k]["mask"])
 
 
+def test_sentences_of_no_words_give_empty_representations_and_no_sentences_are_refused():
+    """hf_ctx's (AllenNLP reshaped 3-D inputs not at all; its result is the same): a batch whose sentences are all
+    empty gives (batch, 0, dim) representations and an empty mask, in 3-D and 4-D; with the boundaries, each
+    sentence's <S> and </S>, as beside a sentence with words. No sentences at all are refused, as by ElmoModel."""
+    elmo = fixture_elmo(keep_sentence_boundaries=False)
+    output = elmo(batch_to_ids([[], []]))
+    assert [tuple(r.shape) for r in output["elmo_representations"]] == [(2, 0, 32), (2, 0, 32)]
+    assert output["mask"].shape == (2, 0) and output["mask"].dtype == torch.bool
+    output = elmo(torch.zeros(3, 2, 0, 50, dtype=torch.long))
+    assert output["elmo_representations"][0].shape == (3, 2, 0, 32) and output["mask"].shape == (3, 2, 0)
+    bounded = fixture_elmo(keep_sentence_boundaries=True, scalar_mix_parameters=TOP_LAYER)
+    output = bounded(batch_to_ids([[], []]))
+    assert output["elmo_representations"][0].shape == (2, 2, 32) and output["mask"].tolist() == [[True] * 2] * 2
+    beside_words = bounded(batch_to_ids([["The"], []]))["elmo_representations"][0][1, :2]
+    torch.testing.assert_close(output["elmo_representations"][0][0], beside_words)
+    for inputs in (
+        batch_to_ids([]),
+        torch.zeros(0, 3, 50, dtype=torch.long),
+        torch.zeros(2, 0, 3, 50, dtype=torch.long),
+    ):
+        with pytest.raises(ValueError, match=r"^inputs hold no sentences \(batch size 0, shape \("):
+            elmo(inputs)
+
+
 def test_elmo_with_module():
     """Adapted: the module is an hf_ctx ElmoModel (AllenNLP passed its private `_ElmoBiLm`); added: the output
     equals that of the files."""
@@ -415,6 +439,12 @@ def test_bad_files_are_one_line_errors(arguments, message):
 def test_bad_arguments_are_one_line_errors():
     with pytest.raises(ValueError, match=r"scalar_mix_parameters has 2 values; this ELMo has 3 layers"):
         fixture_elmo(1, scalar_mix_parameters=[0.0, 1.0])
+    for weights in ([float("nan")] * 3, [float("inf"), 0.0, 0.0], [float("nan")] * 2, "abc"):
+        with pytest.raises(ValueError) as error:  # before: every representation NaN, in silence
+            fixture_elmo(1, scalar_mix_parameters=weights)
+        assert str(error.value) == (
+            f"scalar_mix_parameters must be a list of finite numbers, one per layer, got {weights!r} (or None: trained)"
+        )
     with pytest.raises(ValueError, match=r"num_output_representations must be a positive integer, got 0"):
         fixture_elmo(0)
     with pytest.raises(ValueError, match=r"module must be an hf_ctx ElmoModel"):

@@ -305,6 +305,10 @@ def test_embed_refuses_models_that_are_not_elmo(tmp_path):
         ElmoEmbedder(ElmoModel(tiny_elmo_config()), dtype="float64")
     with pytest.raises(ValueError, match="3 layers"):
         LayerOutput(3, scalar_mix_weights=[0.5, 0.5])
+    with pytest.raises(
+        ValueError, match=r"^scalar_mix_weights must be a list of finite numbers, one per layer, got \[nan, "
+    ):
+        LayerOutput(3, scalar_mix_weights=[float("nan"), 0.0, 1.0])
     with pytest.raises(ValueError, match="output must be one of"):
         LayerOutput(3, "bottom")
 

@@ -270,6 +270,37 @@ def test_scalar_mix_is_gamma_times_softmax_weighted_sum():
     torch.testing.assert_close(mix(tensors), expected)
 
 
+@pytest.mark.parametrize(
+    "initial",
+    [
+        [float("nan")] * 3,
+        [float("inf"), 0.0, 0.0],
+        [0.0, float("-inf"), 1.0],
+        "abc",
+        5,
+        [0.0, True, 1.0],
+        [0.0, "1", 2.0],
+    ],
+)
+def test_scalar_mix_refuses_initial_weights_that_are_not_finite_numbers_in_one_line(initial):
+    """NaN or infinity made every output NaN, in silence; a string ended in torch's "too many dimensions 'str'"."""
+    with pytest.raises(ValueError) as error:
+        ScalarMix(3, initial_scalar_parameters=initial)
+    assert str(error.value) == (
+        f"initial_scalar_parameters must be a list of finite numbers, one per layer, got {initial!r}"
+    )
+
+
+def test_scalar_mix_starts_from_finite_initial_weights_of_the_layer_count():
+    mix = ScalarMix(3, initial_scalar_parameters=(1, 0.5, -2.0))
+    assert mix.scalar_parameters.tolist() == [1.0, 0.5, -2.0]
+    tensors = [torch.full((1, 2, 3), float(k)) for k in range(3)]
+    weights = np.exp([1, 0.5, -2.0]) / np.exp([1, 0.5, -2.0]).sum()
+    torch.testing.assert_close(mix(tensors), torch.full((1, 2, 3), float(weights @ [0, 1, 2])))
+    with pytest.raises(ValueError, match=r"^initial_scalar_parameters has 2 values for 3 layers$"):
+        ScalarMix(3, initial_scalar_parameters=[0.0, 1.0])
+
+
 def test_scalar_mix_layer_norm_uses_only_unmasked_positions():
     mix = ScalarMix(2, do_layer_norm=True)
     mask = torch.tensor([[1, 1, 0], [1, 0, 0]]).bool()

@@ -327,6 +327,32 @@ def test_bilm_layer_out_of_range_is_an_error(bilm_dir):
         TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS), bilm_layers=[3]))
 
 
+def test_bilm_layers_naming_one_layer_twice_are_refused_by_the_config_on_every_road_in(bilm_dir, tmp_path):
+    """Before: [2, -1] on this 2-layer biLM concatenated the top layer twice, in silence, and config.json kept
+    [2, -1]. The config knows the biLM's layers once `bilm_config` is set: its one check serves `TagLMConfig`,
+    `from_bilm` (run_ner builds through it) and `from_pretrained` overrides; the range check moved there too."""
+    twice = "bilm_layers [2, -1] names layer 2 twice (-1 is the top layer, 2, of this 2-layer biLM)"
+    with pytest.raises(ValueError) as error:
+        TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS), bilm_layers=[2, -1]))
+    assert str(error.value) == twice
+    bilm_config = tiny_bilm().config.to_dict()
+    for layers, message in [
+        ([2, -1], twice),
+        ([-3, 0], "bilm_layers [-3, 0] names layer 0 twice (-3 is the token layer, 0, of this 2-layer biLM)"),
+        ([1, -2], "bilm_layers [1, -2] names layer 1 twice (-2 is layer 1 of this 2-layer biLM)"),
+        ([1, 1], "bilm_layers [1, 1] names layer 1 twice"),
+        ([-4], "bilm_layers contains -4, but the biLM has 3 layers (0 = token layer, 2 = top)"),
+    ]:
+        with pytest.raises(ValueError) as error:
+            tiny_config(vocab_size=len(WORDS), bilm_config=bilm_config, bilm_layers=layers)
+        assert str(error.value) == message
+    model = TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS), bilm_layers=[0, -1]))
+    assert model.config.bilm_layers == [0, -1] and model.second_rnn.input_size == 2 * 9 + 2 * 12
+    model.save_pretrained(tmp_path / "tagger")
+    with pytest.raises(ValueError, match=r"config\.json: bilm_layers \[-1, 2\] names layer 2 twice \(-1 is the top"):
+        TagLMConfig.from_pretrained(tmp_path / "tagger", bilm_layers=[-1, 2])
+
+
 def taglm_tagging_pipeline(bilm_dir):
     """(model, tokenizer, pipeline) of a TagLM on the biLM of `bilm_dir`, every tag shown."""
     model = TagLMForTokenClassification.from_bilm(bilm_dir, tiny_config(vocab_size=len(WORDS))).eval()

@@ -401,6 +401,17 @@ def test_vocabulary_options_are_refused_where_the_tokenizer_is_the_bilms(corpus,
         )
 
 
+def test_bilm_layers_naming_one_layer_twice_are_refused(corpus, bilm, tmp_path):
+    """Before: --bilm_layers 1,-1 on this 1-layer biLM trained on its top layer twice and saved [1, -1]."""
+    with pytest.raises(ValueError) as error:
+        run_ner.main(
+            ["--model_type", "taglm", "--bilm_name_or_path", str(bilm), "--train_file", str(corpus["train"])]
+            + ["--do_train", "--bilm_layers", "1,-1", "--output_dir", str(tmp_path / "out"), *COMMON]
+        )
+    assert str(error.value) == "bilm_layers [1, -1] names layer 1 twice (-1 is the top layer, 1, of this 1-layer biLM)"
+    assert not (tmp_path / "out" / "config.json").exists()
+
+
 def test_a_new_elmo_tagger_needs_its_bilm(corpus, tmp_path):
     """A new ELMo tagger is its biLM checkpoint with a new head (`bilm_use="starts_from"`): without one, an error."""
     with pytest.raises(ValueError, match="--model_type elmo needs --bilm_name_or_path"):

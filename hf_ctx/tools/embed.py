@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from ..atomic_files import TEMPORARY_PREFIX, TEMPORARY_SUFFIX, fsync_folder, try_lock
+from ..configuration_checks import finite_numbers
 from ..data.files import strip_invisible_prefix, utf8_lines
 from ..data.words import check_word_splitter, split_words
 from ..modeling_elmo import ElmoModel
@@ -64,13 +65,12 @@ class LayerOutput:
     def __init__(self, num_layers: int, output: str = "top", scalar_mix_weights: Sequence[float] | None = None):
         if scalar_mix_weights is not None:
             weights = list(scalar_mix_weights)
+            finite_numbers("one per layer")("scalar_mix_weights", weights)
             if len(weights) != num_layers:
                 raise ValueError(
                     f"scalar_mix_weights has {len(weights)} weights, this ELMo has {num_layers} layers "
                     f"(the token layer and {num_layers - 1} biLSTM layers): give {num_layers}"
                 )
-            if not all(isinstance(w, (int, float)) and not isinstance(w, bool) and np.isfinite(w) for w in weights):
-                raise ValueError(f"scalar_mix_weights must be finite numbers, got {weights}")
             output = "scalar_mix"
             self.weights = [float(w) for w in weights]
         elif output not in OUTPUTS:
