@@ -321,10 +321,17 @@ def test_cli_embed_takes_negative_weights_as_written_and_no_progress_hides_every
     from transformers.utils import logging as transformers_logging
 
     output = tmp_path / "vectors.hdf5"
-    main(["embed", str(elmo_dir), str(text_file), str(output), "--scalar_mix_weights", "-1,0.5,2", "--no_progress"])
-    captured = capsys.readouterr()
-    assert "Loading weights" not in captured.err and "it/s" not in captured.err, captured.err
-    assert transformers_logging.is_progress_bar_enabled()  # this process's own setting, as it was
+    shown = transformers_logging.is_progress_bar_enabled()  # an example script run before in this process hides it
+    transformers_logging.enable_progress_bar()
+    try:
+        argv = [str(elmo_dir), str(text_file), str(output), "--scalar_mix_weights", "-1,0.5,2", "--no_progress"]
+        main(["embed", *argv])
+        captured = capsys.readouterr()
+        assert "Loading weights" not in captured.err and "it/s" not in captured.err, captured.err
+        assert transformers_logging.is_progress_bar_enabled()  # this process's own setting, as it was
+    finally:
+        if not shown:
+            transformers_logging.disable_progress_bar()
     model = reference_model(elmo_dir)
     with h5py.File(output, "r") as f:
         assert f.attrs["output"] == "scalar_mix -1.0,0.5,2.0"
