@@ -158,6 +158,36 @@ def test_a_signal_inside_the_block_ends_in_its_lines_and_exit_status(capsys):
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+def test_a_save_that_fails_after_a_stop_signal_arrived_stops_with_its_lines(task, tmp_path, capsys, monkeypatch):
+    """Ctrl-C under torchrun: rank 0 is saving checkpoint-4 (the stop held), rank 1 was not and has exited, so
+    rank 0's next collective fails. The run stops as interrupted, noting the error and keeping checkpoint-2
+    (before: the collective's RuntimeError traceback, and no line saying what is kept; CI, 2026-12-03)."""
+    save = Trainer._save_optimizer_and_scheduler
+
+    def save_failing_after_a_sigint(self, output_dir):
+        if self.state.global_step == 4:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.5)  # where the handler would have raised
+            raise RuntimeError("[gloo/transport/tcp/pair.cc:547] Connection closed by peer [127.0.0.1]:36230")
+        save(self, output_dir)
+
+    monkeypatch.setattr(Trainer, "_save_optimizer_and_scheduler", save_failing_after_a_sigint)
+    out = tmp_path / "run"
+    extra = ["--max_steps", "100", "--save_strategy", "steps", "--save_steps", "2"]
+    with pytest.raises(SystemExit) as stopped:
+        run_script(scripts_main(), arguments(task, out, *extra))
+    assert stopped.value.code == 130
+    said = capsys.readouterr().err.splitlines()
+    said = said[said.index("interrupted by SIGINT (Ctrl-C)") :]
+    assert said[1:4] == [
+        "the save under way did not finish (RuntimeError: [gloo/transport/tcp/pair.cc:547] Connection closed by "
+        "peer [127.0.0.1]:36230)",
+        "training stopped at step 4 of 100",
+        f"kept: the last checkpoint, {out / 'checkpoint-2'}",
+    ]
+    assert said[4].startswith("resume: ") and said[4].endswith(" --resume_from_checkpoint latest")
+
+
 def test_a_signal_inside_a_held_block_is_raised_when_the_block_ends(capsys):
     """SIGTERM inside `stop_signals_held` (nested): the block runs to its end, then the lines and exit 143; what
     follows the block does not run."""

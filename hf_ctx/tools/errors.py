@@ -195,22 +195,37 @@ def _stop_signal_handler():
     return handle
 
 
+def _leave_held_block() -> int | None:
+    """One `stop_signals_held` block less; the stop signal held for the outermost one as it ends (or None)."""
+    _held["depth"] -= 1
+    number = None if _held["depth"] else _held["signal"]
+    if number is not None:
+        _held["signal"] = None
+    return number
+
+
 @contextmanager
 def stop_signals_held():
     """A stop signal arriving inside the block (under `interruptions_as_messages`) is raised as `Interrupted`
     once the block ends, not in the middle of it: a checkpoint being saved when Ctrl-C or SIGTERM comes is
-    finished, so the run stops with it kept rather than half written."""
+    finished, so the run stops with it kept rather than half written. An error in a block that held a stop is
+    raised as that stop, noting the error: under a launcher the Ctrl-C reaches every process, and one that was
+    outside such a block has exited, so the collective of this one's save fails for want of it."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     _held["depth"] += 1
     try:
         yield
-    finally:  # an error inside the block goes on as it is: the run ends with its message
-        _held["depth"] -= 1
-        number = None if _held["depth"] else _held["signal"]
-        if number is not None:
-            _held["signal"] = None
+    except BaseException as error:
+        number = _leave_held_block()
+        if number is None or not isinstance(error, Exception):
+            raise
+        interrupted = Interrupted(number)
+        first_line = (str(error).strip().splitlines() or [""])[0]
+        interrupted.add_note(f"the save under way did not finish ({type(error).__name__}: {first_line})")
+        raise interrupted from error
+    number = _leave_held_block()
     if number is not None:
         raise Interrupted(number)
 
