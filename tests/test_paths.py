@@ -214,6 +214,8 @@ HOSTILE_OPTIONS = [
     ("run_glue", ["--weight_decay", "inf"], r"^--weight_decay must be a finite number"),
     ("run_glue", ["--num_train_epochs", "-1"], r"^--num_train_epochs must be a finite number of at least 0"),
     ("run_glue", ["--num_train_epochs", "0"], r"^--num_train_epochs 0 trains nothing"),
+    ("run_ner", ["--batch_eval_metrics"], r"^--batch_eval_metrics: the example scripts score the whole evaluation"),
+    ("pretrain_bert", ["--batch_eval_metrics"], r"^--batch_eval_metrics: the example scripts score the whole"),
     ("run_glue", ["--adam_beta1", "1"], r"^--adam_beta1 must be in \[0, 1\)"),
     ("run_glue", ["--ignore_mismatched_sizes"], r"^--ignore_mismatched_sizes needs --model_name_or_path"),
     (

@@ -21,8 +21,15 @@ def check_bilm_argument(*argument_groups) -> None:
 
 def check_training_arguments(training_args) -> None:
     """Refuse `TrainingArguments` that would train nothing without a word (`--num_train_epochs 0`, `--learning_rate
-    0`: every step leaves the weights as they were). (Each option's own values are checked by its kind,
-    `hf_ctx.tools.option_kinds.TRAINING_OPTION_KINDS`.)"""
+    0`: every step leaves the weights as they were), and `--batch_eval_metrics`, which the scripts' metrics do not
+    take (before: transformers' error about a `compute_result` argument, once the model was built). (Each
+    option's own values are checked by its kind, `hf_ctx.tools.option_kinds.TRAINING_OPTION_KINDS`.)"""
+    if training_args.batch_eval_metrics:
+        raise ValueError(
+            "--batch_eval_metrics: the example scripts score the whole evaluation set at once (entity F1, SQuAD's "
+            "exact match, MCC need every prediction); leave it out (--eval_accumulation_steps N moves predictions "
+            "to the CPU every N steps instead)"
+        )
     if training_args.do_train and training_args.max_steps <= 0 and training_args.num_train_epochs == 0:
         raise ValueError("--num_train_epochs 0 trains nothing; give a number of epochs above 0, or --max_steps")
     if training_args.do_train and training_args.learning_rate == 0:
