@@ -22,6 +22,7 @@ import datetime
 import importlib.util
 import io
 import json
+import math
 import os
 import shlex
 import shutil
@@ -577,6 +578,23 @@ def save_random_bilm(pretrained: str, out: str) -> None:
     random_bilm(Path(pretrained), Path(out), 0)
 
 
+def _positive(read, noun: str):
+    """An argparse `type=`: a finite `noun` above 0, read by `read` (int, float); 0 minutes or items would run
+    an empty window and say only that no item fitted."""
+
+    def positive(text: str):
+        try:
+            value = read(text)
+        except ValueError:
+            value = None
+        if value is None or not math.isfinite(value) or value <= 0:
+            raise argparse.ArgumentTypeError(f"must be a {noun} above 0, got {text!r}")
+        return value
+
+    positive.__name__ = f"positive {noun}"
+    return positive
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = parser.add_mutually_exclusive_group()
@@ -590,8 +608,12 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=os.environ.get("OUT", "gpu_window_out"), help="the window's result files")
     parser.add_argument("--work", default="/tmp/gpu_window_work", help="the steps' run folders (not brought back)")
     parser.add_argument("--docs", default=str(REPO / "docs"), help="--record: the docs folder")
-    parser.add_argument("--minutes", type=float, default=WINDOW_MINUTES, help="the window's wall time")
-    parser.add_argument("--max_items", type=int, help="run at most this many items (default: all that fit)")
+    parser.add_argument(
+        "--minutes", type=_positive(float, "number"), default=WINDOW_MINUTES, help="the window's wall time"
+    )
+    parser.add_argument(
+        "--max_items", type=_positive(int, "whole number"), help="run at most this many items (default: all that fit)"
+    )
     parser.add_argument("--started_at", type=float, help="unix time the window began (gpu_window.sh's start)")
     args = parser.parse_args(argv)
     if args.plan:

@@ -262,3 +262,19 @@ def test_untracked_files_that_travel_are_named_when_the_carried_size_is_over(mon
     assert "(largest: my-bert/model.safetensors, a.png, b.png)" in note and note.endswith("move them under runs/")
     monkeypatch.setattr(gpu_window_data, "file_sizes", lambda *which: {})
     assert gpu_window_data.untracked_note() == ""
+
+
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("--minutes", "-1", "--minutes: must be a number above 0, got '-1'"),
+        ("--minutes", "nan", "--minutes: must be a number above 0, got 'nan'"),
+        ("--max_items", "0", "--max_items: must be a whole number above 0, got '0'"),
+    ],
+)
+def test_a_window_of_no_minutes_or_items_is_refused_naming_the_option(option, value, message, tmp_path, capsys):
+    """Before: `--minutes -1` or `--max_items 0` ran an empty window that said only that no item fitted."""
+    with pytest.raises(SystemExit) as stopped:
+        gpu_window.main(["--dry-run", "--out", str(tmp_path / "out"), option, value])
+    assert stopped.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
