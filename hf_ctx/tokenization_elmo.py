@@ -153,6 +153,10 @@ class ElmoTokenizer(PreTrainedTokenizer):
             raise ValueError("give the word vocabulary as vocab_file or as vocab, not both")
         # The model's default limit (`ElmoConfig.max_sentence_words`): what `truncation=True` keeps.
         kwargs.setdefault("model_max_length", MAX_SENTENCE_WORDS)
+        model_max_length = kwargs["model_max_length"]
+        if isinstance(model_max_length, bool) or not isinstance(model_max_length, int) or model_max_length < 1:
+            # else each call with truncation=True would refuse "max_length ... got 0"
+            raise ValueError(f"model_max_length must be a positive number of words, got {model_max_length!r}")
         if not isinstance(max_characters_per_token, int) or max_characters_per_token < 3:
             raise ValueError(f"max_characters_per_token must be an integer >= 3, got {max_characters_per_token!r}")
         if (str(bos_token), str(eos_token)) != (BOS_TOKEN, EOS_TOKEN):
@@ -204,6 +208,19 @@ class ElmoTokenizer(PreTrainedTokenizer):
     def get_vocab(self) -> dict[str, int]:
         """The word vocabulary and the words `add_tokens` added after it (transformers keeps those apart)."""
         return {**self.vocab, **getattr(self, "_added_tokens_encoder", {})}
+
+    def _add_tokens(self, new_tokens, special_tokens: bool = False) -> int:
+        """transformers' `_add_tokens`, refusing a token that is not one word: text is split on whitespace before
+        words are looked up, so "new york" or " x" would not be met in text (before: added, and used nowhere, in
+        silence)."""
+        for token in new_tokens or ():
+            word = str(token)
+            if word and word.split() != [word]:  # "" is skipped by transformers
+                raise ValueError(
+                    f"cannot add {word!r}: ElmoTokenizer's words hold no whitespace (text is split on it, and a "
+                    "vocabulary holds none), so this token would not be met in text; add its words one by one"
+                )
+        return super()._add_tokens(new_tokens, special_tokens)
 
     def _convert_token_to_id(self, token: str) -> int:
         if self.lowercase_words and token not in (BOS_TOKEN, EOS_TOKEN, str(self.unk_token)):

@@ -3,6 +3,7 @@ written out here), word ids, padding, truncation, collators, saving and loading,
 
 import logging
 import pickle
+import re
 
 import pytest
 import torch
@@ -212,6 +213,23 @@ def test_added_words_are_encoded_counted_and_saved(tmp_path):
     loaded = ElmoTokenizer.from_pretrained(tmp_path)
     assert len(loaded) == len(VOCAB) + 2 and loaded.get_vocab() == tokenizer.get_vocab()
     assert loaded("the bim bambam dog")["input_word_ids"] == [3, 6, 7, 2]
+
+
+@pytest.mark.parametrize("token", ["new york", " cat", "a\tb", "<a b>"])
+@pytest.mark.parametrize("special", [False, True])
+def test_a_token_holding_whitespace_is_refused_by_add_tokens(token, special):
+    """Text is split on whitespace before words are looked up: such a token was added and never met, in silence."""
+    tokenizer = ElmoTokenizer(vocab=VOCAB)
+    with pytest.raises(ValueError, match=rf"^cannot add {re.escape(repr(token))}: ElmoTokenizer's words hold no "):
+        tokenizer.add_tokens([token], special_tokens=special)
+    assert len(tokenizer) == len(VOCAB)
+
+
+@pytest.mark.parametrize("value", [0, -1, 2.5, True])
+def test_a_model_max_length_that_is_no_number_of_words_is_refused_where_it_is_given(value):
+    """Before: accepted, and every call with truncation=True refused "max_length ... got 0", naming another option."""
+    with pytest.raises(ValueError, match=rf"^model_max_length must be a positive number of words, got {value}$"):
+        ElmoTokenizer(vocab=VOCAB, model_max_length=value)
 
 
 def test_decode_reads_back_input_ids_and_input_word_ids():
