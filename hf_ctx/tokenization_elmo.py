@@ -20,6 +20,7 @@ from transformers import BatchEncoding, PreTrainedTokenizer
 from transformers.utils import to_py_obj
 
 from .atomic_files import write_into_folder
+from .configuration_checks import boolean, positive_int
 from .elmo_characters import BOS_TOKEN, EOS_TOKEN, MAX_SENTENCE_WORDS, char_ids_to_word, word_to_char_ids
 from .input_checks import IGNORE_INDEX
 
@@ -153,10 +154,8 @@ class ElmoTokenizer(PreTrainedTokenizer):
             raise ValueError("give the word vocabulary as vocab_file or as vocab, not both")
         # The model's default limit (`ElmoConfig.max_sentence_words`): what `truncation=True` keeps.
         kwargs.setdefault("model_max_length", MAX_SENTENCE_WORDS)
-        model_max_length = kwargs["model_max_length"]
-        if isinstance(model_max_length, bool) or not isinstance(model_max_length, int) or model_max_length < 1:
-            # else each call with truncation=True would refuse "max_length ... got 0"
-            raise ValueError(f"model_max_length must be a positive number of words, got {model_max_length!r}")
+        positive_int("model_max_length", kwargs["model_max_length"])  # else truncation=True refused max_length
+        boolean("lowercase_words", lowercase_words)  # a tokenizer_config.json's "no" read as True
         if not isinstance(max_characters_per_token, int) or max_characters_per_token < 3:
             raise ValueError(f"max_characters_per_token must be an integer >= 3, got {max_characters_per_token!r}")
         if (str(bos_token), str(eos_token)) != (BOS_TOKEN, EOS_TOKEN):
@@ -185,7 +184,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
         if word_splitter not in WORD_SPLITTERS:
             raise ValueError(f"word_splitter must be one of {list(WORD_SPLITTERS)}, got {word_splitter!r}")
         self.word_splitter = word_splitter
-        self.lowercase_words = bool(lowercase_words)
+        self.lowercase_words = lowercase_words
         if str(pad_token) not in self.vocab:
             raise ValueError(f"pad_token {pad_token!r} must be a word of the vocabulary")
         super().__init__(

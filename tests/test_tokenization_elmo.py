@@ -1,6 +1,7 @@
 """ElmoTokenizer: the original character encoding (checked against hand-written ids and bilm-tf's algorithm
 written out here), word ids, padding, truncation, collators, saving and loading, bad input."""
 
+import json
 import logging
 import pickle
 import re
@@ -225,11 +226,22 @@ def test_a_token_holding_whitespace_is_refused_by_add_tokens(token, special):
     assert len(tokenizer) == len(VOCAB)
 
 
-@pytest.mark.parametrize("value", [0, -1, 2.5, True])
+@pytest.mark.parametrize("value", [0, -1, 2.5, True, "big"])
 def test_a_model_max_length_that_is_no_number_of_words_is_refused_where_it_is_given(value):
     """Before: accepted, and every call with truncation=True refused "max_length ... got 0", naming another option."""
-    with pytest.raises(ValueError, match=rf"^model_max_length must be a positive number of words, got {value}$"):
+    with pytest.raises(
+        ValueError, match=rf"^model_max_length must be a positive integer, got {re.escape(repr(value))}$"
+    ):
         ElmoTokenizer(vocab=VOCAB, model_max_length=value)
+
+
+def test_a_saved_lowercase_words_of_another_kind_is_named(tmp_path):
+    """Before: a tokenizer_config.json's `"lowercase_words": "no"` was read as True, and words were lower-cased."""
+    ElmoTokenizer(vocab=VOCAB).save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({**config, "lowercase_words": "no"}))
+    with pytest.raises(ValueError, match=r"^lowercase_words must be true or false, got 'no'$"):
+        AutoTokenizer.from_pretrained(tmp_path)
 
 
 def test_decode_reads_back_input_ids_and_input_word_ids():
