@@ -48,6 +48,7 @@ from .input_checks import (
     check_bert_inputs,
     check_choice_inputs,
     check_gold_tags,
+    check_integer_labels,
     check_span_positions,
     check_word_mask,
     host_syncs_allowed,
@@ -891,6 +892,8 @@ class CtxBertForTokenClassification(CtxBertPreTrainedModel):
             if word_mask is not None:
                 raise ValueError("word_mask is read by the CRF only; this model has none (use_crf=False)")
             return None
+        if labels is not None:  # a list would be read as word_mask `True`, or fail on .shape
+            check_integer_labels(labels)
         if word_mask is None:
             if labels is None:
                 raise ValueError(
