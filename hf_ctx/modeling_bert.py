@@ -674,7 +674,7 @@ class CtxBertForPreTraining(CtxBertPreTrainedModel):
         )
         seq_relationship_logits = self.cls.seq_relationship(outputs.pooler_output)
         if next_sentence_label is not None:
-            nsp_loss = classification_loss(seq_relationship_logits, next_sentence_label, 2)
+            nsp_loss = classification_loss(seq_relationship_logits, next_sentence_label, 2, name="next_sentence_label")
             pairs = next_sentence_label.ne(IGNORE_INDEX).sum()
             nsp_loss = accumulated_mean(nsp_loss, pairs, "next_sentence_label", num_items_in_batch, labels)
             loss = nsp_loss if loss is None else loss + nsp_loss
