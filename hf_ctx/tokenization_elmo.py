@@ -259,6 +259,8 @@ class ElmoTokenizer(PreTrainedTokenizer):
 
     def tokenize(self, text: str, **kwargs) -> list[str]:
         """ELMo's words are the whitespace-separated pieces of the text."""
+        if not isinstance(text, str):  # None: "'NoneType' object has no attribute 'split'"
+            raise ValueError(f"tokenize takes one text (a string), got {type(text).__name__}")
         return text.split()
 
     def _tokenize(self, text: str, **kwargs) -> list[str]:

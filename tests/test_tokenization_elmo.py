@@ -226,6 +226,13 @@ def test_a_token_holding_whitespace_is_refused_by_add_tokens(token, special):
     assert len(tokenizer) == len(VOCAB)
 
 
+@pytest.mark.parametrize("text", [None, 5, ["the", "cat"]])
+def test_tokenize_of_no_text_is_named(text):
+    """Before: `'NoneType' object has no attribute 'split'` (BERT's tokenizer: a ValueError naming the types)."""
+    with pytest.raises(ValueError, match=rf"^tokenize takes one text \(a string\), got {type(text).__name__}$"):
+        ElmoTokenizer(vocab=VOCAB).tokenize(text)
+
+
 @pytest.mark.parametrize("value", [0, -1, 2.5, True, "big"])
 def test_a_model_max_length_that_is_no_number_of_words_is_refused_where_it_is_given(value):
     """Before: accepted, and every call with truncation=True refused "max_length ... got 0", naming another option."""
