@@ -161,7 +161,9 @@ def check_span_positions(positions: torch.Tensor, name: str) -> None:
 
 
 def check_labels_shape(labels: torch.Tensor, mask: torch.Tensor) -> None:
-    """A `ValueError` unless a word tagger's `labels` have the shape of its word mask (B, W)."""
+    """A `ValueError` unless a word tagger's `labels` are integer class ids (`check_integer_labels`: a list is
+    named, not an attribute error) of the shape of its word mask (B, W)."""
+    check_integer_labels(labels)
     if tuple(labels.shape) != tuple(mask.shape):
         raise ValueError(f"labels has shape {tuple(labels.shape)}, expected (batch, words) = {tuple(mask.shape)}")
 

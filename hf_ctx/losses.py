@@ -118,7 +118,6 @@ def infer_problem_type(num_labels: int, labels: torch.Tensor) -> str:
     float targets, are refused rather than guessed."""
     if num_labels == 1:
         return "regression"
-    check_tensors(labels=labels)
     if labels.dtype == torch.bool:
         raise ValueError(
             "labels of dtype torch.bool are neither class ids nor multi-label targets: pass labels.long() (one "
@@ -151,6 +150,7 @@ def sequence_classification_loss(
         labels: as described above.
         num_items_in_batch: the labels' count in the whole accumulated batch (see `AccumulatedBatchLossMixin`).
     """
+    check_tensors(labels=labels)  # whatever the problem type: a list would fail on .numel()
     problem_type = config.problem_type or infer_problem_type(config.num_labels, labels)
     loss = _sequence_classification_loss(problem_type, config.num_labels, logits, labels, num_items_in_batch)
     if config.problem_type is None:

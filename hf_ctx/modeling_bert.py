@@ -48,6 +48,7 @@ from .input_checks import (
     check_bert_inputs,
     check_choice_inputs,
     check_gold_tags,
+    check_integer_labels,
     check_span_positions,
     check_word_mask,
     host_syncs_allowed,
@@ -673,7 +674,7 @@ class CtxBertForPreTraining(CtxBertPreTrainedModel):
         )
         seq_relationship_logits = self.cls.seq_relationship(outputs.pooler_output)
         if next_sentence_label is not None:
-            nsp_loss = classification_loss(seq_relationship_logits, next_sentence_label, 2)
+            nsp_loss = classification_loss(seq_relationship_logits, next_sentence_label, 2, name="next_sentence_label")
             pairs = next_sentence_label.ne(IGNORE_INDEX).sum()
             nsp_loss = accumulated_mean(nsp_loss, pairs, "next_sentence_label", num_items_in_batch, labels)
             loss = nsp_loss if loss is None else loss + nsp_loss
@@ -891,6 +892,8 @@ class CtxBertForTokenClassification(CtxBertPreTrainedModel):
             if word_mask is not None:
                 raise ValueError("word_mask is read by the CRF only; this model has none (use_crf=False)")
             return None
+        if labels is not None:  # a list would be read as word_mask `True`, or fail on .shape
+            check_integer_labels(labels)
         if word_mask is None:
             if labels is None:
                 raise ValueError(

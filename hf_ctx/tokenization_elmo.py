@@ -20,6 +20,7 @@ from transformers import BatchEncoding, PreTrainedTokenizer
 from transformers.utils import to_py_obj
 
 from .atomic_files import write_into_folder
+from .configuration_checks import boolean, positive_int
 from .elmo_characters import BOS_TOKEN, EOS_TOKEN, MAX_SENTENCE_WORDS, char_ids_to_word, word_to_char_ids
 from .input_checks import IGNORE_INDEX
 
@@ -153,6 +154,8 @@ class ElmoTokenizer(PreTrainedTokenizer):
             raise ValueError("give the word vocabulary as vocab_file or as vocab, not both")
         # The model's default limit (`ElmoConfig.max_sentence_words`): what `truncation=True` keeps.
         kwargs.setdefault("model_max_length", MAX_SENTENCE_WORDS)
+        positive_int("model_max_length", kwargs["model_max_length"])  # else truncation=True refused max_length
+        boolean("lowercase_words", lowercase_words)  # a tokenizer_config.json's "no" read as True
         if not isinstance(max_characters_per_token, int) or max_characters_per_token < 3:
             raise ValueError(f"max_characters_per_token must be an integer >= 3, got {max_characters_per_token!r}")
         if (str(bos_token), str(eos_token)) != (BOS_TOKEN, EOS_TOKEN):
@@ -181,7 +184,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
         if word_splitter not in WORD_SPLITTERS:
             raise ValueError(f"word_splitter must be one of {list(WORD_SPLITTERS)}, got {word_splitter!r}")
         self.word_splitter = word_splitter
-        self.lowercase_words = bool(lowercase_words)
+        self.lowercase_words = lowercase_words
         if str(pad_token) not in self.vocab:
             raise ValueError(f"pad_token {pad_token!r} must be a word of the vocabulary")
         super().__init__(
@@ -204,6 +207,19 @@ class ElmoTokenizer(PreTrainedTokenizer):
     def get_vocab(self) -> dict[str, int]:
         """The word vocabulary and the words `add_tokens` added after it (transformers keeps those apart)."""
         return {**self.vocab, **getattr(self, "_added_tokens_encoder", {})}
+
+    def _add_tokens(self, new_tokens, special_tokens: bool = False) -> int:
+        """transformers' `_add_tokens`, refusing a token that is not one word: text is split on whitespace before
+        words are looked up, so "new york" or " x" would not be met in text (before: added, and used nowhere, in
+        silence)."""
+        for token in new_tokens or ():
+            word = str(token)
+            if word and word.split() != [word]:  # "" is skipped by transformers
+                raise ValueError(
+                    f"cannot add {word!r}: ElmoTokenizer's words hold no whitespace (text is split on it, and a "
+                    "vocabulary holds none), so this token would not be met in text; add its words one by one"
+                )
+        return super()._add_tokens(new_tokens, special_tokens)
 
     def _convert_token_to_id(self, token: str) -> int:
         if self.lowercase_words and token not in (BOS_TOKEN, EOS_TOKEN, str(self.unk_token)):
@@ -243,6 +259,8 @@ class ElmoTokenizer(PreTrainedTokenizer):
 
     def tokenize(self, text: str, **kwargs) -> list[str]:
         """ELMo's words are the whitespace-separated pieces of the text."""
+        if not isinstance(text, str):  # None: "'NoneType' object has no attribute 'split'"
+            raise ValueError(f"tokenize takes one text (a string), got {type(text).__name__}")
         return text.split()
 
     def _tokenize(self, text: str, **kwargs) -> list[str]:

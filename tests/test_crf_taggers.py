@@ -6,7 +6,7 @@ the tag scheme, and the pipelines report the CRF's decoding."""
 import pytest
 import torch
 from test_crf import BIO_LABELS, brute_force, is_valid, sequence_score
-from tiny_checkpoints import bert_tokenizer, elmo_tokenizer
+from tiny_checkpoints import bert_tokenizer, elmo_tokenizer, taglm
 from transformers import AutoModelForTokenClassification, pipeline
 
 from hf_ctx import (
@@ -176,6 +176,28 @@ def test_labels_that_break_the_scheme_are_refused(family):
     labels[1, first_word] = 7
     with pytest.raises(ValueError, match=r"label 7 is outside \[0, num_labels=5\)"):
         model(**inputs, labels=labels)
+
+
+@pytest.mark.parametrize(
+    "family, mask",
+    [("bert", None), ("bert", "word_mask"), ("elmo", None), ("elmo without crf", None), ("taglm", None)],
+)
+def test_labels_given_as_a_list_are_named(family, mask):
+    """Before: BERT's CRF tagger refused "word_mask must be a torch.Tensor, got bool" (labels != -100 of a list),
+    or with a word_mask, and the word taggers, failed on `'list' object has no attribute 'shape'`."""
+    if family == "bert":
+        model, inputs, labels = bert_crf(), bert_inputs(), BERT_LABELS
+        if mask:
+            inputs["word_mask"] = (labels != IGNORE_INDEX).long()
+    elif family == "taglm":
+        model, _ = taglm(None)
+        inputs, labels = elmo_inputs(), ELMO_LABELS.clamp(min=0)
+    else:
+        model, inputs, labels = elmo_crf(use_crf=family == "elmo"), elmo_inputs(), ELMO_LABELS
+    with pytest.raises(
+        ValueError, match=r"^labels must be a tensor of integer class ids \(int64\), or -100 for none; got list$"
+    ):
+        model(**inputs, labels=labels.tolist())
 
 
 def test_bert_crf_says_what_it_needs_to_find_the_words():

@@ -176,6 +176,19 @@ def test_targets_that_would_give_a_nan_or_meaningless_loss_are_refused(num_label
         )
 
 
+@pytest.mark.parametrize(
+    "num_labels, problem_type",
+    [(1, None), (3, None), (3, "single_label_classification"), (3, "multi_label_classification"), (3, "regression")],
+)
+def test_labels_that_are_no_tensor_are_named_whatever_the_problem_type(num_labels, problem_type):
+    """Before: only an unset problem type (with several labels) checked; a saved classifier (its problem type
+    stored by its first loss) or a regression failed on `'list' object has no attribute 'numel'`."""
+    with pytest.raises(
+        TypeError, match=r"^labels must be a torch.Tensor \(tokenizer\(..., return_tensors='pt'\)\), got list$"
+    ):
+        sequence_classification_loss(Config(num_labels, problem_type), torch.randn(2, num_labels), [0, 1])
+
+
 def test_sequence_classification_loss_edge_cases():
     logits = torch.randn(2, 3)
     # Every label ignored: no loss rather than NaN.

@@ -463,6 +463,28 @@ def test_pretraining_loss_is_mlm_plus_nsp():
 
 
 @pytest.mark.parametrize(
+    "nsp, message",
+    [
+        (
+            [0, 1, 0],
+            r"^next_sentence_label must be a tensor of integer class ids \(int64\), or -100 for none; got list$",
+        ),
+        (
+            torch.tensor([0.0, 1.0, 0.0]),
+            r"^next_sentence_label must be a tensor of integer class ids .* torch.float32$",
+        ),
+        (torch.tensor([0, 1]), r"^next_sentence_label has shape \(2,\), expected \(3,\): one class id per example"),
+    ],
+)
+def test_bad_next_sentence_labels_are_named_as_such(nsp, message):
+    """Before: named `labels`, the masked-LM argument, which was right."""
+    model = CtxBertForPreTraining(tiny_config()).eval()
+    input_ids, attention_mask, _ = padded_batch()
+    with pytest.raises(ValueError, match=message):
+        model(input_ids, attention_mask, labels=torch.full_like(input_ids, -100), next_sentence_label=nsp)
+
+
+@pytest.mark.parametrize(
     "num_labels,labels,problem_type",
     [
         (1, torch.tensor([0.5, -1.0, 2.0]), "regression"),

@@ -483,3 +483,13 @@ def test_a_label_beyond_the_tags_is_named_and_padding_labels_are_not_read():
     labels[0, 2] = 5
     with pytest.raises(ValueError, match=r"label 5 is outside \[0, num_labels=5\); a label is a class id, or -100"):
         model(input_ids=input_ids, attention_mask=mask, input_word_ids=word_ids, labels=labels)
+
+
+def test_a_batch_of_only_empty_texts_is_tagged_as_the_texts_one_by_one(bilm_dir):
+    """With `batch_size` > 1, a batch whose texts hold no words (padded to 0 words) gives no entities, as each
+    text alone does; before, the model was called on them and refused 'input_ids hold no words'."""
+    _, _, tagger = taglm_tagging_pipeline(bilm_dir)
+    texts = ["Anna lives in Zagreb", "Anna", "", "  "]
+    one_by_one = tagger(texts)
+    assert one_by_one[2:] == [[], []]
+    assert tagger(texts, batch_size=2) == one_by_one

@@ -1,8 +1,10 @@
 """ElmoTokenizer: the original character encoding (checked against hand-written ids and bilm-tf's algorithm
 written out here), word ids, padding, truncation, collators, saving and loading, bad input."""
 
+import json
 import logging
 import pickle
+import re
 
 import pytest
 import torch
@@ -212,6 +214,41 @@ def test_added_words_are_encoded_counted_and_saved(tmp_path):
     loaded = ElmoTokenizer.from_pretrained(tmp_path)
     assert len(loaded) == len(VOCAB) + 2 and loaded.get_vocab() == tokenizer.get_vocab()
     assert loaded("the bim bambam dog")["input_word_ids"] == [3, 6, 7, 2]
+
+
+@pytest.mark.parametrize("token", ["new york", " cat", "a\tb", "<a b>"])
+@pytest.mark.parametrize("special", [False, True])
+def test_a_token_holding_whitespace_is_refused_by_add_tokens(token, special):
+    """Text is split on whitespace before words are looked up: such a token was added and never met, in silence."""
+    tokenizer = ElmoTokenizer(vocab=VOCAB)
+    with pytest.raises(ValueError, match=rf"^cannot add {re.escape(repr(token))}: ElmoTokenizer's words hold no "):
+        tokenizer.add_tokens([token], special_tokens=special)
+    assert len(tokenizer) == len(VOCAB)
+
+
+@pytest.mark.parametrize("text", [None, 5, ["the", "cat"]])
+def test_tokenize_of_no_text_is_named(text):
+    """Before: `'NoneType' object has no attribute 'split'` (BERT's tokenizer: a ValueError naming the types)."""
+    with pytest.raises(ValueError, match=rf"^tokenize takes one text \(a string\), got {type(text).__name__}$"):
+        ElmoTokenizer(vocab=VOCAB).tokenize(text)
+
+
+@pytest.mark.parametrize("value", [0, -1, 2.5, True, "big"])
+def test_a_model_max_length_that_is_no_number_of_words_is_refused_where_it_is_given(value):
+    """Before: accepted, and every call with truncation=True refused "max_length ... got 0", naming another option."""
+    with pytest.raises(
+        ValueError, match=rf"^model_max_length must be a positive integer, got {re.escape(repr(value))}$"
+    ):
+        ElmoTokenizer(vocab=VOCAB, model_max_length=value)
+
+
+def test_a_saved_lowercase_words_of_another_kind_is_named(tmp_path):
+    """Before: a tokenizer_config.json's `"lowercase_words": "no"` was read as True, and words were lower-cased."""
+    ElmoTokenizer(vocab=VOCAB).save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({**config, "lowercase_words": "no"}))
+    with pytest.raises(ValueError, match=r"^lowercase_words must be true or false, got 'no'$"):
+        AutoTokenizer.from_pretrained(tmp_path)
 
 
 def test_decode_reads_back_input_ids_and_input_word_ids():

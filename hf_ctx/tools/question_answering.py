@@ -18,6 +18,7 @@ import logging
 import numpy as np
 import torch
 
+from ..data.files import LONE_SURROGATE
 from ..data.qa_windows import NO_OFFSET, encode_windows
 from . import option_kinds as kinds
 from .families import check_tokenizer_fits
@@ -258,6 +259,12 @@ class QuestionAnsweringPipeline:
             empty = [i for i, text in enumerate(values) if not isinstance(text, str) or not text.strip()]
             if empty:
                 raise ValueError(f"{name} {empty[0]} is empty or not a text: {values[empty[0]]!r:.40}")
+            damaged = [i for i, text in enumerate(values) if LONE_SURROGATE.search(text)]
+            if damaged:  # the tokenizer would fail with "TextInputSequence must be str"
+                raise ValueError(
+                    f"{name} {damaged[0]} holds half of a UTF-16 surrogate pair (e.g. '\\ud800' without its other "
+                    f"half), which is no character and no tokenizer can encode: {values[damaged[0]]!r:.40}"
+                )
         encoded = encode_windows(self.tokenizer, questions, contexts, max_seq_length, stride)
         starts, ends = self._logits(encoded)
         _, n_best, _ = postprocess_predictions(

@@ -217,8 +217,10 @@ class WordTokenClassificationPipeline(TokenizerFitsModelMixin, TokenClassificati
 
     def _forward(self, model_inputs):
         extras = {key: model_inputs.pop(key) for key in ("sentence", "words", "word_offsets", "is_last")}
-        if not extras["words"]:
-            return {"logits": torch.zeros(1, 0, len(self.model.config.id2label)), **extras}
+        # No word to tag: an empty text, or (with `batch_size` > 1) a batch of only empty texts, padded to 0 words.
+        batch, width = model_inputs["input_ids"].shape[:2]
+        if width == 0:
+            return {"logits": torch.zeros(batch, 0, len(self.model.config.id2label)), **extras}
         output = self.model(**model_inputs)
         logits = output["logits"] if isinstance(output, dict) else output[0]
         return {"logits": logits, **extras}

@@ -210,6 +210,8 @@ def test_question_answering_over_a_model_with_a_short_window_reads_long_contexts
         ("", "red cat", "question 0 is empty"),
         ("what", "  ", "context 0 is empty"),
         (["what", "who"], ["red cat"], "2 questions but 1 contexts"),
+        ("what", "red \ud800 cat", "context 0 holds half of a UTF-16 surrogate pair"),
+        (["what", "who\udfff"], "red cat", "question 1 holds half of a UTF-16 surrogate pair"),
     ],
 )
 def test_question_answering_inputs_that_are_no_texts_are_named(reader, question, context, match):
