@@ -246,6 +246,32 @@ HOSTILE_OPTIONS = [
 ]
 
 
+EVALUATION_WITHOUT_DATA = [
+    ("run_glue", "train.csv", "text,label\na b,x\n", "--validation_file"),
+    ("run_swag", "train.csv", "", "--validation_file"),
+    ("run_ner", "train.txt", "EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n", "a validation split"),
+    ("pretrain_elmo", "train.txt", "a b c\n", "validation data"),
+    ("pretrain_bert", "train.txt", "a b c\n", "validation data"),
+]
+
+
+@pytest.mark.parametrize(
+    "script, name, text, needed", EVALUATION_WITHOUT_DATA, ids=[s for s, *_ in EVALUATION_WITHOUT_DATA]
+)
+def test_evaluation_asked_by_eval_strategy_without_data_names_that_option(script, name, text, needed, tmp_path):
+    """`--eval_strategy steps` (which makes transformers set do_eval) without validation data: the error names
+    it (before: `--do_eval needs ...`, an option the command line did not hold)."""
+    import importlib
+
+    train = tmp_path / name
+    train.write_text(text)
+    argv = ["--train_file", str(train), "--do_train", "--output_dir", str(tmp_path / "out"), "--report_to", "none"]
+    argv += ["--model_type", "bert"] if script.startswith("run_") else []
+    argv += ["--validation_split_percentage", "0"] if script.startswith("pretrain_") else []
+    with pytest.raises(ValueError, match=rf"^--eval_strategy steps needs .*{needed}"):
+        importlib.import_module(script).main([*argv, "--eval_strategy", "steps", "--eval_steps", "5"])
+
+
 @pytest.mark.parametrize(
     "script, options, error", HOSTILE_OPTIONS, ids=[f"{s}-{'_'.join(o)}" for s, o, _ in HOSTILE_OPTIONS]
 )

@@ -725,6 +725,13 @@ class TextCorpusArguments:
 # --- the --do_train / --do_eval steps -----------------------------------------------------------------------
 
 
+def evaluation_option(training_args: TrainingArguments) -> str:
+    """The option that asked for evaluation, for messages: `--eval_strategy X` where one is set (transformers then
+    sets `do_eval` itself), else `--do_eval`."""
+    strategy = str(getattr(training_args.eval_strategy, "value", training_args.eval_strategy))
+    return "--do_eval" if strategy == "no" else f"--eval_strategy {strategy}"
+
+
 def match_special_tokens(model, tokenizer) -> None:
     """Give `model`'s config (and generation config) the pad, bos and eos ids of `tokenizer`.
 
