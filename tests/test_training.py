@@ -347,6 +347,29 @@ def test_max_train_minutes_stops_training_cleanly_at_the_end_of_a_step(tmp_path,
         training.CtxTrainingArguments(output_dir=str(tmp_path), max_train_minutes=0)
 
 
+@pytest.mark.parametrize(
+    "warmup, scheduler, warned",
+    [("50", "linear", True), ("20", "cosine", True), ("19", "linear", False), ("0.5", "linear", False)]
+    + [("50", "constant", False)],
+)
+def test_a_warm_up_as_long_as_the_run_is_a_warning(warmup, scheduler, warned, tmp_path, caplog):
+    """--warmup_steps of at least the run's steps: the learning rate would never reach --learning_rate (before:
+    in silence). The constant schedule has no warm-up; a share below 1 is a part of the run."""
+    import hf_ctx.tools.trainer as training
+
+    (args,) = transformers.HfArgumentParser(training.CtxTrainingArguments).parse_args_into_dataclasses(
+        args=["--output_dir", str(tmp_path), "--use_cpu", "--report_to", "none", "--warmup_steps", warmup]
+        + ["--lr_scheduler_type", scheduler]
+    )
+    trainer = training.CtxTrainer(model=torch.nn.Linear(2, 2), args=args)
+    with caplog.at_level(logging.WARNING, logger="hf_ctx.tools.trainer"):
+        trainer.create_optimizer_and_scheduler(num_training_steps=20)
+    said = [r.getMessage() for r in caplog.records if "warms up" in r.getMessage()]
+    expected = f"--warmup_steps {warmup} warms up over {warmup} steps, the run has 20: the learning rate never "
+    assert said == ([expected + "reaches --learning_rate 5e-05; give fewer warm-up steps (a number below 1 is a "
+                     "share of the run, e.g. 0.1)"] if warned else [])  # fmt: skip
+
+
 def test_prediction_keeps_the_examples_order_when_training_groups_batches_by_length(tmp_path):
     """`group_by_length` (the scripts' GPU default) made `Trainer` batch evaluation and prediction by length too,
     and return the predictions in that order: run_glue wrote test predictions to other rows, run_ner stopped with

@@ -725,6 +725,26 @@ class CtxTrainer(Trainer):
     def _save_rng_state(self, output_dir: str) -> None:
         self._write_atomically(lambda folder: Trainer._save_rng_state(self, folder), output_dir)
 
+    def create_scheduler(self, num_training_steps: int, optimizer=None):
+        """`Trainer.create_scheduler`, with a warning where the warm-up lasts the whole run: the learning rate would
+        never reach `--learning_rate` (a `--warmup_steps` of a long recipe in a short run, in silence before)."""
+        warmup = self.args.get_warmup_steps(num_training_steps)
+        if (
+            self.lr_scheduler is None
+            and warmup >= num_training_steps
+            and self.args.lr_scheduler_type
+            not in (
+                "constant",
+                "reduce_lr_on_plateau",
+            )
+        ):
+            logger.warning(
+                f"--warmup_steps {self.args.warmup_steps:g} warms up over {warmup} steps, the run has "
+                f"{num_training_steps}: the learning rate never reaches --learning_rate {self.args.learning_rate:g}; "
+                "give fewer warm-up steps (a number below 1 is a share of the run, e.g. 0.1)"
+            )
+        return super().create_scheduler(num_training_steps, optimizer)
+
     def _save_checkpoint(self, model, trial) -> None:
         """`Trainer._save_checkpoint`; a full disk while writing the checkpoint's `trainer_state.json` (which
         `Trainer` writes itself; every other file goes through `_write_atomically` and names itself) is an
