@@ -104,6 +104,43 @@ def test_parse_args_and_set_up_parses_logs_and_seeds(tmp_path):
     assert parse_args_and_set_up((ScriptArguments, TrainingArguments), [*cpu, "--bf16"], logger)[1].bf16
 
 
+def test_validation_on_the_training_file_is_a_warning(tmp_path, caplog):
+    """`--validation_file` naming the `--train_file` (under another path too) of a run that trains: a warning that
+    the scores are of the training text (before: in silence)."""
+    from dataclasses import dataclass
+
+    from transformers import TrainingArguments
+
+    from hf_ctx.tools.scripts import parse_args_and_set_up
+
+    @dataclass
+    class DataArguments:
+        train_file: str | None = None
+        validation_file: str | None = None
+
+    (tmp_path / "train.csv").write_text("text,label\na,b\n")
+    (tmp_path / "dev.csv").write_text("text,label\na,b\n")  # the same text, another file: not warned of
+    logger = logging.getLogger("an_example_script")
+    for validation, steps, warned in (
+        (tmp_path / "sub" / ".." / "train.csv", ["--do_train"], True),
+        (tmp_path / "dev.csv", ["--do_train"], False),
+        (tmp_path / "train.csv", ["--do_eval"], False),  # no training: the file is only evaluated on
+    ):
+        (tmp_path / "sub").mkdir(exist_ok=True)
+        caplog.clear()
+        argv = ["--train_file", str(tmp_path / "train.csv"), "--validation_file", str(validation), *steps]
+        with caplog.at_level(logging.WARNING, logger="an_example_script"):
+            parse_args_and_set_up(
+                (DataArguments, TrainingArguments),
+                [*argv, "--output_dir", str(tmp_path / "out"), "--report_to", "none"],
+                logger,
+            )
+        said = [r.getMessage() for r in caplog.records if "is the --train_file" in r.getMessage()]
+        assert said == ([f"--validation_file {validation} is the --train_file: the evaluation scores the text the "
+                         "model trains on, not new text; give a held-out file (or --validation_split_percentage, "
+                         "where the script takes it)"] if warned else [])  # fmt: skip
+
+
 @pytest.fixture
 def restore_logging():
     """setup_logging changes process-wide state: put transformers' verbosity and the warning filters back."""

@@ -199,6 +199,7 @@ def parse_args_and_set_up(
         logger.info(launcher_note)
     transformers.set_seed(training_args.seed)
     check_conflicting_arguments(ignored_together, *script_args)
+    _warn_of_evaluation_on_training_data(script_args, training_args, logger)
     check_training_arguments(training_args)
     check_mixed_precision(training_args)
     # A run into a folder not made yet asks the Hub first, so that a refused push leaves no folder behind (only
@@ -222,6 +223,20 @@ def parse_args_and_set_up(
     if not new_folder:
         check_push_to_hub(training_args)  # after the folder's checks: a run refused there creates no repository
     return tuple(parsed)
+
+
+def _warn_of_evaluation_on_training_data(script_args, training_args, logger: logging.Logger) -> None:
+    """A warning where `--validation_file` is the `--train_file` of a run that trains: its scores would be of
+    the text the model learnt, not of new text (a run that only evaluates reads no training file)."""
+    given = {name: value for group in script_args for name, value in vars(group).items()}
+    train, validation = given.get("train_file"), given.get("validation_file")
+    if not (training_args.do_train and isinstance(train, str) and isinstance(validation, str)):
+        return
+    if os.path.isfile(train) and os.path.isfile(validation) and os.path.samefile(train, validation):
+        logger.warning(
+            f"--validation_file {validation} is the --train_file: the evaluation scores the text the model trains "
+            "on, not new text; give a held-out file (or --validation_split_percentage, where the script takes it)"
+        )
 
 
 # --- launchers: the process count they ask for, honoured or refused in one line ------------------------------
