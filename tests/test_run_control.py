@@ -158,28 +158,34 @@ def test_a_signal_inside_the_block_ends_in_its_lines_and_exit_status(capsys):
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+def interrupted_while_saving(task, out, monkeypatch, capsys, save) -> tuple[int, list[str]]:
+    """run_glue saving a checkpoint every 2 of 100 steps, with `Trainer._save_optimizer_and_scheduler` replaced by
+    `save(trainer, folder, original)`: its exit status and the lines it printed from `interrupted by ...` on."""
+    original = Trainer._save_optimizer_and_scheduler
+    monkeypatch.setattr(Trainer, "_save_optimizer_and_scheduler", lambda self, folder: save(self, folder, original))
+    extra = ["--max_steps", "100", "--save_strategy", "steps", "--save_steps", "2"]
+    with pytest.raises(SystemExit) as stopped:
+        run_script(scripts_main(), arguments(task, out, *extra))
+    said = capsys.readouterr().err.splitlines()
+    return stopped.value.code, said[next(i for i, line in enumerate(said) if line.startswith("interrupted by")) :]
+
+
 def test_a_save_that_fails_after_a_stop_signal_arrived_stops_with_its_lines(task, tmp_path, capsys, monkeypatch):
     """Ctrl-C under torchrun: rank 0 is saving checkpoint-4 (the stop held), rank 1 was not and has exited, so
     rank 0's next collective fails. The run stops as interrupted, noting the error and keeping checkpoint-2
     (before: the collective's RuntimeError traceback, and no line saying what is kept; CI, 2026-12-03)."""
-    save = Trainer._save_optimizer_and_scheduler
 
-    def save_failing_after_a_sigint(self, output_dir):
+    def save_failing_after_a_sigint(self, output_dir, save):
         if self.state.global_step == 4:
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.5)  # where the handler would have raised
             raise RuntimeError("[gloo/transport/tcp/pair.cc:547] Connection closed by peer [127.0.0.1]:36230")
         save(self, output_dir)
 
-    monkeypatch.setattr(Trainer, "_save_optimizer_and_scheduler", save_failing_after_a_sigint)
     out = tmp_path / "run"
-    extra = ["--max_steps", "100", "--save_strategy", "steps", "--save_steps", "2"]
-    with pytest.raises(SystemExit) as stopped:
-        run_script(scripts_main(), arguments(task, out, *extra))
-    assert stopped.value.code == 130
-    said = capsys.readouterr().err.splitlines()
-    said = said[said.index("interrupted by SIGINT (Ctrl-C)") :]
-    assert said[1:4] == [
+    code, said = interrupted_while_saving(task, out, monkeypatch, capsys, save_failing_after_a_sigint)
+    assert code == 130 and said[:4] == [
+        "interrupted by SIGINT (Ctrl-C)",
         "the save under way did not finish (RuntimeError: [gloo/transport/tcp/pair.cc:547] Connection closed by "
         "peer [127.0.0.1]:36230)",
         "training stopped at step 4 of 100",
@@ -209,22 +215,19 @@ def test_a_stop_signal_while_a_checkpoint_is_saved_keeps_that_checkpoint(task, t
     """SIGTERM arriving in the middle of saving checkpoint-2 (after the weights, before the optimizer's and the
     Trainer's states): the save is finished, then the run stops naming checkpoint-2 as kept (before: it was left
     half written, and the run said nothing was kept yet)."""
-    save = Trainer._save_optimizer_and_scheduler
 
-    def save_after_a_sigterm(self, output_dir):
+    def save_after_a_sigterm(self, output_dir, save):
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(0.5)  # where the handler would have raised
         save(self, output_dir)
 
-    monkeypatch.setattr(Trainer, "_save_optimizer_and_scheduler", save_after_a_sigterm)
     out = tmp_path / "run"
-    extra = ["--max_steps", "100", "--save_strategy", "steps", "--save_steps", "2"]
-    with pytest.raises(SystemExit) as stopped:
-        run_script(scripts_main(), arguments(task, out, *extra))
-    assert stopped.value.code == 143
-    said = capsys.readouterr().err.splitlines()
-    said = said[said.index("interrupted by SIGTERM") :]
-    assert said[1:3] == ["training stopped at step 2 of 100", f"kept: the last checkpoint, {out / 'checkpoint-2'}"]
+    code, said = interrupted_while_saving(task, out, monkeypatch, capsys, save_after_a_sigterm)
+    assert code == 143 and said[:3] == [
+        "interrupted by SIGTERM",
+        "training stopped at step 2 of 100",
+        f"kept: the last checkpoint, {out / 'checkpoint-2'}",
+    ]
     assert [p.name for p in out.glob("checkpoint-*")] == ["checkpoint-2"] and not checkpoint_problems(
         out / "checkpoint-2"
     )
