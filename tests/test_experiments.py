@@ -382,12 +382,14 @@ def probe_conll(path, num_sentences, rng):
     path.write_text("-DOCSTART- -X- -X- O\n\n" + "\n".join(lines))
 
 
-def test_probe_elmo_layers_learns_tags_that_are_a_function_of_the_word(tmp_path):
+def test_probe_elmo_layers_learns_tags_that_are_a_function_of_the_word(tmp_path, capsys):
     """On generated CoNLL files whose POS and NER tags are functions of the word, and a tiny random biLM: the JSON
     holds an accuracy per task, biLM, layer and seed; the table's rows are those values; the majority baselines are
     the share of the most frequent tag; the probe of the character layer (distinct spellings: separable) is exact,
-    far above the baseline; the PNG is written."""
+    far above the baseline; the PNG is written. The output holds no "Loading weights" bar of transformers (before:
+    one, ahead of the tables), and transformers' bars are on again after it."""
     import probe_elmo_layers
+    import transformers
 
     from hf_ctx import ElmoConfig, ElmoForBiLM
 
@@ -405,8 +407,11 @@ def test_probe_elmo_layers_learns_tags_that_are_a_function_of_the_word(tmp_path)
     out = tmp_path / "probe"
     argv = ["--bilm", str(tmp_path / "bilm"), "--data_dir", str(tmp_path), "--output_dir", str(out)]
     argv += ["--train_sentences", "50", "--eval_sentences", "20", "--seeds", "0", "1", "--epochs", "100"]
+    transformers.utils.logging.enable_progress_bar()  # a script run by an earlier test (output to a file) hid them
     results = probe_elmo_layers.main(argv)
 
+    assert "Loading weights" not in capsys.readouterr().err
+    assert transformers.utils.logging.is_progress_bar_enabled()
     assert json.loads((out / "results.json").read_text()) == json.loads(json.dumps(results))
     assert (results["train_sentences"], results["eval_sentences"], results["num_layers"]) == (50, 20, 3)
     test_words = [line.split() for line in (tmp_path / "conll2003" / "eng.testa").read_text().splitlines()[2:]]
