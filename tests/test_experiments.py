@@ -282,6 +282,18 @@ def test_the_gpu_preset_without_a_gpu_stops_before_any_job_in_one_line(experimen
     assert not out.exists()
 
 
+def test_every_bert_preset_pretrains_with_masked_lm_alone_on_sentence_segments():
+    """docs/experiments.md: stage 1 pretrains with `--objective mlm`. The smoke preset, the check of the command,
+    trained MLM + NSP instead (the default), so it ran another stage than the cpu and gpu presets and its log
+    warned that few NSP pairs were IsNext."""
+    import bert_glue_conll
+
+    for name, preset in bert_glue_conll.PRESETS.items():
+        pretrain = preset["pretrain"]
+        assert "--objective" in pretrain and pretrain[pretrain.index("--objective") + 1] == "mlm", name
+        assert "--split_sentences" in pretrain, name
+
+
 def test_a_jobs_user_error_stays_one_named_error_and_a_bug_keeps_its_traceback(tmp_path):
     """A worker's ValueError/OSError is a user's error: a ValueError naming the job and its log, which the scripts
     print as one line; anything else is a bug, a RuntimeError whose traceback the console shows."""
