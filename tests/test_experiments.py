@@ -282,6 +282,29 @@ def test_the_gpu_preset_without_a_gpu_stops_before_any_job_in_one_line(experimen
     assert not out.exists()
 
 
+def test_a_finished_run_is_reused_when_its_paths_are_given_absolute_or_relative(tmp_path, monkeypatch):
+    """The same experiment folder named `runs/x` and then by its absolute path: its finished runs are reused (before:
+    refused as "a finished run_ner run of other arguments", the taggers' relative --bilm_cache_dir against the
+    absolute one). Another folder is still another command."""
+    monkeypatch.chdir(tmp_path)
+    run_dir = tmp_path / "runs" / "x" / "tagger"
+    run_dir.mkdir(parents=True)
+    (tmp_path / "runs" / "x" / "bilm_cache").mkdir()
+    (tmp_path / "runs" / "y").mkdir()
+    for name, text in (("eval_results.json", '{"eval_f1": 0.5}'), ("model.safetensors", "")):
+        (run_dir / name).write_text(text)
+    relative = {"script": "run_ner", "args": ["--bilm_cache_dir", "runs/x/bilm_cache", "--seed", "0"]}
+    (run_dir / experiment_lib.COMMAND_FILE).write_text(json.dumps(relative))
+    absolute = ["--bilm_cache_dir", str(tmp_path / "runs" / "x" / "bilm_cache"), "--seed", "0"]
+    assert experiment_lib.run_example("run_ner", absolute, run_dir) == {"eval_f1": 0.5}
+    with pytest.raises(
+        ValueError, match=r"run of other arguments \(now \[.*runs/y'\], then \['runs/x/bilm_cache'\]\)"
+    ):
+        experiment_lib.run_example(
+            "run_ner", ["--bilm_cache_dir", str(tmp_path / "runs" / "y"), "--seed", "0"], run_dir
+        )
+
+
 def test_every_bert_preset_pretrains_with_masked_lm_alone_on_sentence_segments():
     """docs/experiments.md: stage 1 pretrains with `--objective mlm`. The smoke preset, the check of the command,
     trained MLM + NSP instead (the default), so it ran another stage than the cpu and gpu presets and its log
