@@ -282,6 +282,41 @@ def test_the_gpu_preset_without_a_gpu_stops_before_any_job_in_one_line(experimen
     assert not out.exists()
 
 
+def test_a_finished_run_is_reused_when_its_paths_are_given_absolute_or_relative(tmp_path, monkeypatch):
+    """The same experiment folder named `runs/x` and then by its absolute path: its finished runs are reused (before:
+    refused as "a finished run_ner run of other arguments", the taggers' relative --bilm_cache_dir against the
+    absolute one). Another folder is still another command."""
+    monkeypatch.chdir(tmp_path)
+    run_dir = tmp_path / "runs" / "x" / "tagger"
+    run_dir.mkdir(parents=True)
+    (tmp_path / "runs" / "x" / "bilm_cache").mkdir()
+    (tmp_path / "runs" / "y").mkdir()
+    for name, text in (("eval_results.json", '{"eval_f1": 0.5}'), ("model.safetensors", "")):
+        (run_dir / name).write_text(text)
+    relative = {"script": "run_ner", "args": ["--bilm_cache_dir", "runs/x/bilm_cache", "--seed", "0"]}
+    (run_dir / experiment_lib.COMMAND_FILE).write_text(json.dumps(relative))
+    absolute = ["--bilm_cache_dir", str(tmp_path / "runs" / "x" / "bilm_cache"), "--seed", "0"]
+    assert experiment_lib.run_example("run_ner", absolute, run_dir) == {"eval_f1": 0.5}
+    with pytest.raises(
+        ValueError, match=r"run of other arguments \(now \[.*runs/y'\], then \['runs/x/bilm_cache'\]\)"
+    ):
+        experiment_lib.run_example(
+            "run_ner", ["--bilm_cache_dir", str(tmp_path / "runs" / "y"), "--seed", "0"], run_dir
+        )
+
+
+def test_every_bert_preset_pretrains_with_masked_lm_alone_on_sentence_segments():
+    """docs/experiments.md: stage 1 pretrains with `--objective mlm`. The smoke preset, the check of the command,
+    trained MLM + NSP instead (the default), so it ran another stage than the cpu and gpu presets and its log
+    warned that few NSP pairs were IsNext."""
+    import bert_glue_conll
+
+    for name, preset in bert_glue_conll.PRESETS.items():
+        pretrain = preset["pretrain"]
+        assert "--objective" in pretrain and pretrain[pretrain.index("--objective") + 1] == "mlm", name
+        assert "--split_sentences" in pretrain, name
+
+
 def test_a_jobs_user_error_stays_one_named_error_and_a_bug_keeps_its_traceback(tmp_path):
     """A worker's ValueError/OSError is a user's error: a ValueError naming the job and its log, which the scripts
     print as one line; anything else is a bug, a RuntimeError whose traceback the console shows."""
@@ -382,12 +417,14 @@ def probe_conll(path, num_sentences, rng):
     path.write_text("-DOCSTART- -X- -X- O\n\n" + "\n".join(lines))
 
 
-def test_probe_elmo_layers_learns_tags_that_are_a_function_of_the_word(tmp_path):
+def test_probe_elmo_layers_learns_tags_that_are_a_function_of_the_word(tmp_path, capsys):
     """On generated CoNLL files whose POS and NER tags are functions of the word, and a tiny random biLM: the JSON
     holds an accuracy per task, biLM, layer and seed; the table's rows are those values; the majority baselines are
     the share of the most frequent tag; the probe of the character layer (distinct spellings: separable) is exact,
-    far above the baseline; the PNG is written."""
+    far above the baseline; the PNG is written. The output holds no "Loading weights" bar of transformers (before:
+    one, ahead of the tables), and transformers' bars are on again after it."""
     import probe_elmo_layers
+    import transformers
 
     from hf_ctx import ElmoConfig, ElmoForBiLM
 
@@ -405,8 +442,11 @@ def test_probe_elmo_layers_learns_tags_that_are_a_function_of_the_word(tmp_path)
     out = tmp_path / "probe"
     argv = ["--bilm", str(tmp_path / "bilm"), "--data_dir", str(tmp_path), "--output_dir", str(out)]
     argv += ["--train_sentences", "50", "--eval_sentences", "20", "--seeds", "0", "1", "--epochs", "100"]
+    transformers.utils.logging.enable_progress_bar()  # a script run by an earlier test (output to a file) hid them
     results = probe_elmo_layers.main(argv)
 
+    assert "Loading weights" not in capsys.readouterr().err
+    assert transformers.utils.logging.is_progress_bar_enabled()
     assert json.loads((out / "results.json").read_text()) == json.loads(json.dumps(results))
     assert (results["train_sentences"], results["eval_sentences"], results["num_layers"]) == (50, 20, 3)
     test_words = [line.split() for line in (tmp_path / "conll2003" / "eng.testa").read_text().splitlines()[2:]]

@@ -70,6 +70,10 @@ PRESETS = {
         "shards": ["wiki.train.0.txt.gz"],
         "size": "tiny",
         "pretrain": [
+            # the objective and segmentation of the cpu and gpu presets, so that the smoke run checks their stage
+            "--objective",
+            "mlm",
+            "--split_sentences",
             "--vocab_size",
             "200",
             "--max_seq_length",

@@ -75,6 +75,12 @@ def checkpoints(run_dir: str | Path) -> list[Path]:
 COMMAND_FILE = "experiment_command.json"  # the script and arguments a run directory's results came from
 
 
+def _paths_resolved(command: dict) -> dict:
+    """`command` with each argument that names an existing file or folder made absolute: the same experiment
+    folder given as `runs/x` once and as `/abs/runs/x` later is the same command."""
+    return {**command, "args": [str(Path(a).resolve()) if os.path.exists(a) else a for a in command["args"]]}
+
+
 def _check_same_command(run_dir: Path, command: dict) -> None:
     """A finished run is reused only for the command that made it: results from another biLM, data or schedule
     under the same name would silently stand for this one. (Runs from before this file was written are reused.)"""
@@ -82,7 +88,7 @@ def _check_same_command(run_dir: Path, command: dict) -> None:
     if not path.is_file():
         return
     before = json.loads(path.read_text())
-    if before == command:
+    if before == command or _paths_resolved(before) == _paths_resolved(command):
         return
     added = [a for a in command["args"] if a not in before["args"]]
     dropped = [a for a in before["args"] if a not in command["args"]]

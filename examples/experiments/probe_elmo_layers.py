@@ -36,6 +36,7 @@ from hf_ctx.modeling_elmo import ElmoModel
 from hf_ctx.tools import option_kinds as kinds
 from hf_ctx.tools.embed import ElmoEmbedder, load_elmo
 from hf_ctx.tools.errors import run_script
+from hf_ctx.tools.trainer import transformers_progress_bars_off
 
 # Task name -> the `read_conll` column of its tags.
 TASKS = {"POS": "pos_tags", "NER": "ner_tags"}
@@ -239,7 +240,11 @@ def main(argv=None) -> dict:
     labels = {task: tag_ids(train, test, column) for task, column in TASKS.items()}
     accuracy = {task: {} for task in TASKS}
     for bilm in BILMS:
-        model = load_elmo(args.bilm).eval() if bilm == BILMS[0] else random_bilm(args.bilm, args.sample_seed)
+        if bilm == BILMS[0]:
+            with transformers_progress_bars_off():  # a "Loading weights" bar for a load of a second: noise
+                model = load_elmo(args.bilm).eval()
+        else:
+            model = random_bilm(args.bilm, args.sample_seed)
         train_layers = layer_features(model, train, args.batch_size)
         test_layers = layer_features(model, test, args.batch_size)
         for task, (tags, train_ids, test_ids) in labels.items():
