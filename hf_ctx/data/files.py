@@ -1,9 +1,11 @@
 """Reading a user's text files: their lines as UTF-8 without invisible prefixes, and errors that name the file and
 the line; JSON files read the same way; the record that marks generated data files as such."""
 
+import gzip
 import json
 import os
 import re
+import zlib
 from pathlib import Path
 
 from .atomic_write import write_text
@@ -68,6 +70,39 @@ def utf8_lines(f, path: str | os.PathLike):
             yield strip_invisible_prefix(line)
     except UnicodeDecodeError as error:  # a text file's reader decodes ahead of the lines it gives
         raise invalid_utf8_error(path, error) from None
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def is_gzip(path: str | os.PathLike) -> bool:
+    """Whether the file `path` starts with gzip's header (whatever its name)."""
+    with open(path, "rb") as f:
+        return f.read(2) == GZIP_MAGIC
+
+
+def text_file_lines(path: str | os.PathLike):
+    """The lines of the text file `path` as `utf8_lines` gives them (line endings kept; lines end at "\\n"),
+    decompressed where the file is gzip-compressed (recognised by its first bytes, whatever its name).
+
+    Raises a ValueError naming the file: bytes that are not UTF-8 or a NUL character (with the line), a name
+    ending in .gz on a file that is not gzip-compressed, a corrupt or truncated gzip file (with the last line
+    read whole)."""
+    path = os.fspath(path)
+    compressed = is_gzip(path)
+    if path.endswith(".gz") and not compressed and os.path.getsize(path) > 0:
+        raise ValueError(f"{path}: not a gzip file (its name ends in .gz but it does not start with gzip's header)")
+    line_number = 0
+    with gzip.open(path, "rb") if compressed else open(path, "rb") as f:
+        try:
+            for line in utf8_lines(f, path):
+                yield line
+                line_number += 1
+        except (EOFError, zlib.error, gzip.BadGzipFile) as err:
+            raise ValueError(
+                f"{path}: corrupt or truncated gzip file after line {line_number} ({err}); download or compress it "
+                "again"
+            ) from None
 
 
 def invalid_utf8_error(path: str | os.PathLike, error: UnicodeDecodeError) -> ValueError:
