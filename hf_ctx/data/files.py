@@ -148,13 +148,35 @@ def _lone_surrogate_text(value) -> str | None:
     return None
 
 
-def read_json_file(path: str | os.PathLike, what: str = "a JSON file"):
+class DuplicateKeyError(ValueError):
+    """A JSON object that names a key twice (`json` keeps the last value, in silence)."""
+
+    def __init__(self, key: str, pairs):
+        self.key = key
+        values = ", then ".join(json.dumps(value, ensure_ascii=False)[:40] for name, value in pairs if name == key)
+        super().__init__(f"an object names the key {key!r} twice ({values}): which value is meant? Give it once")
+
+
+def unique_keys(pairs):
+    """`object_pairs_hook` for `json`: the object of `pairs`, or a `DuplicateKeyError` for a key given twice."""
+    seen = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise DuplicateKeyError(key, pairs)
+        seen.add(key)
+    return dict(pairs)
+
+
+def read_json_file(path: str | os.PathLike, what: str = "a JSON file", refuse_duplicate_keys: bool = False):
     """The value in the JSON file `path` (UTF-8, a byte-order mark allowed). A file that is not UTF-8 or not JSON
     is a ValueError naming it, `what` it should be, and where it goes wrong; one that cannot be read an OSError
-    naming it."""
+    naming it. With `refuse_duplicate_keys`, an object naming a key twice is a ValueError too (`json` would keep
+    the last value)."""
     try:
         with open(path, encoding="utf-8-sig") as f:
-            value = json.load(f)
+            value = json.load(f, object_pairs_hook=unique_keys if refuse_duplicate_keys else None)
+    except DuplicateKeyError as error:
+        raise ValueError(f"{os.fspath(path)}: {error}; expected {what}") from None
     except UnicodeDecodeError as error:
         raise ValueError(
             f"{os.fspath(path)}: not valid UTF-8 ({error.reason} at byte {error.start}); {what} is UTF-8 JSON"
