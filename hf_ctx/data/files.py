@@ -121,6 +121,8 @@ def _line_error(path: str | os.PathLike, line_number: int, error: UnicodeDecodeE
     # A UTF-16 file (what some editors save as "Unicode") starts with its byte-order mark, FF FE or FE FF.
     is_utf16 = line_number == 1 and error.object[:2] in (b"\xff\xfe", b"\xfe\xff")
     utf16 = " (it is UTF-16: its byte-order mark starts the file)" if is_utf16 else ""
+    if line_number == 1 and error.object[:2] == GZIP_MAGIC:  # a reader of plain text only (a table, CoNLL, GLUE)
+        utf16 = " (it is gzip-compressed: decompress it, gunzip -k)"
     return ValueError(
         f"{os.fspath(path)}:{line_number}: not valid UTF-8 ({error.reason} at byte {error.start} of the line){utf16}; "
         "save the file as UTF-8"
