@@ -410,6 +410,22 @@ def test_invalid_utf8_in_a_glue_file_names_file_and_line(tmp_path):
         read_glue_file(path, "sst2", "train")
 
 
+def test_a_test_file_index_given_twice_and_a_gzip_file_are_named(tmp_path):
+    """Before: two rows of index 0 gave a submission file with index 0 twice, in silence; a gzip-compressed TSV was
+    "not valid UTF-8" only."""
+    import gzip
+
+    from hf_ctx.data.glue import read_glue_file
+
+    path = tmp_path / "test.tsv"
+    path.write_text("index\tsentence\n0\ta film\n1\tanother\n0\ta third\n")
+    with pytest.raises(ValueError, match=rf"^{path}:4: the index '0' is also the index of line 2; the predictions"):
+        read_glue_file(path, "sst2", "test")
+    path.write_bytes(gzip.compress(b"sentence\tlabel\ngood film\t1\n"))
+    with pytest.raises(ValueError, match=rf"^{path}:1: not valid UTF-8 .*\(it is gzip-compressed: decompress it"):
+        read_glue_file(path, "sst2", "train")
+
+
 # --- the task records: what run_glue and the metric module read -------------------------------------------
 
 

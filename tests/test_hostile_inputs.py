@@ -217,6 +217,53 @@ def test_a_squad_answer_start_of_true_is_not_read_as_1(tmp_path):
         read_squad_file(path)
 
 
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        # Before: "false" is truthy, so the question's answers were dropped (with --version_2_with_negative, in
+        # silence; without, refused as "has no answer").
+        ({"is_impossible": "false"}, r"question 'q1' .*\.is_impossible is \"false\", not true or false"),
+        # Before: the answers were dropped in silence; the official scripts score the answers, not the flag.
+        ({"is_impossible": True}, r"question 'q1' .* has is_impossible true but 1 answer\(s\)"),
+        # Before: json kept the last "answers", in silence.
+        ({"answers": []}, r"an object names the key 'answers' twice \(\[\], then \[\{.*\}\]\)"),
+    ],
+    ids=["is-impossible-a-string", "impossible-with-answers", "answers-twice"],
+)
+def test_a_squad_question_that_contradicts_itself_is_named(tmp_path, change, message):
+    from hf_ctx.data.squad import read_squad_file
+
+    path = tmp_path / "train.json"
+    qa = {"id": "q1", "question": "what?", "answers": [{"text": "cat", "answer_start": 4}]}
+    text = json.dumps({"data": [{"title": "t", "paragraphs": [{"context": "the cat", "qas": [qa]}]}]})
+    key, value = next(iter(change.items()))
+    if key in qa:  # the key a second time, as a hand-edited file holds it
+        text = text.replace('"answers": [', f'"{key}": {json.dumps(value)}, "answers": [', 1)
+    else:
+        text = text.replace('"id": "q1"', f'"id": "q1", "{key}": {json.dumps(value)}')
+    path.write_text(text)
+    with pytest.raises(ValueError, match=rf"^{path}: .*{message}"):
+        read_squad_file(path)
+
+
+def test_a_squad_title_that_is_not_text_is_named(tmp_path):
+    """Before: pyarrow's "ArrowTypeError: Expected bytes, got a 'int' object" traceback from run_qa.py."""
+    from hf_ctx.data.squad import read_squad_file
+
+    path = tmp_path / "train.json"
+    qa = {"id": "q1", "question": "what?", "answers": [{"text": "cat", "answer_start": 4}]}
+    articles = [
+        {"title": title, "paragraphs": [{"context": "the cat", "qas": [{**qa, "id": f"q{i}"}]}]}
+        for i, title in enumerate(["t", 5, None])
+    ]
+    path.write_text(json.dumps({"data": articles}))
+    with pytest.raises(ValueError, match=rf"^{path}: data\[1\]\.title is a int, not a str"):
+        read_squad_file(path)
+    del articles[1]
+    path.write_text(json.dumps({"data": articles}))
+    assert read_squad_file(path)["title"] == ["t", None]  # no title is no error
+
+
 def test_a_swag_label_of_true_is_not_read_as_1(tmp_path):
     from hf_ctx.data.multiple_choice import MultipleChoiceColumns, read_multiple_choice_file
 

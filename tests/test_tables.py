@@ -46,7 +46,23 @@ def test_json_lines_and_a_json_array_name_each_rows_line(tmp_path):
             "a,b\n1,2\n3,4,5\n",
             r"t.csv:3: 3 fields, but the header has 2 columns \['a', 'b'\]: '3,4,5'; a comma",
         ),
-        ("t.csv", 'a,b\n"1,2\n3,4\n', r"t.csv:2: 1 field, .*this row runs from line 2 to line 3: a quote"),
+        (
+            "t.csv",
+            'a,b\n"1,2\n3,4\n',
+            r"t.csv:2: a quote \(\"\) opens a field in this row that never closes: .*to line 3",
+        ),
+        ("t.csv", 'a,b\n"1\n2"\n', r"t.csv:2: 1 field, .*this row runs from line 2 to line 3: a quote"),
+        # Before: the quote's field took the rest of the file, and rows 3 and 4 were gone, in silence.
+        ("t.csv", 'a,b\n1,"2\n3,4\n5,6\n', r"t.csv:2: a quote .* never closes: the rest of the file, to line 4"),
+        # Before: read as 'hi he said' (the quotes dropped), or, where a quote closes a later line's field, that
+        # line and those between read into one field, in silence.
+        ("t.csv", 'a,b\n"hi" he said,1\n', r"t.csv:2: text follows the closing quote \(\"\) of a quoted field \(a"),
+        ("t.csv", 'a,b\n1,"2\n3,4\n5,"6\n7,8\n', r"t.csv:2: text follows the closing .*runs from line 2 to line 4"),
+        # Before: one line, "holds no rows (a header only)".
+        ("t.tsv", "a\tb\r1\t2\r", r't.tsv:1: the header line holds a "\\r" that ends no line: saved with old Mac'),
+        # Before: the last value kept, in silence (a CSV header naming a column twice is refused, above).
+        ("t.jsonl", '{"a": 1}\n{"a": 1, "a": 2}\n', r"t.jsonl:2: an object names the key 'a' twice \(1, then 2\)"),
+        ("t.json", '[\n{"a": 1},\n{"a": {"b": 1, "b": 2}}]', r"t.json:3: an object names the key 'b' twice"),
         ("t.csv", "a,b\n1\r2,3\n", r"t.csv:2: not readable as CSV \(a line break \(\"\\r\"\) inside a field"),
         ("t.tsv", "a\tb\n1\t2\t3\n", r"t.tsv:2: 3 fields, .*a tab inside a text makes another field"),
         ("t.csv", "a,a\n1,2\n", r"t.csv:1: the header names the column\(s\) \['a'\] more than once"),
@@ -68,6 +84,13 @@ def test_json_lines_and_a_json_array_name_each_rows_line(tmp_path):
 def test_a_table_that_is_not_one_is_named_by_file_and_line(tmp_path, name, content, error):
     with pytest.raises(ValueError, match=error):
         read_table(table(tmp_path, name, content))
+
+
+def test_a_csv_field_longer_than_csv_modules_limit_is_read(tmp_path):
+    """Before: refused as "not readable as CSV (field larger than field limit (131072))"."""
+    text = "word " * 40_000
+    read = read_table(table(tmp_path, "t.csv", f'text,label\n"{text}",1\nshort,0\n'))
+    assert read.columns["text"] == [text, "short"] and read.lines == [2, 3]
 
 
 def test_columns_without_a_name_are_read_and_never_used_and_cells_are_checked_as_text(tmp_path):

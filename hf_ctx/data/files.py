@@ -1,9 +1,11 @@
 """Reading a user's text files: their lines as UTF-8 without invisible prefixes, and errors that name the file and
 the line; JSON files read the same way; the record that marks generated data files as such."""
 
+import gzip
 import json
 import os
 import re
+import zlib
 from pathlib import Path
 
 from .atomic_write import write_text
@@ -70,6 +72,39 @@ def utf8_lines(f, path: str | os.PathLike):
         raise invalid_utf8_error(path, error) from None
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def is_gzip(path: str | os.PathLike) -> bool:
+    """Whether the file `path` starts with gzip's header (whatever its name)."""
+    with open(path, "rb") as f:
+        return f.read(2) == GZIP_MAGIC
+
+
+def text_file_lines(path: str | os.PathLike):
+    """The lines of the text file `path` as `utf8_lines` gives them (line endings kept; lines end at "\\n"),
+    decompressed where the file is gzip-compressed (recognised by its first bytes, whatever its name).
+
+    Raises a ValueError naming the file: bytes that are not UTF-8 or a NUL character (with the line), a name
+    ending in .gz on a file that is not gzip-compressed, a corrupt or truncated gzip file (with the last line
+    read whole)."""
+    path = os.fspath(path)
+    compressed = is_gzip(path)
+    if path.endswith(".gz") and not compressed and os.path.getsize(path) > 0:
+        raise ValueError(f"{path}: not a gzip file (its name ends in .gz but it does not start with gzip's header)")
+    line_number = 0
+    with gzip.open(path, "rb") if compressed else open(path, "rb") as f:
+        try:
+            for line in utf8_lines(f, path):
+                yield line
+                line_number += 1
+        except (EOFError, zlib.error, gzip.BadGzipFile) as err:
+            raise ValueError(
+                f"{path}: corrupt or truncated gzip file after line {line_number} ({err}); download or compress it "
+                "again"
+            ) from None
+
+
 def invalid_utf8_error(path: str | os.PathLike, error: UnicodeDecodeError) -> ValueError:
     """A ValueError naming the file and the line of the first bytes that are not UTF-8 (`error` is what
     decoding raised, which knows neither)."""
@@ -86,6 +121,8 @@ def _line_error(path: str | os.PathLike, line_number: int, error: UnicodeDecodeE
     # A UTF-16 file (what some editors save as "Unicode") starts with its byte-order mark, FF FE or FE FF.
     is_utf16 = line_number == 1 and error.object[:2] in (b"\xff\xfe", b"\xfe\xff")
     utf16 = " (it is UTF-16: its byte-order mark starts the file)" if is_utf16 else ""
+    if line_number == 1 and error.object[:2] == GZIP_MAGIC:  # a reader of plain text only (a table, CoNLL, GLUE)
+        utf16 = " (it is gzip-compressed: decompress it, gunzip -k)"
     return ValueError(
         f"{os.fspath(path)}:{line_number}: not valid UTF-8 ({error.reason} at byte {error.start} of the line){utf16}; "
         "save the file as UTF-8"
@@ -113,13 +150,35 @@ def _lone_surrogate_text(value) -> str | None:
     return None
 
 
-def read_json_file(path: str | os.PathLike, what: str = "a JSON file"):
+class DuplicateKeyError(ValueError):
+    """A JSON object that names a key twice (`json` keeps the last value, in silence)."""
+
+    def __init__(self, key: str, pairs):
+        self.key = key
+        values = ", then ".join(json.dumps(value, ensure_ascii=False)[:40] for name, value in pairs if name == key)
+        super().__init__(f"an object names the key {key!r} twice ({values}): which value is meant? Give it once")
+
+
+def unique_keys(pairs):
+    """`object_pairs_hook` for `json`: the object of `pairs`, or a `DuplicateKeyError` for a key given twice."""
+    seen = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise DuplicateKeyError(key, pairs)
+        seen.add(key)
+    return dict(pairs)
+
+
+def read_json_file(path: str | os.PathLike, what: str = "a JSON file", refuse_duplicate_keys: bool = False):
     """The value in the JSON file `path` (UTF-8, a byte-order mark allowed). A file that is not UTF-8 or not JSON
     is a ValueError naming it, `what` it should be, and where it goes wrong; one that cannot be read an OSError
-    naming it."""
+    naming it. With `refuse_duplicate_keys`, an object naming a key twice is a ValueError too (`json` would keep
+    the last value)."""
     try:
         with open(path, encoding="utf-8-sig") as f:
-            value = json.load(f)
+            value = json.load(f, object_pairs_hook=unique_keys if refuse_duplicate_keys else None)
+    except DuplicateKeyError as error:
+        raise ValueError(f"{os.fspath(path)}: {error}; expected {what}") from None
     except UnicodeDecodeError as error:
         raise ValueError(
             f"{os.fspath(path)}: not valid UTF-8 ({error.reason} at byte {error.start}); {what} is UTF-8 JSON"

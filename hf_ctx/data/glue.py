@@ -86,6 +86,7 @@ def read_glue_file(path: str | Path, task: str | GlueTask, split: str = "train")
     index_name = next((c for c in ("index", "id") if c in table.columns), None) if is_test else None
     columns["idx"] = list(range(len(table)))
     if index_name is not None:
+        seen = {}  # index -> its row: the submission file is keyed by it
         for row, value in enumerate(table.columns[index_name]):
             try:
                 columns["idx"][row] = int(value)
@@ -93,6 +94,12 @@ def read_glue_file(path: str | Path, task: str | GlueTask, split: str = "train")
                 raise ValueError(
                     f"{table.where(row)}: the {index_name} column holds {value!r}, not an integer"
                 ) from None
+            if columns["idx"][row] in seen:
+                raise ValueError(
+                    f"{table.where(row)}: the {index_name} {value!r} is also the index of line "
+                    f"{table.lines[seen[columns['idx'][row]]]}; the predictions are keyed by it, one a row"
+                )
+            seen[columns["idx"][row]] = row
     return columns
 
 

@@ -49,10 +49,12 @@ def read_squad_file(path: str | Path, answers_required: bool = True) -> dict[str
     (questions to answer), a question may lack "answers".
     """
     path = Path(path)
-    content = read_json_file(path, f"a SQuAD file, one JSON object {SQUAD_LAYOUT}")
+    content = read_json_file(path, f"a SQuAD file, one JSON object {SQUAD_LAYOUT}", refuse_duplicate_keys=True)
     rows = {column: [] for column in COLUMNS}
     for a, article in enumerate(_field(path, content, "data", list, "the top level")):
         title = article.get("title", "") if isinstance(article, dict) else ""
+        if title is not None and not isinstance(title, str):  # else pyarrow's "Expected bytes, got a 'int' object"
+            raise _layout_error(path, f"data[{a}].title", f"is a {type(title).__name__}, not a str")
         for p, paragraph in enumerate(_field(path, article, "paragraphs", list, f"data[{a}]")):
             where = f"data[{a}].paragraphs[{p}]"
             context = _field(path, paragraph, "context", str, where)
@@ -61,7 +63,18 @@ def read_squad_file(path: str | Path, answers_required: bool = True) -> dict[str
                 qid = str(_field(path, qa, "id", (str, int), qa_where))
                 qa_where = f"question {qid!r} ({qa_where})"
                 question = _field(path, qa, "question", str, qa_where)
-                if qa.get("is_impossible") or (not answers_required and "answers" not in qa):
+                impossible = qa.get("is_impossible", False)
+                if not isinstance(impossible, bool):  # "false" would be true
+                    raise _layout_error(
+                        path, f"{qa_where}.is_impossible", f"is {json.dumps(impossible)}, not true or false"
+                    )
+                if impossible and qa.get("answers"):  # the official scripts score the answers, not the flag
+                    raise ValueError(
+                        f"{path}: {qa_where} has is_impossible true but {len(qa['answers'])} answer(s) "
+                        f'({json.dumps(qa["answers"])[:80]}); an unanswerable question has "answers": [] (SQuAD 2.0 '
+                        'puts its near-answers under "plausible_answers"), an answerable one is_impossible false'
+                    )
+                if impossible or (not answers_required and "answers" not in qa):
                     answers = []
                 else:
                     answers = _field(path, qa, "answers", list, qa_where)

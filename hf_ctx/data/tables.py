@@ -17,8 +17,10 @@ What is checked here names the file and the physical line where the row starts (
 - bytes that are not UTF-8 (the line); a byte-order mark or another invisible prefix is dropped (`data/files.py`);
 - a CSV or TSV row with more or fewer fields than the header: most often a comma (tab) inside an unquoted text,
   which pandas would silently turn into an index column, shifting every field of the file one column left;
-- a header that names a column twice; a JSON line that is not JSON or not an object; an empty file, a header
-  without rows;
+- in CSV, a quote that never closes (Python's csv would read the rest of the file into its field) and text after
+  a closing quote (`"hi" he said`, read as `hi he said`): quotes are read strictly;
+- a header that names a column twice, and a JSON row that names a key twice; a JSON line that is not JSON or not
+  an object; an empty file, a header without rows; a TSV header line holding a lone "\\r" (old Mac line ends);
 - what a task reads (`Table.texts`, `Table.values`): a missing column, and a cell that is missing, `null`, empty
   or (for text) not a string.
 """
@@ -29,10 +31,20 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .files import INVISIBLE_PREFIXES, LONE_SURROGATE, invalid_utf8_error, strip_invisible_prefix, utf8_lines
+from .files import (
+    INVISIBLE_PREFIXES,
+    LONE_SURROGATE,
+    DuplicateKeyError,
+    invalid_utf8_error,
+    strip_invisible_prefix,
+    unique_keys,
+    utf8_lines,
+)
 
 # File suffix -> how the file is read.
 TABLE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "jsonl"}
+# The longest CSV field read (csv's default is 131,072 characters; 2**31 - 1 is the most every platform's C long holds).
+FIELD_SIZE_LIMIT = 2**31 - 1
 # The cell of a JSON row that lacks the column's key.
 ABSENT = type("Absent", (), {"__repr__": lambda self: "<absent>"})()
 
@@ -195,6 +207,11 @@ def _read_delimited(f, path: Path, kind: str, header) -> Table:
             return table
         table.header_line, _, header = first
     names = list(header)
+    if kind == "tsv" and any("\r" in name for name in names):  # else read as one line: a header, no rows
+        raise ValueError(
+            f'{path}:1: the header line holds a "\\r" that ends no line: saved with old Mac line ends? Save the file '
+            'with "\\n" ones'
+        )
     repeated = sorted({name for name in names if name and names.count(name) > 1})
     if repeated:
         raise ValueError(f"{path}:1: the header names the column(s) {repeated} more than once: {names}")
@@ -221,7 +238,12 @@ def _tsv_rows(lines):
 def _csv_rows(lines, path: Path):
     """(line the row starts on, line it ends on, fields) of each row of a CSV file; a quoted field may span
     lines."""
-    reader = csv.reader(lines)
+    # strict: a quote that never closes, or text after a closing quote, is an error. Python's csv would read the
+    # first as one field holding the rest of the file (its rows gone, in silence, where that field is a row's last)
+    # and drop the quotes of the second ('"hi" he said' read as 'hi he said').
+    # A text may be longer than csv's default field limit (131,072 characters): the table is in memory anyway.
+    csv.field_size_limit(max(csv.field_size_limit(), FIELD_SIZE_LIMIT))
+    reader = csv.reader(lines, strict=True)
     end = 0  # the last line read
     while True:
         try:
@@ -229,12 +251,31 @@ def _csv_rows(lines, path: Path):
         except StopIteration:
             return
         except csv.Error as error:
-            if "new-line character" in str(error):  # a lone "\r", which csv reads as a line break
-                error = 'a line break ("\\r") inside a field that is not quoted; quote the field or remove the "\\r"'
-            raise ValueError(f"{path}:{reader.line_num}: not readable as CSV ({error})") from None
+            raise ValueError(_csv_error(path, error, end + 1, reader.line_num)) from None
         start, end = end + 1, reader.line_num
         if fields:  # a blank line is no row
             yield start, end, fields
+
+
+def _csv_error(path: Path, error: csv.Error, start: int, line: int) -> str:
+    """The message for what Python's csv module refuses in the row that starts on line `start` (it stopped on
+    `line`)."""
+    reason = str(error)
+    if "new-line character" in reason:  # a lone "\r", which csv reads as a line break
+        reason = 'a line break ("\\r") inside a field that is not quoted; quote the field or remove the "\\r"'
+    elif reason == "unexpected end of data":
+        return (
+            f'{path}:{start}: a quote (") opens a field in this row that never closes: the rest of the file, to line '
+            f'{line}, would be one field; close the quote, or quote a field with a quote in it as "...""..."'
+        )
+    elif "expected after" in reason:  # ',' expected after '"'
+        lines = f"the row runs from line {start} to line {line}: " if line > start else ""
+        return (
+            f'{path}:{start}: text follows the closing quote (") of a quoted field ({lines}a quote closes a field '
+            'there before its end, as in "hi" he said); quote the whole field and double each quote inside it: '
+            '"""hi"" he said"'
+        )
+    return f"{path}:{line}: not readable as CSV ({reason})"
 
 
 def _field_count_error(path: Path, kind: str, start: int, end: int, fields: list[str], names: list[str]) -> str:
@@ -264,7 +305,9 @@ def _read_json_lines(f, path: Path) -> Table:
         if not line.strip():
             continue
         try:
-            row = json.loads(line.rstrip("\r\n"))  # a column past the line's end would be none of it
+            row = json.loads(line.rstrip("\r\n"), object_pairs_hook=unique_keys)  # a column past the end: none of it
+        except DuplicateKeyError as error:
+            raise ValueError(f"{path}:{number}: {error}") from None
         except json.JSONDecodeError as error:
             if not table.lines and path.suffix.lower() == ".json":
                 _refuse_single_object(f, path)
@@ -293,7 +336,7 @@ def _read_json_array(f, path: Path) -> Table:
         text = strip_invisible_prefix(f.read().decode("utf-8"))
     except UnicodeDecodeError as error:
         raise invalid_utf8_error(path, error) from None
-    decoder, table = json.JSONDecoder(), Table(path, "json", header_line=None)
+    decoder, table = json.JSONDecoder(object_pairs_hook=unique_keys), Table(path, "json", header_line=None)
     position, line = _skip_blanks(text, text.index("[") + 1), 1 + text.count("\n", 0, text.index("["))
     counted = 0  # `line` is the line of text[counted]
     try:
@@ -304,7 +347,10 @@ def _read_json_array(f, path: Path) -> Table:
                 position = _skip_blanks(text, position + 1)
             line += text.count("\n", counted, position)
             counted = position
-            row, position = decoder.raw_decode(text, position)
+            try:
+                row, position = decoder.raw_decode(text, position)
+            except DuplicateKeyError as error:
+                raise ValueError(f"{path}:{line}: {error}") from None
             _add_json_row(table, row, line)
             position = _skip_blanks(text, position)
         if text[position + 1 :].strip():

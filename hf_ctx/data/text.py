@@ -18,11 +18,9 @@ cache folder.
 
 import dataclasses
 import glob
-import gzip
 import inspect
 import logging
 import os
-import zlib
 from collections.abc import Iterator, Sequence
 
 import datasets
@@ -32,12 +30,11 @@ from datasets.exceptions import DatasetGenerationError
 from datasets.fingerprint import Hasher
 
 from ..atomic_files import full_disk_errno
-from .files import check_regular_file, strip_invisible_prefix, unique_files, utf8_lines
+from .files import check_regular_file, strip_invisible_prefix, text_file_lines, unique_files
 
 logger = logging.getLogger(__name__)
 
 DOCUMENT_BOUNDARIES = ("blank_line", "line")
-GZIP_MAGIC = b"\x1f\x8b"
 STREAM_SHUFFLE_BUFFER = 10_000  # rows a streaming dataset is shuffled within (datasets' own default is 1000)
 
 
@@ -73,33 +70,17 @@ def resolve_text_files(patterns: str | os.PathLike | Sequence[str | os.PathLike]
     return files
 
 
-def _is_gzip(path: str) -> bool:
-    with open(path, "rb") as f:
-        return f.read(2) == GZIP_MAGIC
-
-
 def iter_text_file_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
     """Yield (line number, line stripped of surrounding whitespace and invisible prefixes such as a byte-order mark,
-    `files.utf8_lines`) for every line of a text file, decompressing it when it is gzip-compressed (recognised by its first bytes, whatever its name).
+    `files.utf8_lines`) for every line of a text file, decompressing it when it is gzip-compressed (recognised by its
+    first bytes, whatever its name: `files.text_file_lines`).
 
     Raises:
         ValueError: the file is not valid UTF-8 (with file and line), or is a corrupt or truncated gzip file (with
             the line reached), or ends in a `.gz` name without being gzip-compressed.
     """
-    path = os.fspath(path)
-    compressed = _is_gzip(path)
-    if path.endswith(".gz") and not compressed and os.path.getsize(path) > 0:
-        raise ValueError(f"{path}: not a gzip file (its name ends in .gz but it does not start with gzip's header)")
-    line_number = 0
-    with gzip.open(path, "rb") if compressed else open(path, "rb") as f:
-        try:
-            for line_number, line in enumerate(utf8_lines(f, path), start=1):
-                yield line_number, strip_invisible_prefix(line.strip())
-        except (EOFError, zlib.error, gzip.BadGzipFile) as err:
-            raise ValueError(
-                f"{path}: corrupt or truncated gzip file after line {line_number} ({err}); download or compress it "
-                "again"
-            ) from None
+    for line_number, line in enumerate(text_file_lines(path), start=1):
+        yield line_number, strip_invisible_prefix(line.strip())
 
 
 def _read_text_documents(files: list[str], document_boundary: str, file_stamps=None) -> Iterator[dict]:

@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from .atomic_write import atomic_write
+from .files import text_file_lines
 
 logger = logging.getLogger(__name__)
 
@@ -91,33 +92,45 @@ def _read_package(vectors_path: Path, index_path: Path, wanted: set[str] | None)
 
 
 def _read_text(path: Path, wanted: set[str] | None) -> Iterator[tuple[str, np.ndarray]]:
-    opener = gzip.open if path.suffix == ".gz" else open
+    """The vectors of a GloVe or word2vec text file, plain or gzip-compressed (`files.text_file_lines`: UTF-8 and no
+    NUL by line, gzip integrity; before, bytes that were not UTF-8 became U+FFFD in a word, in silence)."""
     dim = None
-    with opener(path, "rt", encoding="utf-8-sig", errors="replace") as f:
-        for line_number, line in enumerate(f, start=1):
-            fields = line.rstrip("\n").rstrip().split(" ")
-            if line_number == 1 and len(fields) == 2 and all(x.isdigit() for x in fields):
-                continue  # word2vec's "<count> <dim>" header
-            if dim is None:
-                dim = len(fields) - 1
-                yield "", np.zeros((0, dim), dtype=np.float32)
-            elif len(fields) != dim + 1:
-                raise ValueError(
-                    f"{path}:{line_number}: expected a word and {dim} numbers (as on the file's first "
-                    f"vector line), found {len(fields) - 1} numbers"
+    for line_number, line in enumerate(text_file_lines(path), start=1):
+        fields = line.rstrip("\n").rstrip().split(" ")
+        if fields == [""]:
+            continue  # a blank line (one at the end of the file is common) holds no vector
+        if line_number == 1 and len(fields) == 2 and all(x.isdigit() for x in fields):
+            continue  # word2vec's "<count> <dim>" header
+        if dim is None:
+            dim = len(fields) - 1
+            if dim == 0:
+                tabs = (
+                    " (its fields are separated by tabs; a vector file separates them by spaces)"
+                    if "\t" in line
+                    else ""
                 )
-            if wanted is None or fields[0] in wanted:
-                try:
-                    vector = np.array(fields[1:], dtype=np.float32)
-                except ValueError:
-                    raise ValueError(f"{path}:{line_number}: not a number in the vector of {fields[0]!r}") from None
-                not_finite = np.flatnonzero(~np.isfinite(vector))  # NaN, inf, or beyond float32 (1e39)
-                if not_finite.size:
-                    value = fields[1 + not_finite[0]]
-                    raise ValueError(
-                        f"{path}:{line_number}: the vector of {fields[0]!r} holds {value!r}, not a finite number"
-                    )
-                yield fields[0], vector
+                raise ValueError(
+                    f"{path}:{line_number}: expected a word and its numbers separated by spaces, found "
+                    f"{fields[0][:60]!r} alone{tabs}"
+                )
+            yield "", np.zeros((0, dim), dtype=np.float32)
+        elif len(fields) != dim + 1:
+            raise ValueError(
+                f"{path}:{line_number}: expected a word and {dim} numbers (as on the file's first "
+                f"vector line), found {len(fields) - 1} numbers"
+            )
+        if wanted is None or fields[0] in wanted:
+            try:
+                vector = np.array(fields[1:], dtype=np.float32)
+            except ValueError:
+                raise ValueError(f"{path}:{line_number}: not a number in the vector of {fields[0]!r}") from None
+            not_finite = np.flatnonzero(~np.isfinite(vector))  # NaN, inf, or beyond float32 (1e39)
+            if not_finite.size:
+                value = fields[1 + not_finite[0]]
+                raise ValueError(
+                    f"{path}:{line_number}: the vector of {fields[0]!r} holds {value!r}, not a finite number"
+                )
+            yield fields[0], vector
     if dim is None:
         raise ValueError(f"{path} holds no word vectors")
 
