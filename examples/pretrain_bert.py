@@ -291,7 +291,8 @@ def documents_and_tokenizer(model_args, data_args, training_args):
     )
     if training_args.do_eval and validation_documents is None:
         raise ValueError(
-            f"{scripts.evaluation_option(training_args)} needs validation data: --validation_file, a validation split or --validation_split_percentage"
+            f"{scripts.step_option(training_args, 'validation')} needs validation data: --validation_file, "
+            "a validation split or --validation_split_percentage"
         )
     tokenizer = load_or_train_tokenizer(model_args, training_args, train_documents, text_column)
     return train_documents, validation_documents, text_column, tokenizer

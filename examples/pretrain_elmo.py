@@ -311,7 +311,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     train_lines, validation_lines = load_lines(data_args, training_args.seed)
     if training_args.do_eval and validation_lines is None:
         raise ValueError(
-            f"{scripts.evaluation_option(training_args)} needs validation data: --validation_file, a validation split, or --validation_split_percentage"
+            f"{scripts.step_option(training_args, 'validation')} needs validation data: --validation_file, "
+            "a validation split, or --validation_split_percentage"
         )
     with training_args.main_process_first(desc="splitting sentences"):
         train_sentences, train_available = sentences(train_lines, data_args, data_args.max_train_samples)

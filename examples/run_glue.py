@@ -210,10 +210,10 @@ def load_task_data(data_args: DataArguments, training_args, model_args: ModelArg
     files = {"train": data_args.train_file, "validation": data_args.validation_file, "test": data_args.test_file}
     if not any(files.values()):
         raise ValueError("give --task_name (a GLUE task) or your own --train_file/--validation_file/--test_file")
-    steps = {"train": "--do_train", "validation": scripts.evaluation_option(training_args), "test": "--do_predict"}
     for split, step in (("train", "do_train"), ("validation", "do_eval"), ("test", "do_predict")):
         if getattr(training_args, step) and files[split] is None:
-            raise ValueError(f"{steps[split]} needs --{split}_file (or a GLUE task: --task_name)")
+            option = scripts.step_option(training_args, split)
+            raise ValueError(f"{option} needs --{split}_file (or a GLUE task: --task_name)")
     labels, is_regression = None, None
     if files["train"] is None and model_args.model_name_or_path is not None:
         config = AutoConfig.from_pretrained(model_args.model_name_or_path, cache_dir=model_args.cache_dir)

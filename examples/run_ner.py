@@ -305,9 +305,9 @@ def load_data(
     needed = {"train": training_args.do_train, "validation": evaluating, "test": training_args.do_predict}
     for split, wanted in needed.items():
         if wanted and split not in data:
-            step = {"train": "--do_train", "validation": scripts.evaluation_option(training_args)}.get(split)
             raise ValueError(
-                f"{step or '--do_predict'} needs a {split} split (--{split}_file or a dataset that has one)"
+                f"{scripts.step_option(training_args, split)} needs a {split} split (--{split}_file or a dataset "
+                "that has one)"
             )
     return scripts.keep_first_examples({split: data[split] for split, wanted in needed.items() if wanted}, data_args)
 

@@ -255,9 +255,12 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         data_args.version_2_with_negative,
         cache_dir=model_args.cache_dir,
     )
-    for split, flag in (("train", "--do_train"), ("validation", scripts.evaluation_option(training_args))):
+    for split in ("train", "validation"):
         if wanted[split] and split not in raw:
-            raise ValueError(f"{flag} needs {split} data: --{split}_file, or a --dataset_name with a {split} split")
+            raise ValueError(
+                f"{scripts.step_option(training_args, split)} needs {split} data: --{split}_file, or a "
+                f"--dataset_name with a {split} split"
+            )
     raw, available = scripts.keep_first_examples({split: raw[split] for split in wanted if wanted[split]}, data_args)
 
     tokenizer = scripts.fine_tuning_tokenizer(model_args)

@@ -144,10 +144,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         "validation": data_args.validation_file if training_args.do_eval else None,
         "test": data_args.test_file if training_args.do_predict else None,
     }
-    steps = {"train": "--do_train", "validation": scripts.evaluation_option(training_args), "test": "--do_predict"}
     for split, step in (("train", "train"), ("validation", "eval"), ("test", "predict")):
         if getattr(training_args, f"do_{step}") and files[split] is None:
-            raise ValueError(f"{steps[split]} needs --{split}_file")
+            raise ValueError(f"{scripts.step_option(training_args, split)} needs --{split}_file")
     raw = {
         split: read_multiple_choice_file(path, columns, labelled=None if split == "test" else True)
         for split, path in files.items()

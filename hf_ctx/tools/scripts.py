@@ -740,9 +740,11 @@ class TextCorpusArguments:
 # --- the --do_train / --do_eval steps -----------------------------------------------------------------------
 
 
-def evaluation_option(training_args: TrainingArguments) -> str:
-    """The option that asked for evaluation, for messages: `--eval_strategy X` where one is set (transformers then
-    sets `do_eval` itself), else `--do_eval`."""
+def step_option(training_args: TrainingArguments, split: str) -> str:
+    """The option that asked for the step reading `split` ("train", "validation", "test"), for messages: for
+    evaluation `--eval_strategy X` where one is set (transformers then sets `do_eval` itself), else `--do_eval`."""
+    if split != "validation":
+        return {"train": "--do_train", "test": "--do_predict"}[split]
     strategy = str(getattr(training_args.eval_strategy, "value", training_args.eval_strategy))
     return "--do_eval" if strategy == "no" else f"--eval_strategy {strategy}"
 

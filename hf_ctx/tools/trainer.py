@@ -36,6 +36,8 @@ from .errors import SameOnEveryRank, stop_signals_held
 from .loading import check_pickle_loads_safely
 
 logger = logging.getLogger(__name__)
+# The learning-rate schedules of transformers that take no warm-up (`get_scheduler` ignores the warm-up steps).
+SCHEDULES_WITHOUT_WARM_UP = ("constant", "reduce_lr_on_plateau")
 
 # transformers before 5.19 divides a resumed run's train_loss by the global step instead of by the steps the run
 # trained (resumed at step 3 of 6, the loss of steps 4-6 over 6); CtxTrainer corrects it.
@@ -729,15 +731,8 @@ class CtxTrainer(Trainer):
         """`Trainer.create_scheduler`, with a warning where the warm-up lasts the whole run: the learning rate would
         never reach `--learning_rate` (a `--warmup_steps` of a long recipe in a short run, in silence before)."""
         warmup = self.args.get_warmup_steps(num_training_steps)
-        if (
-            self.lr_scheduler is None
-            and warmup >= num_training_steps
-            and self.args.lr_scheduler_type
-            not in (
-                "constant",
-                "reduce_lr_on_plateau",
-            )
-        ):
+        warms_up = self.args.lr_scheduler_type not in SCHEDULES_WITHOUT_WARM_UP
+        if self.lr_scheduler is None and warms_up and warmup >= num_training_steps:
             logger.warning(
                 f"--warmup_steps {self.args.warmup_steps:g} warms up over {warmup} steps, the run has "
                 f"{num_training_steps}: the learning rate never reaches --learning_rate {self.args.learning_rate:g}; "
